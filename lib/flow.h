@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: bidirectional flow table (one per worker, librte_hash).
+ *
+ * One entry per connection for both directions: the key is canonical (the
+ * lower (address, port) endpoint first), so a data segment and the ACK going
+ * the other way find the same entry. Each worker owns its table: no locks.
+ *
+ * Overflow rule: when the table is full, a new flow is not inserted; its
+ * packets are forwarded unmanaged and counted in stats.full. Entries expire
+ * when idle longer than the timeout of their state; expiry is incremental
+ * (a bounded scan per call) so it never stalls the worker.
+ */
+#ifndef WEIR_FLOW_H
+#define WEIR_FLOW_H
+
+#include <stdint.h>
+#include <rte_common.h>
+
+#include "parse.h"
+
+/* Direction of a packet through the appliance, from the port it arrived on. */
+enum weir_dir {
+	WEIR_DIR_OUT = 0,   /* LAN -> WAN (uploads, and the ACKs of downloads) */
+	WEIR_DIR_IN = 1,    /* WAN -> LAN */
+};
+
+/* Canonical bidirectional key: 40 bytes, no holes (hashed as raw bytes). */
+struct weir_flow_key {
+	uint8_t  addr_lo[16];   /* IPv4 uses the first 4 bytes, rest zero */
+	uint8_t  addr_hi[16];
+	uint16_t port_lo;       /* host order; ICMP echo: the identifier on both sides */
+	uint16_t port_hi;
+	uint16_t vlan;          /* outer VLAN ID (12 bits), 0 when untagged */
+	uint8_t  proto;
+	uint8_t  family;        /* 4 or 6 */
+};
+
+enum weir_flow_state {
+	WEIR_FS_NONE = 0,       /* non-TCP: no handshake */
+	WEIR_FS_SYN_SENT,       /* SYN seen */
+	WEIR_FS_SYN_RECV,       /* SYN+ACK seen */
+	WEIR_FS_ESTABLISHED,    /* handshake done, or picked up mid-stream */
+	WEIR_FS_FIN_WAIT,       /* one side sent FIN */
+	WEIR_FS_CLOSING,        /* both sides sent FIN */
+	WEIR_FS_CLOSED,         /* RST seen, or both FINs acknowledged */
+	WEIR_FS__COUNT
+};
+const char *weir_flow_state_name(unsigned int state);
+
+/* weir_flow.flags */
+#define WEIR_FF_LO_IS_SRC_FIRST 0x01  /* the first packet came from the addr_lo side */
+#define WEIR_FF_SEEN_OUT        0x02  /* a packet was seen in WEIR_DIR_OUT */
+#define WEIR_FF_SEEN_IN         0x04  /* a packet was seen in WEIR_DIR_IN */
+#define WEIR_FF_FIN_OUT         0x08  /* FIN sent by the LAN side */
+#define WEIR_FF_FIN_IN          0x10  /* FIN sent by the WAN side */
+#define WEIR_FF_REPLIED         0x20  /* non-TCP: traffic seen both ways */
+
+/* One cache line per flow; shaping state added by later stages lives beside it. */
+struct weir_flow {
+	uint64_t first_tsc;
+	uint64_t last_tsc;
+	uint64_t bytes[2];      /* by enum weir_dir, wire bytes */
+	uint32_t pkts[2];
+	uint32_t fin_seq[2];    /* seq just past each side's FIN, to see it ACKed */
+	uint16_t class_id;      /* set by classification (later stages) */
+	uint16_t policy_epoch;
+	uint8_t  state;         /* enum weir_flow_state */
+	uint8_t  flags;         /* WEIR_FF_* */
+	uint8_t  wscale[2];     /* window scale announced by each direction's sender */
+	uint16_t mss[2];
+	uint8_t  _rsvd[4];
+} __rte_cache_aligned;
+
+/* Idle timeouts in seconds, by state family. */
+struct weir_flow_timeouts {
+	uint32_t tcp_syn;       /* SYN_SENT, SYN_RECV */
+	uint32_t tcp_established;
+	uint32_t tcp_closing;   /* FIN_WAIT, CLOSING */
+	uint32_t tcp_closed;    /* CLOSED: short, lets late segments find the entry */
+	uint32_t udp;
+	uint32_t other;         /* ICMP and other IP protocols */
+};
+
+struct weir_flow_table_conf {
+	const char *name;       /* unique per process (rte_hash names are global) */
+	uint32_t capacity;      /* exact: the table holds this many flows */
+	int socket_id;
+	uint64_t tsc_hz;
+	struct weir_flow_timeouts timeouts;
+};
+
+struct weir_flow_stats {
+	uint64_t inserted;
+	uint64_t expired;       /* removed for idleness (all states) */
+	uint64_t full;          /* packets of new flows not inserted: table full */
+	uint64_t lookups;
+	uint32_t active;
+};
+
+struct weir_flow_table;
+
+struct weir_flow_table *weir_flow_table_create(const struct weir_flow_table_conf *conf);
+void weir_flow_table_free(struct weir_flow_table *t);
+
+/*
+ * Build the canonical key for a manageable packet (weir_pkt_manageable()).
+ * Returns 1 if the packet's source is the addr_lo side, 0 otherwise.
+ */
+int weir_flow_key_make(const uint8_t *frame, const struct weir_pkt *p, struct weir_flow_key *key);
+
+#define WEIR_FLOW_BULK_MAX 64
+
+/*
+ * Find or insert the flows of n packets (n <= WEIR_FLOW_BULK_MAX); all must be
+ * manageable. out[i] is the flow entry, or NULL when the table is full (counted).
+ * Uses rte_hash bulk lookup, inserting only the misses.
+ */
+void weir_flow_lookup_bulk(struct weir_flow_table *t, const struct weir_flow_key *keys,
+			   unsigned int n, uint64_t now, struct weir_flow *out[]);
+
+/* Account a packet of `wire_len` bytes in direction `dir` and advance TCP state. */
+void weir_flow_track(struct weir_flow *f, const struct weir_pkt *p, enum weir_dir dir,
+		     uint32_t wire_len, uint64_t now);
+
+/* Called for each flow just before it is removed (to drain its queues later on). */
+typedef void (*weir_flow_evict_cb)(struct weir_flow *f, const struct weir_flow_key *key, void *arg);
+
+/*
+ * Examine at most `budget` slots from where the last call stopped and remove
+ * the flows idle longer than their state's timeout. Returns flows removed.
+ */
+unsigned int weir_flow_expire(struct weir_flow_table *t, uint64_t now, unsigned int budget,
+			      weir_flow_evict_cb cb, void *arg);
+
+/* Walk every live flow (management snapshots, tests). Stops when fn returns non-zero. */
+typedef int (*weir_flow_walk_fn)(const struct weir_flow *f, const struct weir_flow_key *key, void *arg);
+int weir_flow_walk(const struct weir_flow_table *t, weir_flow_walk_fn fn, void *arg);
+
+const struct weir_flow_stats *weir_flow_table_stats(const struct weir_flow_table *t);
+
+/* Bytes of memory the table uses per flow slot (hash buckets + keys + entries). */
+size_t weir_flow_table_bytes_per_flow(const struct weir_flow_table *t);
+
+#endif /* WEIR_FLOW_H */
