@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: the appliance's process-wide state, owned by the management lcore.
+ */
+#ifndef WEIR_APP_H
+#define WEIR_APP_H
+
+#include <signal.h>
+#include <rte_mempool.h>
+
+#include "config.h"
+#include "ports.h"
+#include "worker.h"
+
+struct weir_app {
+	struct weir_config cfg;
+	struct weir_ports ports;
+	struct rte_mempool *mp;
+	struct weir_worker *workers[WEIR_MAX_WORKERS];
+	struct weir_flow_table *flows[WEIR_MAX_WORKERS];
+	unsigned int n_workers;
+	uint64_t start_tsc;
+	volatile sig_atomic_t quit;
+};
+
+/* The management lcore's loop: periodic stats until app->quit. */
+void weir_mgmt_loop(struct weir_app *app);
+
+/* Print the counters in the one human-readable form the appliance uses. */
+void weir_stats_print(const struct weir_app *app, FILE *out);
+
+/* Write the counters as JSON to cfg.stats_file (atomically: temp + rename). */
+int weir_stats_write_file(const struct weir_app *app);
+
+#endif /* WEIR_APP_H */

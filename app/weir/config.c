@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <libconfig.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+
+#include "config.h"
+
+/* Loader state: the error buffer is filled once, by the first error. */
+struct loader {
+	const char *path;
+	char *err;
+	size_t errlen;
+	bool failed;
+};
+
+static int
+fail_at(struct loader *ld, const config_setting_t *s, const char *fmt, ...)
+{
+	const char *file = ld->path;
+	int line = 0;
+	int off;
+	va_list ap;
+
+	if (ld->failed)
+		return -1;
+	if (s != NULL) {
+		line = config_setting_source_line(s);
+		if (config_setting_source_file(s) != NULL)
+			file = config_setting_source_file(s);
+	}
+	off = snprintf(ld->err, ld->errlen, "%s:%d: ", file, line);
+	if (off > 0 && (size_t)off < ld->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(ld->err + off, ld->errlen - off, fmt, ap);
+		va_end(ap);
+	}
+	ld->failed = true;
+	return -1;
+}
+
+/* "flows.timeouts.udp" for messages: a setting's dotted path from the root. */
+static void
+setting_path(const config_setting_t *s, const char *name, char *buf, size_t len)
+{
+	const char *parts[16];
+	int n = 0;
+	size_t off = 0;
+
+	for (const config_setting_t *p = s; p != NULL && n < 16; p = config_setting_parent(p))
+		if (config_setting_name(p) != NULL)
+			parts[n++] = config_setting_name(p);
+	buf[0] = '\0';
+	while (n-- > 0 && off < len)
+		off += snprintf(buf + off, len - off, "%s.", parts[n]);
+	if (off < len)
+		snprintf(buf + off, len - off, "%s", name);
+}
+
+/* Reject settings the loader does not know: a typo must not silently fall
+ * back to a default on a production box. */
+static int
+check_keys(struct loader *ld, const config_setting_t *grp, const char *const *allowed)
+{
+	for (int i = 0; i < config_setting_length(grp); i++) {
+		const config_setting_t *s = config_setting_get_elem(grp, i);
+		const char *name = config_setting_name(s);
+		bool ok = false;
+		char full[256];
+
+		for (const char *const *a = allowed; *a != NULL; a++)
+			ok |= strcmp(*a, name) == 0;
+		if (!ok) {
+			setting_path(grp, name, full, sizeof(full));
+			return fail_at(ld, s, "unknown setting '%s'", full);
+		}
+	}
+	return 0;
+}
+
+static const config_setting_t *
+group(struct loader *ld, const config_setting_t *parent, const char *name, bool required)
+{
+	const config_setting_t *g = config_setting_get_member(parent, name);
+	char full[256];
+
+	setting_path(parent, name, full, sizeof(full));
+	if (g == NULL) {
+		if (required)
+			fail_at(ld, parent, "missing group '%s'", full);
+		return NULL;
+	}
+	if (!config_setting_is_group(g)) {
+		fail_at(ld, g, "'%s' must be a group { ... }", full);
+		return NULL;
+	}
+	return g;
+}
+
+static int
+get_int(struct loader *ld, const config_setting_t *grp, const char *name, long long def,
+	long long min, long long max, long long *out)
+{
+	const config_setting_t *s = grp ? config_setting_get_member(grp, name) : NULL;
+	char full[256];
+
+	*out = def;
+	if (s == NULL)
+		return 0;
+	setting_path(grp, name, full, sizeof(full));
+	if (config_setting_type(s) != CONFIG_TYPE_INT && config_setting_type(s) != CONFIG_TYPE_INT64)
+		return fail_at(ld, s, "'%s' must be an integer", full);
+	*out = config_setting_get_int64(s);
+	if (*out < min || *out > max)
+		return fail_at(ld, s, "'%s' is %lld; it must be between %lld and %lld", full, *out, min, max);
+	return 0;
+}
+
+static int
+get_float(struct loader *ld, const config_setting_t *grp, const char *name, double def,
+	  double min, double max, double *out)
+{
+	const config_setting_t *s = grp ? config_setting_get_member(grp, name) : NULL;
+	char full[256];
+
+	*out = def;
+	if (s == NULL)
+		return 0;
+	setting_path(grp, name, full, sizeof(full));
+	if (config_setting_type(s) == CONFIG_TYPE_FLOAT)
+		*out = config_setting_get_float(s);
+	else if (config_setting_type(s) == CONFIG_TYPE_INT || config_setting_type(s) == CONFIG_TYPE_INT64)
+		*out = (double)config_setting_get_int64(s);
+	else
+		return fail_at(ld, s, "'%s' must be a number", full);
+	if (!(*out >= min && *out <= max))
+		return fail_at(ld, s, "'%s' is %g; it must be between %g and %g", full, *out, min, max);
+	return 0;
+}
+
+static int
+get_bool(struct loader *ld, const config_setting_t *grp, const char *name, bool def, bool *out)
+{
+	const config_setting_t *s = grp ? config_setting_get_member(grp, name) : NULL;
+	char full[256];
+
+	*out = def;
+	if (s == NULL)
+		return 0;
+	setting_path(grp, name, full, sizeof(full));
+	if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+		return fail_at(ld, s, "'%s' must be true or false", full);
+	*out = config_setting_get_bool(s);
+	return 0;
+}
+
+/* String into a fixed buffer; `def` NULL means required. */
+static int
+get_str(struct loader *ld, const config_setting_t *grp, const char *name, const char *def,
+	char *out, size_t outlen)
+{
+	const config_setting_t *s = grp ? config_setting_get_member(grp, name) : NULL;
+	char full[256];
+	const char *v;
+
+	setting_path(grp, name, full, sizeof(full));
+	if (s == NULL) {
+		if (def == NULL)
+			return fail_at(ld, grp, "missing setting '%s'", full);
+		snprintf(out, outlen, "%s", def);
+		return 0;
+	}
+	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+		return fail_at(ld, s, "'%s' must be a string", full);
+	v = config_setting_get_string(s);
+	if (strlen(v) >= outlen)
+		return fail_at(ld, s, "'%s' is longer than %zu characters", full, outlen - 1);
+	snprintf(out, outlen, "%s", v);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int level;
+} log_levels[] = {
+	{ "emerg", RTE_LOG_EMERG }, { "alert", RTE_LOG_ALERT }, { "crit", RTE_LOG_CRIT },
+	{ "error", RTE_LOG_ERR }, { "warning", RTE_LOG_WARNING }, { "notice", RTE_LOG_NOTICE },
+	{ "info", RTE_LOG_INFO }, { "debug", RTE_LOG_DEBUG },
+};
+
+static int
+load_top(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
+{
+	static const char *const keys[] = { "eal", "log_level", "lcores", "ports", "mempool",
+					    "rings", "worker", "flows", "stats", NULL };
+	const config_setting_t *eal = config_setting_get_member(root, "eal");
+	char level[16];
+
+	if (check_keys(ld, root, keys) < 0)
+		return -1;
+	if (eal != NULL) {
+		if (!config_setting_is_array(eal) && !config_setting_is_list(eal))
+			return fail_at(ld, eal, "'eal' must be a list of strings, e.g. [\"--no-huge\"]");
+		for (int i = 0; i < config_setting_length(eal); i++) {
+			const config_setting_t *a = config_setting_get_elem(eal, i);
+
+			if (config_setting_type(a) != CONFIG_TYPE_STRING)
+				return fail_at(ld, a, "'eal' item %d must be a string", i + 1);
+			if (cfg->n_eal_args >= WEIR_MAX_EAL_ARGS)
+				return fail_at(ld, a, "'eal' has more than %d arguments", WEIR_MAX_EAL_ARGS);
+			cfg->eal_args[cfg->n_eal_args++] = strdup(config_setting_get_string(a));
+		}
+	}
+	if (get_str(ld, root, "log_level", "notice", level, sizeof(level)) < 0)
+		return -1;
+	cfg->log_level = -1;
+	for (size_t i = 0; i < RTE_DIM(log_levels); i++)
+		if (strcasecmp(level, log_levels[i].name) == 0)
+			cfg->log_level = log_levels[i].level;
+	if (cfg->log_level < 0)
+		return fail_at(ld, config_setting_get_member(root, "log_level"),
+			       "'log_level' is \"%s\"; use one of emerg, alert, crit, error, warning, "
+			       "notice, info, debug", level);
+	return 0;
+}
+
+static int
+load_lcores(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
+{
+	static const char *const keys[] = { "management", "workers", NULL };
+	const config_setting_t *g = group(ld, root, "lcores", false);
+	const config_setting_t *wl;
+	long long v;
+
+	if (ld->failed)
+		return -1;
+	cfg->lcores_line = g ? config_setting_source_line(g) : 0;
+	if (g != NULL && check_keys(ld, g, keys) < 0)
+		return -1;
+	if (get_int(ld, g, "management", 0, 0, RTE_MAX_LCORE - 1, &v) < 0)
+		return -1;
+	cfg->mgmt_lcore = (unsigned int)v;
+	wl = g ? config_setting_get_member(g, "workers") : NULL;
+	if (wl == NULL) {
+		cfg->n_workers = 1;
+		cfg->worker_lcores[0] = cfg->mgmt_lcore + 1;
+		return 0;
+	}
+	if (!config_setting_is_array(wl) && !config_setting_is_list(wl))
+		return fail_at(ld, wl, "'lcores.workers' must be a list of lcore ids, e.g. [1, 2]");
+	if (config_setting_length(wl) == 0)
+		return fail_at(ld, wl, "'lcores.workers' is empty; weir needs at least one worker");
+	if (config_setting_length(wl) > WEIR_MAX_WORKERS)
+		return fail_at(ld, wl, "'lcores.workers' has more than %d lcores", WEIR_MAX_WORKERS);
+	for (int i = 0; i < config_setting_length(wl); i++) {
+		const config_setting_t *e = config_setting_get_elem(wl, i);
+		long long id;
+
+		if (config_setting_type(e) != CONFIG_TYPE_INT)
+			return fail_at(ld, e, "'lcores.workers' item %d must be an integer", i + 1);
+		id = config_setting_get_int(e);
+		if (id < 0 || id >= RTE_MAX_LCORE)
+			return fail_at(ld, e, "lcore %lld is out of range 0..%d", id, RTE_MAX_LCORE - 1);
+		if ((unsigned int)id == cfg->mgmt_lcore)
+			return fail_at(ld, e, "lcore %lld is the management lcore; workers need their own", id);
+		for (unsigned int k = 0; k < cfg->n_workers; k++)
+			if (cfg->worker_lcores[k] == (unsigned int)id)
+				return fail_at(ld, e, "lcore %lld is listed twice in 'lcores.workers'", id);
+		cfg->worker_lcores[cfg->n_workers++] = (unsigned int)id;
+	}
+	return 0;
+}
+
+static int
+load_ports(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
+{
+	static const char *const keys[] = { "lan", "wan", NULL };
+	static const char *const port_keys[] = { "device", NULL };
+	static const char *const names[WEIR_PORT__COUNT] = { "lan", "wan" };
+	const config_setting_t *g = group(ld, root, "ports", true);
+
+	if (g == NULL || check_keys(ld, g, keys) < 0)
+		return -1;
+	for (int r = 0; r < WEIR_PORT__COUNT; r++) {
+		const config_setting_t *p = group(ld, g, names[r], true);
+
+		if (p == NULL || check_keys(ld, p, port_keys) < 0)
+			return -1;
+		if (get_str(ld, p, "device", NULL, cfg->port[r].device, sizeof(cfg->port[r].device)) < 0)
+			return -1;
+		cfg->port[r].line = config_setting_source_line(config_setting_get_member(p, "device"));
+		if (cfg->port[r].device[0] == '\0')
+			return fail_at(ld, config_setting_get_member(p, "device"),
+				       "'ports.%s.device' is empty", names[r]);
+	}
+	/* Compare device names only (before the first comma: the vdev args). */
+	if (strcspn(cfg->port[0].device, ",") == strcspn(cfg->port[1].device, ",") &&
+	    strncmp(cfg->port[0].device, cfg->port[1].device, strcspn(cfg->port[0].device, ",")) == 0)
+		return fail_at(ld, config_setting_get_member(config_setting_get_member(g, "wan"), "device"),
+			       "the LAN and WAN ports are the same device");
+	return 0;
+}
+
+static int
+load_sizes(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
+{
+	static const char *const mp_keys[] = { "mbufs", "cache", NULL };
+	static const char *const ring_keys[] = { "rx_desc", "tx_desc", NULL };
+	static const char *const wk_keys[] = { "burst", "idle_sleep_us", NULL };
+	const config_setting_t *mp = group(ld, root, "mempool", false);
+	const config_setting_t *rings = group(ld, root, "rings", false);
+	const config_setting_t *wk = group(ld, root, "worker", false);
+	long long v;
+
+	if (ld->failed)
+		return -1;
+	if ((mp && check_keys(ld, mp, mp_keys) < 0) || (rings && check_keys(ld, rings, ring_keys) < 0) ||
+	    (wk && check_keys(ld, wk, wk_keys) < 0))
+		return -1;
+	if (get_int(ld, mp, "mbufs", 16383, 1023, 1 << 26, &v) < 0)
+		return -1;
+	cfg->mbufs = (uint32_t)v;
+	cfg->mbufs_line = mp && config_setting_get_member(mp, "mbufs")
+		? config_setting_source_line(config_setting_get_member(mp, "mbufs")) : 0;
+	if (get_int(ld, mp, "cache", 256, 0, 512, &v) < 0)
+		return -1;
+	cfg->mbuf_cache = (uint32_t)v;
+	if (get_int(ld, rings, "rx_desc", 1024, 64, 32768, &v) < 0)
+		return -1;
+	cfg->rx_desc = (uint16_t)v;
+	if (get_int(ld, rings, "tx_desc", 1024, 64, 32768, &v) < 0)
+		return -1;
+	cfg->tx_desc = (uint16_t)v;
+	if (get_int(ld, wk, "burst", 32, 1, WEIR_BURST_MAX, &v) < 0)
+		return -1;
+	cfg->burst = (uint16_t)v;
+	if (get_int(ld, wk, "idle_sleep_us", 100, 0, 100000, &v) < 0)
+		return -1;
+	cfg->idle_sleep_us = (uint32_t)v;
+	return 0;
+}
+
+static int
+load_flows(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
+{
+	static const char *const keys[] = { "capacity", "timeouts", NULL };
+	static const char *const to_keys[] = { "tcp_syn", "tcp_established", "tcp_closing",
+					       "tcp_closed", "udp", "other", NULL };
+	const config_setting_t *g = group(ld, root, "flows", false);
+	const config_setting_t *to;
+	struct {
+		const char *name;
+		long long def;
+		uint32_t *out;
+	} tos[] = {
+		{ "tcp_syn", 30, &cfg->timeouts.tcp_syn },
+		{ "tcp_established", 3600, &cfg->timeouts.tcp_established },
+		{ "tcp_closing", 60, &cfg->timeouts.tcp_closing },
+		{ "tcp_closed", 10, &cfg->timeouts.tcp_closed },
+		{ "udp", 60, &cfg->timeouts.udp },
+		{ "other", 30, &cfg->timeouts.other },
+	};
+	long long v;
+
+	if (ld->failed || (g && check_keys(ld, g, keys) < 0))
+		return -1;
+	if (get_int(ld, g, "capacity", 65536, 64, 1 << 26, &v) < 0)
+		return -1;
+	cfg->flow_capacity = (uint32_t)v;
+	to = g ? group(ld, g, "timeouts", false) : NULL;
+	if (ld->failed || (to && check_keys(ld, to, to_keys) < 0))
+		return -1;
+	for (size_t i = 0; i < RTE_DIM(tos); i++) {
+		if (get_int(ld, to, tos[i].name, tos[i].def, 1, 7 * 24 * 3600, &v) < 0)
+			return -1;
+		*tos[i].out = (uint32_t)v;
+	}
+	return 0;
+}
+
+static int
+load_stats(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
+{
+	static const char *const keys[] = { "interval", "file", "print", NULL };
+	const config_setting_t *g = group(ld, root, "stats", false);
+
+	if (ld->failed || (g && check_keys(ld, g, keys) < 0))
+		return -1;
+	if (get_float(ld, g, "interval", 1.0, 0.05, 3600.0, &cfg->stats_interval) < 0 ||
+	    get_str(ld, g, "file", "", cfg->stats_file, sizeof(cfg->stats_file)) < 0 ||
+	    get_bool(ld, g, "print", false, &cfg->stats_print) < 0)
+		return -1;
+	return 0;
+}
+
+/* The mempool must cover every descriptor ring plus what is in flight in
+ * bursts and per-lcore caches, or rx stalls with "no mbufs" under load. */
+static int
+check_mbuf_budget(struct loader *ld, const config_setting_t *root, const struct weir_config *cfg)
+{
+	uint64_t lcores = cfg->n_workers + 1;
+	uint64_t need = (uint64_t)WEIR_PORT__COUNT * cfg->n_workers * (cfg->rx_desc + cfg->tx_desc) +
+			lcores * (cfg->mbuf_cache + 2 * WEIR_BURST_MAX);
+	const config_setting_t *mp = config_setting_get_member(root, "mempool");
+	const config_setting_t *s = mp ? config_setting_get_member(mp, "mbufs") : NULL;
+
+	if (cfg->mbufs < need)
+		return fail_at(ld, s ? s : root,
+			       "'mempool.mbufs' is %u but %u workers with %u rx and %u tx descriptors per "
+			       "queue on 2 ports need at least %llu", cfg->mbufs, cfg->n_workers,
+			       cfg->rx_desc, cfg->tx_desc, (unsigned long long)need);
+	if (cfg->mbuf_cache > cfg->mbufs / 16)
+		return fail_at(ld, s ? s : root, "'mempool.cache' must be at most mbufs/16 (%u)",
+			       cfg->mbufs / 16);
+	return 0;
+}
+
+int
+weir_config_load(const char *path, struct weir_config *cfg, char *err, size_t errlen)
+{
+	struct loader ld = { .path = path, .err = err, .errlen = errlen };
+	config_t lc;
+	const config_setting_t *root;
+	int rc = -1;
+
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
+	config_init(&lc);
+	if (config_read_file(&lc, path) != CONFIG_TRUE) {
+		if (config_error_type(&lc) == CONFIG_ERR_FILE_IO)
+			snprintf(err, errlen, "%s:0: cannot read file: %s", path, strerror(errno));
+		else
+			snprintf(err, errlen, "%s:%d: syntax error: %s",
+				 config_error_file(&lc) ? config_error_file(&lc) : path,
+				 config_error_line(&lc), config_error_text(&lc));
+		goto out;
+	}
+	root = config_root_setting(&lc);
+	if (load_top(&ld, root, cfg) < 0 || load_lcores(&ld, root, cfg) < 0 ||
+	    load_ports(&ld, root, cfg) < 0 || load_sizes(&ld, root, cfg) < 0 ||
+	    load_flows(&ld, root, cfg) < 0 || load_stats(&ld, root, cfg) < 0 ||
+	    check_mbuf_budget(&ld, root, cfg) < 0)
+		goto out;
+	rc = 0;
+out:
+	config_destroy(&lc);
+	if (rc < 0)
+		weir_config_free(cfg);
+	return rc;
+}
+
+int
+weir_config_check_eal(const struct weir_config *cfg, char *err, size_t errlen)
+{
+	if (!rte_lcore_is_enabled(cfg->mgmt_lcore) || rte_get_main_lcore() != cfg->mgmt_lcore) {
+		snprintf(err, errlen, "%s:%d: management lcore %u is not the EAL main lcore "
+			 "(EAL main lcore is %u; weir passes -l/--main-lcore itself unless the EAL "
+			 "arguments set them)", cfg->path, cfg->lcores_line, cfg->mgmt_lcore,
+			 rte_get_main_lcore());
+		return -1;
+	}
+	for (unsigned int i = 0; i < cfg->n_workers; i++) {
+		if (!rte_lcore_is_enabled(cfg->worker_lcores[i])) {
+			snprintf(err, errlen, "%s:%d: worker lcore %u is not enabled in EAL's lcore list",
+				 cfg->path, cfg->lcores_line, cfg->worker_lcores[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void
+weir_config_free(struct weir_config *cfg)
+{
+	for (int i = 0; i < cfg->n_eal_args; i++)
+		free(cfg->eal_args[i]);
+	cfg->n_eal_args = 0;
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: the appliance's configuration (libconfig file -> validated struct).
+ *
+ * Every error is reported as "FILE:LINE: message" and loading stops before
+ * anything is touched: the caller exits non-zero on failure.
+ */
+#ifndef WEIR_APP_CONFIG_H
+#define WEIR_APP_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "counters.h"
+#include "flow.h"
+#include "worker.h"
+
+#define WEIR_MAX_WORKERS 64
+#define WEIR_MAX_EAL_ARGS 64
+#define WEIR_CONFIG_ERR_LEN 512
+
+struct weir_port_config {
+	char device[256];       /* vdev args ("net_af_packet0,iface=x") or PCI address */
+	int line;               /* where it was set, for later error messages */
+};
+
+struct weir_config {
+	char path[4096];
+
+	int n_eal_args;
+	char *eal_args[WEIR_MAX_EAL_ARGS];      /* strdup'ed */
+
+	int log_level;                          /* RTE_LOG_* */
+
+	unsigned int mgmt_lcore;
+	unsigned int n_workers;
+	unsigned int worker_lcores[WEIR_MAX_WORKERS];
+	int lcores_line;
+
+	struct weir_port_config port[WEIR_PORT__COUNT];
+
+	uint32_t mbufs;
+	uint32_t mbuf_cache;
+	int mbufs_line;
+	uint16_t rx_desc, tx_desc;
+
+	uint16_t burst;
+	uint32_t idle_sleep_us;
+
+	uint32_t flow_capacity;
+	struct weir_flow_timeouts timeouts;
+
+	double stats_interval;                  /* seconds */
+	char stats_file[4096];                  /* empty: none */
+	bool stats_print;                       /* one line per interval on stdout */
+};
+
+/* Load and validate `path`. On error, returns -1 with "FILE:LINE: message" in err. */
+int weir_config_load(const char *path, struct weir_config *cfg, char *err, size_t errlen);
+
+/* Checks that need EAL up (lcores enabled). Same error format. */
+int weir_config_check_eal(const struct weir_config *cfg, char *err, size_t errlen);
+
+void weir_config_free(struct weir_config *cfg);
+
+#endif /* WEIR_APP_CONFIG_H */

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_ethdev.h>
+
+#include "ports.h"
+
+static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
+
+/*
+ * A key made of one repeated 16-bit pattern makes the Toeplitz hash
+ * symmetric: swapping source and destination (address and port) gives the
+ * same hash, so both directions of a flow land on the same queue and worker.
+ */
+static uint8_t sym_rss_key[52];
+
+static void
+fill_sym_key(void)
+{
+	for (size_t i = 0; i < sizeof(sym_rss_key); i += 2) {
+		sym_rss_key[i] = 0x6d;
+		sym_rss_key[i + 1] = 0x5a;
+	}
+}
+
+/* Find the device named by the config (already probed via --vdev/-a, or
+ * probe it now with hot-plug) and return its port id. */
+static int
+find_or_probe(const char *device, uint16_t *port_id)
+{
+	char name[RTE_ETH_NAME_MAX_LEN];
+	size_t n = strcspn(device, ",");
+
+	if (n >= sizeof(name))
+		return -ENAMETOOLONG;
+	memcpy(name, device, n);
+	name[n] = '\0';
+	if (rte_eth_dev_get_port_by_name(name, port_id) == 0)
+		return 0;
+	int rc = rte_dev_probe(device);
+	if (rc < 0)
+		return rc;
+	return rte_eth_dev_get_port_by_name(name, port_id);
+}
+
+static int
+setup_port(const struct weir_config *cfg, int role, struct rte_mempool *mp, struct weir_ports *ports,
+	   char *err, size_t errlen)
+{
+	uint16_t pid = ports->id[role];
+	struct rte_eth_dev_info info;
+	struct rte_eth_conf conf;
+	uint16_t nrx = cfg->rx_desc, ntx = cfg->tx_desc;
+	int rc;
+
+	memset(&conf, 0, sizeof(conf));
+	rc = rte_eth_dev_info_get(pid, &info);
+	if (rc != 0)
+		goto fail;
+	if (ports->n_queues > info.max_rx_queues || ports->n_queues > info.max_tx_queues) {
+		snprintf(err, errlen, "%s:%d: ports.%s.device %s has %u rx/%u tx queues; %u workers "
+			 "need one each", cfg->path, cfg->port[role].line, role_name[role],
+			 cfg->port[role].device, info.max_rx_queues, info.max_tx_queues, ports->n_queues);
+		return -1;
+	}
+	if (ports->n_queues > 1) {
+		/* Several workers: flows must be spread so that both
+		 * directions of a flow reach the same worker. */
+		uint64_t hf = info.flow_type_rss_offloads &
+			      (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP);
+		if (hf == 0) {
+			snprintf(err, errlen, "%s:%d: ports.%s.device %s has no RSS, so flows cannot be "
+				 "spread symmetrically over %u workers; configure one worker",
+				 cfg->path, cfg->lcores_line, role_name[role], cfg->port[role].device,
+				 ports->n_queues);
+			return -1;
+		}
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_key = sym_rss_key;
+		conf.rx_adv_conf.rss_conf.rss_key_len =
+			info.hash_key_size ? RTE_MIN(info.hash_key_size, (uint8_t)sizeof(sym_rss_key))
+					   : 40;
+		conf.rx_adv_conf.rss_conf.rss_hf = hf;
+	}
+	rc = rte_eth_dev_configure(pid, ports->n_queues, ports->n_queues, &conf);
+	if (rc != 0)
+		goto fail;
+	rc = rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrx, &ntx);
+	if (rc != 0)
+		goto fail;
+	for (uint16_t q = 0; q < ports->n_queues; q++) {
+		rc = rte_eth_rx_queue_setup(pid, q, nrx, rte_eth_dev_socket_id(pid), NULL, mp);
+		if (rc != 0)
+			goto fail;
+		rc = rte_eth_tx_queue_setup(pid, q, ntx, rte_eth_dev_socket_id(pid), NULL);
+		if (rc != 0)
+			goto fail;
+	}
+	/* A transparent bridge must see frames addressed to anyone. Some
+	 * virtual PMDs (pcap, ring) cannot change it: that is fine. */
+	rc = rte_eth_promiscuous_enable(pid);
+	if (rc != 0 && rc != -ENOTSUP)
+		goto fail;
+	rc = rte_eth_dev_start(pid);
+	if (rc != 0)
+		goto fail;
+	ports->started[role] = 1;
+	return 0;
+fail:
+	snprintf(err, errlen, "%s:%d: ports.%s.device %s: cannot set up port: %s", cfg->path,
+		 cfg->port[role].line, role_name[role], cfg->port[role].device, rte_strerror(-rc));
+	return -1;
+}
+
+int
+weir_ports_init(const struct weir_config *cfg, struct rte_mempool *mp, struct weir_ports *ports,
+		char *err, size_t errlen)
+{
+	memset(ports, 0, sizeof(*ports));
+	ports->n_queues = (uint16_t)cfg->n_workers;
+	fill_sym_key();
+	for (int r = 0; r < WEIR_PORT__COUNT; r++) {
+		int rc = find_or_probe(cfg->port[r].device, &ports->id[r]);
+		if (rc < 0) {
+			snprintf(err, errlen, "%s:%d: ports.%s.device %s: no such device (%s)", cfg->path,
+				 cfg->port[r].line, role_name[r], cfg->port[r].device, rte_strerror(-rc));
+			return -1;
+		}
+	}
+	if (ports->id[0] == ports->id[1]) {
+		snprintf(err, errlen, "%s:%d: the LAN and WAN ports are the same device", cfg->path,
+			 cfg->port[1].line);
+		return -1;
+	}
+	for (int r = 0; r < WEIR_PORT__COUNT; r++)
+		if (setup_port(cfg, r, mp, ports, err, errlen) < 0)
+			return -1;
+	return 0;
+}
+
+void
+weir_ports_close(struct weir_ports *ports)
+{
+	for (int r = 0; r < WEIR_PORT__COUNT; r++) {
+		if (!ports->started[r])
+			continue;
+		rte_eth_dev_stop(ports->id[r]);
+		rte_eth_dev_close(ports->id[r]);
+		ports->started[r] = 0;
+	}
+}

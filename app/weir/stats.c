@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: the stats snapshot the management lcore publishes (JSON file, console).
+ */
+#include <stdio.h>
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+
+#include "app.h"
+
+static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
+
+static void
+sum_workers(const struct weir_app *app, struct weir_worker_counters *sum)
+{
+	const struct weir_worker_counters *blocks[WEIR_MAX_WORKERS];
+
+	for (unsigned int i = 0; i < app->n_workers; i++)
+		blocks[i] = &app->workers[i]->ctr;
+	weir_counters_sum(blocks, app->n_workers, sum);
+}
+
+static void
+sum_flows(const struct weir_app *app, struct weir_flow_stats *fs)
+{
+	memset(fs, 0, sizeof(*fs));
+	for (unsigned int i = 0; i < app->n_workers; i++) {
+		const struct weir_flow_stats *s = weir_flow_table_stats(app->flows[i]);
+
+		fs->inserted += s->inserted;
+		fs->expired += s->expired;
+		fs->full += s->full;
+		fs->lookups += s->lookups;
+		fs->active += s->active;
+	}
+}
+
+static json_t *
+port_json(const struct weir_app *app, const struct weir_port_counters *pc, int role)
+{
+	json_t *mal = json_object();
+	struct rte_eth_stats es;
+	json_t *o;
+
+	for (unsigned int r = 1; r < WEIR_MAL__COUNT; r++)
+		json_object_set_new(mal, weir_malformed_name(r), json_integer((json_int_t)pc->malformed_by[r]));
+	o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+		      "device", app->cfg.port[role].device,
+		      "rx", (json_int_t)pc->rx_pkts, "rx_bytes", (json_int_t)pc->rx_bytes,
+		      "tx", (json_int_t)pc->tx_pkts, "tx_bytes", (json_int_t)pc->tx_bytes,
+		      "forwarded", (json_int_t)pc->forwarded, "tx_full", (json_int_t)pc->tx_full,
+		      "dropped", (json_int_t)pc->dropped, "non_ip", (json_int_t)pc->non_ip,
+		      "fragments", (json_int_t)pc->fragments, "malformed", (json_int_t)pc->malformed,
+		      "flow_full", (json_int_t)pc->flow_full, "managed", (json_int_t)pc->managed,
+		      "malformed_by", mal);
+	/* What the PMD itself saw: frames lost before weir could poll them. */
+	if (app->ports.started[role] && rte_eth_stats_get(app->ports.id[role], &es) == 0) {
+		json_object_set_new(o, "pmd_rx_missed", json_integer((json_int_t)es.imissed));
+		json_object_set_new(o, "pmd_rx_nombuf", json_integer((json_int_t)es.rx_nombuf));
+		json_object_set_new(o, "pmd_rx_errors", json_integer((json_int_t)es.ierrors));
+		json_object_set_new(o, "pmd_tx_errors", json_integer((json_int_t)es.oerrors));
+	}
+	return o;
+}
+
+static json_t *
+stats_json(const struct weir_app *app)
+{
+	struct weir_worker_counters sum;
+	struct weir_flow_stats fs;
+	json_t *workers = json_array();
+	json_t *ports = json_object();
+	double hz = (double)rte_get_tsc_hz();
+
+	sum_workers(app, &sum);
+	sum_flows(app, &fs);
+	for (int r = 0; r < WEIR_PORT__COUNT; r++)
+		json_object_set_new(ports, role_name[r], port_json(app, &sum.port[r], r));
+	for (unsigned int i = 0; i < app->n_workers; i++) {
+		const struct weir_worker *w = app->workers[i];
+
+		json_array_append_new(workers, json_pack("{s:i, s:i, s:I, s:I, s:I, s:f, s:I}",
+			"lcore", (int)app->cfg.worker_lcores[i], "queue", (int)w->conf.queue,
+			"loops", (json_int_t)w->ctr.loops, "idle_loops", (json_int_t)w->ctr.idle_loops,
+			"sleeps", (json_int_t)w->ctr.sleeps, "busy_s", (double)w->ctr.busy_tsc / hz,
+			"flows_active", (json_int_t)weir_flow_table_stats(app->flows[i])->active));
+	}
+	return json_pack("{s:s, s:f, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:I, s:I}}",
+		"version", WEIR_VERSION,
+		"uptime_s", (double)(rte_rdtsc() - app->start_tsc) / hz,
+		"ports", ports,
+		"flows", "active", (json_int_t)fs.active, "capacity",
+			 (json_int_t)app->cfg.flow_capacity * app->n_workers,
+			 "inserted", (json_int_t)fs.inserted, "expired", (json_int_t)fs.expired,
+			 "full", (json_int_t)fs.full, "lookups", (json_int_t)fs.lookups,
+		"workers", workers,
+		"mbufs", "total", (json_int_t)app->mp->size,
+			 "in_use", (json_int_t)rte_mempool_in_use_count(app->mp));
+}
+
+int
+weir_stats_write_file(const struct weir_app *app)
+{
+	char tmp[sizeof(app->cfg.stats_file) + 8];
+	json_t *j;
+	int rc;
+
+	if (app->cfg.stats_file[0] == '\0')
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", app->cfg.stats_file);
+	j = stats_json(app);
+	rc = json_dump_file(j, tmp, JSON_INDENT(1) | JSON_SORT_KEYS);
+	json_decref(j);
+	/* Readers never see a half-written file. */
+	if (rc == 0 && rename(tmp, app->cfg.stats_file) != 0)
+		rc = -1;
+	return rc;
+}
+
+void
+weir_stats_print(const struct weir_app *app, FILE *out)
+{
+	struct weir_worker_counters sum;
+	struct weir_flow_stats fs;
+
+	sum_workers(app, &sum);
+	sum_flows(app, &fs);
+	for (int r = 0; r < WEIR_PORT__COUNT; r++) {
+		const struct weir_port_counters *pc = &sum.port[r];
+
+		fprintf(out, "port %s: rx %" PRIu64 " tx %" PRIu64 " forwarded %" PRIu64 " tx_full %"
+			PRIu64 " dropped %" PRIu64 " non_ip %" PRIu64 " fragments %" PRIu64
+			" malformed %" PRIu64 " flow_full %" PRIu64 "\n", role_name[r], pc->rx_pkts,
+			pc->tx_pkts, pc->forwarded, pc->tx_full, pc->dropped, pc->non_ip,
+			pc->fragments, pc->malformed, pc->flow_full);
+		for (unsigned int m = 1; m < WEIR_MAL__COUNT; m++)
+			if (pc->malformed_by[m] != 0)
+				fprintf(out, "  malformed %s: %" PRIu64 "\n", weir_malformed_name(m),
+					pc->malformed_by[m]);
+	}
+	fprintf(out, "flows: active %u inserted %" PRIu64 " expired %" PRIu64 " full %" PRIu64 "\n",
+		fs.active, fs.inserted, fs.expired, fs.full);
+	fflush(out);
+}
+
+void
+weir_mgmt_loop(struct weir_app *app)
+{
+	uint64_t hz = rte_get_tsc_hz();
+	uint64_t period = (uint64_t)(app->cfg.stats_interval * (double)hz);
+	uint64_t next = rte_rdtsc() + period;
+
+	while (!app->quit) {
+		/* The management lcore is not a poller: it wakes every 10 ms,
+		 * which bounds the latency of signals and later of commands. */
+		usleep(10000);
+		if (rte_rdtsc() < next)
+			continue;
+		next += period;
+		if (weir_stats_write_file(app) != 0)
+			RTE_LOG(WARNING, USER1, "cannot write stats file %s\n", app->cfg.stats_file);
+		if (app->cfg.stats_print)
+			weir_stats_print(app, stdout);
+	}
+}

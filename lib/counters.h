@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: per-worker counters.
+ *
+ * Each worker writes only its own block (single writer, plain stores, no
+ * atomics on the fast path); the management lcore sums the blocks on read.
+ * Aligned 64-bit loads on x86-64 are not torn, so a reader sees each counter
+ * either before or after an increment, which is all statistics need.
+ */
+#ifndef WEIR_COUNTERS_H
+#define WEIR_COUNTERS_H
+
+#include <stdint.h>
+#include <rte_common.h>
+
+#include "parse.h"
+
+enum weir_port_role {
+	WEIR_PORT_LAN = 0,
+	WEIR_PORT_WAN = 1,
+	WEIR_PORT__COUNT
+};
+
+/* What happened to the frames received on one port (counted at the rx side,
+ * except tx_pkts/tx_bytes which count what left through the port). */
+struct weir_port_counters {
+	uint64_t rx_pkts;
+	uint64_t rx_bytes;
+	uint64_t tx_pkts;        /* frames sent out of this port */
+	uint64_t tx_bytes;
+	uint64_t forwarded;      /* rx frames handed to the other port's tx */
+	uint64_t tx_full;        /* rx frames dropped: the other port's tx ring stayed full */
+	uint64_t dropped;        /* rx frames dropped by policy (later stages) */
+	uint64_t non_ip;         /* bridged unmanaged: ARP, LLDP, other ethertypes */
+	uint64_t fragments;      /* bridged unmanaged: IP fragments */
+	uint64_t malformed;      /* bridged unmanaged: sum of malformed_by[] */
+	uint64_t flow_full;      /* bridged unmanaged: new flow, flow table full */
+	uint64_t managed;        /* frames tracked in a flow */
+	uint64_t malformed_by[WEIR_MAL__COUNT];
+} __rte_cache_aligned;
+
+struct weir_worker_counters {
+	struct weir_port_counters port[WEIR_PORT__COUNT];
+	uint64_t loops;          /* poll iterations */
+	uint64_t idle_loops;     /* iterations that received nothing */
+	uint64_t sleeps;         /* back-off sleeps taken while idle */
+	uint64_t busy_tsc;       /* TSC spent in iterations that moved packets */
+} __rte_cache_aligned;
+
+/* Sum of `n` workers' port counters into `out` (zeroed first). */
+void weir_counters_sum(const struct weir_worker_counters *const *w, unsigned int n,
+		       struct weir_worker_counters *out);
+
+#endif /* WEIR_COUNTERS_H */

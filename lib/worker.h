@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: the poll-mode worker.
+ *
+ * A worker owns RX/TX queue `queue` of both ports and the flow table of the
+ * flows that hash to that queue. Its loop is: rx burst -> process (parse,
+ * flow lookup/insert, account) -> tx burst to the other port, both ways, and
+ * a short incremental expiry scan; when nothing arrives for a while it backs
+ * off with growing sleeps so a 2-core test machine keeps a core for the TCP
+ * stacks (a production box sets idle_sleep_us = 0 to poll flat out).
+ */
+#ifndef WEIR_WORKER_H
+#define WEIR_WORKER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <rte_mbuf.h>
+
+#include "counters.h"
+#include "flow.h"
+
+#define WEIR_BURST_MAX 64
+
+struct weir_worker_conf {
+	uint16_t port_id[WEIR_PORT__COUNT];   /* DPDK port ids of LAN and WAN */
+	uint16_t queue;                        /* RX and TX queue index on both ports */
+	uint16_t burst;                        /* <= WEIR_BURST_MAX */
+	uint32_t idle_sleep_us;                /* longest back-off sleep; 0 = never sleep */
+	uint32_t expire_budget;                /* flow slots examined per expiry step */
+};
+
+struct weir_worker {
+	struct weir_worker_conf conf;
+	struct weir_flow_table *flows;
+	struct weir_worker_counters ctr;
+	volatile bool stop;                    /* set by the management lcore */
+	unsigned int lcore_id;
+	uint64_t tsc_hz;
+} __rte_cache_aligned;
+
+/* Create a worker (allocated on `socket_id`); flows may be NULL (bridge only). */
+struct weir_worker *weir_worker_create(const struct weir_worker_conf *conf,
+				       struct weir_flow_table *flows, int socket_id);
+void weir_worker_free(struct weir_worker *w);
+
+/*
+ * Process n frames received on port role `from` at time `now` (TSC): parse
+ * into each mbuf's meta-data, find their flows, account. Returns how many of
+ * pkts[] (compacted in order) are to be sent out of the other port; the rest
+ * were freed and counted. Pure function of its inputs apart from the flow
+ * table and counters: the in-memory benchmark and the tests call it directly.
+ */
+uint16_t weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
+			     enum weir_port_role from, uint64_t now);
+
+/* The lcore loop (rte_eal_remote_launch entry point); returns when w->stop. */
+int weir_worker_main(void *arg);
+
+#endif /* WEIR_WORKER_H */
