@@ -1,0 +1,161 @@
+"""Config errors: each class of mistake is reported as FILE:LINE: message, exit non-zero,
+before EAL or any port is touched (checked by running the real binary)."""
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("WEIR_BUILD_DIR", REPO / "build"))
+WEIR = BUILD / "app" / "weir" / "weir"
+
+pytestmark = pytest.mark.skipif(not WEIR.exists(), reason=f"weir not built at {WEIR}")
+
+GOOD = """\
+eal = ["--no-huge", "-m", "128", "--no-pci", "--file-prefix=wcfg-{tag}"];
+log_level = "error";
+lcores = {{ management = 0; workers = [1]; }};
+ports = {{
+  lan = {{ device = "net_null0"; }};
+  wan = {{ device = "net_null1"; }};
+}};
+mempool = {{ mbufs = 8191; cache = 128; }};
+flows = {{ capacity = 1024; timeouts = {{ udp = 30; }}; }};
+"""
+
+
+def run_weir(tmp_path, text, *extra, timeout=60):
+    cfg = tmp_path / "weir.cfg"
+    cfg.write_text(text)
+    p = subprocess.run([str(WEIR), "--", "--config", str(cfg), *extra],
+                       capture_output=True, text=True, timeout=timeout)
+    return cfg, p
+
+
+def line_of(text, needle):
+    for i, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return i
+    raise AssertionError(f"{needle!r} not in config")
+
+
+def test_good_config_checks_ok(tmp_path):
+    cfg, p = run_weir(tmp_path, GOOD.format(tag="ok"), "--check")
+    assert p.returncode == 0, p.stderr
+    assert f"{cfg}: OK" in p.stdout
+
+
+def test_shipped_configs_are_valid():
+    for name in ("weir.cfg", "testbed.cfg"):
+        p = subprocess.run([str(WEIR), "--", "--config", str(REPO / "conf" / name), "--check"],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, f"{name}: {p.stderr}"
+
+
+# (what to change, the line that must be named, a regexp the message must match)
+BAD = [
+    ("syntax", lambda t: t.replace('log_level = "error";', 'log_level = "error"'),
+     "lcores = {", r"syntax error"),
+    ("unknown key", lambda t: t.replace("cache = 128;", "cache = 128; mbfus = 3;"),
+     "mbfus", r"unknown setting 'mempool\.mbfus'"),
+    ("unknown top-level group", lambda t: t + "shaping = { x = 1; };\n",
+     "shaping", r"unknown setting 'shaping'"),
+    ("wrong type", lambda t: t.replace("capacity = 1024;", 'capacity = "many";'),
+     "capacity", r"'flows\.capacity' must be an integer"),
+    ("out of range", lambda t: t.replace("capacity = 1024;", "capacity = 3;"),
+     "capacity", r"'flows\.capacity' is 3; it must be between"),
+    ("timeout range", lambda t: t.replace("udp = 30;", "udp = 0;"),
+     "udp = 0", r"'flows\.timeouts\.udp' is 0"),
+    ("bad log level", lambda t: t.replace('"error"', '"loud"'),
+     "log_level", r"'log_level' is \"loud\""),
+    ("missing ports", lambda t: re.sub(r"ports = \{.*?\n\};\n", "", t, flags=re.S),
+     None, r"missing group 'ports'"),
+    ("missing device", lambda t: t.replace('device = "net_null1";', ""),
+     "wan = {", r"missing setting 'ports\.wan\.device'"),
+    ("same device", lambda t: t.replace('"net_null1"', '"net_null0"'),
+     "wan = {", r"same device"),
+    ("worker is management", lambda t: t.replace("workers = [1]", "workers = [0]"),
+     "workers", r"lcore 0 is the management lcore"),
+    ("duplicate worker", lambda t: t.replace("workers = [1]", "workers = [1, 1]"),
+     "workers", r"lcore 1 is listed twice"),
+    ("empty workers", lambda t: t.replace("workers = [1]", "workers = []"),
+     "workers", r"'lcores\.workers' is empty"),
+    ("mbuf budget", lambda t: t.replace("mbufs = 8191;", "mbufs = 2000;"),
+     "mbufs", r"'mempool\.mbufs' is 2000 but 1 workers .* need at least \d+"),
+    ("group expected", lambda t: t.replace("mempool = { mbufs = 8191; cache = 128; };", "mempool = 5;"),
+     "mempool", r"'mempool' must be a group"),
+]
+
+
+@pytest.mark.parametrize("name,mutate,needle,message", BAD, ids=[b[0] for b in BAD])
+def test_config_error_names_file_and_line(tmp_path, name, mutate, needle, message):
+    text = mutate(GOOD.format(tag=name.replace(" ", "-")))
+    cfg, p = run_weir(tmp_path, text, "--check")
+    assert p.returncode != 0
+    err = p.stderr.strip()
+    m = re.match(rf"^{re.escape(str(cfg))}:(\d+): (.*)$", err)
+    assert m, f"not FILE:LINE: message: {err!r}"
+    assert re.search(message, m.group(2)), err
+    if needle is not None:
+        assert int(m.group(1)) == line_of(text, needle), err
+
+
+def test_missing_file(tmp_path):
+    p = subprocess.run([str(WEIR), "--", "--config", str(tmp_path / "nope.cfg")],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode != 0
+    assert re.match(rf"^{re.escape(str(tmp_path / 'nope.cfg'))}:0: cannot read file", p.stderr)
+
+
+def test_usage_errors():
+    p = subprocess.run([str(WEIR), "--", "--bogus"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2
+    p = subprocess.run([str(WEIR)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "--config FILE is required" in p.stderr
+
+
+def test_unknown_device_is_reported_with_its_line(tmp_path):
+    text = GOOD.format(tag="nodev").replace('"net_null1"', '"net_nosuchpmd0"')
+    cfg, p = run_weir(tmp_path, text)
+    assert p.returncode != 0
+    assert re.search(rf"{re.escape(str(cfg))}:{line_of(text, 'net_nosuchpmd0')}: "
+                     r"ports\.wan\.device net_nosuchpmd0: no such device", p.stderr), p.stderr
+
+
+def test_worker_lcore_not_in_eal_list(tmp_path):
+    text = GOOD.format(tag="lcore").replace('"--no-pci",', '"--no-pci", "-l", "0",')
+    cfg, p = run_weir(tmp_path, text)
+    assert p.returncode != 0
+    assert re.search(rf"{re.escape(str(cfg))}:{line_of(text, 'lcores')}: worker lcore 1 is not "
+                     r"enabled", p.stderr), p.stderr
+
+
+def test_null_ports_run_and_stop_cleanly(tmp_path):
+    """net_null ports: the worker forwards at full speed; SIGTERM stops weir with
+    final counters and every mbuf back in the pool."""
+    stats = tmp_path / "stats.json"
+    cfg = tmp_path / "weir.cfg"
+    cfg.write_text(GOOD.format(tag="run").replace("log_level", 'stats = { interval = 0.2; };\nlog_level'))
+    p = subprocess.Popen([str(WEIR), "--", "--config", str(cfg), "--stats-file", str(stats)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        import json
+        import time
+        deadline = time.time() + 20
+        data = None
+        while time.time() < deadline:
+            if stats.exists():
+                data = json.loads(stats.read_text())
+                if data["ports"]["lan"]["forwarded"] > 1000:
+                    break
+            time.sleep(0.2)
+        assert data is not None and data["ports"]["lan"]["forwarded"] > 1000
+        assert data["ports"]["wan"]["tx"] > 1000
+    finally:
+        p.terminate()
+        out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert "final counters" in out
+    assert re.search(r"mbufs in use after shutdown: 0 of", out), out
