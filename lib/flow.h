@@ -54,6 +54,8 @@ const char *weir_flow_state_name(unsigned int state);
 #define WEIR_FF_FIN_OUT         0x08  /* FIN sent by the LAN side */
 #define WEIR_FF_FIN_IN          0x10  /* FIN sent by the WAN side */
 #define WEIR_FF_REPLIED         0x20  /* non-TCP: traffic seen both ways */
+#define WEIR_FF_FIN_OUT_ACKED   0x40  /* the LAN side's FIN was acknowledged */
+#define WEIR_FF_FIN_IN_ACKED    0x80  /* the WAN side's FIN was acknowledged */
 
 /* One cache line per flow; shaping state added by later stages lives beside it. */
 struct weir_flow {
