@@ -15,6 +15,7 @@
 
 #include <rte_common.h>
 #include <rte_eal.h>
+#include <rte_cycles.h>
 #include <rte_malloc.h>
 
 #include "flow.h"
@@ -858,6 +859,52 @@ report_memory(uint32_t cap)
 	weir_flow_table_free(t);
 }
 
+/* Informational timings of the per-packet path on this machine (not
+ * asserted: the machine is shared and noisy). */
+static void
+report_speed(void)
+{
+	enum { CAP = 1 << 17, FLOWS = 100000, BURST = 32, ROUNDS = 20 };
+	struct weir_flow_table *t = table("ft_speed", CAP);
+	struct weir_flow_key *keys = malloc(sizeof(*keys) * FLOWS);
+	struct weir_flow *out[BURST];
+	struct weir_pkt p = { .l4proto = IPPROTO_TCP, .tcp_flags = WEIR_TCP_ACK, .l3 = 4 };
+	const double ns = 1e9 / rte_get_tsc_hz();
+	uint64_t c0, c1, c2, c3, c4;
+	unsigned int nulls = 0;
+
+	for (uint32_t i = 0; i < FLOWS; i++)
+		nth_key(i, &keys[i]);
+	c0 = rte_rdtsc();
+	for (uint32_t i = 0; i + BURST <= FLOWS; i += BURST) {
+		weir_flow_lookup_bulk(t, &keys[i], BURST, 1, out);
+		for (unsigned int k = 0; k < BURST; k++)
+			nulls += out[k] == NULL;
+	}
+	c1 = rte_rdtsc();
+	for (unsigned int r = 0; r < ROUNDS; r++) {
+		for (uint32_t i = 0; i + BURST <= FLOWS; i += BURST) {
+			/* Stride through the table so bursts are not cache-warm neighbours. */
+			uint32_t base = (i * 7919u) % (FLOWS - BURST);
+			weir_flow_lookup_bulk(t, &keys[base], BURST, 2 + r, out);
+			for (unsigned int k = 0; k < BURST; k++)
+				weir_flow_track(out[k], &p, (enum weir_dir)(k & 1), 1500, 2 + r);
+		}
+	}
+	c2 = rte_rdtsc();
+	const uint32_t inserted = FLOWS / BURST * BURST;
+	const uint64_t looked = (uint64_t)ROUNDS * (FLOWS / BURST) * BURST;
+	c3 = rte_rdtsc();
+	unsigned int gone = weir_flow_expire(t, 1000000 * HZ, CAP, NULL, NULL);
+	c4 = rte_rdtsc();
+	printf("speed: insert %.1f ns/flow, lookup+track %.1f ns/pkt (bursts of %d, %u flows in a %u table), "
+	       "expiry %.1f ns/slot (%u removed)\n", (c1 - c0) * ns / inserted, (c2 - c1) * ns / looked,
+	       BURST, inserted, CAP, (c4 - c3) * ns / CAP, gone);
+	CHECK(nulls == 0 && gone == inserted, "speed run: all inserted (%u nulls) and expired (%u)", nulls, gone);
+	free(keys);
+	weir_flow_table_free(t);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -887,6 +934,7 @@ main(int argc, char **argv)
 	test_duplicate_in_burst();
 	test_walk();
 	test_state_names();
+	report_speed();
 	report_memory(4096);
 	report_memory(1u << 20);
 	report_memory((1u << 20) - 1);
