@@ -1,0 +1,254 @@
+"""Traffic over the testbed: ping, iperf3 TCP flows, byte-verified bulk transfer.
+
+All measurements are taken at the receiver (goodput = bytes the application
+read), because what the sender wrote includes what was lost and resent.
+"""
+
+import json
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .netns import CommandError
+
+BULK_SCRIPT = Path(__file__).with_name("bulk.py")
+PYTHON = "/usr/bin/python3"  # Debian's interpreter: the one the project standardises on
+
+
+# ----- ping ---------------------------------------------------------------
+@dataclass
+class PingResult:
+    sent: int
+    received: int
+    rtt_avg_ms: float | None
+    output: str
+
+    @property
+    def ok(self):
+        return self.sent > 0 and self.received == self.sent
+
+
+def _dst_addr(tb, dst, v6=False):
+    """A host name ('w1') or a literal address."""
+    return tb.addr(dst, v6=v6) if re.fullmatch(r"[lw]\d+", dst) else dst
+
+
+def ping(tb, src, dst, count=3, v6=False, interval=0.2, timeout=20):
+    addr = _dst_addr(tb, dst, v6)
+    argv = ["ping", "-6" if v6 or ":" in addr else "-4", "-n", "-c", str(count),
+            "-i", str(interval), "-W", "2", addr]
+    cp = tb.run(src, argv, check=False, timeout=timeout)
+    m = re.search(r"(\d+) packets transmitted, (\d+) received", cp.stdout)
+    rtt = re.search(r"= [\d.]+/([\d.]+)/", cp.stdout)
+    return PingResult(int(m.group(1)) if m else 0, int(m.group(2)) if m else 0,
+                      float(rtt.group(1)) if rtt else None, cp.stdout + cp.stderr)
+
+
+# ----- iperf3 ---------------------------------------------------------------
+@dataclass
+class FlowResult:
+    flow: int
+    lan: str
+    wan: str
+    direction: str           # 'out' (LAN->WAN) or 'in' (WAN->LAN)
+    cc: str | None
+    interval_bps: list = field(default_factory=list)  # receiver goodput per interval
+    goodput_bps: float = 0.0  # receiver bytes * 8 / duration
+    retransmits: int | None = None
+    bytes_received: int = 0
+    error: str | None = None
+
+    @property
+    def sender(self):
+        return self.lan if self.direction == "out" else self.wan
+
+    @property
+    def receiver(self):
+        return self.wan if self.direction == "out" else self.lan
+
+
+def default_pairs(tb, n):
+    """Flow i goes from LAN host i mod N to WAN host i mod M, so n >= M flows
+    cover every WAN path (with the paper's 10/50/150 ms RTTs)."""
+    return [(tb.lan_hosts[i % tb.nlan], tb.wan_hosts[i % tb.nwan]) for i in range(n)]
+
+
+def _wait_listening(tb, host, port, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        cp = tb.run(host, ["ss", "-Hltn", f"sport = :{port}"], check=False)
+        if cp.stdout.strip():
+            return
+        time.sleep(0.05)
+    raise CommandError(f"iperf3 server on {host}:{port} not listening after {timeout}s")
+
+
+def iperf_flows(tb, n=4, duration=10, reverse=False, cc=None, pairs=None, interval=1.0,
+                base_port=5201, v6=False, extra_args=()):
+    """Run n concurrent iperf3 TCP flows for `duration` seconds.
+
+    Servers run on WAN hosts and clients on LAN hosts; reverse=True makes the
+    WAN side send (inbound traffic, iperf3 -R). cc is a congestion control
+    name for every flow, or a list with one per flow (iperf3 -C sets it on the
+    sender's socket). Returns one FlowResult per flow.
+    """
+    pairs = pairs or default_pairs(tb, n)
+    ccs = cc if isinstance(cc, (list, tuple)) else [cc] * len(pairs)
+    servers, clients, results = [], [], []
+    try:
+        for i, (lan, wan) in enumerate(pairs):
+            port = base_port + i
+            servers.append(tb.popen(wan, ["iperf3", "-s", "-1", "-p", str(port), "-J"]))
+        for i, (lan, wan) in enumerate(pairs):
+            _wait_listening(tb, wan, base_port + i)
+        for i, (lan, wan) in enumerate(pairs):
+            argv = ["iperf3", "-c", _dst_addr(tb, wan, v6), "-p", str(base_port + i),
+                    "-t", str(duration), "-i", str(interval), "-J", "--get-server-output"]
+            if reverse:
+                argv.append("-R")
+            if ccs[i]:
+                argv += ["-C", ccs[i]]
+            argv += list(extra_args)
+            clients.append(tb.popen(lan, argv))
+        for i, (lan, wan) in enumerate(pairs):
+            try:
+                out, err = clients[i].communicate(timeout=duration + 30)
+            except subprocess.TimeoutExpired:
+                clients[i].kill()
+                out, err = clients[i].communicate()
+            results.append(_parse_flow(i, lan, wan, reverse, ccs[i], out, err))
+    finally:
+        for p in servers + clients:
+            if p.poll() is None:
+                p.kill()
+            p.communicate()
+    return results
+
+
+def _parse_flow(i, lan, wan, reverse, cc, out, err):
+    r = FlowResult(i, lan, wan, "in" if reverse else "out", cc)
+    try:
+        j = json.loads(out)
+    except json.JSONDecodeError:
+        r.error = (err or out or "no output").strip()[-300:]
+        return r
+    if j.get("error"):
+        r.error = j["error"]
+    # In -R mode the client receives, so its own intervals are receiver-side;
+    # otherwise the server is the receiver and its report rides along in
+    # server_output_json (--get-server-output).
+    rx = j if reverse else j.get("server_output_json", {})
+    r.interval_bps = [iv["sum"]["bits_per_second"] for iv in rx.get("intervals", [])]
+    end = j.get("end", {})
+    recv = end.get("sum_received", {})
+    r.bytes_received = recv.get("bytes", 0)
+    r.goodput_bps = recv.get("bits_per_second", 0.0)
+    r.retransmits = end.get("sum_sent", {}).get("retransmits")
+    return r
+
+
+def format_flows(results):
+    """A plain-text table, one row per flow, goodput in Mbit/s."""
+    lines = [f"{'flow':>4} {'from':>4} {'to':>4} {'cc':>6} {'Mbit/s':>9} {'retr':>6}  per-interval Mbit/s"]
+    for r in results:
+        ivs = " ".join(f"{b / 1e6:.1f}" for b in r.interval_bps)
+        lines.append(f"{r.flow:>4} {r.sender:>4} {r.receiver:>4} {r.cc or '-':>6} "
+                     f"{r.goodput_bps / 1e6:>9.2f} {r.retransmits if r.retransmits is not None else '-':>6}  "
+                     + (f"ERROR {r.error}" if r.error else ivs))
+    total = sum(r.goodput_bps for r in results)
+    lines.append(f"{'sum':>4} {'':>4} {'':>4} {'':>6} {total / 1e6:>9.2f}")
+    return "\n".join(lines)
+
+
+# ----- bulk transfer with byte verification -----------------------------------
+@dataclass
+class BulkResult:
+    bytes_sent: int
+    bytes_received: int
+    sha256_sent: str
+    sha256_received: str
+    seconds: float
+
+    @property
+    def ok(self):
+        return self.bytes_sent == self.bytes_received and self.sha256_sent == self.sha256_received
+
+    @property
+    def mbit_s(self):
+        return self.bytes_received * 8 / self.seconds / 1e6 if self.seconds else 0.0
+
+
+def bulk_transfer(tb, src="l1", dst="w1", nbytes=20_000_000, port=5300, v6=False, timeout=60):
+    """Send nbytes of random data over one TCP connection from src to dst and
+    return both ends' byte counts and sha256 digests."""
+    addr = _dst_addr(tb, dst, v6)
+    bind = "::" if ":" in addr else "0.0.0.0"
+    rx = tb.popen(dst, [PYTHON, str(BULK_SCRIPT), "recv", "--bind", bind, "--port", str(port),
+                        "--timeout", str(timeout)])
+    try:
+        ready = rx.stdout.readline().strip()
+        if ready != "READY":
+            raise CommandError(f"bulk receiver did not start: {ready} {rx.stderr.read()}")
+        tx = tb.run(src, [PYTHON, str(BULK_SCRIPT), "send", "--host", addr, "--port", str(port),
+                          "--bytes", str(nbytes), "--timeout", str(timeout)],
+                    timeout=timeout + 10)
+        out, err = rx.communicate(timeout=timeout)
+        if rx.returncode != 0:
+            raise CommandError(f"bulk receiver failed: {err.strip()[-500:]}")
+    finally:
+        if rx.poll() is None:
+            rx.kill()
+            rx.communicate()
+    s, r = json.loads(tx.stdout), json.loads(out)
+    return BulkResult(s["bytes"], r["bytes"], s["sha256"], r["sha256"], s["seconds"])
+
+
+# ----- datagrams and tagged frames ---------------------------------------------
+PROBE_SCRIPT = Path(__file__).with_name("probe.py")
+
+
+def _start_ready(tb, host, argv):
+    p = tb.popen(host, [PYTHON, str(PROBE_SCRIPT)] + argv)
+    line = p.stdout.readline().strip()
+    if line != "READY":
+        p.kill()
+        raise CommandError(f"probe on {host} did not start: {line} {p.stderr.read()[-500:]}")
+    return p
+
+
+def _finish(p, timeout):
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    if p.returncode != 0:
+        raise CommandError(f"probe failed: {err.strip()[-500:]}")
+    return json.loads(out)
+
+
+def udp_datagrams(tb, src="l1", dst="w1", count=100, size=512, port=5400, v6=False):
+    """Send `count` UDP datagrams src->dst; returns how many arrived."""
+    addr = _dst_addr(tb, dst, v6)
+    rx = _start_ready(tb, dst, ["udp-recv", "--bind", "::" if ":" in addr else "0.0.0.0",
+                                "--port", str(port), "--timeout", "10"])
+    tb.run(src, [PYTHON, str(PROBE_SCRIPT), "udp-send", "--host", addr, "--port", str(port),
+                 "--count", str(count), "--size", str(size)], timeout=30)
+    return _finish(rx, 20)["count"]
+
+
+def mac_of(tb, host, dev="eth0"):
+    return json.loads(tb.run(host, ["ip", "-j", "link", "show", dev]).stdout)[0]["address"]
+
+
+def vlan_frames(tb, src="l1", dst="w1", vid=100, count=10, token=None):
+    """Inject `count` 802.1Q frames (VID vid) at src's eth0 addressed to dst's
+    MAC; returns how many dst's eth0 saw with the same VID and payload."""
+    token = token or f"weirtb-{time.monotonic_ns()}"
+    rx = _start_ready(tb, dst, ["vlan-sniff", "--vid", str(vid), "--token", token,
+                                "--count", str(count), "--timeout", "10"])
+    tb.run(src, [PYTHON, str(PROBE_SCRIPT), "vlan-send", "--vid", str(vid), "--token", token,
+                 "--count", str(count), "--dst", mac_of(tb, dst)], timeout=30)
+    return _finish(rx, 20)["count"]
