@@ -46,9 +46,7 @@ def recv(args):
 
 
 def send(args):
-    fam = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    s = socket.create_connection((args.host, args.port), timeout=args.timeout) if fam == socket.AF_INET \
-        else socket.create_connection((args.host, args.port, 0, 0), timeout=args.timeout)
+    s = socket.create_connection((args.host, args.port), timeout=args.timeout)
     h, left, t0 = hashlib.sha256(), args.bytes, time.monotonic()
     while left > 0:
         buf = os.urandom(min(CHUNK, left))

@@ -1,0 +1,46 @@
+"""pytest fixtures for tests that need real TCP through weir.
+
+Run as root:  /usr/bin/python3 -m pytest test/py
+Environment:  WEIR_BUILD_DIR   build directory (default <repo>/build)
+              WEIRTB_GATEWAY   weir (default) | linux-bridge   - e.g. to check a test against the baseline
+              WEIRTB_EMU       wanemu (default) | bridge       - bridge = no WAN emulation
+"""
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+
+import weirtb  # noqa: E402
+
+
+def _sigterm_as_interrupt(signum, frame):
+    # pytest runs fixture teardown on KeyboardInterrupt but not on a bare
+    # SIGTERM (a CI timeout); without this the namespaces would outlive us.
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@pytest.fixture(scope="module")
+def testbed():
+    """The testbed with weir between LAN and WAN and weir-wanemu emulating the
+    paper's three paths; helpers: run(host, cmd), ping(src, dst), iperf(...),
+    bulk(...), weir_stats(), addr(host)."""
+    if os.geteuid() != 0:
+        pytest.skip("testbed needs root (network namespaces)")
+    tb = weirtb.Testbed(gateway=os.environ.get("WEIRTB_GATEWAY", "weir"),
+                        emu=os.environ.get("WEIRTB_EMU", "wanemu"))
+    why = tb.check_prerequisites()
+    if why:
+        pytest.skip("testbed unavailable: " + "; ".join(why))
+    old = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    try:
+        tb.claim().up()
+        yield tb
+    finally:
+        tb.down()
+        signal.signal(signal.SIGTERM, old)
