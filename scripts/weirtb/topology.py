@@ -355,6 +355,7 @@ class Testbed:
 
     def set_cc(self, host, algo):
         """TCP congestion control for connections opened in host ('reno', 'cubic', 'bbr')."""
+        allow_congestion_control(algo)
         netns.sysctl(host, "net.ipv4.tcp_congestion_control", algo)
 
     @property
@@ -379,6 +380,21 @@ class Testbed:
     def bulk(self, *args, **kw):
         from .traffic import bulk_transfer
         return bulk_transfer(self, *args, **kw)
+
+
+def allow_congestion_control(algo):
+    """A namespace may only pick a congestion control from the host's
+    tcp_allowed_congestion_control list (Debian's lists reno and bbr, not
+    cubic). That list is global and writable only from the initial namespace,
+    so add algo there; this widens what may be chosen, it changes no default."""
+    key = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+    allowed = Path(key).read_text().split()
+    if algo in allowed:
+        return
+    available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    if algo not in available:
+        raise TestbedError(f"congestion control {algo} not available (have: {' '.join(available)})")
+    Path(key).write_text(" ".join(allowed + [algo]))
 
 
 def _read_json(path, timeout):

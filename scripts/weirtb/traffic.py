@@ -96,6 +96,9 @@ def iperf_flows(tb, n=4, duration=10, reverse=False, cc=None, pairs=None, interv
     """
     pairs = pairs or default_pairs(tb, n)
     ccs = cc if isinstance(cc, (list, tuple)) else [cc] * len(pairs)
+    from .topology import allow_congestion_control
+    for c in set(ccs) - {None}:
+        allow_congestion_control(c)   # iperf3 -C obeys the same allowed list
     servers, clients, results = [], [], []
     try:
         for i, (lan, wan) in enumerate(pairs):
