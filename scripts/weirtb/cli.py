@@ -64,8 +64,9 @@ def weir_counter_lines(stats):
 
 def cmd_demo(a):
     with Testbed(lan=a.lan, wan=a.wan, gateway=a.gateway, emu=a.emu) as tb:
-        print(f"testbed up: gateway={a.gateway}, emulator={a.emu}, WAN paths one-way delay "
-              + ", ".join(f"{p.delay} ms" for p in tb.paths))
+        paths = ("WAN paths one-way delay " + ", ".join(f"{p.delay} ms" for p in tb.paths)
+                 if a.emu == "wanemu" else "no WAN delay")
+        print(f"testbed up: gateway={a.gateway}, emulator={a.emu}, {paths}")
         print(f"running {a.flows} TCP flows LAN->WAN for {a.time} s ...")
         res = tb.iperf(n=a.flows, duration=a.time, cc=a.cc)
         print(traffic.format_flows(res))

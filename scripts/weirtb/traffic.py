@@ -121,7 +121,7 @@ def iperf_flows(tb, n=4, duration=10, reverse=False, cc=None, pairs=None, interv
             except subprocess.TimeoutExpired:
                 clients[i].kill()
                 out, err = clients[i].communicate()
-            results.append(_parse_flow(i, lan, wan, reverse, ccs[i], out, err))
+            results.append(_parse_flow(i, lan, wan, reverse, ccs[i], out, err, interval))
     finally:
         for p in servers + clients:
             if p.poll() is None:
@@ -130,7 +130,7 @@ def iperf_flows(tb, n=4, duration=10, reverse=False, cc=None, pairs=None, interv
     return results
 
 
-def _parse_flow(i, lan, wan, reverse, cc, out, err):
+def _parse_flow(i, lan, wan, reverse, cc, out, err, interval):
     r = FlowResult(i, lan, wan, "in" if reverse else "out", cc)
     try:
         j = json.loads(out)
@@ -143,7 +143,10 @@ def _parse_flow(i, lan, wan, reverse, cc, out, err):
     # otherwise the server is the receiver and its report rides along in
     # server_output_json (--get-server-output).
     rx = j if reverse else j.get("server_output_json", {})
-    r.interval_bps = [iv["sum"]["bits_per_second"] for iv in rx.get("intervals", [])]
+    # The receiver's last interval can be a sliver (it runs on briefly after
+    # the sender stops); a rate over a few milliseconds is noise, drop it.
+    r.interval_bps = [iv["sum"]["bits_per_second"] for iv in rx.get("intervals", [])
+                      if iv["sum"]["seconds"] >= 0.5 * interval]
     end = j.get("end", {})
     recv = end.get("sum_received", {})
     r.bytes_received = recv.get("bytes", 0)
