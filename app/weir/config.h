@@ -16,7 +16,7 @@
 
 #define WEIR_MAX_WORKERS 64
 #define WEIR_MAX_EAL_ARGS 64
-#define WEIR_CONFIG_ERR_LEN 512
+#define WEIR_CONFIG_ERR_LEN 8192
 
 struct weir_port_config {
 	char device[256];       /* vdev args ("net_af_packet0,iface=x") or PCI address */
