@@ -193,6 +193,9 @@ open_port(const char *ifname)
 		close(fd);
 		return -1;
 	}
+	/* VLAN tags the kernel moved into metadata (rx VLAN offload) come back
+	 * as auxdata; receive() puts them back into the frame. */
+	setsockopt(fd, SOL_PACKET, PACKET_AUXDATA, &one, sizeof(one));
 	/* Never read back what we send on the same interface. */
 	setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
 	/* Bursts from a fast TCP sender must not overflow the socket. */
@@ -241,6 +244,33 @@ mac_lookup(const struct emu *e, const uint8_t *mac)
 }
 
 static uint8_t rxbuf[BATCH][FRAME_MAX];
+static uint8_t rxctl[BATCH][CMSG_SPACE(sizeof(struct tpacket_auxdata))];
+
+/* Re-insert an 802.1Q/802.1ad tag that the kernel stripped on receive, so
+ * tagged frames cross the emulator as they were sent. */
+static uint32_t
+restore_vlan(uint8_t *f, uint32_t len, struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c)) {
+		struct tpacket_auxdata aux;
+		uint16_t tpid, tci;
+
+		if (c->cmsg_level != SOL_PACKET || c->cmsg_type != PACKET_AUXDATA)
+			continue;
+		memcpy(&aux, CMSG_DATA(c), sizeof(aux));
+		if (!(aux.tp_status & TP_STATUS_VLAN_VALID) || len < 12)
+			return len;
+		tpid = (aux.tp_status & TP_STATUS_VLAN_TPID_VALID) ? aux.tp_vlan_tpid : 0x8100;
+		tci = aux.tp_vlan_tci;
+		memmove(f + 16, f + 12, len - 12);
+		f[12] = (uint8_t)(tpid >> 8);
+		f[13] = (uint8_t)tpid;
+		f[14] = (uint8_t)(tci >> 8);
+		f[15] = (uint8_t)tci;
+		return len + 4;
+	}
+	return len;
+}
 
 /* Read a batch from fd and hand each frame to `dispatch`. */
 static void
@@ -253,23 +283,26 @@ receive(struct emu *e, int fd, int from_path)
 
 	for (int i = 0; i < BATCH; i++) {
 		iov[i].iov_base = rxbuf[i];
-		iov[i].iov_len = FRAME_MAX;
+		iov[i].iov_len = FRAME_MAX - 4;        /* room for a restored tag */
 		memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
 		msgs[i].msg_hdr.msg_iov = &iov[i];
 		msgs[i].msg_hdr.msg_iovlen = 1;
+		msgs[i].msg_hdr.msg_control = rxctl[i];
+		msgs[i].msg_hdr.msg_controllen = sizeof(rxctl[i]);
 	}
 	n = recvmmsg(fd, msgs, BATCH, MSG_DONTWAIT, NULL);
 	if (n <= 0)
 		return;
 	now = now_ns();
 	for (int i = 0; i < n; i++) {
-		const uint8_t *f = rxbuf[i];
+		uint8_t *f = rxbuf[i];
 		uint32_t len = msgs[i].msg_len;
 
 		if ((msgs[i].msg_hdr.msg_flags & MSG_TRUNC) || len < 14) {
 			e->oversize++;
 			continue;
 		}
+		len = restore_vlan(f, len, &msgs[i].msg_hdr);
 		if (from_path >= 0) {
 			mac_learn(e, f + 6, from_path);
 			link_offer(&e->paths[from_path].dir[TO_WEIR], f, len, now);
