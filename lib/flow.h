@@ -48,7 +48,6 @@ enum weir_flow_state {
 const char *weir_flow_state_name(unsigned int state);
 
 /* weir_flow.flags */
-#define WEIR_FF_LO_IS_SRC_FIRST 0x01  /* the first packet came from the addr_lo side */
 #define WEIR_FF_SEEN_OUT        0x02  /* a packet was seen in WEIR_DIR_OUT */
 #define WEIR_FF_SEEN_IN         0x04  /* a packet was seen in WEIR_DIR_IN */
 #define WEIR_FF_FIN_OUT         0x08  /* FIN sent by the LAN side */
