@@ -14,6 +14,13 @@
 
 struct weir_mbuf_meta {
 	struct weir_pkt pkt;
+	/* Next packet in the same per-flow queue (lib/drr.c). The queue chains
+	 * mbufs through their private area instead of using a ring per flow:
+	 * no per-flow storage beyond head/tail, O(1) enqueue/dequeue, and the
+	 * line is already touched for the parse record. m->next is not used:
+	 * it chains the segments of one packet. 48 + 8 bytes keeps the record
+	 * within one cache line. */
+	struct rte_mbuf *qnext;
 };
 
 #define WEIR_MBUF_PRIV_SIZE RTE_ALIGN(sizeof(struct weir_mbuf_meta), RTE_MBUF_PRIV_ALIGN)

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: deficit round robin over per-flow queues. See drr.h for the model.
+ */
+#include <string.h>
+
+#include <rte_malloc.h>
+
+#include "drr.h"
+
+/* Largest Ethernet frame without FCS, with one VLAN tag: the default quantum. */
+#define WEIR_DRR_DEFAULT_QUANTUM 1518u
+
+struct weir_drr_qtab *
+weir_drr_qtab_create(uint32_t n, uint16_t limit, int socket_id)
+{
+	struct weir_drr_qtab *t;
+	uint32_t i;
+
+	if (n == 0 || n >= WEIR_DRR_NONE || limit == 0)
+		return NULL;
+	t = rte_zmalloc_socket("weir_drr_qtab", sizeof(*t) + (size_t)n * sizeof(t->q[0]),
+			       RTE_CACHE_LINE_SIZE, socket_id);
+	if (t == NULL)
+		return NULL;
+	t->n = n;
+	t->limit = limit;
+	for (i = 0; i < n; i++) {
+		t->q[i].weight = 1;
+		t->q[i].next = WEIR_DRR_NONE;
+	}
+	return t;
+}
+
+void
+weir_drr_qtab_free(struct weir_drr_qtab *t)
+{
+	rte_free(t);
+}
+
+void
+weir_drr_init(struct weir_drr *d, struct weir_drr_qtab *t, uint32_t quantum, uint16_t overhead)
+{
+	memset(d, 0, sizeof(*d));
+	d->q = t->q;
+	d->last = WEIR_DRR_NONE;
+	d->overhead = overhead;
+	d->limit = t->limit;
+	d->quantum = quantum ? quantum : WEIR_DRR_DEFAULT_QUANTUM + overhead;
+}
+
+/* Append queue qid at the tail of the active list. */
+static inline void
+drr_list_append(struct weir_drr *d, uint32_t qid)
+{
+	struct weir_drr_q *q = &d->q[qid];
+
+	if (d->last == WEIR_DRR_NONE) {
+		q->next = qid;          /* a list of one points at itself */
+	} else {
+		q->next = d->q[d->last].next;
+		d->q[d->last].next = qid;
+	}
+	d->last = qid;
+	q->listed = 1;
+	d->n_listed++;
+}
+
+/* Unlink `qid` whose predecessor in the circular list is `prev`. */
+static inline void
+drr_list_unlink(struct weir_drr *d, uint32_t prev, uint32_t qid)
+{
+	struct weir_drr_q *q = &d->q[qid];
+
+	if (prev == qid) {
+		d->last = WEIR_DRR_NONE;
+	} else {
+		d->q[prev].next = q->next;
+		if (d->last == qid)
+			d->last = prev;
+	}
+	q->next = WEIR_DRR_NONE;
+	q->listed = 0;
+	d->n_listed--;
+}
+
+int
+weir_drr_enqueue(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m)
+{
+	struct weir_drr_q *q = &d->q[qid];
+
+	if (unlikely(q->len >= d->limit)) {
+		q->drops++;
+		return WEIR_DRR_DROP_LIMIT;
+	}
+	weir_mbuf_meta(m)->qnext = NULL;
+	if (q->head == NULL)
+		q->head = m;
+	else
+		weir_mbuf_meta(q->tail)->qnext = m;
+	q->tail = m;
+	q->len++;
+	d->pkts++;
+	d->bytes += weir_drr_wire_len(d, m);
+	if (!q->listed) {
+		/* A newly backlogged flow starts with one round's worth, so it
+		 * sends at its first visit; empty flows keep no credit. */
+		q->deficit = (int32_t)(d->quantum * q->weight);
+		drr_list_append(d, qid);
+	}
+	return WEIR_DRR_OK;
+}
+
+struct rte_mbuf *
+weir_drr_peek(struct weir_drr *d, uint32_t *qid)
+{
+	uint32_t id;
+	struct weir_drr_q *q;
+
+	if (d->last == WEIR_DRR_NONE)
+		return NULL;
+	/* Every listed queue is backlogged, and a quantum is at least one
+	 * frame, so this loop ends within one pass over the list (normally at
+	 * once): amortised O(1) per packet. */
+	for (;;) {
+		id = d->q[d->last].next;
+		q = &d->q[id];
+		if (q->deficit > 0)
+			break;
+		q->deficit += (int32_t)(d->quantum * q->weight);
+		d->last = id;   /* rotate: the head becomes the tail */
+	}
+	*qid = id;
+	return q->head;
+}
+
+struct rte_mbuf *
+weir_drr_dequeue(struct weir_drr *d, uint32_t *qid, uint32_t *qlen)
+{
+	struct rte_mbuf *m;
+	struct weir_drr_q *q;
+	uint32_t id, wl;
+
+	m = weir_drr_peek(d, &id);
+	if (m == NULL)
+		return NULL;
+	q = &d->q[id];
+	q->head = weir_mbuf_meta(m)->qnext;
+	if (q->head == NULL)
+		q->tail = NULL;
+	q->len--;
+	wl = weir_drr_wire_len(d, m);
+	q->deficit -= (int32_t)wl;
+	d->pkts--;
+	d->bytes -= wl;
+	if (q->len == 0) {
+		/* The head queue emptied: its predecessor is the tail. */
+		drr_list_unlink(d, d->last, id);
+		q->deficit = 0;
+	}
+	*qid = id;
+	*qlen = q->len;
+	return m;
+}
+
+unsigned int
+weir_drr_drain(struct weir_drr *d, uint32_t qid, struct rte_mbuf **out, unsigned int max,
+	       uint64_t *bytes)
+{
+	struct weir_drr_q *q = &d->q[qid];
+	uint64_t b = 0;
+	unsigned int n = 0;
+	uint32_t prev;
+
+	while (n < max && q->head != NULL) {
+		struct rte_mbuf *m = q->head;
+
+		q->head = weir_mbuf_meta(m)->qnext;
+		out[n++] = m;
+		b += weir_drr_wire_len(d, m);
+	}
+	if (q->head == NULL)
+		q->tail = NULL;
+	q->len -= n;
+	d->pkts -= n;
+	d->bytes -= b;
+	if (bytes != NULL)
+		*bytes = b;
+	if (q->len == 0 && q->listed) {
+		prev = d->last;
+		while (d->q[prev].next != qid)
+			prev = d->q[prev].next;
+		drr_list_unlink(d, prev, qid);
+		q->deficit = 0;
+	}
+	return n;
+}

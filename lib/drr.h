@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: deficit round robin over per-flow FIFO queues (the paper's PFQ).
+ *
+ * Two objects:
+ *  - struct weir_drr_qtab: the per-flow queues of one direction, one slot
+ *    per flow-table slot (the caller passes the slot index as queue id).
+ *    It is shared by every leaf of a class tree, because a flow sits in one
+ *    leaf at a time: storage is N x 32 bytes, not leaves x N.
+ *  - struct weir_drr: one scheduler (one leaf class) over the queues of the
+ *    flows in it: a circular list of the backlogged ones, O(1) to append,
+ *    rotate and remove at the head.
+ *
+ * Packets are chained through weir_mbuf_meta.qnext; a queue is head, tail
+ * and a count. Each visit of a backlogged queue adds quantum x weight bytes
+ * to its deficit; a queue sends while its deficit is positive (the deficit
+ * may end negative by less than one packet and is paid back next round), so
+ * over time every backlogged flow gets bytes in proportion to its weight
+ * whatever its packet sizes. Bytes are wire bytes: pkt_len + overhead.
+ *
+ * Ownership: enqueue returning 0 takes the mbuf; a non-zero return (a drop)
+ * leaves it with the caller, who frees it. The drop is counted on the queue
+ * it was meant for, never on another flow.
+ *
+ * Rule for the caller: a queue belongs to one weir_drr at a time. Move a
+ * flow to another leaf only when its queue is empty (or drain it first).
+ */
+#ifndef WEIR_DRR_H
+#define WEIR_DRR_H
+
+#include <stdint.h>
+#include <rte_common.h>
+#include <rte_mbuf.h>
+
+#include "mbuf_meta.h"
+
+#define WEIR_DRR_NONE UINT32_MAX
+
+/* One flow's queue: 32 bytes, two to a cache line. */
+struct weir_drr_q {
+	struct rte_mbuf *head;
+	struct rte_mbuf *tail;
+	int32_t  deficit;       /* bytes this queue may still send this round */
+	uint32_t next;          /* next queue in its scheduler's active list */
+	uint16_t len;           /* packets queued */
+	uint8_t  weight;        /* quantum multiplier, >= 1 */
+	uint8_t  listed;        /* on its scheduler's active list */
+	uint32_t drops;         /* packets refused: this queue was at its limit */
+};
+
+struct weir_drr_qtab {
+	uint32_t n;             /* queue ids are 0 .. n-1 */
+	uint16_t limit;         /* packets per queue */
+	struct weir_drr_q q[];
+};
+
+/* Create storage for n queues of at most `limit` packets (<= 65535), zeroed,
+ * weight 1. Returns NULL on bad arguments or no memory. */
+struct weir_drr_qtab *weir_drr_qtab_create(uint32_t n, uint16_t limit, int socket_id);
+void weir_drr_qtab_free(struct weir_drr_qtab *t);
+
+/* Per-flow weight (1..255): the flow's share of its leaf, in quanta per round.
+ * Takes effect from the queue's next round. */
+static inline void
+weir_drr_set_weight(struct weir_drr_qtab *t, uint32_t qid, uint8_t weight)
+{
+	t->q[qid].weight = weight ? weight : 1;
+}
+
+/* One scheduler. Embedded by its owner (a leaf class); no allocation. */
+struct weir_drr {
+	struct weir_drr_q *q;   /* the shared queue table */
+	uint32_t last;          /* tail of the active list (its head is q[last].next) */
+	uint32_t n_listed;      /* queues on the list */
+	uint32_t pkts;          /* packets queued in all queues of this scheduler */
+	uint32_t quantum;       /* bytes per round per unit of weight, >= MTU + overhead */
+	uint64_t bytes;         /* wire bytes queued */
+	uint16_t overhead;      /* added to pkt_len for every packet (0 or 24) */
+	uint16_t limit;         /* copy of the table's per-queue limit */
+};
+
+/* Initialise `d` over queue table `t`. quantum must be >= the largest wire
+ * frame so a round always lets the head queue send (0 = 1538 + overhead). */
+void weir_drr_init(struct weir_drr *d, struct weir_drr_qtab *t, uint32_t quantum, uint16_t overhead);
+
+/* Wire length of a packet as the scheduler charges it. */
+static inline uint32_t
+weir_drr_wire_len(const struct weir_drr *d, const struct rte_mbuf *m)
+{
+	return rte_pktmbuf_pkt_len(m) + d->overhead;
+}
+
+enum weir_drr_rc {
+	WEIR_DRR_OK = 0,
+	WEIR_DRR_DROP_LIMIT = 1,        /* the flow's queue is full: tail drop */
+};
+
+/* Append m to queue qid. Returns WEIR_DRR_OK (m taken) or a drop reason
+ * (m not taken, q->drops counted). */
+int weir_drr_enqueue(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m);
+
+/*
+ * The packet DRR sends next, without taking it (a class scheduler must see
+ * its size before it decides to send). Rotates the active list as DRR rules
+ * require, so repeated peeks return the same packet. NULL when empty.
+ */
+struct rte_mbuf *weir_drr_peek(struct weir_drr *d, uint32_t *qid);
+
+/*
+ * Take the packet the last peek returned (peeks itself if needed). *qid is
+ * its queue and *qlen the packets left in that queue after it was taken:
+ * the moment PostACK hooks (release held ACKs when qlen is 0 or 1).
+ */
+struct rte_mbuf *weir_drr_dequeue(struct weir_drr *d, uint32_t *qid, uint32_t *qlen);
+
+/*
+ * Take up to `max` packets from the head of queue qid, in order, into out[]
+ * (flow end or eviction: the caller frees or forwards them). Returns the
+ * count; call again while it returns max. When the queue empties it leaves
+ * the active list at once (a walk of the list to find its predecessor: the
+ * list is singly linked to keep a queue in 32 bytes, and drains are rare),
+ * so the flow may then move to another leaf. *bytes (may be NULL) gets the
+ * wire bytes taken.
+ */
+unsigned int weir_drr_drain(struct weir_drr *d, uint32_t qid, struct rte_mbuf **out,
+			    unsigned int max, uint64_t *bytes);
+
+static inline uint32_t
+weir_drr_qlen(const struct weir_drr_qtab *t, uint32_t qid)
+{
+	return t->q[qid].len;
+}
+
+#endif /* WEIR_DRR_H */
