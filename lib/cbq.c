@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: class tree of one direction. See cbq.h for the model and
+ * docs/cbq.md for the token arithmetic.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_malloc.h>
+
+#include "cbq.h"
+
+/*
+ * A token bucket in fixed point: tokens are bytes << shift. Each bucket has
+ * its own shift, the largest that keeps its whole range (debt floor to
+ * burst) under 2^61, so a slow rate keeps many fraction bits (8 kbit/s at a
+ * 3 GHz TSC is 3.3e-7 bytes a tick) and a fast one keeps its burst in
+ * range. The refill is one multiply: dt is clamped to dt_max, the ticks
+ * that fill the bucket from its floor, so dt * rate never overflows and no
+ * division is needed per packet.
+ */
+struct weir_tb {
+	int64_t  tokens;        /* bytes << shift; negative = debt */
+	int64_t  burst;         /* most tokens it may hold */
+	int64_t  floor;         /* most debt it may carry */
+	uint64_t rate;          /* (bytes << shift) per TSC tick */
+	uint64_t dt_max;        /* ticks from floor to burst */
+	uint32_t shift;
+};
+
+struct cbq_class {
+	/* Hot: read on every dequeue that looks at this class or a descendant. */
+	struct weir_tb tb;      /* guaranteed rate */
+	struct weir_tb ctb;     /* ceil */
+	uint64_t last;          /* TSC of the last refill */
+	uint16_t parent;        /* WEIR_CBQ_NONE for the root */
+	uint16_t anext, aprev;  /* active list of its priority (leaves) */
+	uint8_t  prio;
+	uint8_t  is_leaf;
+	uint8_t  active;        /* on an active list */
+	uint8_t  depth;
+	int32_t  deficit;       /* DRR among leaves of one priority */
+	uint32_t quantum;
+	uint32_t limit;
+	struct weir_drr drr;    /* leaves only */
+	/* Cold. */
+	uint64_t rate_bps, ceil_bps;
+	struct weir_cbq_stats st;
+} __rte_cache_aligned;
+
+struct weir_cbq {
+	uint64_t tsc_hz;
+	uint32_t burst_us;
+	uint32_t maxpkt;        /* mtu + overhead: the most one packet costs */
+	uint16_t overhead;
+	uint16_t n;
+	uint32_t backlog;       /* packets in all leaves */
+	uint16_t alast[WEIR_CBQ_NUM_PRIO];     /* tail of each priority's active list */
+	uint16_t acount[WEIR_CBQ_NUM_PRIO];
+	struct weir_drr_qtab *qt;
+	struct cbq_class cls[];
+};
+
+static inline int64_t
+tb_bytes(int64_t fp, uint32_t shift)
+{
+	/* Shift the magnitude so negative values round towards zero portably. */
+	return fp >= 0 ? (int64_t)((uint64_t)fp >> shift) : -(int64_t)((uint64_t)-fp >> shift);
+}
+
+/* Set up (or re-set, keeping earned tokens) a bucket for `bps` bit/s.
+ * Cold path: the divisions here run once per configuration change. */
+static void
+tb_setup(struct weir_tb *b, uint64_t bps, uint64_t hz, uint32_t burst_us, uint32_t maxpkt, int keep)
+{
+	uint64_t burst_bytes, range;
+	int64_t old_bytes = keep ? tb_bytes(b->tokens, b->shift) : 0;
+	uint32_t s;
+	unsigned __int128 r;
+
+	/* Depth: burst_us of traffic at this rate, at least one full packet
+	 * (so even 8 kbit/s can pass a 1518-byte frame), see docs/cbq.md. */
+	burst_bytes = (uint64_t)(((unsigned __int128)bps * burst_us) / 8000000u);
+	if (burst_bytes < maxpkt)
+		burst_bytes = maxpkt;
+	range = 2 * burst_bytes + 2 * (uint64_t)maxpkt;
+	for (s = 48; s > 0; s--) {
+		r = (((unsigned __int128)bps << s) + 4 * hz) / (8 * (unsigned __int128)hz);
+		if (((unsigned __int128)range << s) < ((unsigned __int128)1 << 61) &&
+		    r < ((unsigned __int128)1 << 60))
+			break;
+	}
+	b->shift = s;
+	b->rate = (uint64_t)((((unsigned __int128)bps << s) + 4 * hz) / (8 * (unsigned __int128)hz));
+	if (b->rate == 0)
+		b->rate = 1;
+	b->burst = (int64_t)(burst_bytes << s);
+	b->floor = -(int64_t)((burst_bytes + maxpkt) << s);
+	b->dt_max = (uint64_t)(b->burst - b->floor) / b->rate + 1;
+	/* A new bucket starts full; a re-rated one keeps what it had. */
+	if (!keep)
+		old_bytes = (int64_t)burst_bytes;
+	if (old_bytes > (int64_t)burst_bytes)
+		old_bytes = (int64_t)burst_bytes;
+	if (old_bytes < -(int64_t)(burst_bytes + maxpkt))
+		old_bytes = -(int64_t)(burst_bytes + maxpkt);
+	b->tokens = old_bytes >= 0 ? (int64_t)((uint64_t)old_bytes << s)
+				   : -(int64_t)((uint64_t)-old_bytes << s);
+}
+
+static inline void
+tb_fill(struct weir_tb *b, uint64_t dt)
+{
+	int64_t t;
+
+	if (unlikely(dt >= b->dt_max)) {
+		b->tokens = b->burst;
+		return;
+	}
+	t = b->tokens + (int64_t)(dt * b->rate);
+	b->tokens = t > b->burst ? b->burst : t;
+}
+
+static inline void
+tb_charge(struct weir_tb *b, uint32_t bytes)
+{
+	int64_t t = b->tokens - (int64_t)((uint64_t)bytes << b->shift);
+
+	b->tokens = t < b->floor ? b->floor : t;
+}
+
+/* Ticks until the bucket is non-negative (0 if it is). Division: used only
+ * when nothing can be sent, to tell the worker when to come back. */
+static inline uint64_t
+tb_wait(const struct weir_tb *b)
+{
+	if (b->tokens >= 0)
+		return 0;
+	return ((uint64_t)-b->tokens + b->rate - 1) / b->rate;
+}
+
+static inline void
+class_refill(struct cbq_class *k, uint64_t now)
+{
+	uint64_t dt;
+
+	if (now <= k->last)
+		return;         /* same instant (or a TSC from another core behind) */
+	dt = now - k->last;
+	k->last = now;
+	tb_fill(&k->tb, dt);
+	tb_fill(&k->ctb, dt);
+}
+
+static void
+class_set_buckets(struct weir_cbq *c, struct cbq_class *k, uint64_t rate, uint64_t ceil, int keep)
+{
+	k->rate_bps = rate;
+	k->ceil_bps = ceil;
+	tb_setup(&k->tb, rate, c->tsc_hz, c->burst_us, c->maxpkt, keep);
+	tb_setup(&k->ctb, ceil, c->tsc_hz, c->burst_us, c->maxpkt, keep);
+}
+
+static int
+rate_ok(uint64_t rate, uint64_t ceil)
+{
+	return rate >= WEIR_CBQ_RATE_MIN && rate <= WEIR_CBQ_RATE_MAX &&
+	       ceil >= rate && ceil <= WEIR_CBQ_RATE_MAX;
+}
+
+struct weir_cbq *
+weir_cbq_create(const struct weir_cbq_conf *conf)
+{
+	struct weir_cbq *c;
+	uint16_t i, n = conf->n_classes;
+	uint32_t mtu = conf->mtu ? conf->mtu : 1518;
+	uint32_t fq;
+
+	if (n == 0 || n > WEIR_CBQ_MAX_CLASSES || conf->classes == NULL ||
+	    conf->tsc_hz < 1000000 || conf->flow_limit == 0)
+		return NULL;
+	c = rte_zmalloc_socket("weir_cbq", sizeof(*c) + (size_t)n * sizeof(c->cls[0]),
+			       RTE_CACHE_LINE_SIZE, conf->socket_id);
+	if (c == NULL)
+		return NULL;
+	c->tsc_hz = conf->tsc_hz;
+	c->burst_us = conf->burst_us ? conf->burst_us : 1000;
+	c->overhead = conf->overhead;
+	c->maxpkt = mtu + conf->overhead;
+	c->n = n;
+	for (i = 0; i < WEIR_CBQ_NUM_PRIO; i++)
+		c->alast[i] = WEIR_CBQ_NONE;
+	c->qt = weir_drr_qtab_create(conf->n_queues, conf->flow_limit, conf->socket_id);
+	if (c->qt == NULL)
+		goto fail;
+	fq = conf->flow_quantum ? conf->flow_quantum : c->maxpkt;
+	if (fq < c->maxpkt)
+		goto fail;      /* a round must let any packet through */
+
+	for (i = 0; i < n; i++) {
+		const struct weir_cbq_class_conf *cc = &conf->classes[i];
+		struct cbq_class *k = &c->cls[i];
+		uint64_t ceil = cc->ceil ? cc->ceil : cc->rate;
+
+		if (i == 0) {
+			k->parent = WEIR_CBQ_NONE;
+			ceil = cc->rate;        /* the link: nothing to borrow from */
+		} else {
+			if (cc->parent >= i)
+				goto fail;
+			k->parent = cc->parent;
+			k->depth = c->cls[cc->parent].depth + 1;
+			if (k->depth >= WEIR_CBQ_MAX_DEPTH)
+				goto fail;
+			c->cls[cc->parent].is_leaf = 0;
+		}
+		if (!rate_ok(cc->rate, ceil) || cc->prio >= WEIR_CBQ_NUM_PRIO)
+			goto fail;
+		k->is_leaf = 1;         /* until a child names it */
+		k->prio = cc->prio;
+		k->limit = cc->limit;
+		k->quantum = cc->quantum ? cc->quantum : c->maxpkt;
+		if (k->quantum < c->maxpkt)
+			goto fail;
+		k->anext = k->aprev = WEIR_CBQ_NONE;
+		class_set_buckets(c, k, cc->rate, ceil, 0);
+		weir_drr_init(&k->drr, c->qt, fq, c->overhead);
+	}
+	return c;
+fail:
+	weir_cbq_free(c);
+	return NULL;
+}
+
+void
+weir_cbq_free(struct weir_cbq *c)
+{
+	if (c == NULL)
+		return;
+	weir_drr_qtab_free(c->qt);
+	rte_free(c);
+}
+
+/* Append leaf i to its priority's circular active list. */
+static inline void
+active_add(struct weir_cbq *c, uint16_t i)
+{
+	struct cbq_class *k = &c->cls[i];
+	uint16_t last = c->alast[k->prio];
+
+	if (last == WEIR_CBQ_NONE) {
+		k->anext = k->aprev = i;
+	} else {
+		uint16_t first = c->cls[last].anext;
+
+		k->aprev = last;
+		k->anext = first;
+		c->cls[last].anext = i;
+		c->cls[first].aprev = i;
+	}
+	c->alast[k->prio] = i;
+	c->acount[k->prio]++;
+	k->active = 1;
+}
+
+static inline void
+active_del(struct weir_cbq *c, uint16_t i)
+{
+	struct cbq_class *k = &c->cls[i];
+
+	if (k->anext == i) {
+		c->alast[k->prio] = WEIR_CBQ_NONE;
+	} else {
+		c->cls[k->aprev].anext = k->anext;
+		c->cls[k->anext].aprev = k->aprev;
+		if (c->alast[k->prio] == i)
+			c->alast[k->prio] = k->aprev;
+	}
+	k->anext = k->aprev = WEIR_CBQ_NONE;
+	c->acount[k->prio]--;
+	k->active = 0;
+}
+
+int
+weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m,
+		 uint64_t now)
+{
+	struct cbq_class *k;
+
+	RTE_SET_USED(now);      /* reserved: an AQM would look at sojourn time */
+	if (unlikely(leaf >= c->n || !c->cls[leaf].is_leaf || queue_id >= c->qt->n))
+		return WEIR_CBQ_DROP_BADCLASS;
+	k = &c->cls[leaf];
+	if (unlikely(k->limit && k->drr.pkts >= k->limit)) {
+		/* The arriving packet pays, so the drop is this flow's own. */
+		c->qt->q[queue_id].drops++;
+		k->st.drops++;
+		k->st.drops_class++;
+		return WEIR_CBQ_DROP_CLASS;
+	}
+	if (unlikely(weir_drr_enqueue(&k->drr, queue_id, m) != WEIR_DRR_OK)) {
+		k->st.drops++;
+		k->st.drops_flow++;
+		return WEIR_CBQ_DROP_FLOW;
+	}
+	c->backlog++;
+	if (!k->active) {
+		k->deficit = (int32_t)k->quantum;
+		active_add(c, leaf);
+	}
+	return WEIR_CBQ_OK;
+}
+
+/*
+ * Who may pay for a packet of leaf i now: the leaf itself when green, else
+ * the nearest green ancestor; WEIR_CBQ_NONE when a class on the path is red
+ * (ceil spent) or nobody on it is green. Refills the path's buckets.
+ */
+static inline uint16_t
+find_lender(struct weir_cbq *c, uint16_t i, uint64_t now)
+{
+	uint16_t lender = WEIR_CBQ_NONE;
+	uint16_t j;
+
+	for (j = i; j != WEIR_CBQ_NONE; j = c->cls[j].parent) {
+		struct cbq_class *k = &c->cls[j];
+
+		class_refill(k, now);
+		if (k->ctb.tokens < 0)
+			return WEIR_CBQ_NONE;
+		if (lender == WEIR_CBQ_NONE && k->tb.tokens >= 0)
+			lender = j;
+	}
+	return lender;
+}
+
+/* Charge a sent packet along the path. As in HTB, classes below the lender
+ * are borrowing: their rate buckets are not charged (borrowed bytes do not
+ * use up the guarantee); the lender and everything above it are. Every
+ * class pays in its ceil bucket. */
+static inline void
+charge_path(struct weir_cbq *c, uint16_t i, uint16_t lender, uint32_t wl)
+{
+	int below = i != lender;
+	uint16_t j;
+
+	for (j = i; j != WEIR_CBQ_NONE; j = c->cls[j].parent) {
+		struct cbq_class *k = &c->cls[j];
+
+		if (j == lender) {
+			below = 0;
+			if (j != i)
+				k->st.lent += wl;
+		}
+		if (below)
+			k->st.borrowed += wl;
+		else
+			tb_charge(&k->tb, wl);
+		tb_charge(&k->ctb, wl);
+		k->st.bytes += wl;
+		k->st.pkts++;
+	}
+}
+
+/* Earliest TSC leaf i might send: no red class on its path, and some green. */
+static uint64_t
+leaf_ready_at(struct weir_cbq *c, uint16_t i, uint64_t now)
+{
+	uint64_t red = 0, green = UINT64_MAX;
+	uint16_t j;
+
+	for (j = i; j != WEIR_CBQ_NONE; j = c->cls[j].parent) {
+		const struct cbq_class *k = &c->cls[j];
+		uint64_t w = tb_wait(&k->ctb), g = tb_wait(&k->tb);
+
+		if (w > red)
+			red = w;
+		if (g < green)
+			green = g;
+	}
+	return now + RTE_MAX(red, green);
+}
+
+struct rte_mbuf *
+weir_cbq_dequeue(struct weir_cbq *c, uint64_t now, struct weir_cbq_deq *out)
+{
+	unsigned int pass, p, steps;
+	uint64_t next = UINT64_MAX;
+
+	if (c->backlog == 0) {
+		out->next_tsc = UINT64_MAX;
+		return NULL;
+	}
+	/* Pass 0 serves leaves within their own rate, pass 1 lets them borrow;
+	 * so every guarantee is met before any excess is shared. */
+	for (pass = 0; pass < 2; pass++) {
+		for (p = 0; p < WEIR_CBQ_NUM_PRIO; p++) {
+			uint16_t i, lender;
+
+			if (c->alast[p] == WEIR_CBQ_NONE)
+				continue;
+			i = c->cls[c->alast[p]].anext;
+			/* Each leaf may be met twice: once to refill its
+			 * deficit (then it moves to the tail), once to send. */
+			for (steps = 2u * c->acount[p] + 1; steps > 0; steps--) {
+				struct cbq_class *k = &c->cls[i];
+				uint16_t nx = k->anext;
+
+				lender = find_lender(c, i, now);
+				if (lender == WEIR_CBQ_NONE || (pass == 0 && lender != i)) {
+					i = nx;
+					continue;
+				}
+				if (k->deficit <= 0) {
+					k->deficit += (int32_t)k->quantum;
+					if (nx != i) {
+						active_del(c, i);
+						active_add(c, i);
+					}
+					i = nx;
+					continue;
+				}
+				{
+					struct rte_mbuf *m;
+					uint32_t qid, qlen, wl;
+
+					m = weir_drr_dequeue(&k->drr, &qid, &qlen);
+					wl = rte_pktmbuf_pkt_len(m) + c->overhead;
+					k->deficit -= (int32_t)wl;
+					charge_path(c, i, lender, wl);
+					c->backlog--;
+					if (k->drr.pkts == 0)
+						active_del(c, i);
+					out->leaf = i;
+					out->queue_id = qid;
+					out->qlen = qlen;
+					out->next_tsc = now;
+					return m;
+				}
+			}
+		}
+	}
+	/* Nothing may go now: find when something could (cold, once per
+	 * blocked call, not per packet). */
+	for (p = 0; p < WEIR_CBQ_NUM_PRIO; p++) {
+		uint16_t i, first;
+
+		if (c->alast[p] == WEIR_CBQ_NONE)
+			continue;
+		first = i = c->cls[c->alast[p]].anext;
+		do {
+			uint64_t t = leaf_ready_at(c, i, now);
+
+			if (t < next)
+				next = t;
+			i = c->cls[i].anext;
+		} while (i != first);
+	}
+	out->next_tsc = next > now ? next : now + 1;
+	return NULL;
+}
+
+int
+weir_cbq_set_rate(struct weir_cbq *c, uint16_t cls, uint64_t rate, uint64_t ceil)
+{
+	struct cbq_class *k;
+
+	if (cls >= c->n)
+		return -EINVAL;
+	if (ceil == 0 || cls == 0)
+		ceil = rate;
+	if (!rate_ok(rate, ceil))
+		return -EINVAL;
+	k = &c->cls[cls];
+	/* Tokens held now are kept (re-scaled, clamped); the ticks since the
+	 * class's last refill are credited at the new rate. */
+	class_set_buckets(c, k, rate, ceil, 1);
+	return 0;
+}
+
+unsigned int
+weir_cbq_drain(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf **out,
+	       unsigned int max)
+{
+	struct cbq_class *k;
+	unsigned int n;
+
+	if (leaf >= c->n || !c->cls[leaf].is_leaf || queue_id >= c->qt->n)
+		return 0;
+	k = &c->cls[leaf];
+	n = weir_drr_drain(&k->drr, queue_id, out, max, NULL);
+	c->backlog -= n;
+	if (k->active && k->drr.pkts == 0)
+		active_del(c, leaf);
+	return n;
+}
+
+int
+weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats *out)
+{
+	const struct cbq_class *k;
+
+	if (cls >= c->n)
+		return -EINVAL;
+	k = &c->cls[cls];
+	*out = k->st;
+	out->qlen = k->is_leaf ? k->drr.pkts : 0;
+	out->qbytes = k->is_leaf ? k->drr.bytes : 0;
+	return 0;
+}
+
+int
+weir_cbq_is_leaf(const struct weir_cbq *c, uint16_t cls)
+{
+	return cls < c->n && c->cls[cls].is_leaf;
+}
+
+uint32_t
+weir_cbq_backlog(const struct weir_cbq *c)
+{
+	return c->backlog;
+}
+
+struct weir_drr_qtab *
+weir_cbq_qtab(struct weir_cbq *c)
+{
+	return c->qt;
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: the class tree of one direction (CBQ/HTB-like link sharing).
+ *
+ * Class 0 is the root: the link, rate = ceil. Every other class names a
+ * parent with a smaller index (the array is in tree order). Classes without
+ * children are leaves; a leaf owns a DRR over the per-flow queues of its
+ * flows (lib/drr.h), and only leaves hold packets.
+ *
+ * Each class has two token buckets, both in bytes scaled by 2^shift and
+ * refilled by (now - last) * rate with rate precomputed per TSC tick (see
+ * docs/cbq.md): `rate` (guaranteed) and `ceil` (the most it may take by
+ * borrowing). A class is
+ *   red     when its ceil bucket is negative: it may not send at all;
+ *   green   when its rate bucket is non-negative: it may send on its own;
+ *   yellow  otherwise: it may send by borrowing from an ancestor.
+ * A leaf sends when nothing on its path to the root is red and it, or the
+ * nearest green ancestor (the lender), is green. Green leaves are served
+ * before any borrowing; borrowers by priority (lower first), DRR among
+ * leaves of one priority. The root's ceil gates every packet, so the link
+ * rate holds for the sum whatever the children's settings.
+ *
+ * Single writer: the owning worker. Time is an argument (a TSC value).
+ */
+#ifndef WEIR_CBQ_H
+#define WEIR_CBQ_H
+
+#include <stdint.h>
+#include <rte_common.h>
+#include <rte_mbuf.h>
+
+#include "drr.h"
+
+#define WEIR_CBQ_MAX_CLASSES 1024
+#define WEIR_CBQ_MAX_DEPTH   8
+#define WEIR_CBQ_NUM_PRIO    8
+#define WEIR_CBQ_NONE        UINT16_MAX
+
+#define WEIR_CBQ_RATE_MIN    8000ull            /* bit/s */
+#define WEIR_CBQ_RATE_MAX    400000000000ull    /* bit/s */
+
+struct weir_cbq_class_conf {
+	uint16_t parent;        /* class index < own index; ignored for class 0 */
+	uint8_t  prio;          /* 0 (borrows first) .. WEIR_CBQ_NUM_PRIO-1 */
+	uint64_t rate;          /* guaranteed, bit/s */
+	uint64_t ceil;          /* bit/s, >= rate; 0 = rate */
+	uint32_t limit;         /* leaf: packets queued in the class (all flows); 0 = no class limit */
+	uint32_t quantum;       /* leaf: bytes per DRR round among leaves of one prio; 0 = mtu */
+};
+
+struct weir_cbq_conf {
+	int socket_id;
+	uint64_t tsc_hz;
+	uint16_t n_classes;                     /* 1 .. WEIR_CBQ_MAX_CLASSES */
+	const struct weir_cbq_class_conf *classes;
+	uint32_t n_queues;                      /* per-flow queue ids 0..n-1 (flow table slots) */
+	uint16_t flow_limit;                    /* packets per flow queue */
+	uint32_t flow_quantum;                  /* bytes per DRR round per flow weight; 0 = mtu */
+	uint16_t overhead;                      /* bytes added per packet: 0, or 24 = preamble+SFD+IFG+FCS */
+	uint16_t mtu;                           /* largest frame (pkt_len) expected; 0 = 1518 */
+	uint32_t burst_us;                      /* bucket depth as time at the bucket's rate; 0 = 1000 */
+};
+
+/* Counters of one class. bytes/pkts count what left through the class
+ * (a leaf's and all its descendants'); borrowed = bytes sent while the
+ * class itself was yellow; lent = bytes a class lent to a descendant. */
+struct weir_cbq_stats {
+	uint64_t bytes;
+	uint64_t pkts;
+	uint64_t drops;         /* leaf: refused at enqueue (sum of the two below) */
+	uint64_t drops_flow;    /* the flow's queue was full */
+	uint64_t drops_class;   /* the class limit was reached */
+	uint64_t borrowed;
+	uint64_t lent;
+	uint32_t qlen;          /* leaf: packets queued now */
+	uint64_t qbytes;        /* leaf: wire bytes queued now */
+};
+
+enum weir_cbq_rc {
+	WEIR_CBQ_OK = 0,
+	WEIR_CBQ_DROP_FLOW = 1,         /* the flow's queue is at flow_limit */
+	WEIR_CBQ_DROP_CLASS = 2,        /* the leaf is at its limit */
+	WEIR_CBQ_DROP_BADCLASS = 3,     /* not a leaf, or out of range */
+};
+
+/* What a dequeue found. */
+struct weir_cbq_deq {
+	uint16_t leaf;          /* class the packet left from */
+	uint32_t queue_id;      /* its flow queue */
+	uint32_t qlen;          /* packets left in that flow queue (PostACK's test) */
+	uint64_t next_tsc;      /* on NULL: earliest TSC anything may be sendable,
+				 * UINT64_MAX when nothing is queued */
+};
+
+struct weir_cbq;
+
+struct weir_cbq *weir_cbq_create(const struct weir_cbq_conf *conf);
+void weir_cbq_free(struct weir_cbq *c);
+
+/* Queue m in flow queue queue_id of leaf `leaf`. 0: taken; else a drop
+ * reason and the caller still owns m (frees it). Counted per class and, for
+ * WEIR_CBQ_DROP_FLOW, on the flow's queue. */
+int weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id,
+		     struct rte_mbuf *m, uint64_t now);
+
+/* The next packet the tree allows at `now`, or NULL (see out->next_tsc). */
+struct rte_mbuf *weir_cbq_dequeue(struct weir_cbq *c, uint64_t now, struct weir_cbq_deq *out);
+
+/* Change a class's rate and ceil (bit/s) at run time, O(1) (two divisions,
+ * not per packet). Tokens already earned are kept (clamped to the new
+ * bucket). Owning worker only, between bursts. Returns 0 or -EINVAL. */
+int weir_cbq_set_rate(struct weir_cbq *c, uint16_t cls, uint64_t rate, uint64_t ceil);
+
+/* Take a flow's packets out of its leaf (flow end, eviction), in order; as
+ * weir_drr_drain, class counters kept right. */
+unsigned int weir_cbq_drain(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id,
+			    struct rte_mbuf **out, unsigned int max);
+
+int weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats *out);
+int weir_cbq_is_leaf(const struct weir_cbq *c, uint16_t cls);
+uint32_t weir_cbq_backlog(const struct weir_cbq *c);       /* packets queued in the tree */
+struct weir_drr_qtab *weir_cbq_qtab(struct weir_cbq *c);   /* per-flow weights, qlen */
+
+#endif /* WEIR_CBQ_H */
