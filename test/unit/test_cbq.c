@@ -19,20 +19,9 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include "unit.h"
 #include "cbq.h"
 
-static unsigned int n_pass, n_fail;
-
-#define CHECK(cond, ...) do {                                           \
-	if (cond) {                                                     \
-		n_pass++;                                               \
-	} else {                                                        \
-		n_fail++;                                               \
-		printf("FAIL %s:%d: %s: ", __func__, __LINE__, #cond);  \
-		printf(__VA_ARGS__);                                    \
-		printf("\n");                                           \
-	}                                                               \
-} while (0)
 
 #define HZ 2500000000ull        /* a 2.5 GHz TSC */
 #define US (HZ / 1000000)
@@ -41,7 +30,6 @@ static unsigned int n_pass, n_fail;
 
 static struct rte_mempool *mp;
 
-struct tag { uint32_t flow, seq; };
 
 #define MAXF 1024
 
@@ -64,17 +52,7 @@ struct sim {
 static struct rte_mbuf *
 mk(uint32_t flow, uint32_t seq, uint16_t len)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
-	struct tag *t;
-
-	if (m == NULL) {
-		printf("mempool exhausted\n");
-		exit(2);
-	}
-	t = (struct tag *)rte_pktmbuf_append(m, len);
-	t->flow = flow;
-	t->seq = seq;
-	return m;
+	return unit_tagged_mbuf(mp, flow, seq, len);
 }
 
 static int
@@ -124,12 +102,12 @@ sim_run(struct sim *s, uint64_t from, uint64_t until)
 
 	while (s->now < until) {
 		for (k = 0; k < s->burst; k++) {
-			struct tag t;
+			struct unit_tag t;
 
 			m = weir_cbq_dequeue(s->c, s->now, &d);
 			if (m == NULL)
 				break;
-			t = *rte_pktmbuf_mtod(m, struct tag *);
+			t = *rte_pktmbuf_mtod(m, struct unit_tag *);
 			if (t.flow != d.queue_id || t.seq != s->seq_out[t.flow] ||
 			    d.qlen != weir_drr_qlen(weir_cbq_qtab(s->c), d.queue_id))
 				s->reorder++;
@@ -559,17 +537,9 @@ bench(void)
 int
 main(int argc, char **argv)
 {
-	char prefix[64];
-	char *eal_argv[] = { argv[0], "--no-huge", "-m", "256", "--no-pci", "--log-level=error",
-			     prefix, NULL };
-
 	RTE_SET_USED(argc);
 	srand(1);
-	snprintf(prefix, sizeof(prefix), "--file-prefix=wtest-cbq-%d", (int)getpid());
-	if (rte_eal_init(RTE_DIM(eal_argv) - 1, eal_argv) < 0) {
-		printf("EAL init failed\n");
-		return 1;
-	}
+	unit_eal_init(argv[0], "cbq", "256");
 	mp = rte_pktmbuf_pool_create("cbq_test", 16383, 0, WEIR_MBUF_PRIV_SIZE,
 				     RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
 	if (mp == NULL) {
@@ -585,7 +555,6 @@ main(int argc, char **argv)
 	test_extreme_rates();
 	test_set_rate();
 	bench();
-	printf("%u passed, %u failed\n", n_pass, n_fail);
 	rte_eal_cleanup();
-	return n_fail ? 1 : 0;
+	return unit_report();
 }

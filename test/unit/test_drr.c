@@ -12,45 +12,23 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include "unit.h"
 #include "drr.h"
 
-static unsigned int n_pass, n_fail;
-
-#define CHECK(cond, ...) do {                                           \
-	if (cond) {                                                     \
-		n_pass++;                                               \
-	} else {                                                        \
-		n_fail++;                                               \
-		printf("FAIL %s:%d: %s: ", __func__, __LINE__, #cond);  \
-		printf(__VA_ARGS__);                                    \
-		printf("\n");                                           \
-	}                                                               \
-} while (0)
 
 static struct rte_mempool *mp;
 
-struct tag { uint32_t flow, seq; };
 
 static struct rte_mbuf *
 mk(uint32_t flow, uint32_t seq, uint16_t len)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
-	struct tag *t;
-
-	if (m == NULL) {
-		printf("mempool exhausted\n");
-		exit(2);
-	}
-	t = (struct tag *)rte_pktmbuf_append(m, len);
-	t->flow = flow;
-	t->seq = seq;
-	return m;
+	return unit_tagged_mbuf(mp, flow, seq, len);
 }
 
-static struct tag
+static struct unit_tag
 tag_of(struct rte_mbuf *m)
 {
-	return *rte_pktmbuf_mtod(m, struct tag *);
+	return *rte_pktmbuf_mtod(m, struct unit_tag *);
 }
 
 static double
@@ -79,7 +57,7 @@ run_saturated(struct weir_drr *d, unsigned int nf, const uint16_t *sizes, unsign
 			CHECK(weir_drr_enqueue(d, i, mk(i, seq[i]++, sizes[i % ns])) == 0, "enq");
 	for (r = 0; r < rounds; r++) {
 		struct rte_mbuf *m = weir_drr_dequeue(d, &qid, &qlen);
-		struct tag t = tag_of(m);
+		struct unit_tag t = tag_of(m);
 
 		bytes[t.flow] += rte_pktmbuf_pkt_len(m) + d->overhead;
 		rte_pktmbuf_free(m);
@@ -114,7 +92,7 @@ test_basic_order(void)
 	next[tag_of(m).flow]++;
 	rte_pktmbuf_free(m);
 	while ((m = weir_drr_dequeue(&d, &qid, &qlen)) != NULL) {
-		struct tag tg = tag_of(m);
+		struct unit_tag tg = tag_of(m);
 
 		if (tg.flow != qid || tg.seq != next[qid] || qlen != 9 - next[qid])
 			ok = 0;
@@ -248,16 +226,8 @@ test_drain(void)
 int
 main(int argc, char **argv)
 {
-	char prefix[64];
-	char *eal_argv[] = { argv[0], "--no-huge", "-m", "256", "--no-pci", "--log-level=error",
-			     prefix, NULL };
-
 	RTE_SET_USED(argc);
-	snprintf(prefix, sizeof(prefix), "--file-prefix=wtest-drr-%d", (int)getpid());
-	if (rte_eal_init(RTE_DIM(eal_argv) - 1, eal_argv) < 0) {
-		printf("EAL init failed\n");
-		return 1;
-	}
+	unit_eal_init(argv[0], "drr", "256");
 	mp = rte_pktmbuf_pool_create("drr_test", 8191, 0, WEIR_MBUF_PRIV_SIZE,
 				     RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
 	if (mp == NULL) {
@@ -269,7 +239,6 @@ main(int argc, char **argv)
 	test_weights();
 	test_limit_drops();
 	test_drain();
-	printf("%u passed, %u failed\n", n_pass, n_fail);
 	rte_eal_cleanup();
-	return n_fail ? 1 : 0;
+	return unit_report();
 }

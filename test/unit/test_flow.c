@@ -18,20 +18,9 @@
 #include <rte_cycles.h>
 #include <rte_malloc.h>
 
+#include "unit.h"
 #include "flow.h"
 
-static unsigned int n_pass, n_fail;
-
-#define CHECK(cond, ...) do {                                           \
-	if (cond) {                                                     \
-		n_pass++;                                               \
-	} else {                                                        \
-		n_fail++;                                               \
-		printf("FAIL %s:%d: %s: ", __func__, __LINE__, #cond);  \
-		printf(__VA_ARGS__);                                    \
-		printf("\n");                                           \
-	}                                                               \
-} while (0)
 
 /* Fake clock: 1000 ticks a second keeps the arithmetic readable. */
 #define HZ 1000ull
@@ -908,16 +897,8 @@ report_speed(void)
 int
 main(int argc, char **argv)
 {
-	char prefix[64];
-	snprintf(prefix, sizeof(prefix), "--file-prefix=wtest-flow-%d", (int)getpid());
-	char *eal[] = { argv[0], "--no-huge", "-m", "512", "--no-pci", "--log-level=error",
-			prefix, NULL };
-
 	(void)argc;
-	if (rte_eal_init(RTE_DIM(eal) - 1, eal) < 0) {
-		fprintf(stderr, "EAL init failed\n");
-		return 2;
-	}
+	unit_eal_init(argv[0], "flow", "512");
 	test_key_symmetry();
 	test_key_icmp();
 	test_key_vlan();
@@ -939,7 +920,6 @@ main(int argc, char **argv)
 	report_memory(1u << 20);
 	report_memory((1u << 20) - 1);
 
-	printf("%u passed, %u failed\n", n_pass, n_fail);
 	rte_eal_cleanup();
-	return n_fail ? 1 : 0;
+	return unit_report();
 }
