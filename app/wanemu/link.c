@@ -4,9 +4,9 @@
 
 #include "link.h"
 
-/* Ring of frame descriptors; data is malloc'ed per frame so memory follows
- * what is in flight (a 75 ms path at 1 Gbit/s holds ~6000 full frames). */
-#define RING_CAP (1u << 18)
+/* Ring of frame descriptors; each frame's data is malloc'ed at its exact
+ * length, so jumbo frames need no special slots and memory follows what is
+ * in flight rather than the ring's capacity. */
 
 uint64_t
 rng_next(uint64_t *s)
@@ -27,7 +27,7 @@ link_init(struct link *l, const struct link_params *p, uint64_t *rng)
 	memset(l, 0, sizeof(*l));
 	l->p = *p;
 	l->rng = rng;
-	l->cap = RING_CAP;
+	l->cap = LINK_RING_CAP;
 	l->q = calloc(l->cap, sizeof(*l->q));
 	l->delay_ns = (uint64_t)(p->delay_ms * 1e6);
 	l->jitter_ns = (uint64_t)(p->jitter_ms * 1e6);
@@ -104,8 +104,10 @@ link_offer(struct link *l, const uint8_t *data, uint32_t len, uint64_t now)
 	f->finish_ns = finish;
 	f->due_ns = due;
 	l->tail = (l->tail + 1) & (l->cap - 1);
-	if (ring_len(l, l->serial) > l->st.backlog_peak)
+	if (l->p.rate_bps && ring_len(l, l->serial) > l->st.backlog_peak)
 		l->st.backlog_peak = ring_len(l, l->serial);
+	if (ring_len(l, l->head) > l->st.inflight_peak)
+		l->st.inflight_peak = ring_len(l, l->head);
 	return true;
 }
 

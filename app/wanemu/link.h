@@ -17,6 +17,10 @@
  * occupies on a real wire beyond the bytes a raw socket sees. */
 #define WANEMU_WIRE_OVERHEAD 24
 
+/* Frames one direction can hold (serialising + in flight), a power of two:
+ * a 150 ms path at 1 Gbit/s holds ~12500 full-size frames. */
+#define LINK_RING_CAP (1u << 18)
+
 struct link_params {
 	double delay_ms;        /* one-way delay */
 	double jitter_ms;       /* uniform +- jitter on the delay */
@@ -30,7 +34,8 @@ struct link_params {
 struct link_stats {
 	uint64_t rx, tx, tx_bytes;
 	uint64_t drop_random, drop_periodic, drop_queue, drop_send;
-	uint32_t backlog_peak;  /* most frames waiting for the link at once */
+	uint32_t backlog_peak;  /* most frames waiting for the link at once (rate queue) */
+	uint32_t inflight_peak; /* most frames held at once (rate queue + delay line) */
 };
 
 struct frame {
