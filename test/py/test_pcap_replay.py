@@ -1,6 +1,10 @@
 """A pcap of good and malformed frames replayed through weir (net_pcap ports): weir keeps
 running, bridges every frame unchanged and in order, and counts each malformed reason,
-fragment and non-IP frame exactly as the generator labelled them."""
+fragment and non-IP frame exactly as the generator labelled them.
+
+test_parser_matches_labels needs no root and no EAL: it runs the parser alone
+(test/unit/parse_pcap) over the same pcap, so a wrong label is told apart from
+a weir bug before the replay runs."""
 import json
 import os
 import signal
@@ -14,9 +18,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("WEIR_BUILD_DIR", REPO / "build"))
 WEIR = BUILD / "app" / "weir" / "weir"
+PARSE_PCAP = BUILD / "test" / "unit" / "parse_pcap"
 GEN = REPO / "test" / "pcap" / "gen_malformed.py"
-
-pytestmark = pytest.mark.skipif(not WEIR.exists(), reason=f"weir not built at {WEIR}")
 
 CONFIG = """\
 eal = ["--no-huge", "-m", "256", "--no-pci", "--file-prefix=wpcap-{pid}", "--log-level=error"];
@@ -37,12 +40,28 @@ def read_frames(path):
     return [bytes(data) for data, _meta in RawPcapReader(str(path))]
 
 
-def test_malformed_pcap_replay(tmp_path):
-    from scapy.utils import wrpcap
+def generate(tmp_path):
     inp, expect_file = tmp_path / "in.pcap", tmp_path / "expect.json"
     subprocess.run([sys.executable, str(GEN), str(inp), str(expect_file)], check=True,
                    capture_output=True)
-    expect = json.loads(expect_file.read_text())
+    return inp, json.loads(expect_file.read_text())
+
+
+@pytest.mark.skipif(not PARSE_PCAP.exists(), reason=f"parse_pcap not built at {PARSE_PCAP}")
+def test_parser_matches_labels(tmp_path):
+    inp, expect = generate(tmp_path)
+    got = json.loads(subprocess.run([str(PARSE_PCAP), str(inp)], check=True, capture_output=True,
+                                    text=True).stdout)
+    assert got == expect
+    assert all(n > 0 for n in expect["malformed"].values()), "a reason the pcap never triggers"
+    assert expect["fragments"] > 0 and expect["non_ip"] > 0 and expect["managed"] > 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="weir on net_pcap ports is run as root")
+@pytest.mark.skipif(not WEIR.exists(), reason=f"weir not built at {WEIR}")
+def test_malformed_pcap_replay(tmp_path):
+    from scapy.utils import wrpcap
+    inp, expect = generate(tmp_path)
     empty = tmp_path / "empty.pcap"
     wrpcap(str(empty), [], linktype=1)
     out, lan_out, stats = tmp_path / "out.pcap", tmp_path / "lan_out.pcap", tmp_path / "stats.json"
@@ -69,14 +88,15 @@ def test_malformed_pcap_replay(tmp_path):
 
     final = json.loads(stats.read_text())
     lan = final["ports"]["lan"]
-    got = {k: v for k, v in lan["malformed_by"].items() if v}
-    assert got == expect["malformed"]
+    # Every reason is in both (zeros included), so a missing counter fails too.
+    assert lan["malformed_by"] == expect["malformed"]
     assert lan["malformed"] == sum(expect["malformed"].values())
     assert lan["fragments"] == expect["fragments"]
     assert lan["non_ip"] == expect["non_ip"]
     assert lan["managed"] == expect["managed"]
     assert lan["forwarded"] == expect["total"] and lan["tx_full"] == 0
     assert final["ports"]["wan"]["tx"] == expect["total"]
+    assert final["ports"]["wan"]["rx"] == 0
 
     # The bridge is transparent: the WAN side sent exactly the frames read, in order.
     assert read_frames(out) == read_frames(inp)
