@@ -160,7 +160,10 @@ test_ipv4_tcp_options(void)
 	CHECK(p.mss == 1460 && p.wscale == 7 && p.sack_ok == 1, "mss %u ws %u sackok %u", p.mss, p.wscale, p.sack_ok);
 	CHECK((p.flags & WEIR_PF_TCP_TS) && p.ts_off == 28 && f.b[p.l4_off + p.ts_off + 3] == 1, "ts_off %u", p.ts_off);
 	CHECK(p.addr_len == 4 && p.saddr_off == 12 && f.b[p.l3_off + p.saddr_off] == 10, "addr");
-	CHECK(p.n_vlan == 0 && !(p.flags & WEIR_PF_VLAN), "no vlan");
+	CHECK(p.n_vlan == 0 && p.vlan_outer == 0 && p.vlan_inner == 0, "no vlan");
+	/* Exactly these flags: no SACK blocks, no IP options, not a fragment. */
+	CHECK(p.flags == (WEIR_PF_L4 | WEIR_PF_TCP_TS), "flags %#x", p.flags);
+	CHECK(p.sack_n == 0 && p.sack_off == 0, "sack %u@%u", p.sack_n, p.sack_off);
 }
 
 static void
@@ -411,6 +414,187 @@ test_malformed_other(void)
 		CHECK(strcmp(weir_malformed_name(r), "unknown") != 0, "reason %u has a name", r);
 }
 
+static void
+test_vlan_depths(void)
+{
+	const uint16_t tags[9] = { 0xe00a, 20, 30, 40, 50, 60, 70, 80, 90 };
+	struct fb f;
+	struct weir_pkt p;
+	unsigned int ip;
+
+	eth(&f, tags, 1, 0x0800);       /* one 802.1Q tag, PCP 7 VID 10 */
+	ip = ip4(&f, IPPROTO_UDP, NULL, 0, 0);
+	put16(&f, 1); put16(&f, 2); put16(&f, 8); put16(&f, 0);
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.n_vlan == 1 && p.vlan_outer == 0xe00a &&
+	      p.vlan_inner == 0 && (p.flags & WEIR_PF_VLAN) && p.l3_off == 18 && p.ethertype == 0x0800,
+	      "one tag: n %u outer %#x l3 %u", p.n_vlan, p.vlan_outer, p.l3_off);
+	CHECK(p.payload_len == 0 && p.payload_off == 18 + 28, "empty udp %u+%u", p.payload_off, p.payload_len);
+
+	/* Three tags: the parser skips them all but records only two. */
+	eth(&f, tags, 3, 0x0800);
+	ip = ip4(&f, IPPROTO_UDP, NULL, 0, 0);
+	put16(&f, 1); put16(&f, 2); put16(&f, 8); put16(&f, 0);
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.n_vlan == 2 && p.vlan_inner == 20 && p.l3_off == 26 &&
+	      weir_pkt_manageable(&p), "three tags: n %u l3 %u", p.n_vlan, p.l3_off);
+
+	/* More tags than the parser follows: untrusted. */
+	eth(&f, tags, 9, 0x0800);
+	for (int i = 0; i < 40; i++)
+		put8(&f, 0);
+	CHECK(parse(&f, &p) == WEIR_MAL_TRUNC_L2, "nine tags: %s", weir_malformed_name(p.malformed));
+
+	/* A tagged ARP is bridged as non-IP with its tag recorded. */
+	eth(&f, tags, 1, 0x0806);
+	for (int i = 0; i < 28; i++)
+		put8(&f, 0);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.l3 == WEIR_L3_OTHER && p.ethertype == 0x0806 &&
+	      p.n_vlan == 1 && p.addr_len == 0 && !(p.flags & WEIR_PF_L4), "tagged arp");
+}
+
+static void
+test_ipv6_udp_icmp_none(void)
+{
+	struct fb f;
+	struct weir_pkt p;
+	unsigned int ip, len;
+
+	eth(&f, NULL, 0, 0x86dd);
+	ip = ip6(&f, IPPROTO_UDP);
+	put16(&f, 5000); put16(&f, 53); put16(&f, 8 + 6); put16(&f, 0);
+	put(&f, "abcdef", 6);
+	ip6_done(&f, ip);
+	len = f.n;
+	while (f.n < len + 8)
+		put8(&f, 0xee);         /* padding after the IPv6 packet */
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.l3 == WEIR_L3_IPV6 && p.ethertype == 0x86dd, "v6 udp");
+	CHECK(p.ip_len == len - 14 && p.l4_off == 54 && p.payload_off == 62 && p.payload_len == 6,
+	      "v6 udp ip_len %u payload %u+%u", p.ip_len, p.payload_off, p.payload_len);
+	CHECK(p.sport == 5000 && p.dport == 53 && p.flags == WEIR_PF_L4 && p.dscp == 46, "v6 udp fields");
+	CHECK(f.b[p.l3_off + p.saddr_off + 15] == 1 && f.b[p.l3_off + p.saddr_off + p.addr_len + 15] == 2,
+	      "v6 saddr/daddr");
+
+	eth(&f, NULL, 0, 0x86dd);       /* ICMPv6 echo request */
+	ip = ip6(&f, IPPROTO_ICMPV6);
+	put8(&f, 128); put8(&f, 0); put16(&f, 0); put16(&f, 0x4444); put16(&f, 7);
+	put32(&f, 0);
+	ip6_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.l4proto == IPPROTO_ICMPV6 && p.sport == 128 << 8 &&
+	      p.dport == 0x4444 && p.payload_len == 4 && weir_pkt_manageable(&p), "icmp6 echo request");
+
+	eth(&f, NULL, 0, 0x86dd);       /* no next header: an address-pair flow */
+	ip = ip6(&f, IPPROTO_NONE);
+	put32(&f, 0);
+	ip6_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.l4proto == IPPROTO_NONE && p.l4_off == 54 &&
+	      p.sport == 0 && p.dport == 0 && weir_pkt_manageable(&p), "v6 no next header");
+}
+
+static void
+test_fragment_fields(void)
+{
+	struct fb f;
+	struct weir_pkt p;
+	unsigned int ip;
+
+	/* A later IPv4 fragment: its first bytes are data, not a UDP header. */
+	eth(&f, NULL, 0, 0x0800);
+	ip = ip4(&f, IPPROTO_UDP, NULL, 0, 0x2010);     /* MF, offset 128 */
+	put32(&f, 0xffffffff); put32(&f, 0xffffffff);
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.flags == WEIR_PF_FRAGMENT && p.l4proto == IPPROTO_UDP &&
+	      p.l4_off == 34 && p.sport == 0 && p.dport == 0 && p.ip_len == 28, "v4 fragment fields %#x",
+	      p.flags);
+
+	/* IPv6 fragment after a hop-by-hop header: l4_off is past the fragment header. */
+	eth(&f, NULL, 0, 0x86dd);
+	ip = ip6(&f, IPPROTO_HOPOPTS);
+	put8(&f, IPPROTO_FRAGMENT); put8(&f, 0); put8(&f, 1); put8(&f, 4); put32(&f, 0);
+	put8(&f, IPPROTO_TCP); put8(&f, 0); put16(&f, 0x0008); put32(&f, 7);    /* offset 1, no M */
+	put32(&f, 0); put32(&f, 0);
+	ip6_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && (p.flags & WEIR_PF_FRAGMENT) && !(p.flags & WEIR_PF_L4) &&
+	      p.l4proto == IPPROTO_TCP && p.l4_off == 14 + 40 + 16, "v6 last fragment: l4_off %u", p.l4_off);
+
+	/* A fragment with a broken IP option is malformed, not a fragment. */
+	eth(&f, NULL, 0, 0x0800);
+	{
+		const uint8_t bad[4] = { 0x44, 1, 0, 0 };      /* timestamp option, length 1 */
+
+		ip = ip4(&f, IPPROTO_UDP, bad, sizeof(bad), 0x2000);
+	}
+	put32(&f, 0); put32(&f, 0);
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_IP_OPT, "fragment with bad option: %s", weir_malformed_name(p.malformed));
+}
+
+/* IPv6 and UDP forms of the reasons the IPv4/TCP table above triggers. */
+static void
+test_malformed_ipv6(void)
+{
+	struct fb f;
+	struct weir_pkt p;
+	unsigned int ip;
+
+	eth(&f, NULL, 0, 0x86dd);
+	ip = ip6(&f, IPPROTO_TCP);
+	tcp(&f, 0x10, NULL, 0);
+	ip6_done(&f, ip);
+	f.n = 14 + 39;
+	CHECK(parse(&f, &p) == WEIR_MAL_TRUNC_L3, "v6 header cut: %s", weir_malformed_name(p.malformed));
+	f.n = 14 + 40 + 20;
+	f.b[14] = 0x45;
+	CHECK(parse(&f, &p) == WEIR_MAL_IP_VERSION, "v4 in v6: %s", weir_malformed_name(p.malformed));
+
+	eth(&f, NULL, 0, 0x86dd);
+	ip = ip6(&f, IPPROTO_UDP);
+	put32(&f, 0);
+	ip6_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_TRUNC_L4, "v6 udp cut: %s", weir_malformed_name(p.malformed));
+
+	eth(&f, NULL, 0, 0x86dd);
+	ip = ip6(&f, IPPROTO_UDP);
+	put16(&f, 1); put16(&f, 2); put16(&f, 7); put16(&f, 0);
+	ip6_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_UDP_LEN, "v6 udp len 7: %s", weir_malformed_name(p.malformed));
+
+	/* Nine destination-options headers: more than the parser follows. */
+	eth(&f, NULL, 0, 0x86dd);
+	ip = ip6(&f, IPPROTO_DSTOPTS);
+	for (int i = 0; i < 9; i++) {
+		put8(&f, i < 8 ? IPPROTO_DSTOPTS : IPPROTO_UDP); put8(&f, 0); put8(&f, 1); put8(&f, 4);
+		put32(&f, 0);
+	}
+	put16(&f, 1); put16(&f, 2); put16(&f, 8); put16(&f, 0);
+	ip6_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_IP6_EXT, "long chain: %s", weir_malformed_name(p.malformed));
+
+	/* Fewer than 8 bytes left for an extension header. */
+	eth(&f, NULL, 0, 0x86dd);
+	ip = ip6(&f, IPPROTO_FRAGMENT);
+	put32(&f, 0);
+	ip6_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_IP6_EXT, "short ext: %s", weir_malformed_name(p.malformed));
+
+	/* AH counts 4-byte words minus 2: a length of 4 means 24 bytes, not 40. */
+	eth(&f, NULL, 0, 0x86dd);
+	ip = ip6(&f, IPPROTO_AH);
+	put8(&f, IPPROTO_UDP); put8(&f, 4); put16(&f, 0);
+	for (int i = 0; i < 5; i++)
+		put32(&f, 0);
+	put16(&f, 1); put16(&f, 2); put16(&f, 8); put16(&f, 0);
+	ip6_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.l4_off == 14 + 40 + 24 && p.sport == 1,
+	      "ah: %s l4_off %u", weir_malformed_name(p.malformed), p.l4_off);
+
+	eth(&f, NULL, 0, 0x0800);       /* IPv4 UDP header cut by the IP length */
+	ip = ip4(&f, IPPROTO_UDP, NULL, 0, 0);
+	put32(&f, 0);
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_TRUNC_L4, "v4 udp cut: %s", weir_malformed_name(p.malformed));
+}
+
 /* Every prefix of a valid frame, placed so the byte after it is unmapped:
  * any read past `len` faults and fails the test run. */
 static void
@@ -419,7 +603,7 @@ test_never_reads_past_end(void)
 	long page = sysconf(_SC_PAGESIZE);
 	uint8_t *mem = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	const uint16_t tags[2] = { 100, 200 };
-	struct fb frames[3];
+	struct fb frames[4];
 	unsigned int ip, checked = 0;
 
 	CHECK(mem != MAP_FAILED, "mmap");
@@ -441,6 +625,15 @@ test_never_reads_past_end(void)
 	ip = ip4(&frames[2], IPPROTO_ICMP, NULL, 0, 0);
 	put8(&frames[2], 8); put8(&frames[2], 0); put16(&frames[2], 0); put32(&frames[2], 7);
 	ip4_done(&frames[2], ip);
+	/* IPv6 through AH and an atomic fragment header to UDP: every ext-header read. */
+	eth(&frames[3], NULL, 0, 0x86dd);
+	ip = ip6(&frames[3], IPPROTO_AH);
+	put8(&frames[3], IPPROTO_FRAGMENT); put8(&frames[3], 1); put16(&frames[3], 0); put32(&frames[3], 0);
+	put32(&frames[3], 0);
+	put8(&frames[3], IPPROTO_UDP); put8(&frames[3], 0); put16(&frames[3], 0); put32(&frames[3], 5);
+	put16(&frames[3], 1); put16(&frames[3], 2); put16(&frames[3], 9); put16(&frames[3], 0);
+	put8(&frames[3], 'x');
+	ip6_done(&frames[3], ip);
 
 	for (unsigned int k = 0; k < RTE_DIM(frames); k++) {
 		for (unsigned int len = 0; len <= frames[k].n; len++) {
@@ -458,7 +651,7 @@ test_never_reads_past_end(void)
 			checked++;
 		}
 	}
-	CHECK(checked > 150, "prefixes checked: %u", checked);
+	CHECK(checked > 250, "prefixes checked: %u", checked);
 	munmap(mem, (size_t)page * 2);
 }
 
@@ -474,6 +667,10 @@ main(void)
 	test_fragments();
 	test_malformed_ipv4_tcp();
 	test_malformed_other();
+	test_vlan_depths();
+	test_ipv6_udp_icmp_none();
+	test_fragment_fields();
+	test_malformed_ipv6();
 	test_never_reads_past_end();
 	return unit_report();
 }
