@@ -465,3 +465,15 @@ weir_flow_table_bytes_per_flow(const struct weir_flow_table *t)
 {
 	return t->capacity ? t->bytes_total / t->capacity : 0;
 }
+
+uint32_t
+weir_flow_slot(const struct weir_flow_table *t, const struct weir_flow *f)
+{
+	return (uint32_t)(f - t->flows);
+}
+
+uint32_t
+weir_flow_table_capacity(const struct weir_flow_table *t)
+{
+	return t->capacity;
+}

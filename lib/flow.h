@@ -139,6 +139,11 @@ int weir_flow_walk(const struct weir_flow_table *t, weir_flow_walk_fn fn, void *
 
 const struct weir_flow_stats *weir_flow_table_stats(const struct weir_flow_table *t);
 
+/* A flow's slot index (0 .. capacity-1): a stable small id for per-flow
+ * state kept elsewhere (its shaping queue), valid while the flow lives. */
+uint32_t weir_flow_slot(const struct weir_flow_table *t, const struct weir_flow *f);
+uint32_t weir_flow_table_capacity(const struct weir_flow_table *t);
+
 /* Bytes of memory the table uses per flow slot (hash buckets + keys + entries). */
 size_t weir_flow_table_bytes_per_flow(const struct weir_flow_table *t);
 
