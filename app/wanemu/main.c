@@ -27,6 +27,10 @@
 
 /* When a due frame could not be sent (socket full), look again this soon. */
 #define RETRY_NS 50000ULL
+/* Bounds of the early wake-up: a VM's timer fires tens of microseconds
+ * late, which would add to every frame's delay. */
+#define WAKE_EARLY_MAX_NS 200000ULL
+#define WAKE_EARLY_INIT_NS 50000ULL
 
 static volatile sig_atomic_t quit;
 
@@ -89,7 +93,7 @@ main(int argc, char **argv)
 {
 	static struct emu e;    /* big (MAC table): not on the stack */
 	struct pollfd pfd[MAX_PATHS + 1];
-	uint64_t next_stats, stats_ns;
+	uint64_t next_stats, stats_ns, early;
 	sigset_t block, orig;
 	struct sigaction sa;
 
@@ -134,10 +138,12 @@ main(int argc, char **argv)
 		pfd[i + 1] = (struct pollfd){ .fd = e.paths[i].fd, .events = POLLIN };
 	stats_ns = (uint64_t)(e.stats_interval * 1e9);
 	next_stats = now_ns() + stats_ns;
+	early = WAKE_EARLY_INIT_NS;
 
 	while (!quit) {
-		uint64_t now = now_ns(), next;
+		uint64_t now = now_ns(), next, target;
 		struct timespec ts;
+		int n;
 
 		if (now >= next_stats) {
 			stats_write_file(&e);
@@ -145,14 +151,27 @@ main(int argc, char **argv)
 		}
 		next = release_due(&e, now, next_stats);
 		now = now_ns();
-		if (next <= now) {
+		/* Wake `early` before the frame is due (the timer's measured
+		 * lateness) and poll without sleeping for the rest: frames leave
+		 * on time, and the short spin still serves arrivals. */
+		target = next > early ? next - early : 0;
+		if (target <= now) {
 			ts.tv_sec = 0;
 			ts.tv_nsec = 0;
 		} else {
-			ts.tv_sec = (time_t)((next - now) / 1000000000ULL);
-			ts.tv_nsec = (long)((next - now) % 1000000000ULL);
+			ts.tv_sec = (time_t)((target - now) / 1000000000ULL);
+			ts.tv_nsec = (long)((target - now) % 1000000000ULL);
 		}
-		if (ppoll(pfd, (nfds_t)(e.n_paths + 1), &ts, &orig) <= 0)
+		n = ppoll(pfd, (nfds_t)(e.n_paths + 1), &ts, &orig);
+		if (n == 0 && target > now) {
+			uint64_t woke = now_ns(), late = woke > target ? woke - target : 0;
+
+			/* EWMA (1/8) of how late a timed sleep ends. */
+			if (late > WAKE_EARLY_MAX_NS)
+				late = WAKE_EARLY_MAX_NS;
+			early = early - early / 8 + late / 8;
+		}
+		if (n <= 0)
 			continue;
 		if (pfd[0].revents & POLLIN)
 			port_receive(&e, e.weir_fd, -1);
