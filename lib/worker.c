@@ -22,24 +22,38 @@ static_assert((int)WEIR_PORT_LAN == (int)WEIR_DIR_OUT && (int)WEIR_PORT_WAN == (
 	      "port role doubles as the packet's direction");
 
 struct weir_worker *
-weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *flows, int socket_id)
+weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *flows,
+		   struct weir_cbq *const shaper[WEIR_PORT__COUNT], int socket_id)
 {
 	struct weir_worker *w;
 
 	if (conf->burst == 0 || conf->burst > WEIR_BURST_MAX)
 		return NULL;
+	if (shaper != NULL && (shaper[0] != NULL || shaper[1] != NULL) && flows == NULL)
+		return NULL;    /* a flow's queue id is its flow slot */
 	w = rte_zmalloc_socket("weir_worker", sizeof(*w), RTE_CACHE_LINE_SIZE, socket_id);
 	if (w == NULL)
 		return NULL;
 	w->conf = *conf;
 	w->flows = flows;
 	w->tsc_hz = rte_get_tsc_hz();
+	w->tsc_per_us = RTE_MAX(w->tsc_hz / 1000000, (uint64_t)1);
+	if (shaper != NULL) {
+		w->shaper[0] = shaper[0];
+		w->shaper[1] = shaper[1];
+		w->unmanaged_qid = weir_flow_table_capacity(flows);
+	}
 	return w;
 }
 
 void
 weir_worker_free(struct weir_worker *w)
 {
+	if (w == NULL)
+		return;
+	weir_worker_flush_queues(w);
+	weir_cbq_free(w->shaper[0]);
+	weir_cbq_free(w->shaper[1]);
 	rte_free(w);
 }
 
@@ -60,6 +74,29 @@ classify_unmanaged(struct weir_port_counters *pc, const struct weir_pkt *p)
 	return false;
 }
 
+/* Queue a burst in its direction's class tree: each frame in its flow's
+ * queue (frames without a flow share one). A full queue drops the arriving
+ * frame of that flow only, counted as dropped. Nothing leaves here. */
+static uint16_t
+enqueue_shaped(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf **pkts,
+	       struct weir_flow *const *pkt_flow, uint16_t n, uint64_t now)
+{
+	struct weir_cbq *sh = w->shaper[from];
+	struct weir_port_counters *pc = &w->ctr.port[from];
+
+	for (uint16_t i = 0; i < n; i++) {
+		uint32_t qid = pkt_flow[i] != NULL ? weir_flow_slot(w->flows, pkt_flow[i])
+						   : w->unmanaged_qid;
+
+		if (unlikely(weir_cbq_enqueue(sh, WEIR_SHAPER_DEFAULT_LEAF, qid, pkts[i], now) != 0)) {
+			rte_pktmbuf_free(pkts[i]);
+			pc->dropped++;
+		}
+	}
+	w->next_tsc[from] = 0;  /* new backlog: ask the tree on the next turn */
+	return 0;
+}
+
 uint16_t
 weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		    enum weir_port_role from, uint64_t now)
@@ -67,6 +104,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	struct weir_port_counters *pc = &w->ctr.port[from];
 	struct weir_flow_key keys[WEIR_BURST_MAX];
 	struct weir_flow *flows[WEIR_BURST_MAX];
+	struct weir_flow *pkt_flow[WEIR_BURST_MAX];     /* per packet, NULL if none */
 	uint16_t managed_idx[WEIR_BURST_MAX];
 	uint16_t n_managed = 0;
 	uint64_t bytes = 0;
@@ -82,6 +120,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		if (i + 4 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 4], void *));
 		bytes += m->pkt_len;
+		pkt_flow[i] = NULL;
 		/* Headers are parsed in the first segment only: a frame whose
 		 * headers straddle segments reads as truncated (unmanaged). */
 		weir_parse(frame, m->data_len, p);
@@ -104,12 +143,38 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			}
 			weir_flow_track(flows[k], &weir_mbuf_meta(m)->pkt, (enum weir_dir)from,
 					m->pkt_len, now);
+			pkt_flow[managed_idx[k]] = flows[k];
 			pc->managed++;
 		}
 	}
-	/* The bridge forwards everything it receives; shaping stages will hold
-	 * or drop here and compact pkts[]. */
+	if (w->shaper[from] != NULL)
+		return enqueue_shaped(w, from, pkts, pkt_flow, n, now);
 	pc->forwarded += n;
+	return n;
+}
+
+uint16_t
+weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now,
+		    struct rte_mbuf **pkts, uint16_t max)
+{
+	struct weir_cbq *sh = w->shaper[dir];
+	struct weir_cbq_deq d;
+	uint16_t n = 0;
+
+	/* Clocked by dequeue: nothing is asked of the tree before the time it
+	 * said something could go, or after it said it is empty. */
+	if (sh == NULL || now < w->next_tsc[dir])
+		return 0;
+	while (n < max) {
+		struct rte_mbuf *m = weir_cbq_dequeue(sh, now, &d);
+
+		if (m == NULL) {
+			w->next_tsc[dir] = d.next_tsc;
+			break;
+		}
+		pkts[n++] = m;
+	}
+	w->ctr.port[dir].forwarded += n;
 	return n;
 }
 
@@ -152,17 +217,112 @@ poll_port(struct weir_worker *w, enum weir_port_role from, uint64_t now)
 	return n;
 }
 
-/* Grow the idle sleep 1, 2, 4 ... idle_sleep_us microseconds: the first
- * packet after a pause waits at most one sleep, and a long-idle worker
- * wakes only a few thousand times a second. */
-static inline void
-idle_backoff(struct weir_worker *w, uint32_t *idle, uint32_t *sleep_us)
+/* Send what the shaper of direction `dir` lets go now. */
+static inline uint16_t
+pull_shaped(struct weir_worker *w, enum weir_port_role dir, uint64_t now)
 {
-	if (w->conf.idle_sleep_us == 0 || ++*idle < IDLE_SPINS) {
+	struct rte_mbuf *pkts[WEIR_BURST_MAX];
+	uint16_t n = weir_worker_dequeue(w, dir, now, pkts, w->conf.burst);
+
+	if (n > 0)
+		send_burst(w, (enum weir_port_role)(dir ^ 1), pkts, n);
+	return n;
+}
+
+/* Expiry hands over a flow before its slot is reused: whatever it still has
+ * queued leaves now (a queue never outlives its flow, and nothing is held
+ * forever), ahead of the shaper, in order. */
+static void
+evict_flow(struct weir_flow *f, const struct weir_flow_key *key, void *arg)
+{
+	struct weir_worker *w = arg;
+	uint32_t qid = weir_flow_slot(w->flows, f);
+	struct rte_mbuf *pkts[WEIR_BURST_MAX];
+
+	RTE_SET_USED(key);
+	for (int dir = 0; dir < WEIR_PORT__COUNT; dir++) {
+		unsigned int n;
+
+		if (w->shaper[dir] == NULL)
+			continue;
+		while ((n = weir_cbq_drain(w->shaper[dir], WEIR_SHAPER_DEFAULT_LEAF, qid, pkts,
+					   WEIR_BURST_MAX)) > 0) {
+			w->ctr.port[dir].forwarded += n;
+			send_burst(w, (enum weir_port_role)(dir ^ 1), pkts, (uint16_t)n);
+		}
+	}
+}
+
+static int
+free_flow_queue(const struct weir_flow *f, const struct weir_flow_key *key, void *arg)
+{
+	struct weir_worker *w = arg;
+	struct rte_mbuf *pkts[WEIR_BURST_MAX];
+	uint32_t qid = weir_flow_slot(w->flows, f);
+
+	RTE_SET_USED(key);
+	for (int dir = 0; dir < WEIR_PORT__COUNT; dir++) {
+		unsigned int n;
+
+		while (w->shaper[dir] != NULL &&
+		       (n = weir_cbq_drain(w->shaper[dir], WEIR_SHAPER_DEFAULT_LEAF, qid, pkts,
+					   WEIR_BURST_MAX)) > 0) {
+			rte_pktmbuf_free_bulk(pkts, n);
+			w->ctr.port[dir].dropped += n;
+		}
+	}
+	return 0;
+}
+
+unsigned int
+weir_worker_flush_queues(struct weir_worker *w)
+{
+	struct rte_mbuf *pkts[WEIR_BURST_MAX];
+	uint64_t before = w->ctr.port[0].dropped + w->ctr.port[1].dropped;
+
+	if (w->shaper[0] == NULL && w->shaper[1] == NULL)
+		return 0;
+	weir_flow_walk(w->flows, free_flow_queue, w);
+	for (int dir = 0; dir < WEIR_PORT__COUNT; dir++) {
+		unsigned int n;
+
+		while (w->shaper[dir] != NULL &&
+		       (n = weir_cbq_drain(w->shaper[dir], WEIR_SHAPER_DEFAULT_LEAF, w->unmanaged_qid,
+					   pkts, WEIR_BURST_MAX)) > 0) {
+			rte_pktmbuf_free_bulk(pkts, n);
+			w->ctr.port[dir].dropped += n;
+		}
+	}
+	return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
+}
+
+/* Longest sleep allowed now: the back-off cap, cut short when a shaper has
+ * frames that become sendable sooner. */
+static inline uint32_t
+sleep_cap_us(const struct weir_worker *w, uint64_t now)
+{
+	uint64_t wake = RTE_MIN(w->shaper[0] ? w->next_tsc[0] : UINT64_MAX,
+				w->shaper[1] ? w->next_tsc[1] : UINT64_MAX);
+
+	if (wake == UINT64_MAX)
+		return w->conf.idle_sleep_us;
+	if (wake <= now)
+		return 0;
+	/* Idle path only: a division here costs nothing that matters. */
+	return (uint32_t)RTE_MIN((wake - now) / w->tsc_per_us, (uint64_t)w->conf.idle_sleep_us);
+}
+
+/* Grow the idle sleep 1, 2, 4 ... up to `cap` microseconds: the first packet
+ * after a pause waits at most one sleep, and a long-idle worker wakes only a
+ * few thousand times a second. */
+static inline void
+idle_backoff(struct weir_worker *w, uint32_t cap, uint32_t *idle, uint32_t *sleep_us)
+{
+	if (cap == 0 || ++*idle < IDLE_SPINS) {
 		rte_pause();
 		return;
 	}
-	rte_delay_us_sleep(*sleep_us);
+	rte_delay_us_sleep(RTE_MIN(*sleep_us, cap));
 	w->ctr.sleeps++;
 	if (*sleep_us < w->conf.idle_sleep_us)
 		*sleep_us = RTE_MIN(*sleep_us * 2, w->conf.idle_sleep_us);
@@ -185,6 +345,8 @@ weir_worker_main(void *arg)
 
 		got = poll_port(w, WEIR_PORT_LAN, now);
 		got += poll_port(w, WEIR_PORT_WAN, now);
+		got += pull_shaped(w, WEIR_PORT_LAN, now);
+		got += pull_shaped(w, WEIR_PORT_WAN, now);
 		w->ctr.loops++;
 		if (got > 0) {
 			idle = 0;
@@ -193,13 +355,13 @@ weir_worker_main(void *arg)
 			/* Bounded expiry work rides along with traffic, so a
 			 * busy worker still reclaims idle flows. */
 			if (w->flows != NULL && (w->ctr.loops & 63) == 0)
-				weir_flow_expire(w->flows, now, w->conf.expire_budget, NULL, NULL);
+				weir_flow_expire(w->flows, now, w->conf.expire_budget, evict_flow, w);
 			continue;
 		}
 		w->ctr.idle_loops++;
 		if (w->flows != NULL)
-			weir_flow_expire(w->flows, now, w->conf.expire_budget, NULL, NULL);
-		idle_backoff(w, &idle, &sleep_us);
+			weir_flow_expire(w->flows, now, w->conf.expire_budget, evict_flow, w);
+		idle_backoff(w, sleep_cap_us(w, now), &idle, &sleep_us);
 	}
 	return 0;
 }

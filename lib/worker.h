@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <rte_mbuf.h>
 
+#include "cbq.h"
 #include "counters.h"
 #include "flow.h"
 
@@ -28,29 +29,52 @@ struct weir_worker_conf {
 	uint32_t expire_budget;                /* flow slots examined per expiry step */
 };
 
+/* The shaping leaf every flow goes to until classification exists (class 0
+ * is the root, the link rate). Frames without a flow (non-IP, malformed,
+ * fragments, table full) share one queue id past the flow slots. */
+#define WEIR_SHAPER_DEFAULT_LEAF 1
+
 struct weir_worker {
 	struct weir_worker_conf conf;
 	struct weir_flow_table *flows;
+	/* Per direction (indexed by the rx port's role): NULL = bridged
+	 * unshaped. Needs flows: the flow's slot is its queue id. */
+	struct weir_cbq *shaper[WEIR_PORT__COUNT];
+	uint32_t unmanaged_qid;                /* = flow table capacity */
+	uint64_t next_tsc[WEIR_PORT__COUNT];   /* a blocked shaper's next chance */
+	uint64_t tsc_per_us;
 	struct weir_worker_counters ctr;
 	volatile bool stop;                    /* set by the management lcore */
 	unsigned int lcore_id;
 	uint64_t tsc_hz;
 } __rte_cache_aligned;
 
-/* Create a worker (allocated on `socket_id`); flows may be NULL (bridge only). */
+/* Create a worker (allocated on `socket_id`); flows may be NULL (bridge
+ * only). shaper[] may hold a class tree per direction (needs flows, and
+ * n_queues = flow capacity + 1); the worker owns and frees them. */
 struct weir_worker *weir_worker_create(const struct weir_worker_conf *conf,
-				       struct weir_flow_table *flows, int socket_id);
+				       struct weir_flow_table *flows,
+				       struct weir_cbq *const shaper[WEIR_PORT__COUNT], int socket_id);
 void weir_worker_free(struct weir_worker *w);
 
 /*
  * Process n frames received on port role `from` at time `now` (TSC): parse
  * into each mbuf's meta-data, find their flows, account. Returns how many of
- * pkts[] (compacted in order) are to be sent out of the other port; the rest
- * were freed and counted. Pure function of its inputs apart from the flow
+ * pkts[] (compacted in order) are to be sent out of the other port now; with
+ * a shaper for that direction every frame is queued instead (or dropped and
+ * counted when its flow's queue is full) and leaves via weir_worker_dequeue. Pure function of its inputs apart from the flow
  * table and counters: the in-memory benchmark and the tests call it directly.
  */
 uint16_t weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			     enum weir_port_role from, uint64_t now);
+
+/* Take what direction `dir`'s shaper lets go at `now` (at most `max`) into
+ * pkts[]; returns the count. Records when to try again in next_tsc[dir]. */
+uint16_t weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now,
+			     struct rte_mbuf **pkts, uint16_t max);
+
+/* Free every frame still queued (shutdown); returns how many. */
+unsigned int weir_worker_flush_queues(struct weir_worker *w);
 
 /* The lcore loop (rte_eal_remote_launch entry point); returns when w->stop. */
 int weir_worker_main(void *arg);

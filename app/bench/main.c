@@ -98,7 +98,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		if (ft == NULL)
 			rte_exit(EXIT_FAILURE, "cannot create a table of %u flows (raise -m)\n", n_flows);
 	}
-	w = weir_worker_create(&wc, ft, (int)rte_socket_id());
+	w = weir_worker_create(&wc, ft, NULL, (int)rte_socket_id());
 	if (w == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create worker\n");
 

@@ -198,7 +198,7 @@ static int
 load_top(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
 	static const char *const keys[] = { "eal", "log_level", "lcores", "ports", "mempool",
-					    "rings", "worker", "flows", "stats", NULL };
+					    "rings", "worker", "flows", "shaping", "stats", NULL };
 	const config_setting_t *eal = config_setting_get_member(root, "eal");
 	char level[16];
 
@@ -384,6 +384,70 @@ load_flows(struct loader *ld, const config_setting_t *root, struct weir_config *
 	return 0;
 }
 
+/* A rate as a string with a unit ("20mbit", "1.5gbit", "800kbit", "64000bit")
+ * or a plain integer of bit/s. */
+static int
+get_rate(struct loader *ld, const config_setting_t *grp, const char *name, uint64_t *out)
+{
+	static const struct { const char *unit; double mul; } units[] = {
+		{ "gbit", 1e9 }, { "mbit", 1e6 }, { "kbit", 1e3 }, { "bit", 1 },
+	};
+	const config_setting_t *s = grp ? config_setting_get_member(grp, name) : NULL;
+	char full[256];
+	double v = -1;
+
+	*out = 0;
+	if (s == NULL)
+		return 0;
+	setting_path(grp, name, full, sizeof(full));
+	if (config_setting_type(s) == CONFIG_TYPE_INT || config_setting_type(s) == CONFIG_TYPE_INT64) {
+		v = (double)config_setting_get_int64(s);
+	} else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		const char *str = config_setting_get_string(s);
+		char *end;
+
+		v = strtod(str, &end);
+		if (end == str)
+			v = -1;
+		else if (*end != '\0') {
+			double mul = 0;
+
+			for (size_t i = 0; i < RTE_DIM(units); i++)
+				if (strcasecmp(end, units[i].unit) == 0)
+					mul = units[i].mul;
+			v = mul > 0 ? v * mul : -1;
+		}
+	}
+	if (v < 0)
+		return fail_at(ld, s, "'%s' must be a rate like \"20mbit\", \"1gbit\" or bit/s", full);
+	if (v != 0 && (v < (double)WEIR_CBQ_RATE_MIN || v > 100e9))
+		return fail_at(ld, s, "'%s' is %.0f bit/s; it must be 0 (unshaped) or between 8kbit "
+			       "and 100gbit", full, v);
+	*out = (uint64_t)v;
+	return 0;
+}
+
+static int
+load_shaping(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
+{
+	static const char *const keys[] = { "outbound", "inbound", "overhead", "flow_limit", NULL };
+	const config_setting_t *g = group(ld, root, "shaping", false);
+	long long v;
+
+	if (ld->failed || (g && check_keys(ld, g, keys) < 0))
+		return -1;
+	if (get_rate(ld, g, "outbound", &cfg->shape_rate[WEIR_PORT_LAN]) < 0 ||
+	    get_rate(ld, g, "inbound", &cfg->shape_rate[WEIR_PORT_WAN]) < 0)
+		return -1;
+	if (get_int(ld, g, "overhead", 24, 0, 64, &v) < 0)
+		return -1;
+	cfg->shape_overhead = (uint16_t)v;
+	if (get_int(ld, g, "flow_limit", 128, 2, 65535, &v) < 0)
+		return -1;
+	cfg->shape_flow_limit = (uint16_t)v;
+	return 0;
+}
+
 static int
 load_stats(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
@@ -444,7 +508,8 @@ weir_config_load(const char *path, struct weir_config *cfg, char *err, size_t er
 	root = config_root_setting(&lc);
 	if (load_top(&ld, root, cfg) < 0 || load_lcores(&ld, root, cfg) < 0 ||
 	    load_ports(&ld, root, cfg) < 0 || load_sizes(&ld, root, cfg) < 0 ||
-	    load_flows(&ld, root, cfg) < 0 || load_stats(&ld, root, cfg) < 0 ||
+	    load_flows(&ld, root, cfg) < 0 || load_shaping(&ld, root, cfg) < 0 ||
+	    load_stats(&ld, root, cfg) < 0 ||
 	    check_mbuf_budget(&ld, root, cfg) < 0)
 		goto out;
 	rc = 0;

@@ -49,6 +49,12 @@ struct weir_config {
 	uint32_t flow_capacity;
 	struct weir_flow_timeouts timeouts;
 
+	/* Link shaping per direction ([WEIR_PORT_LAN] = outbound, LAN to WAN;
+	 * [WEIR_PORT_WAN] = inbound), bit/s; 0 = bridged unshaped. */
+	uint64_t shape_rate[WEIR_PORT__COUNT];
+	uint16_t shape_overhead;                /* bytes added per frame for rate accounting */
+	uint16_t shape_flow_limit;              /* packets per flow queue */
+
 	double stats_interval;                  /* seconds */
 	char stats_file[4096];                  /* empty: none */
 	bool stats_print;                       /* one line per interval on stdout */

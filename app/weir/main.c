@@ -126,6 +126,36 @@ build_eal_argv(const struct weir_config *cfg, char *argv0, char **cl, int ncl, c
 	return n;
 }
 
+/*
+ * One direction's class tree for one worker: the root at the link rate and a
+ * single default leaf holding every flow's queue (classes come with the
+ * classifier). Several workers each get an equal share of the link: a static
+ * split, exact when flows spread evenly over the workers' queues.
+ */
+static struct weir_cbq *
+create_shaper(const struct weir_config *cfg, int dir, int socket)
+{
+	uint64_t rate = cfg->shape_rate[dir] / cfg->n_workers;
+	const struct weir_cbq_class_conf classes[2] = {
+		{ .rate = rate, .ceil = rate },
+		/* The class limit keeps queued frames to a quarter of the pool per
+		 * direction and worker, so queues can never starve reception. */
+		{ .parent = 0, .prio = 0, .rate = rate, .ceil = rate,
+		  .limit = cfg->mbufs / (4 * cfg->n_workers) },
+	};
+	const struct weir_cbq_conf conf = {
+		.socket_id = socket,
+		.tsc_hz = rte_get_tsc_hz(),
+		.n_classes = RTE_DIM(classes),
+		.classes = classes,
+		.n_queues = cfg->flow_capacity + 1,     /* flow slots + frames without a flow */
+		.flow_limit = cfg->shape_flow_limit,
+		.overhead = cfg->shape_overhead,
+	};
+
+	return weir_cbq_create(&conf);
+}
+
 static int
 start_workers(struct weir_app *a, char *err, size_t errlen)
 {
@@ -148,6 +178,8 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 			.expire_budget = 64,
 		};
 
+		struct weir_cbq *shaper[WEIR_PORT__COUNT] = { NULL, NULL };
+
 		snprintf(name, sizeof(name), "weir_flows_%u", i);
 		a->flows[i] = weir_flow_table_create(&fc);
 		if (a->flows[i] == NULL) {
@@ -155,7 +187,19 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 				 "(raise EAL memory, -m)", a->cfg.path, a->cfg.flow_capacity, i);
 			return -1;
 		}
-		a->workers[i] = weir_worker_create(&wc, a->flows[i], socket);
+		for (int dir = 0; dir < WEIR_PORT__COUNT; dir++) {
+			if (a->cfg.shape_rate[dir] == 0)
+				continue;
+			shaper[dir] = create_shaper(&a->cfg, dir, socket);
+			if (shaper[dir] == NULL) {
+				snprintf(err, errlen, "%s: cannot create the %s shaper for worker %u "
+					 "(raise EAL memory, -m)", a->cfg.path,
+					 dir == WEIR_PORT_LAN ? "outbound" : "inbound", i);
+				weir_cbq_free(shaper[0]);
+				return -1;
+			}
+		}
+		a->workers[i] = weir_worker_create(&wc, a->flows[i], shaper, socket);
 		if (a->workers[i] == NULL) {
 			snprintf(err, errlen, "cannot allocate worker %u", i);
 			return -1;
@@ -253,6 +297,8 @@ main(int argc, char **argv)
 	weir_mgmt_loop(&app);
 
 	stop_workers(&app);
+	for (unsigned int i = 0; i < app.n_workers; i++)
+		weir_worker_flush_queues(app.workers[i]);       /* counted as dropped */
 	printf("weir: stopping; final counters:\n");
 	weir_stats_print(&app, stdout);
 	weir_stats_write_file(&app);

@@ -67,6 +67,34 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 	return o;
 }
 
+/* One direction's shaping, summed over the workers (each holds a share). */
+static json_t *
+shaping_json(const struct weir_app *app, int dir)
+{
+	struct weir_cbq_stats sum = { 0 };
+
+	if (app->cfg.shape_rate[dir] == 0)
+		return json_null();
+	for (unsigned int i = 0; i < app->n_workers; i++) {
+		struct weir_cbq_stats st;
+
+		if (app->workers[i]->shaper[dir] == NULL ||
+		    weir_cbq_stats(app->workers[i]->shaper[dir], WEIR_SHAPER_DEFAULT_LEAF, &st) != 0)
+			continue;
+		sum.bytes += st.bytes;
+		sum.pkts += st.pkts;
+		sum.drops_flow += st.drops_flow;
+		sum.drops_class += st.drops_class;
+		sum.qlen += st.qlen;
+		sum.qbytes += st.qbytes;
+	}
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"rate_bps", (json_int_t)app->cfg.shape_rate[dir], "bytes", (json_int_t)sum.bytes,
+		"pkts", (json_int_t)sum.pkts, "drops_flow", (json_int_t)sum.drops_flow,
+		"drops_class", (json_int_t)sum.drops_class, "queued_pkts", (json_int_t)sum.qlen,
+		"queued_bytes", (json_int_t)sum.qbytes);
+}
+
 static json_t *
 stats_json(const struct weir_app *app)
 {
@@ -89,10 +117,12 @@ stats_json(const struct weir_app *app)
 			"sleeps", (json_int_t)w->ctr.sleeps, "busy_s", (double)w->ctr.busy_tsc / hz,
 			"flows_active", (json_int_t)weir_flow_table_stats(app->flows[i])->active));
 	}
-	return json_pack("{s:s, s:f, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:I, s:I}}",
+	return json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:I, s:I}}",
 		"version", WEIR_VERSION,
 		"uptime_s", (double)(rte_rdtsc() - app->start_tsc) / hz,
 		"ports", ports,
+		"shaping", "outbound", shaping_json(app, WEIR_PORT_LAN),
+			   "inbound", shaping_json(app, WEIR_PORT_WAN),
 		"flows", "active", (json_int_t)fs.active, "capacity",
 			 (json_int_t)app->cfg.flow_capacity * app->n_workers,
 			 "inserted", (json_int_t)fs.inserted, "expired", (json_int_t)fs.expired,
