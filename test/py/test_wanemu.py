@@ -136,8 +136,11 @@ class Emulator:
         deadline = time.time() + 5
         while not self.stats_file.exists():  # first stats write = sockets are open
             if self.proc.poll() is not None or time.time() > deadline:
-                self.stop(check=False)
-                raise RuntimeError(f"weir-wanemu did not start: {self.proc.stderr.read()}")
+                if self.proc.poll() is None:
+                    self.proc.kill()
+                _, err = self.proc.communicate()
+                self.dir.cleanup()
+                raise RuntimeError(f"weir-wanemu did not start (rc {self.proc.returncode}): {err}")
             time.sleep(0.02)
 
     def stats(self):
