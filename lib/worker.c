@@ -38,7 +38,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 	w->flows = flows;
 	w->tsc_hz = rte_get_tsc_hz();
 	w->tsc_per_us = RTE_MAX(w->tsc_hz / 1000000, (uint64_t)1);
-	if (shaper != NULL) {
+	if (shaper != NULL && flows != NULL) {
 		w->shaper[0] = shaper[0];
 		w->shaper[1] = shaper[1];
 		w->unmanaged_qid = weir_flow_table_capacity(flows);

@@ -33,8 +33,8 @@
 #define BURST 32
 #define FRAME_LEN 64
 
-enum mode { MODE_BASELINE, MODE_PARSE, MODE_FLOWS, MODE__COUNT };
-static const char *const mode_name[MODE__COUNT] = { "baseline", "parse", "parse+flow" };
+enum mode { MODE_BASELINE, MODE_PARSE, MODE_FLOWS, MODE_SHAPE, MODE__COUNT };
+static const char *const mode_name[MODE__COUNT] = { "baseline", "parse", "parse+flow", "+pfq" };
 
 struct result {
 	double cycles_per_pkt;
@@ -88,7 +88,9 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	struct rte_mbuf *pkts[BURST];
 	uint64_t state = 1, cycles = 0, done = 0, sink = 0;
 
-	if (mode == MODE_FLOWS) {
+	struct weir_cbq *shaper[WEIR_PORT__COUNT] = { NULL, NULL };
+
+	if (mode >= MODE_FLOWS) {
 		struct weir_flow_table_conf fc = {
 			.name = "bench_flows", .capacity = n_flows, .socket_id = (int)rte_socket_id(),
 			.tsc_hz = rte_get_tsc_hz(),
@@ -98,13 +100,29 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		if (ft == NULL)
 			rte_exit(EXIT_FAILURE, "cannot create a table of %u flows (raise -m)\n", n_flows);
 	}
-	w = weir_worker_create(&wc, ft, NULL, (int)rte_socket_id());
+	if (mode == MODE_SHAPE) {
+		/* Per-flow DRR queues under a root far above what one core can
+		 * push, so every frame is queued and dequeued but none waits:
+		 * the cost of the queueing path itself. */
+		const struct weir_cbq_class_conf cls[2] = {
+			{ .rate = 400000000000ull, .ceil = 400000000000ull },
+			{ .parent = 0, .rate = 400000000000ull, .ceil = 400000000000ull },
+		};
+		const struct weir_cbq_conf cc = {
+			.socket_id = (int)rte_socket_id(), .tsc_hz = rte_get_tsc_hz(), .n_classes = 2,
+			.classes = cls, .n_queues = n_flows + 1, .flow_limit = 64, .overhead = 24,
+		};
+		for (int d = 0; d < WEIR_PORT__COUNT; d++)
+			if ((shaper[d] = weir_cbq_create(&cc)) == NULL)
+				rte_exit(EXIT_FAILURE, "cannot create the shaper (raise -m)\n");
+	}
+	w = weir_worker_create(&wc, ft, shaper, (int)rte_socket_id());
 	if (w == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create worker\n");
 
 	/* Warm up: insert every flow once so the timed part measures lookups of
 	 * active flows, not inserts. */
-	for (uint64_t warm = (mode == MODE_FLOWS ? n_flows : 0) + 4 * BURST, i = 0; i < warm; i += BURST) {
+	for (uint64_t warm = (mode >= MODE_FLOWS ? n_flows : 0) + 4 * BURST, i = 0; i < warm; i += BURST) {
 		if (rte_pktmbuf_alloc_bulk(mp, pkts, BURST) != 0)
 			rte_exit(EXIT_FAILURE, "mempool empty\n");
 		for (int k = 0; k < BURST; k++) {
@@ -113,11 +131,16 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		}
 		if (mode != MODE_BASELINE)
 			weir_worker_process(w, pkts, BURST, WEIR_PORT_LAN, rte_rdtsc());
-		rte_pktmbuf_free_bulk(pkts, BURST);
+		if (mode == MODE_SHAPE)
+			rte_pktmbuf_free_bulk(pkts, weir_worker_dequeue(w, WEIR_PORT_LAN, rte_rdtsc(),
+									 pkts, BURST));
+		else
+			rte_pktmbuf_free_bulk(pkts, BURST);
 	}
 
 	while (done < n_pkts) {
 		uint64_t t0, t1;
+		uint16_t out = BURST;   /* frames to free after the timed part */
 
 		if (rte_pktmbuf_alloc_bulk(mp, pkts, BURST) != 0)
 			rte_exit(EXIT_FAILURE, "mempool empty\n");
@@ -133,12 +156,15 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 			for (int k = 0; k < BURST; k++)
 				sink += *rte_pktmbuf_mtod(pkts[k], uint8_t *) + pkts[k]->pkt_len;
 		} else {
-			sink += weir_worker_process(w, pkts, BURST, (enum weir_port_role)(done & 1),
-						    rte_rdtsc());
+			enum weir_port_role dir = (enum weir_port_role)((done / BURST) & 1);
+
+			sink += weir_worker_process(w, pkts, BURST, dir, rte_rdtsc());
+			if (mode == MODE_SHAPE)
+				out = weir_worker_dequeue(w, dir, rte_rdtsc(), pkts, BURST);
 		}
 		t1 = rte_rdtsc_precise();
 		cycles += t1 - t0;
-		rte_pktmbuf_free_bulk(pkts, BURST);
+		rte_pktmbuf_free_bulk(pkts, out);
 		done += BURST;
 	}
 	if (sink == 42)
@@ -148,9 +174,9 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		.cycles_per_pkt = (double)cycles / (double)done,
 	};
 	r.mpps = (double)rte_get_tsc_hz() / r.cycles_per_pkt / 1e6;
+	weir_worker_free(w);    /* frees what the shapers still hold, then them */
 	if (ft != NULL)
 		weir_flow_table_free(ft);
-	weir_worker_free(w);
 	return r;
 }
 
