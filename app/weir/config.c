@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
+#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -491,11 +492,15 @@ weir_config_load(const char *path, struct weir_config *cfg, char *err, size_t er
 	struct loader ld = { .path = path, .err = err, .errlen = errlen };
 	config_t lc;
 	const config_setting_t *root;
+	char incdir[4096];
 	int rc = -1;
 
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
 	config_init(&lc);
+	/* @include "x.cfg" is relative to the including file, not the cwd. */
+	snprintf(incdir, sizeof(incdir), "%s", path);
+	config_set_include_dir(&lc, dirname(incdir));
 	if (config_read_file(&lc, path) != CONFIG_TRUE) {
 		if (config_error_type(&lc) == CONFIG_ERR_FILE_IO)
 			snprintf(err, errlen, "%s:0: cannot read file: %s", path, strerror(errno));

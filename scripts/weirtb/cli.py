@@ -6,7 +6,7 @@ import os
 import sys
 
 from . import topology, traffic
-from .topology import Testbed, TestbedError
+from .topology import Testbed, TestbedError, weir_config
 
 
 def cmd_up(a):
@@ -61,6 +61,10 @@ def weir_counter_lines(stats):
     for port, c in sorted((stats.get("ports") or {}).items()):
         shown = [k for k in DEMO_COUNTERS if k in c] or [k for k, v in c.items() if isinstance(v, int)]
         lines.append(f"  port {port}: " + " ".join(f"{k}={c[k]}" for k in shown))
+    for direction, sh in sorted((stats.get("shaping") or {}).items()):
+        if sh:
+            lines.append(f"  shaping {direction}: rate={sh['rate_bps'] / 1e6:g}Mbit/s "
+                         + " ".join(f"{k}={v}" for k, v in sh.items() if k != "rate_bps"))
     if "flows" in stats:
         lines.append("  flows: " + " ".join(f"{k}={v}" for k, v in stats["flows"].items()))
     return lines
@@ -71,6 +75,8 @@ def cmd_demo(a):
         paths = ("WAN paths one-way delay " + ", ".join(f"{p.delay} ms" for p in tb.paths)
                  if a.emu == "wanemu" else "no WAN delay")
         print(f"testbed up: gateway={a.gateway}, emulator={a.emu}, {paths}")
+        if a.gateway == "weir":
+            print(f"weir config: {weir_config()}")
         print(f"running {a.flows} TCP flows LAN->WAN for {a.time} s ...")
         res = tb.iperf(n=a.flows, duration=a.time, cc=a.cc)
         print(traffic.format_flows(res))
