@@ -185,6 +185,45 @@ test_tcp_sack_blocks(void)
 	CHECK(p.payload_len == 0, "pure ACK");
 }
 
+/* NOP NOP TS is taken without the option loop: same result as the loop,
+ * and the layout check must not let a wrong length through. */
+static void
+test_tcp_aligned_timestamps(void)
+{
+	const uint8_t ts[12] = { 1, 1, 8, 10, 0, 0, 0, 5, 0, 0, 0, 6 };
+	const uint8_t ts_eol[16] = { 1, 1, 8, 10, 0, 0, 0, 5, 0, 0, 0, 6, 0, 0, 0, 0 };
+	uint8_t bad[12];
+	struct fb f;
+	struct weir_pkt p, q;
+	unsigned int ip;
+
+	eth(&f, NULL, 0, 0x0800);
+	ip = ip4(&f, IPPROTO_TCP, NULL, 0, 0x4000);
+	tcp(&f, 0x10, ts, sizeof(ts));
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.flags == (WEIR_PF_L4 | WEIR_PF_TCP_TS) && p.ts_off == 24 &&
+	      f.b[p.l4_off + p.ts_off + 3] == 5 && f.b[p.l4_off + p.ts_off + 7] == 6, "ts_off %u flags %#x",
+	      p.ts_off, p.flags);
+	CHECK(p.mss == 0 && p.wscale == WEIR_WSCALE_NONE && p.sack_ok == 0 && p.sack_n == 0 &&
+	      p.payload_off == 14 + 20 + 32 && p.payload_len == 0, "other options absent");
+
+	/* The same options followed by EOL padding go through the loop: equal fields. */
+	eth(&f, NULL, 0, 0x0800);
+	ip = ip4(&f, IPPROTO_TCP, NULL, 0, 0x4000);
+	tcp(&f, 0x10, ts_eol, sizeof(ts_eol));
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &q) == WEIR_MAL_NONE && q.ts_off == p.ts_off && q.flags == p.flags && q.mss == p.mss &&
+	      q.wscale == p.wscale && q.payload_off == p.payload_off + 4, "loop ts_off %u", q.ts_off);
+
+	memcpy(bad, ts, sizeof(bad));
+	bad[3] = 11;                    /* TS length 11 in a 12-byte option area */
+	eth(&f, NULL, 0, 0x0800);
+	ip = ip4(&f, IPPROTO_TCP, NULL, 0, 0x4000);
+	tcp(&f, 0x10, bad, sizeof(bad));
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_TCP_OPT, "ts length 11: %s", weir_malformed_name(p.malformed));
+}
+
 static void
 test_ipv4_options_and_padding(void)
 {
@@ -660,6 +699,7 @@ main(void)
 {
 	test_ipv4_tcp_options();
 	test_tcp_sack_blocks();
+	test_tcp_aligned_timestamps();
 	test_ipv4_options_and_padding();
 	test_qinq_ipv6_ext_tcp();
 	test_icmp_echo();
