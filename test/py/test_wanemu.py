@@ -444,3 +444,67 @@ def test_throughput_delay0_1500_byte_frames(topo):
     # Loose floor: the machine is shared; docs/wanemu.md has the measured figure.
     assert bps > 0.3e9
     assert emu.final["rx_bad"] == 0   # offloads off: no frame above the MTU
+
+
+VLAN_SNIFF = r"""
+import json, sys
+from scapy.all import Raw, sniff
+frames = []
+def keep(p):
+    if Raw in p and b"wanemu-vlan" in bytes(p[Raw]):
+        tags, l = [], p.payload
+        while type(l).__name__ in ("Dot1Q", "Dot1AD"):
+            tags.append([type(l).__name__, l.vlan, l.prio])
+            l = l.payload
+        frames.append({"tags": tags, "load": bytes(p[Raw]).decode(errors="replace")})
+# Stops after the 5 test frames, or after the timeout if some never come.
+sniff(iface="eth0", prn=keep, store=False, timeout=float(sys.argv[1]), count=5,
+      lfilter=lambda p: Raw in p and b"wanemu-vlan" in bytes(p[Raw]),
+      started_callback=lambda: print("ready", flush=True))
+print(json.dumps(frames), flush=True)
+"""
+
+VLAN_SEND = r"""
+import sys
+from scapy.all import Dot1AD, Dot1Q, Ether, IP, UDP, Raw, sendp
+src, dst, qinq = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+out = []
+for i in range(5):
+    l2 = Ether(src=src, dst=dst)
+    l2 = l2 / Dot1AD(vlan=300, prio=3) / Dot1Q(vlan=42 + i, prio=5) if qinq else l2 / Dot1Q(vlan=100 + i, prio=6)
+    out.append(l2 / IP(src="10.98.0.1", dst="10.98.0.2") / UDP(sport=1, dport=2) / Raw(b"wanemu-vlan %d" % i))
+sendp(out, iface="eth0", verbose=False)
+"""
+
+
+def vlan_frames(src, dst, qinq):
+    """Tagged frames src -> dst injected with scapy; the tags and payloads dst saw, in order."""
+    rx = subprocess.Popen(nsx(dst, PY, "-c", VLAN_SNIFF, 5), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    try:
+        ready = rx.stdout.readline().strip()
+        assert ready == "ready", rx.stderr.read() if rx.poll() is not None else ready
+        sh(nsx(src, PY, "-c", VLAN_SEND, HOSTS[src][2], HOSTS[dst][2], int(qinq)))
+        out, _ = rx.communicate(timeout=30)
+    finally:
+        if rx.poll() is None:
+            rx.kill()
+            rx.wait()
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("src, dst", [(A, B1), (B1, A)], ids=["to_path", "to_weir"])
+def test_vlan_tags_survive_end_to_end(topo, src, dst):
+    if subprocess.run([PY, "-c", "import scapy"], capture_output=True).returncode != 0:
+        pytest.skip(f"{PY} has no scapy (apt install python3-scapy)")
+    with Emulator("delay=1", "") as emu:
+        learn(B1)
+        got = vlan_frames(src, dst, qinq=False)
+        got_qinq = vlan_frames(src, dst, qinq=True)
+    # 802.1Q: VID and PCP intact, same order, nothing else on the way.
+    assert [f["tags"] for f in got] == [[["Dot1Q", 100 + i, 6]] for i in range(5)], got
+    assert [f["load"] for f in got] == [f"wanemu-vlan {i}" for i in range(5)], got
+    # 802.1ad outer tag + 802.1Q inner tag (QinQ): both kept, outer TPID still 0x88a8.
+    assert [f["tags"] for f in got_qinq] == [[["Dot1AD", 300, 3], ["Dot1Q", 42 + i, 5]] for i in range(5)], got_qinq
+    d = emu.final["paths"]["e-p1"]["to_path" if src == A else "to_weir"]
+    assert d["tx"] >= 10 and d["dropped_send"] == 0, d
