@@ -16,41 +16,11 @@
 #include <rte_eal.h>
 #include <rte_memory.h>
 
+#include "synth.h"
 #include "unit.h"
 #include "classify.h"
 
-/* A packet to build: what the parser would have found. */
-struct tp {
-	int fam;                /* 4 or 6 */
-	const char *src, *dst;
-	uint16_t sport, dport;
-	uint8_t proto;
-	uint8_t tcp_flags;
-	uint8_t dscp;
-	int tagged;
-	uint16_t tci;
-};
-
-static struct tp
-tcp(int fam, const char *src, uint16_t sport, const char *dst, uint16_t dport, uint8_t flags)
-{
-	return (struct tp){ .fam = fam, .src = src, .dst = dst, .sport = sport, .dport = dport,
-			    .proto = IPPROTO_TCP, .tcp_flags = flags };
-}
-
-static struct tp
-reverse(struct tp d)
-{
-	const char *a = d.src;
-	uint16_t port = d.sport;
-
-	d.src = d.dst;
-	d.dst = a;
-	d.sport = d.dport;
-	d.dport = port;
-	return d;
-}
-
+/* A rule's address from text. */
 static void
 parse_addr(int fam, const char *s, uint8_t out[16])
 {
@@ -61,41 +31,11 @@ parse_addr(int fam, const char *s, uint8_t out[16])
 	}
 }
 
-/* Lay out Ethernet [+ 802.1Q] + the IP addresses and the parse record. */
-static void
-build(const struct tp *d, uint8_t *frame, struct weir_pkt *p)
+static struct synth
+tcp(int fam, const char *src, uint16_t sport, const char *dst, uint16_t dport, uint8_t flags)
 {
-	unsigned int off = 12, alen = d->fam == 4 ? 4 : 16;
-	uint8_t a[16];
-
-	memset(frame, 0, 128);
-	memset(p, 0, sizeof(*p));
-	if (d->tagged) {
-		frame[off] = 0x81;
-		frame[off + 2] = d->tci >> 8;
-		frame[off + 3] = d->tci & 0xff;
-		off += 4;
-		p->flags |= WEIR_PF_VLAN;
-		p->n_vlan = 1;
-		p->vlan_outer = d->tci;
-	}
-	p->ethertype = d->fam == 4 ? 0x0800 : 0x86dd;
-	p->l3_off = off + 2;
-	p->saddr_off = d->fam == 4 ? 12 : 8;
-	p->l4_off = p->l3_off + (d->fam == 4 ? 20 : 40);
-	parse_addr(d->fam, d->src, a);
-	memcpy(frame + p->l3_off + p->saddr_off, a, alen);
-	parse_addr(d->fam, d->dst, a);
-	memcpy(frame + p->l3_off + p->saddr_off + alen, a, alen);
-	p->addr_len = alen;
-	p->l3 = d->fam;
-	p->l4proto = d->proto;
-	p->flags |= WEIR_PF_L4;
-	p->sport = d->sport;
-	p->dport = d->dport;
-	p->tcp_flags = d->tcp_flags;
-	p->dscp = d->dscp;
-	p->wscale = WEIR_WSCALE_NONE;
+	return (struct synth){ .fam = fam, .src = src, .dst = dst, .sport = sport, .dport = dport,
+			    .proto = IPPROTO_TCP, .tcp_flags = flags, .ws = -1 };
 }
 
 static struct weir_classifier *
@@ -112,12 +52,12 @@ build_cls(const struct weir_classify_rule *r, unsigned int n, uint16_t def)
 }
 
 static uint16_t
-cls(const struct weir_classifier *c, const struct tp *d, enum weir_dir dir)
+cls(const struct weir_classifier *c, const struct synth *d, enum weir_dir dir)
 {
 	uint8_t frame[128];
 	struct weir_pkt p;
 
-	build(d, frame, &p);
+	synth_build(d, frame, &p);
 	return weir_classify(c, frame, &p, dir);
 }
 
@@ -161,9 +101,9 @@ check_prefix(int fam, const char *base, unsigned int len)
 	mask_prefix(&r.prefix[WEIR_CLS_WAN]);
 	c = build_cls(&r, 1, 1);
 
-	struct tp d = tcp(fam, lan, 40000, base, 443, WEIR_TCP_SYN);
+	struct synth d = tcp(fam, lan, 40000, base, 443, WEIR_TCP_SYN);
 	CHECK(cls(c, &d, WEIR_DIR_OUT) == 7, "IPv%d /%u: base matches out", fam, len);
-	struct tp rd = reverse(d);
+	struct synth rd = synth_reverse(d);
 	CHECK(cls(c, &rd, WEIR_DIR_IN) == 7, "IPv%d /%u: base matches in", fam, len);
 
 	if (len > 0) {
@@ -183,7 +123,7 @@ check_prefix(int fam, const char *base, unsigned int len)
 		      fam, len, s);
 	}
 	/* A prefix names its family: the other family never matches, even /0. */
-	struct tp other = fam == 4 ? tcp(6, "fd00::2", 1, "2001:db8::1", 2, 0)
+	struct synth other = fam == 4 ? tcp(6, "fd00::2", 1, "2001:db8::1", 2, 0)
 				   : tcp(4, "10.0.0.2", 1, "203.0.113.1", 2, 0);
 	CHECK(cls(c, &other, WEIR_DIR_OUT) == 1, "IPv%d /%u rule misses the other family", fam, len);
 	weir_classifier_free(c);
@@ -204,7 +144,7 @@ test_prefixes(void)
 	r.prefix[WEIR_CLS_LAN] = pfx(4, "10.0.0.0", 8);
 	r.prefix[WEIR_CLS_WAN] = pfx(4, "203.0.113.0", 24);
 	struct weir_classifier *c = build_cls(&r, 1, 0);
-	struct tp d = tcp(4, "10.9.9.9", 1234, "203.0.113.5", 80, 0);
+	struct synth d = tcp(4, "10.9.9.9", 1234, "203.0.113.5", 80, 0);
 	CHECK(cls(c, &d, WEIR_DIR_OUT) == 3, "lan and wan prefixes both hold");
 	d.src = "192.168.1.1";
 	CHECK(cls(c, &d, WEIR_DIR_OUT) == 0, "lan prefix fails");
@@ -216,7 +156,7 @@ test_ports(void)
 {
 	struct weir_classify_rule r[3] = { { .class_id = 5 }, { .class_id = 6 }, { .class_id = 9 } };
 	struct weir_classifier *c;
-	struct tp d = tcp(4, "10.0.0.2", 40000, "198.51.100.1", 0, 0);
+	struct synth d = tcp(4, "10.0.0.2", 40000, "198.51.100.1", 0, 0);
 
 	r[0].port[WEIR_CLS_WAN] = (struct weir_cls_ports){ 1000, 2000 };
 	r[1].port[WEIR_CLS_LAN] = (struct weir_cls_ports){ 65535, 65535 };
@@ -233,17 +173,17 @@ test_ports(void)
 	d.sport = 65535;
 	CHECK(cls(c, &d, WEIR_DIR_OUT) == 6, "lan port 65535 (top edge)");
 	/* The WAN port of an inbound packet is its source port. */
-	struct tp rd = reverse(d);
+	struct synth rd = synth_reverse(d);
 	rd.sport = 1500;
 	rd.dport = 40000;
 	CHECK(cls(c, &rd, WEIR_DIR_IN) == 5, "inbound: wan port is the source port");
 	/* ICMP has no ports: port conditions never hold, even 0..65535. */
-	struct tp icmp = d;
+	struct synth icmp = d;
 	icmp.proto = IPPROTO_ICMP;
 	icmp.sport = 8 << 8;
 	icmp.dport = 1500;      /* echo identifier, not a port */
 	CHECK(cls(c, &icmp, WEIR_DIR_OUT) == 1, "ICMP identifier is not a port");
-	struct tp udp = d;
+	struct synth udp = d;
 	udp.proto = IPPROTO_UDP;
 	udp.sport = 5;
 	udp.dport = 1000;
@@ -257,12 +197,12 @@ test_proto(void)
 	struct weir_classify_rule r[2] = { { .proto = IPPROTO_UDP, .class_id = 2 },
 					   { .proto = IPPROTO_ICMPV6, .class_id = 3 } };
 	struct weir_classifier *c = build_cls(r, 2, 1);
-	struct tp d = tcp(4, "10.0.0.2", 1, "198.51.100.1", 53, 0);
+	struct synth d = tcp(4, "10.0.0.2", 1, "198.51.100.1", 53, 0);
 
 	CHECK(cls(c, &d, WEIR_DIR_OUT) == 1, "TCP is not UDP");
 	d.proto = IPPROTO_UDP;
 	CHECK(cls(c, &d, WEIR_DIR_OUT) == 2, "UDP");
-	struct tp i6 = tcp(6, "fd00::1", 128 << 8, "2001:db8::1", 7, 0);
+	struct synth i6 = tcp(6, "fd00::1", 128 << 8, "2001:db8::1", 7, 0);
 	i6.proto = IPPROTO_ICMPV6;
 	CHECK(cls(c, &i6, WEIR_DIR_OUT) == 3, "ICMPv6");
 	weir_classifier_free(c);
@@ -274,7 +214,7 @@ test_vlan(void)
 	struct weir_classify_rule r[2] = { { .vlan = 100, .class_id = 2 },
 					   { .vlan = WEIR_CLS_VLAN_UNTAGGED, .class_id = 3 } };
 	struct weir_classifier *c = build_cls(r, 2, 1);
-	struct tp d = tcp(4, "10.0.0.2", 1, "198.51.100.1", 80, 0);
+	struct synth d = tcp(4, "10.0.0.2", 1, "198.51.100.1", 80, 0);
 
 	CHECK(cls(c, &d, WEIR_DIR_OUT) == 3, "untagged");
 	d.tagged = 1;
@@ -301,7 +241,7 @@ test_dscp(void)
 		{ .dscp_mask = 1ull << 0 | 1ull << 63, .class_id = 3 },
 	};
 	struct weir_classifier *c = build_cls(r, 2, 1);
-	struct tp d = tcp(4, "10.0.0.2", 1, "198.51.100.1", 80, 0);
+	struct synth d = tcp(4, "10.0.0.2", 1, "198.51.100.1", 80, 0);
 
 	d.dscp = 46;
 	CHECK(cls(c, &d, WEIR_DIR_OUT) == 2, "EF in the set");
@@ -322,19 +262,19 @@ test_direction(void)
 	struct weir_classify_rule r[2] = { { .dir = WEIR_CLS_DIR_OUT, .class_id = 2 },
 					   { .dir = WEIR_CLS_DIR_IN, .class_id = 3 } };
 	struct weir_classifier *c = build_cls(r, 2, 1);
-	struct tp syn = tcp(4, "10.0.0.2", 40000, "198.51.100.1", 80, WEIR_TCP_SYN);
-	struct tp synack = reverse(syn);
+	struct synth syn = tcp(4, "10.0.0.2", 40000, "198.51.100.1", 80, WEIR_TCP_SYN);
+	struct synth synack = synth_reverse(syn);
 
 	synack.tcp_flags = WEIR_TCP_SYN | WEIR_TCP_ACK;
 	CHECK(cls(c, &syn, WEIR_DIR_OUT) == 2, "SYN from the LAN: opened out");
 	CHECK(cls(c, &synack, WEIR_DIR_IN) == 2, "SYN+ACK from the WAN: still opened out");
-	struct tp in_syn = tcp(4, "198.51.100.1", 5555, "10.0.0.2", 22, WEIR_TCP_SYN);
+	struct synth in_syn = tcp(4, "198.51.100.1", 5555, "10.0.0.2", 22, WEIR_TCP_SYN);
 	CHECK(cls(c, &in_syn, WEIR_DIR_IN) == 3, "SYN from the WAN: opened in");
-	struct tp in_synack = reverse(in_syn);
+	struct synth in_synack = synth_reverse(in_syn);
 	in_synack.tcp_flags = WEIR_TCP_SYN | WEIR_TCP_ACK;
 	CHECK(cls(c, &in_synack, WEIR_DIR_OUT) == 3, "SYN+ACK from the LAN: opened in");
 	/* Non-TCP and mid-stream TCP: the first packet's sender is the opener. */
-	struct tp ack = reverse(syn);
+	struct synth ack = synth_reverse(syn);
 	ack.tcp_flags = WEIR_TCP_ACK;
 	CHECK(cls(c, &ack, WEIR_DIR_IN) == 3, "mid-stream inbound ACK: taken as opened in");
 	weir_classifier_free(c);
@@ -348,7 +288,7 @@ test_first_match_and_default(void)
 					   { .proto = IPPROTO_TCP, .class_id = 30 } };
 	r[0].port[WEIR_CLS_DST] = (struct weir_cls_ports){ 443, 443 };
 	struct weir_classifier *c = build_cls(r, 3, 99);
-	struct tp d = tcp(4, "10.0.0.2", 1, "198.51.100.1", 443, 0);
+	struct synth d = tcp(4, "10.0.0.2", 1, "198.51.100.1", 443, 0);
 	struct weir_cls_tuple t;
 	uint8_t frame[128];
 	struct weir_pkt p;
@@ -356,7 +296,7 @@ test_first_match_and_default(void)
 	CHECK(cls(c, &d, WEIR_DIR_OUT) == 10, "first rule wins");
 	d.dport = 80;
 	CHECK(cls(c, &d, WEIR_DIR_OUT) == 20, "catch-all before the later TCP rule");
-	build(&d, frame, &p);
+	synth_build(&d, frame, &p);
 	weir_classify_tuple_make(frame, &p, WEIR_DIR_OUT, &t);
 	CHECK(weir_classify_rule_index(c, &t) == 1, "rule index 1");
 	CHECK(weir_classifier_n_rules(c) == 3 && weir_classifier_default(c) == 99, "accessors");
@@ -371,7 +311,7 @@ test_first_match_and_default(void)
 	c = build_cls(&none, 1, 7);
 	CHECK(cls(c, &d, WEIR_DIR_OUT) == 7, "nothing matches: default class");
 	/* A frame the worker would not manage is never classified by a rule. */
-	build(&d, frame, &p);
+	synth_build(&d, frame, &p);
 	p.flags |= WEIR_PF_FRAGMENT;
 	CHECK(weir_classify(c, frame, &p, WEIR_DIR_OUT) == 7, "fragment: default class");
 	weir_classifier_free(c);
@@ -397,16 +337,16 @@ test_both_directions(void)
 	r[3].port[WEIR_CLS_LAN] = (struct weir_cls_ports){ 8000, 8080 };
 	c = build_cls(r, 4, 1);
 
-	struct tp syn = tcp(4, "10.0.0.2", 40000, "203.0.113.9", 443, WEIR_TCP_SYN);
-	struct tp rep = reverse(syn);
+	struct synth syn = tcp(4, "10.0.0.2", 40000, "203.0.113.9", 443, WEIR_TCP_SYN);
+	struct synth rep = synth_reverse(syn);
 	rep.tcp_flags = WEIR_TCP_ACK;
 	CHECK(cls(c, &syn, WEIR_DIR_OUT) == 2, "lan/wan rule: outbound SYN");
 	CHECK(cls(c, &rep, WEIR_DIR_IN) == 2, "lan/wan rule: inbound reply, even mid-stream");
 
-	struct tp syn6 = tcp(6, "fd00::2", 40000, "2001:db8::9", 443, WEIR_TCP_SYN);
-	struct tp synack6 = reverse(syn6);
+	struct synth syn6 = tcp(6, "fd00::2", 40000, "2001:db8::9", 443, WEIR_TCP_SYN);
+	struct synth synack6 = synth_reverse(syn6);
 	synack6.tcp_flags = WEIR_TCP_SYN | WEIR_TCP_ACK;
-	struct tp ack6 = reverse(syn6);
+	struct synth ack6 = synth_reverse(syn6);
 	ack6.tcp_flags = WEIR_TCP_ACK;
 	CHECK(cls(c, &syn6, WEIR_DIR_OUT) == 3, "src/dst rule: outbound SYN");
 	CHECK(cls(c, &synack6, WEIR_DIR_IN) == 3, "src/dst rule: inbound SYN+ACK names the opener");
@@ -414,15 +354,15 @@ test_both_directions(void)
 	      "src/dst rule: inbound mid-stream ACK is taken as the opener (documented)");
 
 	/* A flow opened from the WAN (ssh to a LAN host). */
-	struct tp in = tcp(4, "198.51.100.7", 5555, "10.0.0.2", 22, WEIR_TCP_SYN);
-	struct tp in_rep = reverse(in);
+	struct synth in = tcp(4, "198.51.100.7", 5555, "10.0.0.2", 22, WEIR_TCP_SYN);
+	struct synth in_rep = synth_reverse(in);
 	in_rep.tcp_flags = WEIR_TCP_SYN | WEIR_TCP_ACK;
 	CHECK(cls(c, &in, WEIR_DIR_IN) == 4, "src/dst rule: inbound SYN");
 	CHECK(cls(c, &in_rep, WEIR_DIR_OUT) == 4, "src/dst rule: outbound SYN+ACK");
 
 	/* A LAN server on 8080: the LAN side port, either direction first. */
-	struct tp srv = tcp(4, "192.0.2.50", 3333, "10.1.2.3", 8080, WEIR_TCP_SYN);
-	struct tp srv_rep = reverse(srv);
+	struct synth srv = tcp(4, "192.0.2.50", 3333, "10.1.2.3", 8080, WEIR_TCP_SYN);
+	struct synth srv_rep = synth_reverse(srv);
 	srv_rep.tcp_flags = WEIR_TCP_ACK;
 	CHECK(cls(c, &srv, WEIR_DIR_IN) == 5, "lan port rule: inbound");
 	CHECK(cls(c, &srv_rep, WEIR_DIR_OUT) == 5, "lan port rule: outbound reply");
@@ -432,7 +372,7 @@ test_both_directions(void)
 	uint8_t frame[128];
 	struct weir_pkt p;
 	struct weir_cls_tuple t;
-	build(&ack6, frame, &p);
+	synth_build(&ack6, frame, &p);
 	weir_classify_tuple_make(frame, &p, WEIR_DIR_IN, &t);
 	t.init_dir = WEIR_DIR_OUT;
 	CHECK(weir_classify_tuple(c, &t) == 3, "tuple with the remembered initiator");
@@ -534,12 +474,12 @@ report_speed(unsigned int n_rules)
 
 	/* Matching the last rule must still work at every size. */
 	snprintf(dst, sizeof(dst), "%u.%u.%u.9", 1 + (n_rules - 1) / 256 % 200, (n_rules - 1) % 256, 7);
-	struct tp last = tcp(4, "10.0.0.2", 40000, dst, (uint16_t)(1000 + n_rules - 1), WEIR_TCP_SYN);
+	struct synth last = tcp(4, "10.0.0.2", 40000, dst, (uint16_t)(1000 + n_rules - 1), WEIR_TCP_SYN);
 	CHECK(cls(c, &last, WEIR_DIR_OUT) == n_rules + 1, "%u rules: the last rule matches", n_rules);
 
 	for (int pass = 0; pass < 2; pass++) {
 		for (unsigned int k = 0; k < NPKT; k++) {
-			struct tp d = last;
+			struct synth d = last;
 			char a[32];
 
 			if (pass == 0) {  /* no match: random address, a port no rule has */
@@ -548,7 +488,7 @@ report_speed(unsigned int n_rules)
 				d.dst = a;
 				d.dport = 443;
 			}
-			build(&d, frames[k], &pk[k]);
+			synth_build(&d, frames[k], &pk[k]);
 		}
 		double t0 = now_ns();
 		for (unsigned int it = 0; it < iters; it++)

@@ -18,6 +18,7 @@
 #include <rte_cycles.h>
 #include <rte_malloc.h>
 
+#include "synth.h"
 #include "unit.h"
 #include "flow.h"
 
@@ -30,105 +31,25 @@ static const struct weir_flow_timeouts TIMEOUTS = {
 	.tcp_closed = 2, .udp = 30, .other = 15,
 };
 
-/* A packet to build: what the parser would have found. */
-struct tp {
-	int fam;                /* 4 or 6 */
-	const char *src, *dst;
-	uint16_t sport, dport;  /* ICMP: type<<8|code, identifier */
-	uint8_t proto;
-	uint16_t tci;           /* outer VLAN TCI, used when tagged */
-	int tagged;
-	uint8_t tcp_flags;
-	uint32_t seq, ack;
-	uint16_t plen;
-	int ws;                 /* window scale option, -1 = absent */
-	uint16_t mss;
-};
-
-static struct tp
+static struct synth
 tcp4(const char *src, uint16_t sport, const char *dst, uint16_t dport, uint8_t flags)
 {
-	return (struct tp){ .fam = 4, .src = src, .dst = dst, .sport = sport, .dport = dport,
+	return (struct synth){ .fam = 4, .src = src, .dst = dst, .sport = sport, .dport = dport,
 			    .proto = IPPROTO_TCP, .tcp_flags = flags, .ws = -1 };
 }
 
-static struct tp
-reverse(struct tp d)
-{
-	const char *a = d.src;
-	uint16_t port = d.sport;
-
-	d.src = d.dst;
-	d.dst = a;
-	d.sport = d.dport;
-	d.dport = port;
-	return d;
-}
-
-/* Lay out Ethernet [+ 802.1Q] + IP header and the parse record for `d`. */
-static void
-build(const struct tp *d, uint8_t *frame, struct weir_pkt *p)
-{
-	unsigned int off = 12, alen = d->fam == 4 ? 4 : 16;
-
-	memset(frame, 0, 128);
-	memset(p, 0, sizeof(*p));
-	if (d->tagged) {
-		frame[off] = 0x81;
-		frame[off + 2] = d->tci >> 8;
-		frame[off + 3] = d->tci & 0xff;
-		off += 4;
-		p->flags |= WEIR_PF_VLAN;
-		p->n_vlan = 1;
-		p->vlan_outer = d->tci;
-	}
-	frame[off] = d->fam == 4 ? 0x08 : 0x86;
-	frame[off + 1] = d->fam == 4 ? 0x00 : 0xdd;
-	p->ethertype = d->fam == 4 ? 0x0800 : 0x86dd;
-	p->l3_off = off + 2;
-	uint8_t *ip = frame + p->l3_off;
-	if (d->fam == 4) {
-		ip[0] = 0x45;
-		ip[9] = d->proto;
-		p->saddr_off = 12;
-		p->l4_off = p->l3_off + 20;
-	} else {
-		ip[0] = 0x60;
-		ip[6] = d->proto;
-		p->saddr_off = 8;
-		p->l4_off = p->l3_off + 40;
-	}
-	if (inet_pton(d->fam == 4 ? AF_INET : AF_INET6, d->src, ip + p->saddr_off) != 1 ||
-	    inet_pton(d->fam == 4 ? AF_INET : AF_INET6, d->dst, ip + p->saddr_off + alen) != 1) {
-		fprintf(stderr, "bad test address %s / %s\n", d->src, d->dst);
-		exit(2);
-	}
-	p->addr_len = alen;
-	p->l3 = d->fam;
-	p->l4proto = d->proto;
-	p->flags |= WEIR_PF_L4;
-	p->sport = d->sport;
-	p->dport = d->dport;
-	p->tcp_flags = d->tcp_flags;
-	p->seq = d->seq;
-	p->ack = d->ack;
-	p->payload_len = d->plen;
-	p->wscale = d->ws < 0 ? WEIR_WSCALE_NONE : (uint8_t)d->ws;
-	p->mss = d->mss;
-}
-
 static int
-key_of(const struct tp *d, struct weir_flow_key *k)
+key_of(const struct synth *d, struct weir_flow_key *k)
 {
 	uint8_t frame[128];
 	struct weir_pkt p;
 
-	build(d, frame, &p);
+	synth_build(d, frame, &p);
 	return weir_flow_key_make(frame, &p, k);
 }
 
 static struct weir_flow *
-lookup1(struct weir_flow_table *t, const struct tp *d, uint64_t now)
+lookup1(struct weir_flow_table *t, const struct synth *d, uint64_t now)
 {
 	struct weir_flow_key k;
 	struct weir_flow *f = NULL;
@@ -140,14 +61,14 @@ lookup1(struct weir_flow_table *t, const struct tp *d, uint64_t now)
 
 /* Look up and account one packet, as the worker does. */
 static struct weir_flow *
-pkt(struct weir_flow_table *t, const struct tp *d, enum weir_dir dir, uint64_t now)
+pkt(struct weir_flow_table *t, const struct synth *d, enum weir_dir dir, uint64_t now)
 {
 	uint8_t frame[128];
 	struct weir_pkt p;
 	struct weir_flow_key k;
 	struct weir_flow *f = NULL;
 
-	build(d, frame, &p);
+	synth_build(d, frame, &p);
 	weir_flow_key_make(frame, &p, &k);
 	weir_flow_lookup_bulk(t, &k, 1, now, &f);
 	if (f != NULL)
@@ -181,9 +102,9 @@ static void
 test_key_symmetry(void)
 {
 	struct weir_flow_key a, b;
-	struct tp d = tcp4("10.0.0.2", 40000, "192.0.2.9", 443, WEIR_TCP_SYN);
+	struct synth d = tcp4("10.0.0.2", 40000, "192.0.2.9", 443, WEIR_TCP_SYN);
 	int lo_a = key_of(&d, &a);
-	struct tp r = reverse(d);
+	struct synth r = synth_reverse(d);
 	int lo_b = key_of(&r, &b);
 	static const uint8_t zero[12];
 
@@ -197,15 +118,15 @@ test_key_symmetry(void)
 
 	/* Same address both ends: the port decides the order. */
 	d = tcp4("10.0.0.1", 5000, "10.0.0.1", 80, 0);
-	r = reverse(d);
+	r = synth_reverse(d);
 	lo_a = key_of(&d, &a);
 	lo_b = key_of(&r, &b);
 	CHECK(key_eq(&a, &b) && a.port_lo == 80 && lo_a == 0 && lo_b == 1, "equal addresses order by port");
 
 	/* IPv6, addresses differing only in the last byte. */
-	d = (struct tp){ .fam = 6, .src = "2001:db8::1:ff", .dst = "2001:db8::1:2", .sport = 53,
+	d = (struct synth){ .fam = 6, .src = "2001:db8::1:ff", .dst = "2001:db8::1:2", .sport = 53,
 			 .dport = 33333, .proto = IPPROTO_UDP, .ws = -1 };
-	r = reverse(d);
+	r = synth_reverse(d);
 	lo_a = key_of(&d, &a);
 	lo_b = key_of(&r, &b);
 	CHECK(key_eq(&a, &b), "IPv6 UDP both directions give one key");
@@ -224,9 +145,9 @@ static void
 test_key_icmp(void)
 {
 	struct weir_flow_key a, b;
-	struct tp req = { .fam = 4, .src = "10.0.0.2", .dst = "8.8.8.8", .proto = IPPROTO_ICMP,
+	struct synth req = { .fam = 4, .src = "10.0.0.2", .dst = "8.8.8.8", .proto = IPPROTO_ICMP,
 			  .sport = 8 << 8, .dport = 0x1234, .ws = -1 };
-	struct tp rep = { .fam = 4, .src = "8.8.8.8", .dst = "10.0.0.2", .proto = IPPROTO_ICMP,
+	struct synth rep = { .fam = 4, .src = "8.8.8.8", .dst = "10.0.0.2", .proto = IPPROTO_ICMP,
 			  .sport = 0 << 8, .dport = 0x1234, .ws = -1 };
 
 	key_of(&req, &a);
@@ -238,19 +159,19 @@ test_key_icmp(void)
 	key_of(&rep, &b);
 	CHECK(!key_eq(&a, &b), "another identifier is another flow");
 
-	struct tp unreach = { .fam = 4, .src = "192.0.2.1", .dst = "10.0.0.2", .proto = IPPROTO_ICMP,
+	struct synth unreach = { .fam = 4, .src = "192.0.2.1", .dst = "10.0.0.2", .proto = IPPROTO_ICMP,
 			      .sport = 3 << 8 | 1, .dport = 0x5555, .ws = -1 };
 	key_of(&unreach, &b);
 	CHECK(b.port_lo == 0 && b.port_hi == 0, "non-echo ICMP: ports zero");
 
-	struct tp req6 = { .fam = 6, .src = "2001:db8::2", .dst = "2001:db8::1", .proto = IPPROTO_ICMPV6,
+	struct synth req6 = { .fam = 6, .src = "2001:db8::2", .dst = "2001:db8::1", .proto = IPPROTO_ICMPV6,
 			   .sport = 128 << 8, .dport = 7, .ws = -1 };
-	struct tp rep6 = { .fam = 6, .src = "2001:db8::1", .dst = "2001:db8::2", .proto = IPPROTO_ICMPV6,
+	struct synth rep6 = { .fam = 6, .src = "2001:db8::1", .dst = "2001:db8::2", .proto = IPPROTO_ICMPV6,
 			   .sport = 129 << 8, .dport = 7, .ws = -1 };
 	key_of(&req6, &a);
 	key_of(&rep6, &b);
 	CHECK(key_eq(&a, &b) && a.port_lo == 7 && a.port_hi == 7, "ICMPv6 echo: one key");
-	struct tp ns6 = rep6;
+	struct synth ns6 = rep6;
 	ns6.sport = 135 << 8;   /* neighbour solicitation */
 	key_of(&ns6, &b);
 	CHECK(b.port_lo == 0 && b.port_hi == 0, "ICMPv6 non-echo: ports zero");
@@ -261,7 +182,7 @@ test_key_vlan(void)
 {
 	struct weir_flow_table *t = table("ft_vlan", 64);
 	struct weir_flow_key a, b;
-	struct tp d = tcp4("10.0.0.2", 40000, "192.0.2.9", 443, 0);
+	struct synth d = tcp4("10.0.0.2", 40000, "192.0.2.9", 443, 0);
 
 	d.tagged = 1;
 	d.tci = 0xe000 | 100;   /* PCP 7, VID 100 */
@@ -274,7 +195,7 @@ test_key_vlan(void)
 	CHECK(!key_eq(&a, &b), "different VLANs: different keys");
 	CHECK(f100 != NULL && f200 != NULL && f100 != f200, "different VLANs: different entries");
 	d.tci = 0x2000 | 100;   /* other priority, same VLAN */
-	struct tp r = reverse(d);
+	struct synth r = synth_reverse(d);
 	CHECK(lookup1(t, &r, 2) == f100, "reverse direction on VLAN 100 finds the same entry");
 	CHECK(weir_flow_table_stats(t)->inserted == 2, "two flows inserted");
 	weir_flow_table_free(t);
@@ -284,17 +205,17 @@ static void
 test_bidir_lookup(void)
 {
 	struct weir_flow_table *t = table("ft_bidir", 64);
-	struct tp d = tcp4("10.0.0.2", 40000, "192.0.2.9", 443, 0);
-	struct tp r = reverse(d);
+	struct synth d = tcp4("10.0.0.2", 40000, "192.0.2.9", 443, 0);
+	struct synth r = synth_reverse(d);
 	struct weir_flow *f1 = lookup1(t, &d, 10);
 	struct weir_flow *f2 = lookup1(t, &r, 20);
 
 	CHECK(f1 != NULL && f1 == f2, "IPv4: both directions map to one entry");
 	CHECK(f1 != NULL && f1->first_tsc == 10, "first_tsc set at insert");
 
-	struct tp d6 = { .fam = 6, .src = "2001:db8::10", .dst = "2001:db8:1::1", .sport = 1,
+	struct synth d6 = { .fam = 6, .src = "2001:db8::10", .dst = "2001:db8:1::1", .sport = 1,
 			 .dport = 2, .proto = IPPROTO_TCP, .ws = -1 };
-	struct tp r6 = reverse(d6);
+	struct synth r6 = synth_reverse(d6);
 	f1 = lookup1(t, &d6, 30);
 	f2 = lookup1(t, &r6, 30);
 	CHECK(f1 != NULL && f1 == f2, "IPv6: both directions map to one entry");
@@ -310,9 +231,9 @@ static void
 test_tcp_handshake(void)
 {
 	struct weir_flow_table *t = table("ft_hs", 64);
-	struct tp syn = tcp4("10.0.0.2", 40000, "192.0.2.9", 443, WEIR_TCP_SYN);
-	struct tp synack = reverse(syn);
-	struct tp ack = syn;
+	struct synth syn = tcp4("10.0.0.2", 40000, "192.0.2.9", 443, WEIR_TCP_SYN);
+	struct synth synack = synth_reverse(syn);
+	struct synth ack = syn;
 
 	syn.ws = 7;
 	syn.mss = 1460;
@@ -351,8 +272,8 @@ static void
 test_tcp_midstream_and_fin(void)
 {
 	struct weir_flow_table *t = table("ft_fin", 64);
-	struct tp out = tcp4("10.0.0.2", 40000, "192.0.2.9", 443, WEIR_TCP_ACK);
-	struct tp in = reverse(out);
+	struct synth out = tcp4("10.0.0.2", 40000, "192.0.2.9", 443, WEIR_TCP_ACK);
+	struct synth in = synth_reverse(out);
 
 	out.plen = 100;
 	struct weir_flow *f = pkt(t, &out, WEIR_DIR_OUT, 1);
@@ -399,8 +320,8 @@ test_tcp_midstream_and_fin(void)
 
 	/* The usual close: FIN, FIN+ACK acking it, last ACK. Sequence numbers
 	 * near the wrap check the serial arithmetic. */
-	struct tp o2 = tcp4("10.0.0.3", 1111, "192.0.2.9", 443, WEIR_TCP_ACK);
-	struct tp i2 = reverse(o2);
+	struct synth o2 = tcp4("10.0.0.3", 1111, "192.0.2.9", 443, WEIR_TCP_ACK);
+	struct synth i2 = synth_reverse(o2);
 	f = pkt(t, &o2, WEIR_DIR_OUT, 10);
 	o2.tcp_flags = WEIR_TCP_FIN | WEIR_TCP_ACK;
 	o2.seq = 0xfffffff0u;
@@ -428,8 +349,8 @@ static void
 test_tcp_rst_and_reuse(void)
 {
 	struct weir_flow_table *t = table("ft_rst", 64);
-	struct tp out = tcp4("10.0.0.2", 40000, "192.0.2.9", 443, WEIR_TCP_ACK);
-	struct tp in = reverse(out);
+	struct synth out = tcp4("10.0.0.2", 40000, "192.0.2.9", 443, WEIR_TCP_ACK);
+	struct synth in = synth_reverse(out);
 
 	out.plen = 500;
 	struct weir_flow *f = pkt(t, &out, WEIR_DIR_OUT, 1);
@@ -443,7 +364,7 @@ test_tcp_rst_and_reuse(void)
 	CHECK(f->state == WEIR_FS_CLOSED, "late segment keeps closed");
 	CHECK(f->pkts[WEIR_DIR_OUT] == 2, "late segment still counted");
 
-	struct tp syn = tcp4("10.0.0.2", 40000, "192.0.2.9", 443, WEIR_TCP_SYN);
+	struct synth syn = tcp4("10.0.0.2", 40000, "192.0.2.9", 443, WEIR_TCP_SYN);
 	syn.ws = 3;
 	CHECK(pkt(t, &syn, WEIR_DIR_OUT, 50) == f, "same 4-tuple, same entry");
 	CHECK(f->state == WEIR_FS_SYN_SENT, "SYN on closed restarts (%s)", weir_flow_state_name(f->state));
@@ -453,7 +374,7 @@ test_tcp_rst_and_reuse(void)
 	CHECK(weir_flow_table_stats(t)->inserted == 1, "no second insert");
 
 	/* A SYN in an established connection is not a new connection. */
-	struct tp ack = syn;
+	struct synth ack = syn;
 	ack.tcp_flags = WEIR_TCP_ACK;
 	pkt(t, &ack, WEIR_DIR_OUT, 51);
 	CHECK(f->state == WEIR_FS_ESTABLISHED, "ACK after SYN (SYN+ACK unseen) -> established");
@@ -467,9 +388,9 @@ static void
 test_udp_replied(void)
 {
 	struct weir_flow_table *t = table("ft_udp", 64);
-	struct tp d = { .fam = 4, .src = "10.0.0.2", .dst = "192.0.2.53", .sport = 5353, .dport = 53,
+	struct synth d = { .fam = 4, .src = "10.0.0.2", .dst = "192.0.2.53", .sport = 5353, .dport = 53,
 			.proto = IPPROTO_UDP, .ws = -1 };
-	struct tp r = reverse(d);
+	struct synth r = synth_reverse(d);
 	struct weir_flow *f = pkt(t, &d, WEIR_DIR_OUT, 1);
 
 	CHECK(f != NULL && !(f->flags & WEIR_FF_REPLIED) && f->state == WEIR_FS_NONE, "one way: not replied");
@@ -506,9 +427,9 @@ on_evict(struct weir_flow *f, const struct weir_flow_key *key, void *arg)
 static struct weir_flow *
 flow_in_state(struct weir_flow_table *t, uint16_t id, uint8_t proto, int state, uint64_t now)
 {
-	struct tp d = { .fam = 4, .src = "10.0.0.2", .dst = "192.0.2.9", .sport = id, .dport = 60000,
+	struct synth d = { .fam = 4, .src = "10.0.0.2", .dst = "192.0.2.9", .sport = id, .dport = 60000,
 			.proto = proto, .ws = -1 };
-	struct tp r = reverse(d);
+	struct synth r = synth_reverse(d);
 
 	struct weir_flow *f;
 	switch (state) {
@@ -564,7 +485,7 @@ test_expiry_per_state(void)
 		      f ? weir_flow_state_name(f->state) : "NULL");
 	}
 	/* ICMP (other): ports zero, so key it by another address. */
-	struct tp icmp = { .fam = 4, .src = "10.9.9.9", .dst = "192.0.2.9", .proto = IPPROTO_ICMP,
+	struct synth icmp = { .fam = 4, .src = "10.9.9.9", .dst = "192.0.2.9", .proto = IPPROTO_ICMP,
 			   .sport = 3 << 8, .ws = -1 };
 	struct weir_flow *fi = pkt(t, &icmp, WEIR_DIR_IN, t0);
 	if (fi != NULL)
@@ -652,7 +573,7 @@ static void
 nth_key(uint32_t i, struct weir_flow_key *k)
 {
 	char src[32];
-	struct tp d = { .fam = 4, .dst = "192.0.2.1", .sport = 1024 + (i & 0x3fff), .dport = 80,
+	struct synth d = { .fam = 4, .dst = "192.0.2.1", .sport = 1024 + (i & 0x3fff), .dport = 80,
 			.proto = IPPROTO_TCP, .ws = -1 };
 
 	snprintf(src, sizeof(src), "10.%u.%u.%u", (i >> 14) & 0xff, (i >> 22) & 0xff, 1);
