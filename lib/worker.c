@@ -229,6 +229,31 @@ pull_shaped(struct weir_worker *w, enum weir_port_role dir, uint64_t now)
 	return n;
 }
 
+/* Empty queue `qid` of both directions' shapers, in order: the frames are
+ * sent on (forward) or freed and counted as dropped. Returns how many. */
+static unsigned int
+drain_queue(struct weir_worker *w, uint32_t qid, bool forward)
+{
+	struct rte_mbuf *pkts[WEIR_BURST_MAX];
+	unsigned int n, total = 0;
+
+	for (int dir = 0; dir < WEIR_PORT__COUNT; dir++) {
+		while (w->shaper[dir] != NULL &&
+		       (n = weir_cbq_drain(w->shaper[dir], WEIR_SHAPER_DEFAULT_LEAF, qid, pkts,
+					   WEIR_BURST_MAX)) > 0) {
+			total += n;
+			if (forward) {
+				w->ctr.port[dir].forwarded += n;
+				send_burst(w, (enum weir_port_role)(dir ^ 1), pkts, (uint16_t)n);
+			} else {
+				w->ctr.port[dir].dropped += n;
+				rte_pktmbuf_free_bulk(pkts, n);
+			}
+		}
+	}
+	return total;
+}
+
 /* Expiry hands over a flow before its slot is reused: whatever it still has
  * queued leaves now (a queue never outlives its flow, and nothing is held
  * forever), ahead of the shaper, in order. */
@@ -236,63 +261,30 @@ static void
 evict_flow(struct weir_flow *f, const struct weir_flow_key *key, void *arg)
 {
 	struct weir_worker *w = arg;
-	uint32_t qid = weir_flow_slot(w->flows, f);
-	struct rte_mbuf *pkts[WEIR_BURST_MAX];
 
 	RTE_SET_USED(key);
-	for (int dir = 0; dir < WEIR_PORT__COUNT; dir++) {
-		unsigned int n;
-
-		if (w->shaper[dir] == NULL)
-			continue;
-		while ((n = weir_cbq_drain(w->shaper[dir], WEIR_SHAPER_DEFAULT_LEAF, qid, pkts,
-					   WEIR_BURST_MAX)) > 0) {
-			w->ctr.port[dir].forwarded += n;
-			send_burst(w, (enum weir_port_role)(dir ^ 1), pkts, (uint16_t)n);
-		}
-	}
+	drain_queue(w, weir_flow_slot(w->flows, f), true);
 }
 
 static int
 free_flow_queue(const struct weir_flow *f, const struct weir_flow_key *key, void *arg)
 {
 	struct weir_worker *w = arg;
-	struct rte_mbuf *pkts[WEIR_BURST_MAX];
-	uint32_t qid = weir_flow_slot(w->flows, f);
 
 	RTE_SET_USED(key);
-	for (int dir = 0; dir < WEIR_PORT__COUNT; dir++) {
-		unsigned int n;
-
-		while (w->shaper[dir] != NULL &&
-		       (n = weir_cbq_drain(w->shaper[dir], WEIR_SHAPER_DEFAULT_LEAF, qid, pkts,
-					   WEIR_BURST_MAX)) > 0) {
-			rte_pktmbuf_free_bulk(pkts, n);
-			w->ctr.port[dir].dropped += n;
-		}
-	}
+	drain_queue(w, weir_flow_slot(w->flows, f), false);
 	return 0;
 }
 
 unsigned int
 weir_worker_flush_queues(struct weir_worker *w)
 {
-	struct rte_mbuf *pkts[WEIR_BURST_MAX];
 	uint64_t before = w->ctr.port[0].dropped + w->ctr.port[1].dropped;
 
 	if (w->shaper[0] == NULL && w->shaper[1] == NULL)
 		return 0;
 	weir_flow_walk(w->flows, free_flow_queue, w);
-	for (int dir = 0; dir < WEIR_PORT__COUNT; dir++) {
-		unsigned int n;
-
-		while (w->shaper[dir] != NULL &&
-		       (n = weir_cbq_drain(w->shaper[dir], WEIR_SHAPER_DEFAULT_LEAF, w->unmanaged_qid,
-					   pkts, WEIR_BURST_MAX)) > 0) {
-			rte_pktmbuf_free_bulk(pkts, n);
-			w->ctr.port[dir].dropped += n;
-		}
-	}
+	drain_queue(w, w->unmanaged_qid, false);
 	return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
 }
 
