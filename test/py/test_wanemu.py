@@ -203,10 +203,18 @@ for i in range(n):
 def udp_run(src, dst_ns, n, size=64, every=50, pause=0.002, idle=0.6, dst_ip=None):
     """Send n sequence-numbered datagrams src -> dst_ns; the sequence numbers
     the receiver got, in arrival order."""
-    rx = subprocess.Popen(nsx(dst_ns, PY, "-c", RECV % (PORT, idle)), stdout=subprocess.PIPE, text=True)
+    return receive_while(nsx(dst_ns, PY, "-c", RECV % (PORT, idle)),
+                         nsx(src, PY, "-c", SEND % PORT, dst_ip or IP[dst_ns], n, size, every, pause))
+
+
+def receive_while(rx_argv, tx_argv):
+    """Start a receiver that prints "ready", run the sender, and return the
+    JSON the receiver prints last."""
+    rx = subprocess.Popen(rx_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert rx.stdout.readline().strip() == "ready"
-        sh(nsx(src, PY, "-c", SEND % PORT, dst_ip or IP[dst_ns], n, size, every, pause), timeout=60)
+        ready = rx.stdout.readline().strip()
+        assert ready == "ready", rx.stderr.read() if rx.poll() is not None else ready
+        sh(tx_argv, timeout=60)
         out, _ = rx.communicate(timeout=30)
     finally:
         if rx.poll() is None:
@@ -479,18 +487,8 @@ sendp(out, iface="eth0", verbose=False)
 
 def vlan_frames(src, dst, qinq):
     """Tagged frames src -> dst injected with scapy; the tags and payloads dst saw, in order."""
-    rx = subprocess.Popen(nsx(dst, PY, "-c", VLAN_SNIFF, 5), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True)
-    try:
-        ready = rx.stdout.readline().strip()
-        assert ready == "ready", rx.stderr.read() if rx.poll() is not None else ready
-        sh(nsx(src, PY, "-c", VLAN_SEND, HOSTS[src][2], HOSTS[dst][2], int(qinq)))
-        out, _ = rx.communicate(timeout=30)
-    finally:
-        if rx.poll() is None:
-            rx.kill()
-            rx.wait()
-    return json.loads(out.strip().splitlines()[-1])
+    return receive_while(nsx(dst, PY, "-c", VLAN_SNIFF, 5),
+                         nsx(src, PY, "-c", VLAN_SEND, HOSTS[src][2], HOSTS[dst][2], int(qinq)))
 
 
 @pytest.mark.parametrize("src, dst", [(A, B1), (B1, A)], ids=["to_path", "to_weir"])
