@@ -505,7 +505,16 @@ weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats *ou
 	*out = k->st;
 	out->qlen = k->is_leaf ? k->drr.pkts : 0;
 	out->qbytes = k->is_leaf ? k->drr.bytes : 0;
+	out->backlogged = k->is_leaf ? k->drr.n_listed : 0;
+	out->rate_bps = k->rate_bps;
+	out->ceil_bps = k->ceil_bps;
 	return 0;
+}
+
+uint64_t
+weir_cbq_rate(const struct weir_cbq *c, uint16_t cls)
+{
+	return cls < c->n ? c->cls[cls].rate_bps : 0;
 }
 
 int

@@ -72,7 +72,10 @@ struct weir_cbq_stats {
 	uint64_t borrowed;
 	uint64_t lent;
 	uint32_t qlen;          /* leaf: packets queued now */
+	uint32_t backlogged;    /* leaf: flows with packets queued now */
 	uint64_t qbytes;        /* leaf: wire bytes queued now */
+	uint64_t rate_bps;      /* as set now (a worker's share, see weir_cbq_set_rate) */
+	uint64_t ceil_bps;
 };
 
 enum weir_cbq_rc {
@@ -117,6 +120,7 @@ unsigned int weir_cbq_drain(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id
 
 int weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats *out);
 int weir_cbq_is_leaf(const struct weir_cbq *c, uint16_t cls);
+uint64_t weir_cbq_rate(const struct weir_cbq *c, uint16_t cls);    /* bit/s now, 0 if no such class */
 uint32_t weir_cbq_backlog(const struct weir_cbq *c);       /* packets queued in the tree */
 struct weir_drr_qtab *weir_cbq_qtab(struct weir_cbq *c);   /* per-flow weights, qlen */
 

@@ -11,18 +11,17 @@
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_byteorder.h>
 #include <rte_common.h>
-#include <rte_malloc.h>
 
 #include "classify.h"
 
 /* Large enough for any real policy, small enough that a typo in a generated
  * config (a million rules) fails loudly at build time rather than making
  * every new flow scan for milliseconds. */
-#define WEIR_CLS_MAX_RULES 65536u
 
 #ifndef IPPROTO_UDPLITE
 #define IPPROTO_UDPLITE 136
@@ -186,7 +185,7 @@ compile_rule(unsigned int i, const struct weir_classify_rule *r, struct cls_rule
 
 struct weir_classifier *
 weir_classifier_build(const struct weir_classify_rule *rules, unsigned int n, uint16_t default_class,
-		      int socket_id, char *err, size_t errlen)
+		      char *err, size_t errlen)
 {
 	struct weir_classifier *c;
 
@@ -199,15 +198,20 @@ weir_classifier_build(const struct weir_classify_rule *rules, unsigned int n, ui
 		set_err(err, errlen, "%u rules: more than the %u allowed", n, WEIR_CLS_MAX_RULES);
 		return NULL;
 	}
-	c = rte_zmalloc_socket("weir_classifier", sizeof(*c) + (size_t)n * sizeof(c->rules[0]),
-			       RTE_CACHE_LINE_SIZE, socket_id);
+	/* Process memory, not rte_malloc: a policy is built (and checked)
+	 * before EAL starts, and one object serves workers on every socket. */
+	size_t sz = RTE_ALIGN_CEIL(sizeof(*c) + (size_t)n * sizeof(c->rules[0]), RTE_CACHE_LINE_SIZE);
+
+	c = aligned_alloc(RTE_CACHE_LINE_SIZE, sz);
+	if (c != NULL)
+		memset(c, 0, sz);
 	if (c == NULL) {
 		set_err(err, errlen, "out of memory for %u rules", n);
 		return NULL;
 	}
 	for (unsigned int i = 0; i < n; i++) {
 		if (compile_rule(i, &rules[i], &c->rules[i], err, errlen) != 0) {
-			rte_free(c);
+			free(c);
 			return NULL;
 		}
 	}
@@ -219,7 +223,7 @@ weir_classifier_build(const struct weir_classify_rule *rules, unsigned int n, ui
 void
 weir_classifier_free(struct weir_classifier *c)
 {
-	rte_free(c);
+	free(c);
 }
 
 unsigned int

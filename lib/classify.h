@@ -98,13 +98,15 @@ struct weir_cls_tuple {
 
 struct weir_classifier;
 
+#define WEIR_CLS_MAX_RULES 65536u
+
 /*
  * Validate and compile n rules. Returns NULL on error with "rule I: problem"
- * (or a general problem) in err. socket_id: where to allocate (rte_malloc).
- * n == 0 is valid: everything gets default_class.
+ * (or a general problem) in err. Allocated from process memory (it may be
+ * built before EAL starts, to check a config). n == 0 is valid: everything gets default_class.
  */
 struct weir_classifier *weir_classifier_build(const struct weir_classify_rule *rules, unsigned int n,
-					      uint16_t default_class, int socket_id,
+					      uint16_t default_class,
 					      char *err, size_t errlen);
 void weir_classifier_free(struct weir_classifier *c);
 

@@ -29,7 +29,8 @@ struct weir_port_counters {
 	uint64_t tx_bytes;
 	uint64_t forwarded;      /* rx frames handed to the other port's tx */
 	uint64_t tx_full;        /* rx frames dropped: the other port's tx ring stayed full */
-	uint64_t dropped;        /* rx frames dropped by policy (later stages) */
+	uint64_t dropped;        /* rx frames dropped: their flow's or class's queue was full */
+	uint64_t refused;        /* rx frames dropped: their flow was refused admission */
 	uint64_t non_ip;         /* bridged unmanaged: ARP, LLDP, other ethertypes */
 	uint64_t fragments;      /* bridged unmanaged: IP fragments */
 	uint64_t malformed;      /* bridged unmanaged: sum of malformed_by[] */

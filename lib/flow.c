@@ -288,10 +288,13 @@ seq_geq(uint32_t a, uint32_t b)
 	return (int32_t)(a - b) >= 0;
 }
 
-/* A new connection on a closed 4-tuple: forget the old one's history. */
+/* A new connection on a closed 4-tuple: forget the old one's history, and
+ * have it classified again as the new flow it is (class_id and shape stay:
+ * the worker needs them to find what the old connection still has queued). */
 static void
 flow_restart(struct weir_flow *f, uint64_t now)
 {
+	f->policy_epoch = 0;
 	f->first_tsc = now;
 	f->bytes[0] = f->bytes[1] = 0;
 	f->pkts[0] = f->pkts[1] = 0;

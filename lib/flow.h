@@ -63,14 +63,20 @@ struct weir_flow {
 	uint64_t bytes[2];      /* by enum weir_dir, wire bytes */
 	uint32_t pkts[2];
 	uint32_t fin_seq[2];    /* seq just past each side's FIN, to see it ACKed */
-	uint16_t class_id;      /* set by classification (later stages) */
-	uint16_t policy_epoch;
+	uint16_t class_id;      /* policy target (lib/policy.h), set by classification */
+	uint16_t policy_epoch;  /* low 16 bits of the policy it was classified under; 0 = not yet */
 	uint8_t  state;         /* enum weir_flow_state */
 	uint8_t  flags;         /* WEIR_FF_* */
 	uint8_t  wscale[2];     /* window scale announced by each direction's sender */
 	uint16_t mss[2];
-	uint8_t  _rsvd[4];
+	uint8_t  shape;         /* WEIR_FSH_*: shaping state, owned by the worker */
+	uint8_t  _rsvd[3];
 } __rte_cache_aligned;
+
+/* weir_flow.shape */
+#define WEIR_FSH_COUNTED        0x01  /* counted in its classes' flow counts (admission) */
+#define WEIR_FSH_REFUSED        0x02  /* admission refused: its packets are dropped */
+#define WEIR_FSH_INIT_IN        0x04  /* opened by a WAN host (for re-classification) */
 
 /* Idle timeouts in seconds, by state family. */
 struct weir_flow_timeouts {

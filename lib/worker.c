@@ -21,16 +21,30 @@
 static_assert((int)WEIR_PORT_LAN == (int)WEIR_DIR_OUT && (int)WEIR_PORT_WAN == (int)WEIR_DIR_IN,
 	      "port role doubles as the packet's direction");
 
+/* Policy epochs as flows store them: 16 bits, never 0 (0 = unclassified). */
+static inline uint16_t
+epoch16(uint32_t epoch)
+{
+	return (uint16_t)(epoch % 0xffff + 1);
+}
+
 struct weir_worker *
 weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *flows,
 		   struct weir_cbq *const shaper[WEIR_PORT__COUNT], int socket_id)
 {
+	const struct weir_policy *pol = conf->policy;
+	bool shaped = shaper != NULL && (shaper[0] != NULL || shaper[1] != NULL);
 	struct weir_worker *w;
 
 	if (conf->burst == 0 || conf->burst > WEIR_BURST_MAX)
 		return NULL;
-	if (shaper != NULL && (shaper[0] != NULL || shaper[1] != NULL) && flows == NULL)
-		return NULL;    /* a flow's queue id is its flow slot */
+	/* A flow's queue id is its flow slot; its leaf comes from the policy,
+	 * whose trees the shapers must have been built from. */
+	if (shaped && (flows == NULL || pol == NULL))
+		return NULL;
+	for (int d = 0; shaped && d < WEIR_PORT__COUNT; d++)
+		if ((shaper[d] != NULL) != (pol->tree[d].n_classes != 0))
+			return NULL;
 	w = rte_zmalloc_socket("weir_worker", sizeof(*w), RTE_CACHE_LINE_SIZE, socket_id);
 	if (w == NULL)
 		return NULL;
@@ -38,10 +52,23 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 	w->flows = flows;
 	w->tsc_hz = rte_get_tsc_hz();
 	w->tsc_per_us = RTE_MAX(w->tsc_hz / 1000000, (uint64_t)1);
-	if (shaper != NULL && flows != NULL) {
-		w->shaper[0] = shaper[0];
-		w->shaper[1] = shaper[1];
+	if (shaped) {
+		w->policy = pol;
+		w->epoch16 = epoch16(pol->epoch);
 		w->unmanaged_qid = weir_flow_table_capacity(flows);
+		for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+			w->shaper[d] = shaper[d];
+			if (shaper[d] == NULL)
+				continue;
+			w->cls_ctr[d] = rte_zmalloc_socket("weir_class_ctr",
+				pol->tree[d].n_classes * sizeof(*w->cls_ctr[d]), RTE_CACHE_LINE_SIZE,
+				socket_id);
+			if (w->cls_ctr[d] == NULL) {
+				rte_free(w->cls_ctr[0]);
+				rte_free(w);
+				return NULL;
+			}
+		}
 	}
 	return w;
 }
@@ -54,6 +81,8 @@ weir_worker_free(struct weir_worker *w)
 	weir_worker_flush_queues(w);
 	weir_cbq_free(w->shaper[0]);
 	weir_cbq_free(w->shaper[1]);
+	rte_free(w->cls_ctr[0]);
+	rte_free(w->cls_ctr[1]);
 	rte_free(w);
 }
 
@@ -74,27 +103,195 @@ classify_unmanaged(struct weir_port_counters *pc, const struct weir_pkt *p)
 	return false;
 }
 
+/* ---- classification and admission (once per flow, not per packet) ---- */
+
+static inline uint16_t
+flow_leaf(const struct weir_worker *w, const struct weir_flow *f, int d)
+{
+	return w->policy->targets[f->class_id].leaf[d];
+}
+
+/* Add delta to the flow counts of the flow's classes. */
+static void
+flow_count(struct weir_worker *w, const struct weir_flow *f, int32_t delta)
+{
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		uint16_t leaf = flow_leaf(w, f, d);
+
+		if (leaf != WEIR_CBQ_NONE)
+			w->cls_ctr[d][leaf].flows += (uint32_t)delta;
+	}
+}
+
+static inline void
+flow_uncount(struct weir_worker *w, struct weir_flow *f)
+{
+	if (f->shape & WEIR_FSH_COUNTED) {
+		flow_count(w, f, -1);
+		f->shape &= (uint8_t)~WEIR_FSH_COUNTED;
+	}
+}
+
+/* May one more flow join `leaf` without pushing its per-flow share below
+ * the class's flow_min? The class's rate here is this worker's share of it
+ * (what its tree is set to), so (n + 1) x flow_min <= rate: no division. */
+static inline bool
+leaf_admits(const struct weir_worker *w, int d, uint16_t leaf)
+{
+	const struct weir_policy_class *k = &w->policy->tree[d].classes[leaf];
+
+	return k->flow_min == 0 ||
+	       (uint64_t)(w->cls_ctr[d][leaf].flows + 1) * k->flow_min <=
+	       weir_cbq_rate(w->shaper[d], leaf);
+}
+
+/* Move what queue qid holds in direction d from leaf `from` to leaf `to`,
+ * in order (a flow classified anew while packets of it still wait). */
+static void
+move_queue(struct weir_worker *w, int d, uint32_t qid, uint16_t from, uint16_t to, uint64_t now)
+{
+	struct rte_mbuf *pkts[WEIR_BURST_MAX];
+	unsigned int n;
+
+	while ((n = weir_cbq_drain(w->shaper[d], from, qid, pkts, WEIR_BURST_MAX)) > 0)
+		for (unsigned int i = 0; i < n; i++)
+			if (weir_cbq_enqueue(w->shaper[d], to, qid, pkts[i], now) != WEIR_CBQ_OK) {
+				rte_pktmbuf_free(pkts[i]);
+				w->ctr.port[d].dropped++;
+			}
+}
+
+/* Put flow f in target `target` (moving anything it has queued), or apply
+ * the refusing class's admission action. Returns false when the flow is
+ * refused: its packets are dropped until a later packet finds room. */
+static bool
+admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target, uint64_t now)
+{
+	const struct weir_policy *pol = w->policy;
+	uint32_t slot = weir_flow_slot(w->flows, f);
+	uint16_t old[WEIR_PORT__COUNT] = { flow_leaf(w, f, 0), flow_leaf(w, f, 1) };
+
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		uint16_t leaf = pol->targets[target].leaf[d];
+		const struct weir_policy_class *k;
+
+		if (leaf == WEIR_CBQ_NONE || leaf_admits(w, d, leaf))
+			continue;
+		k = &pol->tree[d].classes[leaf];
+		if (!(f->shape & WEIR_FSH_REFUSED))
+			w->cls_ctr[d][leaf].refused++;  /* once per flow, not per retry */
+		if (k->admit == WEIR_ADMIT_FALLBACK) {
+			w->cls_ctr[d][leaf].diverted++;
+			target = k->fallback_target;    /* not admission-checked: the way out */
+			break;
+		}
+		f->class_id = target;
+		f->shape |= WEIR_FSH_REFUSED;
+		return false;
+	}
+	f->class_id = target;
+	f->shape = (uint8_t)((f->shape & ~WEIR_FSH_REFUSED) | WEIR_FSH_COUNTED);
+	flow_count(w, f, 1);
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		uint16_t leaf = flow_leaf(w, f, d);
+
+		if (leaf == WEIR_CBQ_NONE)
+			continue;
+		w->cls_ctr[d][leaf].admitted++;
+		if (old[d] != leaf && weir_drr_qlen(weir_cbq_qtab(w->shaper[d]), slot) > 0)
+			move_queue(w, d, slot, old[d], leaf, now);
+		weir_drr_set_weight(weir_cbq_qtab(w->shaper[d]), slot, pol->targets[target].weight);
+	}
+	return true;
+}
+
+/* Classify a new flow (or one whose policy changed) by this packet. */
+static bool
+classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,
+	      const struct weir_pkt *p, enum weir_dir dir, uint64_t now)
+{
+	struct weir_cls_tuple t;
+
+	weir_classify_tuple_make(frame, p, dir, &t);
+	if (f->policy_epoch == 0) {
+		/* First packet: it tells who opened the flow; remember it for
+		 * re-classification, where the packet at hand may be a reply. */
+		if (t.init_dir == WEIR_DIR_IN)
+			f->shape |= WEIR_FSH_INIT_IN;
+		else
+			f->shape &= (uint8_t)~WEIR_FSH_INIT_IN;
+	} else {
+		t.init_dir = (f->shape & WEIR_FSH_INIT_IN) ? WEIR_DIR_IN : WEIR_DIR_OUT;
+	}
+	flow_uncount(w, f);
+	f->shape &= (uint8_t)~WEIR_FSH_REFUSED;
+	f->policy_epoch = w->epoch16;
+	return admit_flow(w, f, weir_classify_tuple(w->policy->classifier, &t), now);
+}
+
+/* Shaping state of a managed packet's flow after tracking it: classify
+ * when new, retry admission when refused, release the flow's admission
+ * slot when the connection has ended. Returns false to drop the packet. */
+static inline bool
+shape_flow(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum weir_dir dir,
+	   uint64_t now)
+{
+	bool ok = true;
+
+	if (unlikely(f->policy_epoch != w->epoch16))
+		ok = classify_flow(w, f, rte_pktmbuf_mtod(m, const uint8_t *),
+				   &weir_mbuf_meta(m)->pkt, dir, now);
+	else if (unlikely(f->shape & WEIR_FSH_REFUSED))
+		ok = admit_flow(w, f, f->class_id, now);
+	if (unlikely(f->state == WEIR_FS_CLOSED))
+		flow_uncount(w, f);     /* RST or both FINs acked: room for a new flow */
+	return ok;
+}
+
 /* Queue a burst in its direction's class tree: each frame in its flow's
- * queue (frames without a flow share one). A full queue drops the arriving
- * frame of that flow only, counted as dropped. Nothing leaves here. */
+ * queue in its flow's leaf (frames without a flow share one queue in the
+ * default class). A full queue drops the arriving frame of that flow only,
+ * counted as dropped; refused flows' frames are freed (counted already).
+ * Nothing leaves here. */
 static uint16_t
 enqueue_shaped(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf **pkts,
-	       struct weir_flow *const *pkt_flow, uint16_t n, uint64_t now)
+	       struct weir_flow *const *pkt_flow, uint64_t refused, uint16_t n, uint64_t now)
 {
 	struct weir_cbq *sh = w->shaper[from];
 	struct weir_port_counters *pc = &w->ctr.port[from];
+	const uint16_t dflt = w->policy->tree[from].default_leaf;
 
 	for (uint16_t i = 0; i < n; i++) {
-		uint32_t qid = pkt_flow[i] != NULL ? weir_flow_slot(w->flows, pkt_flow[i])
-						   : w->unmanaged_qid;
+		const struct weir_flow *f = pkt_flow[i];
+		uint32_t qid = f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
+		uint16_t leaf = f != NULL ? flow_leaf(w, f, from) : dflt;
 
-		if (unlikely(weir_cbq_enqueue(sh, WEIR_SHAPER_DEFAULT_LEAF, qid, pkts[i], now) != 0)) {
+		if (unlikely(refused & (1ull << i))) {
+			rte_pktmbuf_free(pkts[i]);
+			continue;
+		}
+		if (unlikely(weir_cbq_enqueue(sh, leaf, qid, pkts[i], now) != 0)) {
 			rte_pktmbuf_free(pkts[i]);
 			pc->dropped++;
 		}
 	}
 	w->next_tsc[from] = 0;  /* new backlog: ask the tree on the next turn */
 	return 0;
+}
+
+/* Unshaped direction: drop refused flows' frames, keep the rest in order. */
+static uint16_t
+compact_refused(struct rte_mbuf **pkts, uint64_t refused, uint16_t n)
+{
+	uint16_t k = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		if (refused & (1ull << i))
+			rte_pktmbuf_free(pkts[i]);
+		else
+			pkts[k++] = pkts[i];
+	}
+	return k;
 }
 
 uint16_t
@@ -108,6 +305,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	uint16_t managed_idx[WEIR_BURST_MAX];
 	uint16_t n_managed = 0;
 	uint64_t bytes = 0;
+	uint64_t refused = 0;   /* bit i: drop pkts[i], its flow was refused */
 
 	for (uint16_t i = 0; i < n && i < 4; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
@@ -136,19 +334,26 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		weir_flow_lookup_bulk(w->flows, keys, n_managed, now, flows);
 		for (uint16_t k = 0; k < n_managed; k++) {
 			struct rte_mbuf *m = pkts[managed_idx[k]];
+			struct weir_flow *f = flows[k];
 
-			if (unlikely(flows[k] == NULL)) {
+			if (unlikely(f == NULL)) {
 				pc->flow_full++;
 				continue;
 			}
-			weir_flow_track(flows[k], &weir_mbuf_meta(m)->pkt, (enum weir_dir)from,
-					m->pkt_len, now);
-			pkt_flow[managed_idx[k]] = flows[k];
+			weir_flow_track(f, &weir_mbuf_meta(m)->pkt, (enum weir_dir)from, m->pkt_len, now);
 			pc->managed++;
+			if (w->policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from, now)) {
+				refused |= 1ull << managed_idx[k];
+				pc->refused++;
+				continue;
+			}
+			pkt_flow[managed_idx[k]] = f;
 		}
 	}
 	if (w->shaper[from] != NULL)
-		return enqueue_shaped(w, from, pkts, pkt_flow, n, now);
+		return enqueue_shaped(w, from, pkts, pkt_flow, refused, n, now);
+	if (unlikely(refused != 0))
+		n = compact_refused(pkts, refused, n);
 	pc->forwarded += n;
 	return n;
 }
@@ -229,18 +434,23 @@ pull_shaped(struct weir_worker *w, enum weir_port_role dir, uint64_t now)
 	return n;
 }
 
-/* Empty queue `qid` of both directions' shapers, in order: the frames are
- * sent on (forward) or freed and counted as dropped. Returns how many. */
+/* Empty flow f's queue (f NULL: the queue of frames without a flow) in both
+ * directions' shapers, in order: the frames are sent on (forward) or freed
+ * and counted as dropped. Returns how many. */
 static unsigned int
-drain_queue(struct weir_worker *w, uint32_t qid, bool forward)
+drain_queue(struct weir_worker *w, const struct weir_flow *f, bool forward)
 {
 	struct rte_mbuf *pkts[WEIR_BURST_MAX];
 	unsigned int n, total = 0;
+	uint32_t qid = f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
 
 	for (int dir = 0; dir < WEIR_PORT__COUNT; dir++) {
-		while (w->shaper[dir] != NULL &&
-		       (n = weir_cbq_drain(w->shaper[dir], WEIR_SHAPER_DEFAULT_LEAF, qid, pkts,
-					   WEIR_BURST_MAX)) > 0) {
+		uint16_t leaf;
+
+		if (w->shaper[dir] == NULL)
+			continue;
+		leaf = f != NULL ? flow_leaf(w, f, dir) : w->policy->tree[dir].default_leaf;
+		while ((n = weir_cbq_drain(w->shaper[dir], leaf, qid, pkts, WEIR_BURST_MAX)) > 0) {
 			total += n;
 			if (forward) {
 				w->ctr.port[dir].forwarded += n;
@@ -263,7 +473,10 @@ evict_flow(struct weir_flow *f, const struct weir_flow_key *key, void *arg)
 	struct weir_worker *w = arg;
 
 	RTE_SET_USED(key);
-	drain_queue(w, weir_flow_slot(w->flows, f), true);
+	if (w->policy == NULL)
+		return;
+	drain_queue(w, f, true);
+	flow_uncount(w, f);
 }
 
 static int
@@ -272,7 +485,7 @@ free_flow_queue(const struct weir_flow *f, const struct weir_flow_key *key, void
 	struct weir_worker *w = arg;
 
 	RTE_SET_USED(key);
-	drain_queue(w, weir_flow_slot(w->flows, f), false);
+	drain_queue(w, f, false);
 	return 0;
 }
 
@@ -284,7 +497,7 @@ weir_worker_flush_queues(struct weir_worker *w)
 	if (w->shaper[0] == NULL && w->shaper[1] == NULL)
 		return 0;
 	weir_flow_walk(w->flows, free_flow_queue, w);
-	drain_queue(w, w->unmanaged_qid, false);
+	drain_queue(w, NULL, false);
 	return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
 }
 

@@ -18,6 +18,7 @@
 #include "cbq.h"
 #include "counters.h"
 #include "flow.h"
+#include "policy.h"
 
 #define WEIR_BURST_MAX 64
 
@@ -27,12 +28,21 @@ struct weir_worker_conf {
 	uint16_t burst;                        /* <= WEIR_BURST_MAX */
 	uint32_t idle_sleep_us;                /* longest back-off sleep; 0 = never sleep */
 	uint32_t expire_budget;                /* flow slots examined per expiry step */
+	/* Needed with shapers: maps a flow to its leaf in each direction. The
+	 * worker does not own it (one policy serves every worker). */
+	const struct weir_policy *policy;
 };
 
-/* The shaping leaf every flow goes to until classification exists (class 0
- * is the root, the link rate). Frames without a flow (non-IP, malformed,
- * fragments, table full) share one queue id past the flow slots. */
-#define WEIR_SHAPER_DEFAULT_LEAF 1
+/* Per class of one direction's tree, on one worker (single writer). Frames
+ * without a flow (non-IP, malformed, fragments, table full) go to the
+ * default class, in one queue id past the flow slots. */
+struct weir_class_counters {
+	uint32_t flows;         /* flows classified here and not ended (admission counts these) */
+	uint32_t _pad;
+	uint64_t admitted;      /* flows classified into this class */
+	uint64_t refused;       /* flows refused admission by this class */
+	uint64_t diverted;      /* of those, flows sent to the fallback class */
+};
 
 struct weir_worker {
 	struct weir_worker_conf conf;
@@ -41,6 +51,9 @@ struct weir_worker {
 	 * unshaped. Needs flows: the flow's slot is its queue id. */
 	struct weir_cbq *shaper[WEIR_PORT__COUNT];
 	uint32_t unmanaged_qid;                /* = flow table capacity */
+	const struct weir_policy *policy;
+	uint16_t epoch16;                      /* the policy's epoch as flows store it */
+	struct weir_class_counters *cls_ctr[WEIR_PORT__COUNT];   /* [class], NULL if unshaped */
 	uint64_t next_tsc[WEIR_PORT__COUNT];   /* a blocked shaper's next chance */
 	uint64_t tsc_per_us;
 	struct weir_worker_counters ctr;
@@ -50,7 +63,8 @@ struct weir_worker {
 } __rte_cache_aligned;
 
 /* Create a worker (allocated on `socket_id`); flows may be NULL (bridge
- * only). shaper[] may hold a class tree per direction (needs flows, and
+ * only). shaper[] may hold a class tree per direction built from
+ * conf->policy's tree of that direction (needs flows, a policy, and
  * n_queues = flow capacity + 1); the worker owns and frees them. */
 struct weir_worker *weir_worker_create(const struct weir_worker_conf *conf,
 				       struct weir_flow_table *flows,

@@ -89,6 +89,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	uint64_t state = 1, cycles = 0, done = 0, sink = 0;
 
 	struct weir_cbq *shaper[WEIR_PORT__COUNT] = { NULL, NULL };
+	struct weir_policy *policy = NULL;
 
 	if (mode >= MODE_FLOWS) {
 		struct weir_flow_table_conf fc = {
@@ -101,20 +102,28 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 			rte_exit(EXIT_FAILURE, "cannot create a table of %u flows (raise -m)\n", n_flows);
 	}
 	if (mode == MODE_SHAPE) {
-		/* Per-flow DRR queues under a root far above what one core can
-		 * push, so every frame is queued and dequeued but none waits:
-		 * the cost of the queueing path itself. */
-		const struct weir_cbq_class_conf cls[2] = {
-			{ .rate = 400000000000ull, .ceil = 400000000000ull },
-			{ .parent = 0, .rate = 400000000000ull, .ceil = 400000000000ull },
+		/* Per-flow DRR queues in one default class under a root far above
+		 * what one core can push, so every frame is queued and dequeued
+		 * but none waits: the cost of the queueing path itself. */
+		const struct weir_policy_conf pc = {
+			.tree = { { .rate = WEIR_CBQ_RATE_MAX }, { .rate = WEIR_CBQ_RATE_MAX } },
 		};
-		const struct weir_cbq_conf cc = {
+		struct weir_cbq_class_conf cls[2];
+		struct weir_cbq_conf cc = {
 			.socket_id = (int)rte_socket_id(), .tsc_hz = rte_get_tsc_hz(), .n_classes = 2,
 			.classes = cls, .n_queues = n_flows + 1, .flow_limit = 64, .overhead = 24,
 		};
-		for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		struct weir_policy_err pe;
+
+		policy = weir_policy_build(&pc, 1, &pe);
+		if (policy == NULL)
+			rte_exit(EXIT_FAILURE, "policy: %s\n", pe.msg);
+		wc.policy = policy;
+		for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+			cc.n_classes = weir_policy_cbq_classes(policy, d, 1, 1, cls);
 			if ((shaper[d] = weir_cbq_create(&cc)) == NULL)
 				rte_exit(EXIT_FAILURE, "cannot create the shaper (raise -m)\n");
+		}
 	}
 	w = weir_worker_create(&wc, ft, shaper, (int)rte_socket_id());
 	if (w == NULL)
@@ -175,6 +184,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	};
 	r.mpps = (double)rte_get_tsc_hz() / r.cycles_per_pkt / 1e6;
 	weir_worker_free(w);    /* frees what the shapers still hold, then them */
+	weir_policy_free(policy);
 	if (ft != NULL)
 		weir_flow_table_free(ft);
 	return r;

@@ -12,17 +12,10 @@
 #include <rte_log.h>
 
 #include "config.h"
+#include "config_loader.h"
 
-/* Loader state: the error buffer is filled once, by the first error. */
-struct loader {
-	const char *path;
-	char *err;
-	size_t errlen;
-	bool failed;
-};
-
-static int
-fail_at(struct loader *ld, const config_setting_t *s, const char *fmt, ...)
+int
+cfg_fail(struct loader *ld, const config_setting_t *s, const char *fmt, ...)
 {
 	const char *file = ld->path;
 	int line = 0;
@@ -47,8 +40,8 @@ fail_at(struct loader *ld, const config_setting_t *s, const char *fmt, ...)
 }
 
 /* "flows.timeouts.udp" for messages: a setting's dotted path from the root. */
-static void
-setting_path(const config_setting_t *s, const char *name, char *buf, size_t len)
+void
+cfg_path(const config_setting_t *s, const char *name, char *buf, size_t len)
 {
 	const char *parts[16];
 	int n = 0;
@@ -66,8 +59,8 @@ setting_path(const config_setting_t *s, const char *name, char *buf, size_t len)
 
 /* Reject settings the loader does not know: a typo must not silently fall
  * back to a default on a production box. */
-static int
-check_keys(struct loader *ld, const config_setting_t *grp, const char *const *allowed)
+int
+cfg_check_keys(struct loader *ld, const config_setting_t *grp, const char *const *allowed)
 {
 	for (int i = 0; i < config_setting_length(grp); i++) {
 		const config_setting_t *s = config_setting_get_elem(grp, i);
@@ -78,34 +71,34 @@ check_keys(struct loader *ld, const config_setting_t *grp, const char *const *al
 		for (const char *const *a = allowed; *a != NULL; a++)
 			ok |= strcmp(*a, name) == 0;
 		if (!ok) {
-			setting_path(grp, name, full, sizeof(full));
-			return fail_at(ld, s, "unknown setting '%s'", full);
+			cfg_path(grp, name, full, sizeof(full));
+			return cfg_fail(ld, s, "unknown setting '%s'", full);
 		}
 	}
 	return 0;
 }
 
-static const config_setting_t *
-group(struct loader *ld, const config_setting_t *parent, const char *name, bool required)
+const config_setting_t *
+cfg_group(struct loader *ld, const config_setting_t *parent, const char *name, bool required)
 {
 	const config_setting_t *g = config_setting_get_member(parent, name);
 	char full[256];
 
-	setting_path(parent, name, full, sizeof(full));
+	cfg_path(parent, name, full, sizeof(full));
 	if (g == NULL) {
 		if (required)
-			fail_at(ld, parent, "missing group '%s'", full);
+			cfg_fail(ld, parent, "missing group '%s'", full);
 		return NULL;
 	}
 	if (!config_setting_is_group(g)) {
-		fail_at(ld, g, "'%s' must be a group { ... }", full);
+		cfg_fail(ld, g, "'%s' must be a group { ... }", full);
 		return NULL;
 	}
 	return g;
 }
 
-static int
-get_int(struct loader *ld, const config_setting_t *grp, const char *name, long long def,
+int
+cfg_int(struct loader *ld, const config_setting_t *grp, const char *name, long long def,
 	long long min, long long max, long long *out)
 {
 	const config_setting_t *s = grp ? config_setting_get_member(grp, name) : NULL;
@@ -114,17 +107,17 @@ get_int(struct loader *ld, const config_setting_t *grp, const char *name, long l
 	*out = def;
 	if (s == NULL)
 		return 0;
-	setting_path(grp, name, full, sizeof(full));
+	cfg_path(grp, name, full, sizeof(full));
 	if (config_setting_type(s) != CONFIG_TYPE_INT && config_setting_type(s) != CONFIG_TYPE_INT64)
-		return fail_at(ld, s, "'%s' must be an integer", full);
+		return cfg_fail(ld, s, "'%s' must be an integer", full);
 	*out = config_setting_get_int64(s);
 	if (*out < min || *out > max)
-		return fail_at(ld, s, "'%s' is %lld; it must be between %lld and %lld", full, *out, min, max);
+		return cfg_fail(ld, s, "'%s' is %lld; it must be between %lld and %lld", full, *out, min, max);
 	return 0;
 }
 
-static int
-get_float(struct loader *ld, const config_setting_t *grp, const char *name, double def,
+int
+cfg_float(struct loader *ld, const config_setting_t *grp, const char *name, double def,
 	  double min, double max, double *out)
 {
 	const config_setting_t *s = grp ? config_setting_get_member(grp, name) : NULL;
@@ -133,20 +126,20 @@ get_float(struct loader *ld, const config_setting_t *grp, const char *name, doub
 	*out = def;
 	if (s == NULL)
 		return 0;
-	setting_path(grp, name, full, sizeof(full));
+	cfg_path(grp, name, full, sizeof(full));
 	if (config_setting_type(s) == CONFIG_TYPE_FLOAT)
 		*out = config_setting_get_float(s);
 	else if (config_setting_type(s) == CONFIG_TYPE_INT || config_setting_type(s) == CONFIG_TYPE_INT64)
 		*out = (double)config_setting_get_int64(s);
 	else
-		return fail_at(ld, s, "'%s' must be a number", full);
+		return cfg_fail(ld, s, "'%s' must be a number", full);
 	if (!(*out >= min && *out <= max))
-		return fail_at(ld, s, "'%s' is %g; it must be between %g and %g", full, *out, min, max);
+		return cfg_fail(ld, s, "'%s' is %g; it must be between %g and %g", full, *out, min, max);
 	return 0;
 }
 
-static int
-get_bool(struct loader *ld, const config_setting_t *grp, const char *name, bool def, bool *out)
+int
+cfg_bool(struct loader *ld, const config_setting_t *grp, const char *name, bool def, bool *out)
 {
 	const config_setting_t *s = grp ? config_setting_get_member(grp, name) : NULL;
 	char full[256];
@@ -154,34 +147,34 @@ get_bool(struct loader *ld, const config_setting_t *grp, const char *name, bool 
 	*out = def;
 	if (s == NULL)
 		return 0;
-	setting_path(grp, name, full, sizeof(full));
+	cfg_path(grp, name, full, sizeof(full));
 	if (config_setting_type(s) != CONFIG_TYPE_BOOL)
-		return fail_at(ld, s, "'%s' must be true or false", full);
+		return cfg_fail(ld, s, "'%s' must be true or false", full);
 	*out = config_setting_get_bool(s);
 	return 0;
 }
 
 /* String into a fixed buffer; `def` NULL means required. */
-static int
-get_str(struct loader *ld, const config_setting_t *grp, const char *name, const char *def,
+int
+cfg_str(struct loader *ld, const config_setting_t *grp, const char *name, const char *def,
 	char *out, size_t outlen)
 {
 	const config_setting_t *s = grp ? config_setting_get_member(grp, name) : NULL;
 	char full[256];
 	const char *v;
 
-	setting_path(grp, name, full, sizeof(full));
+	cfg_path(grp, name, full, sizeof(full));
 	if (s == NULL) {
 		if (def == NULL)
-			return fail_at(ld, grp, "missing setting '%s'", full);
+			return cfg_fail(ld, grp, "missing setting '%s'", full);
 		snprintf(out, outlen, "%s", def);
 		return 0;
 	}
 	if (config_setting_type(s) != CONFIG_TYPE_STRING)
-		return fail_at(ld, s, "'%s' must be a string", full);
+		return cfg_fail(ld, s, "'%s' must be a string", full);
 	v = config_setting_get_string(s);
 	if (strlen(v) >= outlen)
-		return fail_at(ld, s, "'%s' is longer than %zu characters", full, outlen - 1);
+		return cfg_fail(ld, s, "'%s' is longer than %zu characters", full, outlen - 1);
 	snprintf(out, outlen, "%s", v);
 	return 0;
 }
@@ -199,33 +192,34 @@ static int
 load_top(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
 	static const char *const keys[] = { "eal", "log_level", "lcores", "ports", "mempool",
-					    "rings", "worker", "flows", "shaping", "stats", NULL };
+					    "rings", "worker", "flows", "shaping", "rules",
+					    "stats", NULL };
 	const config_setting_t *eal = config_setting_get_member(root, "eal");
 	char level[16];
 
-	if (check_keys(ld, root, keys) < 0)
+	if (cfg_check_keys(ld, root, keys) < 0)
 		return -1;
 	if (eal != NULL) {
 		if (!config_setting_is_array(eal) && !config_setting_is_list(eal))
-			return fail_at(ld, eal, "'eal' must be a list of strings, e.g. [\"--no-huge\"]");
+			return cfg_fail(ld, eal, "'eal' must be a list of strings, e.g. [\"--no-huge\"]");
 		for (int i = 0; i < config_setting_length(eal); i++) {
 			const config_setting_t *a = config_setting_get_elem(eal, i);
 
 			if (config_setting_type(a) != CONFIG_TYPE_STRING)
-				return fail_at(ld, a, "'eal' item %d must be a string", i + 1);
+				return cfg_fail(ld, a, "'eal' item %d must be a string", i + 1);
 			if (cfg->n_eal_args >= WEIR_MAX_EAL_ARGS)
-				return fail_at(ld, a, "'eal' has more than %d arguments", WEIR_MAX_EAL_ARGS);
+				return cfg_fail(ld, a, "'eal' has more than %d arguments", WEIR_MAX_EAL_ARGS);
 			cfg->eal_args[cfg->n_eal_args++] = strdup(config_setting_get_string(a));
 		}
 	}
-	if (get_str(ld, root, "log_level", "notice", level, sizeof(level)) < 0)
+	if (cfg_str(ld, root, "log_level", "notice", level, sizeof(level)) < 0)
 		return -1;
 	cfg->log_level = -1;
 	for (size_t i = 0; i < RTE_DIM(log_levels); i++)
 		if (strcasecmp(level, log_levels[i].name) == 0)
 			cfg->log_level = log_levels[i].level;
 	if (cfg->log_level < 0)
-		return fail_at(ld, config_setting_get_member(root, "log_level"),
+		return cfg_fail(ld, config_setting_get_member(root, "log_level"),
 			       "'log_level' is \"%s\"; use one of emerg, alert, crit, error, warning, "
 			       "notice, info, debug", level);
 	return 0;
@@ -235,16 +229,16 @@ static int
 load_lcores(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
 	static const char *const keys[] = { "management", "workers", NULL };
-	const config_setting_t *g = group(ld, root, "lcores", false);
+	const config_setting_t *g = cfg_group(ld, root, "lcores", false);
 	const config_setting_t *wl;
 	long long v;
 
 	if (ld->failed)
 		return -1;
 	cfg->lcores_line = g ? config_setting_source_line(g) : 0;
-	if (g != NULL && check_keys(ld, g, keys) < 0)
+	if (g != NULL && cfg_check_keys(ld, g, keys) < 0)
 		return -1;
-	if (get_int(ld, g, "management", 0, 0, RTE_MAX_LCORE - 1, &v) < 0)
+	if (cfg_int(ld, g, "management", 0, 0, RTE_MAX_LCORE - 1, &v) < 0)
 		return -1;
 	cfg->mgmt_lcore = (unsigned int)v;
 	wl = g ? config_setting_get_member(g, "workers") : NULL;
@@ -254,25 +248,25 @@ load_lcores(struct loader *ld, const config_setting_t *root, struct weir_config 
 		return 0;
 	}
 	if (!config_setting_is_array(wl) && !config_setting_is_list(wl))
-		return fail_at(ld, wl, "'lcores.workers' must be a list of lcore ids, e.g. [1, 2]");
+		return cfg_fail(ld, wl, "'lcores.workers' must be a list of lcore ids, e.g. [1, 2]");
 	if (config_setting_length(wl) == 0)
-		return fail_at(ld, wl, "'lcores.workers' is empty; weir needs at least one worker");
+		return cfg_fail(ld, wl, "'lcores.workers' is empty; weir needs at least one worker");
 	if (config_setting_length(wl) > WEIR_MAX_WORKERS)
-		return fail_at(ld, wl, "'lcores.workers' has more than %d lcores", WEIR_MAX_WORKERS);
+		return cfg_fail(ld, wl, "'lcores.workers' has more than %d lcores", WEIR_MAX_WORKERS);
 	for (int i = 0; i < config_setting_length(wl); i++) {
 		const config_setting_t *e = config_setting_get_elem(wl, i);
 		long long id;
 
 		if (config_setting_type(e) != CONFIG_TYPE_INT)
-			return fail_at(ld, e, "'lcores.workers' item %d must be an integer", i + 1);
+			return cfg_fail(ld, e, "'lcores.workers' item %d must be an integer", i + 1);
 		id = config_setting_get_int(e);
 		if (id < 0 || id >= RTE_MAX_LCORE)
-			return fail_at(ld, e, "lcore %lld is out of range 0..%d", id, RTE_MAX_LCORE - 1);
+			return cfg_fail(ld, e, "lcore %lld is out of range 0..%d", id, RTE_MAX_LCORE - 1);
 		if ((unsigned int)id == cfg->mgmt_lcore)
-			return fail_at(ld, e, "lcore %lld is the management lcore; workers need their own", id);
+			return cfg_fail(ld, e, "lcore %lld is the management lcore; workers need their own", id);
 		for (unsigned int k = 0; k < cfg->n_workers; k++)
 			if (cfg->worker_lcores[k] == (unsigned int)id)
-				return fail_at(ld, e, "lcore %lld is listed twice in 'lcores.workers'", id);
+				return cfg_fail(ld, e, "lcore %lld is listed twice in 'lcores.workers'", id);
 		cfg->worker_lcores[cfg->n_workers++] = (unsigned int)id;
 	}
 	return 0;
@@ -284,26 +278,26 @@ load_ports(struct loader *ld, const config_setting_t *root, struct weir_config *
 	static const char *const keys[] = { "lan", "wan", NULL };
 	static const char *const port_keys[] = { "device", NULL };
 	static const char *const names[WEIR_PORT__COUNT] = { "lan", "wan" };
-	const config_setting_t *g = group(ld, root, "ports", true);
+	const config_setting_t *g = cfg_group(ld, root, "ports", true);
 
-	if (g == NULL || check_keys(ld, g, keys) < 0)
+	if (g == NULL || cfg_check_keys(ld, g, keys) < 0)
 		return -1;
 	for (int r = 0; r < WEIR_PORT__COUNT; r++) {
-		const config_setting_t *p = group(ld, g, names[r], true);
+		const config_setting_t *p = cfg_group(ld, g, names[r], true);
 
-		if (p == NULL || check_keys(ld, p, port_keys) < 0)
+		if (p == NULL || cfg_check_keys(ld, p, port_keys) < 0)
 			return -1;
-		if (get_str(ld, p, "device", NULL, cfg->port[r].device, sizeof(cfg->port[r].device)) < 0)
+		if (cfg_str(ld, p, "device", NULL, cfg->port[r].device, sizeof(cfg->port[r].device)) < 0)
 			return -1;
 		cfg->port[r].line = config_setting_source_line(config_setting_get_member(p, "device"));
 		if (cfg->port[r].device[0] == '\0')
-			return fail_at(ld, config_setting_get_member(p, "device"),
+			return cfg_fail(ld, config_setting_get_member(p, "device"),
 				       "'ports.%s.device' is empty", names[r]);
 	}
 	/* Compare device names only (before the first comma: the vdev args). */
 	if (strcspn(cfg->port[0].device, ",") == strcspn(cfg->port[1].device, ",") &&
 	    strncmp(cfg->port[0].device, cfg->port[1].device, strcspn(cfg->port[0].device, ",")) == 0)
-		return fail_at(ld, config_setting_get_member(config_setting_get_member(g, "wan"), "device"),
+		return cfg_fail(ld, config_setting_get_member(config_setting_get_member(g, "wan"), "device"),
 			       "the LAN and WAN ports are the same device");
 	return 0;
 }
@@ -314,34 +308,34 @@ load_sizes(struct loader *ld, const config_setting_t *root, struct weir_config *
 	static const char *const mp_keys[] = { "mbufs", "cache", NULL };
 	static const char *const ring_keys[] = { "rx_desc", "tx_desc", NULL };
 	static const char *const wk_keys[] = { "burst", "idle_sleep_us", NULL };
-	const config_setting_t *mp = group(ld, root, "mempool", false);
-	const config_setting_t *rings = group(ld, root, "rings", false);
-	const config_setting_t *wk = group(ld, root, "worker", false);
+	const config_setting_t *mp = cfg_group(ld, root, "mempool", false);
+	const config_setting_t *rings = cfg_group(ld, root, "rings", false);
+	const config_setting_t *wk = cfg_group(ld, root, "worker", false);
 	long long v;
 
 	if (ld->failed)
 		return -1;
-	if ((mp && check_keys(ld, mp, mp_keys) < 0) || (rings && check_keys(ld, rings, ring_keys) < 0) ||
-	    (wk && check_keys(ld, wk, wk_keys) < 0))
+	if ((mp && cfg_check_keys(ld, mp, mp_keys) < 0) || (rings && cfg_check_keys(ld, rings, ring_keys) < 0) ||
+	    (wk && cfg_check_keys(ld, wk, wk_keys) < 0))
 		return -1;
-	if (get_int(ld, mp, "mbufs", 16383, 1023, 1 << 26, &v) < 0)
+	if (cfg_int(ld, mp, "mbufs", 16383, 1023, 1 << 26, &v) < 0)
 		return -1;
 	cfg->mbufs = (uint32_t)v;
 	cfg->mbufs_line = mp && config_setting_get_member(mp, "mbufs")
 		? config_setting_source_line(config_setting_get_member(mp, "mbufs")) : 0;
-	if (get_int(ld, mp, "cache", 256, 0, 512, &v) < 0)
+	if (cfg_int(ld, mp, "cache", 256, 0, 512, &v) < 0)
 		return -1;
 	cfg->mbuf_cache = (uint32_t)v;
-	if (get_int(ld, rings, "rx_desc", 1024, 64, 32768, &v) < 0)
+	if (cfg_int(ld, rings, "rx_desc", 1024, 64, 32768, &v) < 0)
 		return -1;
 	cfg->rx_desc = (uint16_t)v;
-	if (get_int(ld, rings, "tx_desc", 1024, 64, 32768, &v) < 0)
+	if (cfg_int(ld, rings, "tx_desc", 1024, 64, 32768, &v) < 0)
 		return -1;
 	cfg->tx_desc = (uint16_t)v;
-	if (get_int(ld, wk, "burst", 32, 1, WEIR_BURST_MAX, &v) < 0)
+	if (cfg_int(ld, wk, "burst", 32, 1, WEIR_BURST_MAX, &v) < 0)
 		return -1;
 	cfg->burst = (uint16_t)v;
-	if (get_int(ld, wk, "idle_sleep_us", 100, 0, 100000, &v) < 0)
+	if (cfg_int(ld, wk, "idle_sleep_us", 100, 0, 100000, &v) < 0)
 		return -1;
 	cfg->idle_sleep_us = (uint32_t)v;
 	return 0;
@@ -353,7 +347,7 @@ load_flows(struct loader *ld, const config_setting_t *root, struct weir_config *
 	static const char *const keys[] = { "capacity", "timeouts", NULL };
 	static const char *const to_keys[] = { "tcp_syn", "tcp_established", "tcp_closing",
 					       "tcp_closed", "udp", "other", NULL };
-	const config_setting_t *g = group(ld, root, "flows", false);
+	const config_setting_t *g = cfg_group(ld, root, "flows", false);
 	const config_setting_t *to;
 	struct {
 		const char *name;
@@ -369,16 +363,16 @@ load_flows(struct loader *ld, const config_setting_t *root, struct weir_config *
 	};
 	long long v;
 
-	if (ld->failed || (g && check_keys(ld, g, keys) < 0))
+	if (ld->failed || (g && cfg_check_keys(ld, g, keys) < 0))
 		return -1;
-	if (get_int(ld, g, "capacity", 65536, 64, 1 << 26, &v) < 0)
+	if (cfg_int(ld, g, "capacity", 65536, 64, 1 << 26, &v) < 0)
 		return -1;
 	cfg->flow_capacity = (uint32_t)v;
-	to = g ? group(ld, g, "timeouts", false) : NULL;
-	if (ld->failed || (to && check_keys(ld, to, to_keys) < 0))
+	to = g ? cfg_group(ld, g, "timeouts", false) : NULL;
+	if (ld->failed || (to && cfg_check_keys(ld, to, to_keys) < 0))
 		return -1;
 	for (size_t i = 0; i < RTE_DIM(tos); i++) {
-		if (get_int(ld, to, tos[i].name, tos[i].def, 1, 7 * 24 * 3600, &v) < 0)
+		if (cfg_int(ld, to, tos[i].name, tos[i].def, 1, 7 * 24 * 3600, &v) < 0)
 			return -1;
 		*tos[i].out = (uint32_t)v;
 	}
@@ -387,8 +381,8 @@ load_flows(struct loader *ld, const config_setting_t *root, struct weir_config *
 
 /* A rate as a string with a unit ("20mbit", "1.5gbit", "800kbit", "64000bit")
  * or a plain integer of bit/s. */
-static int
-get_rate(struct loader *ld, const config_setting_t *grp, const char *name, uint64_t *out)
+int
+cfg_rate(struct loader *ld, const config_setting_t *grp, const char *name, uint64_t *out)
 {
 	static const struct { const char *unit; double mul; } units[] = {
 		{ "gbit", 1e9 }, { "mbit", 1e6 }, { "kbit", 1e3 }, { "bit", 1 },
@@ -400,7 +394,7 @@ get_rate(struct loader *ld, const config_setting_t *grp, const char *name, uint6
 	*out = 0;
 	if (s == NULL)
 		return 0;
-	setting_path(grp, name, full, sizeof(full));
+	cfg_path(grp, name, full, sizeof(full));
 	if (config_setting_type(s) == CONFIG_TYPE_INT || config_setting_type(s) == CONFIG_TYPE_INT64) {
 		v = (double)config_setting_get_int64(s);
 	} else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
@@ -420,32 +414,11 @@ get_rate(struct loader *ld, const config_setting_t *grp, const char *name, uint6
 		}
 	}
 	if (v < 0)
-		return fail_at(ld, s, "'%s' must be a rate like \"20mbit\", \"1gbit\" or bit/s", full);
+		return cfg_fail(ld, s, "'%s' must be a rate like \"20mbit\", \"1gbit\" or bit/s", full);
 	if (v != 0 && (v < (double)WEIR_CBQ_RATE_MIN || v > 100e9))
-		return fail_at(ld, s, "'%s' is %.0f bit/s; it must be 0 (unshaped) or between 8kbit "
+		return cfg_fail(ld, s, "'%s' is %.0f bit/s; it must be 0 (unshaped) or between 8kbit "
 			       "and 100gbit", full, v);
 	*out = (uint64_t)v;
-	return 0;
-}
-
-static int
-load_shaping(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
-{
-	static const char *const keys[] = { "outbound", "inbound", "overhead", "flow_limit", NULL };
-	const config_setting_t *g = group(ld, root, "shaping", false);
-	long long v;
-
-	if (ld->failed || (g && check_keys(ld, g, keys) < 0))
-		return -1;
-	if (get_rate(ld, g, "outbound", &cfg->shape_rate[WEIR_PORT_LAN]) < 0 ||
-	    get_rate(ld, g, "inbound", &cfg->shape_rate[WEIR_PORT_WAN]) < 0)
-		return -1;
-	if (get_int(ld, g, "overhead", 24, 0, 64, &v) < 0)
-		return -1;
-	cfg->shape_overhead = (uint16_t)v;
-	if (get_int(ld, g, "flow_limit", 128, 2, 65535, &v) < 0)
-		return -1;
-	cfg->shape_flow_limit = (uint16_t)v;
 	return 0;
 }
 
@@ -453,13 +426,13 @@ static int
 load_stats(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
 	static const char *const keys[] = { "interval", "file", "print", NULL };
-	const config_setting_t *g = group(ld, root, "stats", false);
+	const config_setting_t *g = cfg_group(ld, root, "stats", false);
 
-	if (ld->failed || (g && check_keys(ld, g, keys) < 0))
+	if (ld->failed || (g && cfg_check_keys(ld, g, keys) < 0))
 		return -1;
-	if (get_float(ld, g, "interval", 1.0, 0.05, 3600.0, &cfg->stats_interval) < 0 ||
-	    get_str(ld, g, "file", "", cfg->stats_file, sizeof(cfg->stats_file)) < 0 ||
-	    get_bool(ld, g, "print", false, &cfg->stats_print) < 0)
+	if (cfg_float(ld, g, "interval", 1.0, 0.05, 3600.0, &cfg->stats_interval) < 0 ||
+	    cfg_str(ld, g, "file", "", cfg->stats_file, sizeof(cfg->stats_file)) < 0 ||
+	    cfg_bool(ld, g, "print", false, &cfg->stats_print) < 0)
 		return -1;
 	return 0;
 }
@@ -476,12 +449,12 @@ check_mbuf_budget(struct loader *ld, const config_setting_t *root, const struct 
 	const config_setting_t *s = mp ? config_setting_get_member(mp, "mbufs") : NULL;
 
 	if (cfg->mbufs < need)
-		return fail_at(ld, s ? s : root,
+		return cfg_fail(ld, s ? s : root,
 			       "'mempool.mbufs' is %u but %u workers with %u rx and %u tx descriptors per "
 			       "queue on 2 ports need at least %llu", cfg->mbufs, cfg->n_workers,
 			       cfg->rx_desc, cfg->tx_desc, (unsigned long long)need);
 	if (cfg->mbuf_cache > cfg->mbufs / 16)
-		return fail_at(ld, s ? s : root, "'mempool.cache' must be at most mbufs/16 (%u)",
+		return cfg_fail(ld, s ? s : root, "'mempool.cache' must be at most mbufs/16 (%u)",
 			       cfg->mbufs / 16);
 	return 0;
 }
@@ -513,7 +486,7 @@ weir_config_load(const char *path, struct weir_config *cfg, char *err, size_t er
 	root = config_root_setting(&lc);
 	if (load_top(&ld, root, cfg) < 0 || load_lcores(&ld, root, cfg) < 0 ||
 	    load_ports(&ld, root, cfg) < 0 || load_sizes(&ld, root, cfg) < 0 ||
-	    load_flows(&ld, root, cfg) < 0 || load_shaping(&ld, root, cfg) < 0 ||
+	    load_flows(&ld, root, cfg) < 0 || cfg_load_policy(&ld, root, cfg) < 0 ||
 	    load_stats(&ld, root, cfg) < 0 ||
 	    check_mbuf_budget(&ld, root, cfg) < 0)
 		goto out;
@@ -548,6 +521,8 @@ weir_config_check_eal(const struct weir_config *cfg, char *err, size_t errlen)
 void
 weir_config_free(struct weir_config *cfg)
 {
+	weir_policy_free(cfg->policy);
+	cfg->policy = NULL;
 	for (int i = 0; i < cfg->n_eal_args; i++)
 		free(cfg->eal_args[i]);
 	cfg->n_eal_args = 0;

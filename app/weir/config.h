@@ -12,6 +12,7 @@
 
 #include "counters.h"
 #include "flow.h"
+#include "policy.h"
 #include "worker.h"
 
 #define WEIR_MAX_WORKERS 64
@@ -54,6 +55,10 @@ struct weir_config {
 	uint64_t shape_rate[WEIR_PORT__COUNT];
 	uint16_t shape_overhead;                /* bytes added per frame for rate accounting */
 	uint16_t shape_flow_limit;              /* packets per flow queue */
+	uint32_t shape_flow_quantum;            /* DRR bytes per round per flow; 0 = one frame */
+	/* Class trees and rules, compiled (lib/policy.h); NULL when neither
+	 * direction is shaped. Owned by the config. */
+	struct weir_policy *policy;
 
 	double stats_interval;                  /* seconds */
 	char stats_file[4096];                  /* empty: none */

@@ -127,29 +127,22 @@ build_eal_argv(const struct weir_config *cfg, char *argv0, char **cl, int ncl, c
 }
 
 /*
- * One direction's class tree for one worker: the root at the link rate and a
- * single default leaf holding every flow's queue (classes come with the
- * classifier). Several workers each get an equal share of the link: a static
- * split, exact when flows spread evenly over the workers' queues.
+ * One direction's class tree for one worker, from the policy's tree. Each of
+ * n workers gets 1/n of every rate to start with: exact when flows spread
+ * evenly over the workers' queues (see docs/multiworker.md).
  */
 static struct weir_cbq *
 create_shaper(const struct weir_config *cfg, int dir, int socket)
 {
-	uint64_t rate = cfg->shape_rate[dir] / cfg->n_workers;
-	const struct weir_cbq_class_conf classes[2] = {
-		{ .rate = rate, .ceil = rate },
-		/* The class limit keeps queued frames to a quarter of the pool per
-		 * direction and worker, so queues can never starve reception. */
-		{ .parent = 0, .prio = 0, .rate = rate, .ceil = rate,
-		  .limit = cfg->mbufs / (4 * cfg->n_workers) },
-	};
+	struct weir_cbq_class_conf classes[WEIR_CBQ_MAX_CLASSES];
 	const struct weir_cbq_conf conf = {
 		.socket_id = socket,
 		.tsc_hz = rte_get_tsc_hz(),
-		.n_classes = RTE_DIM(classes),
+		.n_classes = weir_policy_cbq_classes(cfg->policy, dir, 1, cfg->n_workers, classes),
 		.classes = classes,
 		.n_queues = cfg->flow_capacity + 1,     /* flow slots + frames without a flow */
 		.flow_limit = cfg->shape_flow_limit,
+		.flow_quantum = cfg->shape_flow_quantum,
 		.overhead = cfg->shape_overhead,
 	};
 
@@ -176,6 +169,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 			.burst = a->cfg.burst,
 			.idle_sleep_us = a->cfg.idle_sleep_us,
 			.expire_budget = 64,
+			.policy = a->cfg.policy,
 		};
 
 		struct weir_cbq *shaper[WEIR_PORT__COUNT] = { NULL, NULL };
@@ -188,7 +182,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 			return -1;
 		}
 		for (int dir = 0; dir < WEIR_PORT__COUNT; dir++) {
-			if (a->cfg.shape_rate[dir] == 0)
+			if (a->cfg.policy == NULL || a->cfg.policy->tree[dir].n_classes == 0)
 				continue;
 			shaper[dir] = create_shaper(&a->cfg, dir, socket);
 			if (shaper[dir] == NULL) {

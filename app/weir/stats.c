@@ -57,6 +57,7 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 		      "fragments", (json_int_t)pc->fragments, "malformed", (json_int_t)pc->malformed,
 		      "flow_full", (json_int_t)pc->flow_full, "managed", (json_int_t)pc->managed,
 		      "malformed_by", mal);
+	json_object_set_new(o, "refused", json_integer((json_int_t)pc->refused));
 	/* What the PMD itself saw: frames lost before weir could poll them. */
 	if (app->ports.started[role] && rte_eth_stats_get(app->ports.id[role], &es) == 0) {
 		json_object_set_new(o, "pmd_rx_missed", json_integer((json_int_t)es.imissed));
@@ -67,32 +68,95 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 	return o;
 }
 
-/* One direction's shaping, summed over the workers (each holds a share). */
+/* Class `cls` of direction `dir`, summed over the workers (each holds a
+ * share of every class). Reads the workers' counters as they run: each
+ * value is a plain aligned load, good enough for statistics. */
 static json_t *
-shaping_json(const struct weir_app *app, int dir)
+class_json(const struct weir_app *app, int dir, uint16_t cls)
 {
+	const struct weir_policy_class *pk = &app->cfg.policy->tree[dir].classes[cls];
 	struct weir_cbq_stats sum = { 0 };
+	struct weir_class_counters cc = { 0 };
+	json_t *o;
 
-	if (app->cfg.shape_rate[dir] == 0)
-		return json_null();
 	for (unsigned int i = 0; i < app->n_workers; i++) {
+		const struct weir_worker *w = app->workers[i];
 		struct weir_cbq_stats st;
 
-		if (app->workers[i]->shaper[dir] == NULL ||
-		    weir_cbq_stats(app->workers[i]->shaper[dir], WEIR_SHAPER_DEFAULT_LEAF, &st) != 0)
+		if (w->shaper[dir] == NULL || weir_cbq_stats(w->shaper[dir], cls, &st) != 0)
 			continue;
 		sum.bytes += st.bytes;
 		sum.pkts += st.pkts;
 		sum.drops_flow += st.drops_flow;
 		sum.drops_class += st.drops_class;
+		sum.borrowed += st.borrowed;
+		sum.lent += st.lent;
 		sum.qlen += st.qlen;
 		sum.qbytes += st.qbytes;
+		sum.backlogged += st.backlogged;
+		sum.rate_bps += st.rate_bps;
+		sum.ceil_bps += st.ceil_bps;
+		cc.flows += w->cls_ctr[dir][cls].flows;
+		cc.admitted += w->cls_ctr[dir][cls].admitted;
+		cc.refused += w->cls_ctr[dir][cls].refused;
+		cc.diverted += w->cls_ctr[dir][cls].diverted;
 	}
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-		"rate_bps", (json_int_t)app->cfg.shape_rate[dir], "bytes", (json_int_t)sum.bytes,
-		"pkts", (json_int_t)sum.pkts, "drops_flow", (json_int_t)sum.drops_flow,
-		"drops_class", (json_int_t)sum.drops_class, "queued_pkts", (json_int_t)sum.qlen,
-		"queued_bytes", (json_int_t)sum.qbytes);
+	o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"parent", cls == 0 ? "" : app->cfg.policy->tree[dir].classes[pk->cbq.parent].name,
+		"rate_bps", (json_int_t)pk->cbq.rate, "ceil_bps", (json_int_t)pk->cbq.ceil,
+		"prio", (json_int_t)pk->cbq.prio,
+		"bytes", (json_int_t)sum.bytes, "pkts", (json_int_t)sum.pkts,
+		"drops_flow", (json_int_t)sum.drops_flow, "drops_class", (json_int_t)sum.drops_class,
+		"borrowed_bytes", (json_int_t)sum.borrowed, "lent_bytes", (json_int_t)sum.lent,
+		"queued_pkts", (json_int_t)sum.qlen, "queued_bytes", (json_int_t)sum.qbytes,
+		"backlogged_flows", (json_int_t)sum.backlogged);
+	/* What the workers' trees are set to now (their shares add up to this
+	 * when rates are split among workers). */
+	json_object_set_new(o, "worker_rate_bps", json_integer((json_int_t)sum.rate_bps));
+	json_object_set_new(o, "worker_ceil_bps", json_integer((json_int_t)sum.ceil_bps));
+	if (pk->is_leaf) {
+		json_object_set_new(o, "flows", json_integer((json_int_t)cc.flows));
+		json_object_set_new(o, "admitted", json_integer((json_int_t)cc.admitted));
+		json_object_set_new(o, "refused", json_integer((json_int_t)cc.refused));
+		json_object_set_new(o, "diverted", json_integer((json_int_t)cc.diverted));
+		json_object_set_new(o, "flow_min_bps", json_integer((json_int_t)pk->flow_min));
+	}
+	return o;
+}
+
+/* One direction's shaping: totals (the root) and every class by name. */
+static json_t *
+shaping_json(const struct weir_app *app, int dir)
+{
+	const struct weir_policy_tree *t;
+	json_t *classes, *o, *root;
+	json_int_t drops_flow = 0, drops_class = 0, qlen = 0, qbytes = 0;
+
+	if (app->cfg.policy == NULL || app->cfg.policy->tree[dir].n_classes == 0)
+		return json_null();
+	t = &app->cfg.policy->tree[dir];
+	classes = json_object();
+	for (uint16_t c = 1; c < t->n_classes; c++) {
+		json_t *cj = class_json(app, dir, c);
+
+		if (t->classes[c].is_leaf) {
+			drops_flow += json_integer_value(json_object_get(cj, "drops_flow"));
+			drops_class += json_integer_value(json_object_get(cj, "drops_class"));
+			qlen += json_integer_value(json_object_get(cj, "queued_pkts"));
+			qbytes += json_integer_value(json_object_get(cj, "queued_bytes"));
+		}
+		json_object_set_new(classes, t->classes[c].name, cj);
+	}
+	root = class_json(app, dir, 0);
+	o = json_pack("{s:I, s:O, s:O, s:I, s:I, s:I, s:I, s:s, s:o}",
+		"rate_bps", (json_int_t)t->classes[0].cbq.rate,
+		"bytes", json_object_get(root, "bytes"), "pkts", json_object_get(root, "pkts"),
+		"drops_flow", drops_flow, "drops_class", drops_class,
+		"queued_pkts", qlen, "queued_bytes", qbytes,
+		"default", t->classes[t->default_leaf].name,
+		"classes", classes);
+	json_decref(root);
+	return o;
 }
 
 static json_t *

@@ -42,7 +42,7 @@ static struct weir_classifier *
 build_cls(const struct weir_classify_rule *r, unsigned int n, uint16_t def)
 {
 	char err[256];
-	struct weir_classifier *c = weir_classifier_build(r, n, def, SOCKET_ID_ANY, err, sizeof(err));
+	struct weir_classifier *c = weir_classifier_build(r, n, def, err, sizeof(err));
 
 	if (c == NULL) {
 		fprintf(stderr, "classifier build failed: %s\n", err);
@@ -386,7 +386,7 @@ check_invalid(const struct weir_classify_rule *bad, const char *what)
 {
 	struct weir_classify_rule r[3] = { { .class_id = 1 }, { .class_id = 2 }, *bad };
 	char err[256] = "untouched";
-	struct weir_classifier *c = weir_classifier_build(r, 3, 0, SOCKET_ID_ANY, err, sizeof(err));
+	struct weir_classifier *c = weir_classifier_build(r, 3, 0, err, sizeof(err));
 
 	CHECK(c == NULL, "rejected: %s", what);
 	CHECK(strncmp(err, "rule 2: ", 8) == 0 && strstr(err, what) != NULL,
@@ -433,10 +433,10 @@ test_invalid(void)
 	b = (struct weir_classify_rule){ .vlan = 4096 };
 	check_invalid(&b, "VLAN ID 4096");
 
-	CHECK(weir_classifier_build(NULL, 2, 0, SOCKET_ID_ANY, err, sizeof(err)) == NULL &&
+	CHECK(weir_classifier_build(NULL, 2, 0, err, sizeof(err)) == NULL &&
 	      strstr(err, "no rule array") != NULL, "NULL rules: %s", err);
 	/* err is optional. */
-	CHECK(weir_classifier_build(&b, 1, 0, SOCKET_ID_ANY, NULL, 0) == NULL, "no err buffer");
+	CHECK(weir_classifier_build(&b, 1, 0, NULL, 0) == NULL, "no err buffer");
 }
 
 static double

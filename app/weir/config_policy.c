@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: the config file's `shaping` trees and `rules`, compiled into a
+ * policy (lib/policy.h). The policy builder does the semantic checks; this
+ * file reads settings and maps the builder's errors back to FILE:LINE.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config_loader.h"
+
+static const char *const dir_key[WEIR_PORT__COUNT] = { "outbound", "inbound" };
+
+/* What the loader keeps while building: the settings, to point at lines. */
+struct policy_src {
+	const config_setting_t *tree[WEIR_PORT__COUNT];
+	const config_setting_t *class_list[WEIR_PORT__COUNT];
+	const config_setting_t *rule_list;
+	struct weir_policy_class_conf *classes[WEIR_PORT__COUNT];
+	struct weir_policy_rule_conf *rules;
+};
+
+static const config_setting_t *
+elem(const config_setting_t *list, int i)
+{
+	return list ? config_setting_get_elem(list, (unsigned int)i) : NULL;
+}
+
+static int
+load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_class_conf *c)
+{
+	static const char *const keys[] = { "name", "parent", "rate", "ceil", "prio", "limit",
+					    "quantum", "flow_min", "admission", "fallback", NULL };
+	char admit[16];
+	long long v;
+
+	if (!config_setting_is_group(s))
+		return cfg_fail(ld, s, "a class must be a group { name = ...; rate = ...; }");
+	if (cfg_check_keys(ld, s, keys) < 0 ||
+	    cfg_str(ld, s, "name", NULL, c->name, sizeof(c->name)) < 0 ||
+	    cfg_str(ld, s, "parent", "", c->parent, sizeof(c->parent)) < 0 ||
+	    cfg_rate(ld, s, "rate", &c->rate) < 0 || cfg_rate(ld, s, "ceil", &c->ceil) < 0 ||
+	    cfg_rate(ld, s, "flow_min", &c->flow_min) < 0 ||
+	    cfg_str(ld, s, "fallback", "", c->fallback, sizeof(c->fallback)) < 0 ||
+	    cfg_str(ld, s, "admission", c->fallback[0] ? "fallback" : "drop", admit, sizeof(admit)) < 0)
+		return -1;
+	if (config_setting_get_member(s, "rate") == NULL)
+		return cfg_fail(ld, s, "class '%s' needs a rate", c->name);
+	if (strcmp(admit, "drop") == 0)
+		c->admit = WEIR_ADMIT_DROP;
+	else if (strcmp(admit, "fallback") == 0)
+		c->admit = WEIR_ADMIT_FALLBACK;
+	else
+		return cfg_fail(ld, config_setting_get_member(s, "admission"),
+				"class '%s': admission must be \"drop\" or \"fallback\"", c->name);
+	if (cfg_int(ld, s, "prio", 0, 0, WEIR_CBQ_NUM_PRIO - 1, &v) < 0)
+		return -1;
+	c->prio = (uint8_t)v;
+	if (cfg_int(ld, s, "limit", 0, 1, 1 << 24, &v) < 0)
+		return -1;
+	c->limit = (uint32_t)v;
+	if (cfg_int(ld, s, "quantum", 0, 64, 1 << 20, &v) < 0)
+		return -1;
+	c->quantum = (uint32_t)v;
+	return 0;
+}
+
+/* shaping.outbound / shaping.inbound: a rate (one default class), or a
+ * group with rate, default and classes. */
+static int
+load_tree(struct loader *ld, const config_setting_t *g, int d, struct weir_config *cfg,
+	  struct weir_policy_tree_conf *tc, struct policy_src *src)
+{
+	static const char *const keys[] = { "rate", "default", "classes", NULL };
+	const config_setting_t *s = g ? config_setting_get_member(g, dir_key[d]) : NULL;
+	const config_setting_t *list;
+	int n;
+
+	src->tree[d] = s;
+	/* The class limit keeps queued frames to a quarter of the pool per
+	 * direction and worker unless a class says otherwise. */
+	tc->default_limit = cfg->mbufs / (4 * cfg->n_workers);
+	if (s == NULL || !config_setting_is_group(s)) {
+		if (cfg_rate(ld, g, dir_key[d], &tc->rate) < 0)
+			return -1;
+		cfg->shape_rate[d] = tc->rate;
+		return 0;
+	}
+	if (cfg_check_keys(ld, s, keys) < 0 || cfg_rate(ld, s, "rate", &tc->rate) < 0 ||
+	    cfg_str(ld, s, "default", "", tc->default_class, sizeof(tc->default_class)) < 0)
+		return -1;
+	if (tc->rate == 0)
+		return cfg_fail(ld, s, "'shaping.%s' needs a link rate (rate = \"100mbit\")", dir_key[d]);
+	cfg->shape_rate[d] = tc->rate;
+	list = config_setting_get_member(s, "classes");
+	src->class_list[d] = list;
+	if (list == NULL)
+		return 0;
+	if (!config_setting_is_list(list))
+		return cfg_fail(ld, list, "'shaping.%s.classes' must be a list ( {...}, {...} )",
+				dir_key[d]);
+	n = config_setting_length(list);
+	if (n == 0)
+		return 0;
+	if (n >= WEIR_CBQ_MAX_CLASSES)
+		return cfg_fail(ld, list, "'shaping.%s.classes' has %d classes; at most %d", dir_key[d],
+				n, WEIR_CBQ_MAX_CLASSES - 1);
+	if (tc->default_class[0] == '\0')
+		return cfg_fail(ld, s, "'shaping.%s' has classes, so it needs default = \"<class>\" "
+				"for traffic no rule matches", dir_key[d]);
+	src->classes[d] = calloc((size_t)n, sizeof(*src->classes[d]));
+	if (src->classes[d] == NULL)
+		return cfg_fail(ld, list, "out of memory");
+	for (int i = 0; i < n; i++)
+		if (load_class(ld, elem(list, i), &src->classes[d][i]) < 0)
+			return -1;
+	tc->classes = src->classes[d];
+	tc->n_classes = (uint16_t)n;
+	return 0;
+}
+
+/* ---- rules ---- */
+
+static int
+parse_prefix(const char *str, struct weir_cls_prefix *p)
+{
+	char buf[64];
+	char *slash;
+	long len;
+
+	if (strlen(str) >= sizeof(buf))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", str);
+	slash = strchr(buf, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	memset(p, 0, sizeof(*p));
+	if (inet_pton(AF_INET, buf, p->addr) == 1)
+		p->family = 4;
+	else if (inet_pton(AF_INET6, buf, p->addr) == 1)
+		p->family = 6;
+	else
+		return -1;
+	len = p->family == 4 ? 32 : 128;
+	if (slash != NULL) {
+		char *end;
+		long l = strtol(slash + 1, &end, 10);
+
+		if (*end != '\0' || end == slash + 1 || l < 0 || l > len)
+			return -1;
+		len = l;
+	}
+	p->len = (uint8_t)len;
+	return 0;
+}
+
+static int
+get_prefix(struct loader *ld, const config_setting_t *r, const char *key, struct weir_cls_prefix *p)
+{
+	const config_setting_t *s = config_setting_get_member(r, key);
+
+	if (s == NULL)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_STRING ||
+	    parse_prefix(config_setting_get_string(s), p) < 0)
+		return cfg_fail(ld, s, "'%s' must be an address or prefix like \"10.1.0.0/16\" or "
+				"\"2001:db8::/32\"", key);
+	return 0;
+}
+
+static int
+get_ports(struct loader *ld, const config_setting_t *r, const char *key, struct weir_cls_ports *p)
+{
+	const config_setting_t *s = config_setting_get_member(r, key);
+	long lo = -1, hi = -1;
+
+	if (s == NULL)
+		return 0;
+	if (config_setting_type(s) == CONFIG_TYPE_INT || config_setting_type(s) == CONFIG_TYPE_INT64) {
+		lo = hi = (long)config_setting_get_int64(s);
+	} else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		const char *str = config_setting_get_string(s);
+		char *end;
+
+		lo = strtol(str, &end, 10);
+		if (end == str)
+			lo = -1;
+		else if (*end == '\0')
+			hi = lo;
+		else if (*end == '-' && end[1] != '\0') {
+			const char *h = end + 1;
+
+			hi = strtol(h, &end, 10);
+			if (*end != '\0')
+				hi = -1;
+		}
+	}
+	if (lo < 1 || hi < lo || hi > 65535)
+		return cfg_fail(ld, s, "'%s' must be a port 1-65535 or a range like \"1024-65535\"", key);
+	p->lo = (uint16_t)lo;
+	p->hi = (uint16_t)hi;
+	return 0;
+}
+
+static int
+get_proto(struct loader *ld, const config_setting_t *r, uint8_t *proto)
+{
+	static const struct { const char *name; uint8_t num; } protos[] = {
+		{ "tcp", IPPROTO_TCP }, { "udp", IPPROTO_UDP }, { "icmp", IPPROTO_ICMP },
+		{ "icmpv6", IPPROTO_ICMPV6 }, { "sctp", IPPROTO_SCTP }, { "udplite", IPPROTO_UDPLITE },
+		{ "gre", IPPROTO_GRE }, { "esp", IPPROTO_ESP }, { "ah", IPPROTO_AH },
+	};
+	const config_setting_t *s = config_setting_get_member(r, "proto");
+
+	if (s == NULL)
+		return 0;
+	if (config_setting_type(s) == CONFIG_TYPE_INT) {
+		int v = config_setting_get_int(s);
+
+		if (v >= 1 && v <= 255) {
+			*proto = (uint8_t)v;
+			return 0;
+		}
+	} else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		for (size_t i = 0; i < RTE_DIM(protos); i++)
+			if (strcasecmp(config_setting_get_string(s), protos[i].name) == 0) {
+				*proto = protos[i].num;
+				return 0;
+			}
+	}
+	return cfg_fail(ld, s, "'proto' must be tcp, udp, icmp, icmpv6, sctp, udplite, gre, esp, "
+			"ah or a protocol number 1-255");
+}
+
+/* One DSCP: 0-63, or a name (BE, EF, VA, LE, CS0-CS7, AF11-AF43). */
+static int
+dscp_value(const config_setting_t *s)
+{
+	const char *n;
+
+	if (config_setting_type(s) == CONFIG_TYPE_INT) {
+		int v = config_setting_get_int(s);
+
+		return v >= 0 && v <= 63 ? v : -1;
+	}
+	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+		return -1;
+	n = config_setting_get_string(s);
+	if (strcasecmp(n, "BE") == 0 || strcasecmp(n, "CS0") == 0)
+		return 0;
+	if (strcasecmp(n, "EF") == 0)
+		return 46;
+	if (strcasecmp(n, "VA") == 0)
+		return 44;
+	if (strcasecmp(n, "LE") == 0)
+		return 1;
+	if (strncasecmp(n, "CS", 2) == 0 && n[2] >= '0' && n[2] <= '7' && n[3] == '\0')
+		return (n[2] - '0') * 8;
+	if (strncasecmp(n, "AF", 2) == 0 && n[2] >= '1' && n[2] <= '4' && n[3] >= '1' && n[3] <= '3' &&
+	    n[4] == '\0')
+		return (n[2] - '0') * 8 + (n[3] - '0') * 2;
+	return -1;
+}
+
+static int
+get_dscp(struct loader *ld, const config_setting_t *r, uint64_t *mask)
+{
+	const config_setting_t *s = config_setting_get_member(r, "dscp");
+	int n;
+
+	if (s == NULL)
+		return 0;
+	n = config_setting_is_aggregate(s) ? config_setting_length(s) : 1;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_is_aggregate(s) ? elem(s, i) : s;
+		int v = e ? dscp_value(e) : -1;
+
+		if (v < 0)
+			return cfg_fail(ld, e ? e : s, "'dscp' must be 0-63, a name (EF, AF41, CS1, BE, "
+					"...) or a list of them");
+		*mask |= 1ull << v;
+	}
+	if (n == 0)
+		return cfg_fail(ld, s, "'dscp' is an empty list");
+	return 0;
+}
+
+static int
+load_rule(struct loader *ld, const config_setting_t *r, struct weir_policy_rule_conf *rc)
+{
+	static const char *const keys[] = { "class", "weight", "proto", "src", "dst", "lan", "wan",
+					    "src_port", "dst_port", "lan_port", "wan_port", "vlan",
+					    "dscp", "dir", NULL };
+	static const char *const side_key[WEIR_CLS__SIDES] = { "src", "dst", "lan", "wan" };
+	static const char *const port_key[WEIR_CLS__SIDES] = { "src_port", "dst_port", "lan_port",
+							       "wan_port" };
+	struct weir_classify_rule *m = &rc->match;
+	const config_setting_t *s;
+	char dir[8];
+	long long v;
+
+	if (!config_setting_is_group(r))
+		return cfg_fail(ld, r, "a rule must be a group { class = \"...\"; ... }");
+	if (cfg_check_keys(ld, r, keys) < 0 ||
+	    cfg_str(ld, r, "class", NULL, rc->class_name, sizeof(rc->class_name)) < 0 ||
+	    cfg_int(ld, r, "weight", 1, 1, 255, &v) < 0)
+		return -1;
+	rc->weight = (uint8_t)v;
+	for (int i = 0; i < WEIR_CLS__SIDES; i++)
+		if (get_prefix(ld, r, side_key[i], &m->prefix[i]) < 0 ||
+		    get_ports(ld, r, port_key[i], &m->port[i]) < 0)
+			return -1;
+	if (get_proto(ld, r, &m->proto) < 0 || get_dscp(ld, r, &m->dscp_mask) < 0)
+		return -1;
+	s = config_setting_get_member(r, "vlan");
+	if (s != NULL) {
+		if (config_setting_type(s) == CONFIG_TYPE_STRING &&
+		    strcmp(config_setting_get_string(s), "untagged") == 0)
+			m->vlan = WEIR_CLS_VLAN_UNTAGGED;
+		else if (config_setting_type(s) == CONFIG_TYPE_INT &&
+			 config_setting_get_int(s) >= 1 && config_setting_get_int(s) <= 4095)
+			m->vlan = (uint16_t)config_setting_get_int(s);
+		else
+			return cfg_fail(ld, s, "'vlan' must be a VLAN ID 1-4095 or \"untagged\"");
+	}
+	if (cfg_str(ld, r, "dir", "any", dir, sizeof(dir)) < 0)
+		return -1;
+	if (strcmp(dir, "any") == 0)
+		m->dir = WEIR_CLS_DIR_ANY;
+	else if (strcmp(dir, "out") == 0)
+		m->dir = WEIR_CLS_DIR_OUT;
+	else if (strcmp(dir, "in") == 0)
+		m->dir = WEIR_CLS_DIR_IN;
+	else
+		return cfg_fail(ld, config_setting_get_member(r, "dir"),
+				"'dir' (who opened the flow) must be \"out\" (a LAN host), \"in\" "
+				"(a WAN host) or \"any\"");
+	return 0;
+}
+
+static int
+load_rules(struct loader *ld, const config_setting_t *root, struct weir_policy_conf *pc,
+	   struct policy_src *src)
+{
+	const config_setting_t *list = config_setting_get_member(root, "rules");
+	int n;
+
+	src->rule_list = list;
+	if (list == NULL)
+		return 0;
+	if (!config_setting_is_list(list))
+		return cfg_fail(ld, list, "'rules' must be a list ( {...}, {...} )");
+	n = config_setting_length(list);
+	if ((unsigned int)n > WEIR_CLS_MAX_RULES)
+		return cfg_fail(ld, list, "%d rules; at most %u", n, WEIR_CLS_MAX_RULES);
+	src->rules = calloc((size_t)n + 1, sizeof(*src->rules));
+	if (src->rules == NULL)
+		return cfg_fail(ld, list, "out of memory");
+	for (int i = 0; i < n; i++)
+		if (load_rule(ld, elem(list, i), &src->rules[i]) < 0)
+			return -1;
+	pc->rules = src->rules;
+	pc->n_rules = (unsigned int)n;
+	return 0;
+}
+
+/* Point a builder error at the setting it is about. */
+static int
+report(struct loader *ld, const config_setting_t *root, const struct policy_src *src,
+       const struct weir_policy_err *e)
+{
+	const config_setting_t *at = root;
+
+	switch (e->kind) {
+	case WEIR_POLICY_ERR_TREE:
+		at = src->tree[e->dir];
+		break;
+	case WEIR_POLICY_ERR_CLASS:
+		at = elem(src->class_list[e->dir], e->index);
+		break;
+	case WEIR_POLICY_ERR_RULE:
+		at = elem(src->rule_list, e->index);
+		return cfg_fail(ld, at ? at : root, "rule %d: %s", e->index + 1, e->msg);
+	default:
+		break;
+	}
+	return cfg_fail(ld, at ? at : root, "%s", e->msg);
+}
+
+int
+cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
+{
+	static const char *const keys[] = { "outbound", "inbound", "overhead", "flow_limit",
+					    "flow_quantum", NULL };
+	const config_setting_t *g = cfg_group(ld, root, "shaping", false);
+	struct weir_policy_conf pc = { 0 };
+	struct policy_src src = { 0 };
+	struct weir_policy_err e;
+	long long v;
+	int rc = -1;
+
+	if (ld->failed || (g && cfg_check_keys(ld, g, keys) < 0))
+		return -1;
+	if (cfg_int(ld, g, "overhead", 24, 0, 64, &v) < 0)
+		return -1;
+	cfg->shape_overhead = (uint16_t)v;
+	if (cfg_int(ld, g, "flow_limit", 128, 2, 65535, &v) < 0)
+		return -1;
+	cfg->shape_flow_limit = (uint16_t)v;
+	if (cfg_int(ld, g, "flow_quantum", 0, 0, 1 << 20, &v) < 0)
+		return -1;
+	cfg->shape_flow_quantum = (uint32_t)v;
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		if (load_tree(ld, g, d, cfg, &pc.tree[d], &src) < 0)
+			goto out;
+	if (load_rules(ld, root, &pc, &src) < 0)
+		goto out;
+	if (pc.tree[0].rate == 0 && pc.tree[1].rate == 0) {
+		if (pc.n_rules > 0) {
+			cfg_fail(ld, src.rule_list, "'rules' need shaping: give shaping.outbound or "
+				 "shaping.inbound a rate");
+			goto out;
+		}
+		rc = 0;         /* a plain bridge: no policy */
+		goto out;
+	}
+	cfg->policy = weir_policy_build(&pc, 1, &e);
+	if (cfg->policy == NULL) {
+		report(ld, root, &src, &e);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(src.classes[0]);
+	free(src.classes[1]);
+	free(src.rules);
+	return rc;
+}

@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: compile a policy description into the object workers read.
+ * Cold path only: runs at start-up and on reload, never per packet. Plain
+ * process memory: a config is checked before EAL starts, and the object is
+ * small, read-mostly and shared by workers on every socket.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+
+static struct weir_policy *
+fail(struct weir_policy *p, struct weir_policy_err *err, enum weir_policy_err_kind kind,
+     int dir, int index, const char *fmt, ...)
+{
+	va_list ap;
+
+	err->kind = kind;
+	err->dir = dir;
+	err->index = index;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	weir_policy_free(p);
+	return NULL;
+}
+
+static const char *const dir_name[WEIR_POLICY_DIRS] = { "outbound", "inbound" };
+
+int
+weir_policy_class_find(const struct weir_policy *p, int dir, const char *name)
+{
+	const struct weir_policy_tree *t = &p->tree[dir];
+
+	for (int i = 1; i < t->n_classes; i++)
+		if (strcmp(t->classes[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int
+valid_name(const char *s)
+{
+	size_t n = strnlen(s, WEIR_POLICY_NAME_LEN);
+
+	if (n == 0 || n == WEIR_POLICY_NAME_LEN || strcmp(s, "root") == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!(s[i] == '-' || s[i] == '_' || s[i] == '.' ||
+		      (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= 'A' && s[i] <= 'Z')))
+			return 0;
+	return 1;
+}
+
+/* Build direction d's tree (classes only; fallbacks are resolved later,
+ * once targets exist). Returns 0, or -1 with err filled. */
+static int
+build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
+	   struct weir_policy_err *err)
+{
+	struct weir_policy_tree *t = &p->tree[d];
+	/* A direction given only a rate has one leaf, "default", at that rate. */
+	const struct weir_policy_class_conf dflt = { .name = "default", .rate = tc->rate };
+	const struct weir_policy_class_conf *cc = tc->n_classes ? tc->classes : &dflt;
+	uint16_t n = tc->n_classes ? tc->n_classes : 1;
+	int i;
+
+	if (tc->rate == 0) {
+		if (tc->n_classes) {
+			fail(NULL, err, WEIR_POLICY_ERR_TREE, d, -1,
+			     "%s: classes need a link rate", dir_name[d]);
+			return -1;
+		}
+		return 0;       /* bridged unshaped */
+	}
+	if (tc->rate < WEIR_CBQ_RATE_MIN || tc->rate > WEIR_CBQ_RATE_MAX) {
+		fail(NULL, err, WEIR_POLICY_ERR_TREE, d, -1,
+		     "%s: link rate must be 8kbit .. 400gbit", dir_name[d]);
+		return -1;
+	}
+	if ((unsigned int)n + 1 > WEIR_CBQ_MAX_CLASSES) {
+		fail(NULL, err, WEIR_POLICY_ERR_TREE, d, -1, "%s: more than %d classes",
+		     dir_name[d], WEIR_CBQ_MAX_CLASSES - 1);
+		return -1;
+	}
+	t->classes = calloc((size_t)n + 1, sizeof(t->classes[0]));
+	if (t->classes == NULL) {
+		fail(NULL, err, WEIR_POLICY_ERR_GENERAL, d, -1, "out of memory");
+		return -1;
+	}
+	t->n_classes = (uint16_t)(n + 1);
+	snprintf(t->classes[0].name, sizeof(t->classes[0].name), "root");
+	t->classes[0].cbq.rate = t->classes[0].cbq.ceil = tc->rate;
+	t->classes[0].cbq.parent = WEIR_CBQ_NONE;
+	t->classes[0].is_leaf = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct weir_policy_class_conf *c = &cc[i];
+		struct weir_policy_class *k = &t->classes[i + 1];
+		const struct weir_policy_class *par;
+		int pi = 0;
+
+		if (!valid_name(c->name)) {
+			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i,
+			     "class name '%.*s' must be 1-%d letters, digits, '-', '_' or '.' (not 'root')",
+			     WEIR_POLICY_NAME_LEN, c->name, WEIR_POLICY_NAME_LEN - 1);
+			return -1;
+		}
+		/* Names must be unique; weir_policy_class_find sees only the
+		 * classes set so far (n_classes counts them all, names are
+		 * still zero past i), which is what we want here. */
+		if (weir_policy_class_find(p, d, c->name) >= 0) {
+			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i, "class '%s' is defined twice", c->name);
+			return -1;
+		}
+		if (c->parent[0] != '\0' && strcmp(c->parent, "root") != 0) {
+			pi = weir_policy_class_find(p, d, c->parent);
+			if (pi < 0) {
+				fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i,
+				     "class '%s': parent '%s' is not defined before it", c->name, c->parent);
+				return -1;
+			}
+		}
+		par = &t->classes[pi];
+		memcpy(k->name, c->name, sizeof(k->name));
+		k->cbq.parent = (uint16_t)pi;
+		k->cbq.prio = c->prio;
+		k->cbq.rate = c->rate;
+		k->cbq.ceil = c->ceil ? c->ceil : par->cbq.ceil;
+		k->cbq.limit = c->limit ? c->limit : tc->default_limit;
+		k->cbq.quantum = c->quantum;
+		k->flow_min = c->flow_min;
+		k->admit = c->admit;
+		k->is_leaf = 1;
+		if (c->prio >= WEIR_CBQ_NUM_PRIO) {
+			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i, "class '%s': prio must be 0..%d",
+			     c->name, WEIR_CBQ_NUM_PRIO - 1);
+			return -1;
+		}
+		if (c->rate < WEIR_CBQ_RATE_MIN || c->rate > WEIR_CBQ_RATE_MAX) {
+			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i,
+			     "class '%s': rate must be 8kbit .. 400gbit", c->name);
+			return -1;
+		}
+		if (k->cbq.ceil < c->rate) {
+			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i,
+			     "class '%s': ceil (%llu bit/s) is below its rate (%llu bit/s)", c->name,
+			     (unsigned long long)k->cbq.ceil, (unsigned long long)c->rate);
+			return -1;
+		}
+		if (c->rate > par->cbq.rate && pi != 0) {
+			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i,
+			     "class '%s': rate exceeds its parent '%s' rate", c->name, par->name);
+			return -1;
+		}
+		if (c->flow_min && c->flow_min > c->rate) {
+			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i,
+			     "class '%s': flow_min exceeds the class rate: no flow could be admitted",
+			     c->name);
+			return -1;
+		}
+		if (c->admit == WEIR_ADMIT_FALLBACK && c->fallback[0] == '\0') {
+			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i,
+			     "class '%s': admission 'fallback' needs a fallback class", c->name);
+			return -1;
+		}
+	}
+	if (tc->n_classes == 0) {
+		t->default_leaf = 1;
+	} else {
+		int dl = weir_policy_class_find(p, d, tc->default_class);
+
+		if (tc->default_class[0] == '\0' || dl < 0) {
+			fail(NULL, err, WEIR_POLICY_ERR_TREE, d, -1,
+			     "%s: default class '%s' is not one of its classes", dir_name[d],
+			     tc->default_class);
+			return -1;
+		}
+		t->default_leaf = (uint16_t)dl;
+	}
+	return 0;
+}
+
+/* Leaves of the tree become inner classes when named as a parent: fix the
+ * flags after the whole list is read (a child may come after siblings). */
+static void
+mark_inner(struct weir_policy_tree *t)
+{
+	for (uint16_t i = 1; i < t->n_classes; i++)
+		t->classes[t->classes[i].cbq.parent].is_leaf = 0;
+}
+
+/* Index of the target for (name, weight), adding it if new; -1 when full,
+ * -2 when the name is no leaf in either direction, -3 when it names an
+ * inner class. */
+static int
+target_get(struct weir_policy *p, const char *name, uint8_t weight)
+{
+	struct weir_policy_target t = { .weight = weight ? weight : 1 };
+	int found = 0;
+
+	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
+		const struct weir_policy_tree *tr = &p->tree[d];
+		int c;
+
+		if (tr->n_classes == 0) {
+			t.leaf[d] = WEIR_CBQ_NONE;
+			continue;
+		}
+		c = weir_policy_class_find(p, d, name);
+		if (c >= 0 && !tr->classes[c].is_leaf)
+			return -3;
+		if (c >= 0)
+			found = 1;
+		t.leaf[d] = c >= 0 ? (uint16_t)c : tr->default_leaf;
+	}
+	if (!found)
+		return -2;
+	for (int i = 0; i < p->n_targets; i++)
+		if (strcmp(p->targets[i].name, name) == 0 && p->targets[i].weight == t.weight &&
+		    i != WEIR_TARGET_DEFAULT)
+			return i;
+	if (p->n_targets >= WEIR_POLICY_MAX_TARGETS)
+		return -1;
+	snprintf(t.name, sizeof(t.name), "%s", name);
+	p->targets[p->n_targets] = t;
+	return p->n_targets++;
+}
+
+struct weir_policy *
+weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch, struct weir_policy_err *err)
+{
+	struct weir_policy *p;
+	struct weir_classify_rule *rules = NULL;
+	char cerr[256];
+	int d;
+
+	memset(err, 0, sizeof(*err));
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return fail(NULL, err, WEIR_POLICY_ERR_GENERAL, 0, -1, "out of memory");
+	p->epoch = epoch;
+	for (d = 0; d < WEIR_POLICY_DIRS; d++) {
+		if (build_tree(p, &conf->tree[d], d, err) < 0) {
+			weir_policy_free(p);
+			return NULL;
+		}
+		mark_inner(&p->tree[d]);
+	}
+	/* The default target first, then one per (class, weight) in use. */
+	p->targets = calloc(WEIR_POLICY_MAX_TARGETS, sizeof(p->targets[0]));
+	if (p->targets == NULL)
+		return fail(p, err, WEIR_POLICY_ERR_GENERAL, 0, -1, "out of memory");
+	p->n_targets = 1;
+	snprintf(p->targets[0].name, sizeof(p->targets[0].name), "default");
+	p->targets[0].weight = 1;
+	for (d = 0; d < WEIR_POLICY_DIRS; d++) {
+		const struct weir_policy_tree *t = &p->tree[d];
+
+		p->targets[0].leaf[d] = t->n_classes ? t->default_leaf : WEIR_CBQ_NONE;
+		if (t->n_classes && !t->classes[t->default_leaf].is_leaf)
+			return fail(p, err, WEIR_POLICY_ERR_TREE, d, -1,
+				    "%s: default class '%s' has children; it must be a leaf",
+				    dir_name[d], t->classes[t->default_leaf].name);
+	}
+	for (d = 0; d < WEIR_POLICY_DIRS; d++) {
+		const struct weir_policy_tree_conf *tc = &conf->tree[d];
+		struct weir_policy_tree *t = &p->tree[d];
+
+		for (uint16_t i = 1; i < t->n_classes && tc->n_classes; i++) {
+			struct weir_policy_class *k = &t->classes[i];
+			const struct weir_policy_class_conf *c = &tc->classes[i - 1];
+			int fb;
+
+			if (!k->is_leaf && k->flow_min)
+				return fail(p, err, WEIR_POLICY_ERR_CLASS, d, i - 1,
+					    "class '%s' has children: flow_min applies to leaves only",
+					    k->name);
+			if (!k->flow_min || k->admit != WEIR_ADMIT_FALLBACK)
+				continue;
+			if (strcmp(c->fallback, k->name) == 0)
+				return fail(p, err, WEIR_POLICY_ERR_CLASS, d, i - 1,
+					    "class '%s' cannot be its own fallback", k->name);
+			fb = target_get(p, c->fallback, 1);
+			if (fb == -2 || fb == -3 || weir_policy_class_find(p, d, c->fallback) < 0)
+				return fail(p, err, WEIR_POLICY_ERR_CLASS, d, i - 1,
+					    "class '%s': fallback '%s' is not a leaf class of the %s tree",
+					    k->name, c->fallback, dir_name[d]);
+			if (fb < 0)
+				return fail(p, err, WEIR_POLICY_ERR_GENERAL, d, -1, "too many targets");
+			k->fallback_target = (uint16_t)fb;
+		}
+	}
+	if (conf->n_rules > 0) {
+		rules = calloc(conf->n_rules, sizeof(*rules));
+		if (rules == NULL)
+			return fail(p, err, WEIR_POLICY_ERR_GENERAL, 0, -1, "out of memory");
+	}
+	for (unsigned int r = 0; r < conf->n_rules; r++) {
+		const struct weir_policy_rule_conf *rc = &conf->rules[r];
+		int t;
+
+		if (p->tree[0].n_classes == 0 && p->tree[1].n_classes == 0) {
+			free(rules);
+			return fail(p, err, WEIR_POLICY_ERR_RULE, 0, (int)r,
+				    "rules need shaping: neither direction has a link rate");
+		}
+		t = target_get(p, rc->class_name, rc->weight);
+		if (t < 0) {
+			free(rules);
+			return fail(p, err, WEIR_POLICY_ERR_RULE, 0, (int)r,
+				    t == -3 ? "class '%s' has children; rules must name a leaf class"
+				    : t == -2 ? "class '%s' is not defined in either direction"
+				    : "too many distinct (class, weight) pairs%.0s", rc->class_name);
+		}
+		rules[r] = rc->match;
+		rules[r].class_id = (uint16_t)t;
+	}
+	p->classifier = weir_classifier_build(rules, conf->n_rules, WEIR_TARGET_DEFAULT,
+					      cerr, sizeof(cerr));
+	free(rules);
+	if (p->classifier == NULL) {
+		unsigned int r;
+
+		if (sscanf(cerr, "rule %u", &r) == 1) {
+			const char *colon = strchr(cerr, ':');
+
+			return fail(p, err, WEIR_POLICY_ERR_RULE, 0, (int)r, "%s",
+				    colon ? colon + 2 : cerr);
+		}
+		return fail(p, err, WEIR_POLICY_ERR_GENERAL, 0, -1, "%s", cerr);
+	}
+	return p;
+}
+
+void
+weir_policy_free(struct weir_policy *p)
+{
+	if (p == NULL)
+		return;
+	weir_classifier_free(p->classifier);
+	for (int d = 0; d < WEIR_POLICY_DIRS; d++)
+		free(p->tree[d].classes);
+	free(p->targets);
+	free(p);
+}
+
+uint16_t
+weir_policy_cbq_classes(const struct weir_policy *p, int dir, uint64_t num, uint64_t den,
+			struct weir_cbq_class_conf *out)
+{
+	const struct weir_policy_tree *t = &p->tree[dir];
+
+	for (uint16_t i = 0; i < t->n_classes; i++) {
+		out[i] = t->classes[i].cbq;
+		out[i].rate = (uint64_t)((unsigned __int128)out[i].rate * num / den);
+		out[i].ceil = (uint64_t)((unsigned __int128)out[i].ceil * num / den);
+		if (out[i].rate < WEIR_CBQ_RATE_MIN)
+			out[i].rate = WEIR_CBQ_RATE_MIN;
+		if (out[i].ceil < out[i].rate)
+			out[i].ceil = out[i].rate;
+	}
+	return t->n_classes;
+}

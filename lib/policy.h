@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: the compiled policy — what the workers consult to shape a flow.
+ *
+ * A policy is built once (from the config file today, from Lua later) and
+ * is immutable afterwards, so every worker reads one object without locks
+ * and the management lcore can build the next one beside it.
+ *
+ * It holds, per direction, the class tree (named classes, the root being
+ * the link), and a classifier whose result is a *target*: a class name
+ * resolved in both directions at once, plus a per-flow DRR weight. A rule
+ * naming "gold" sends the flow to leaf "gold" of the outbound tree and leaf
+ * "gold" of the inbound tree; a direction without such a leaf uses its
+ * default class. A flow keeps its target index (weir_flow.class_id), so a
+ * packet finds its leaf with one table read: targets[t].leaf[dir].
+ *
+ * Per-flow minimum with admission (the PostACK paper's introduction): a
+ * leaf may promise each of its flows at least flow_min bit/s. A new flow is
+ * admitted while (flows + 1) x flow_min <= the leaf's rate on this worker;
+ * otherwise the leaf's action applies: divert the flow to a fallback class,
+ * or drop its packets (a TCP SYN retried later is admitted once a flow has
+ * left).
+ */
+#ifndef WEIR_POLICY_H
+#define WEIR_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cbq.h"
+#include "classify.h"
+
+#define WEIR_POLICY_NAME_LEN 32
+#define WEIR_POLICY_MAX_TARGETS 4096
+#define WEIR_POLICY_DIRS 2              /* enum weir_dir */
+
+/* What a leaf does with a flow that would push its per-flow share below flow_min. */
+enum weir_admit_action {
+	WEIR_ADMIT_DROP = 0,            /* drop the flow's packets (TCP: its SYN) */
+	WEIR_ADMIT_FALLBACK = 1,        /* shape the flow in the fallback class */
+};
+
+/* ---- what a front end (config file, Lua) describes ---- */
+
+struct weir_policy_class_conf {
+	char name[WEIR_POLICY_NAME_LEN];
+	char parent[WEIR_POLICY_NAME_LEN];     /* "" = the root (the link) */
+	uint64_t rate;                          /* guaranteed, bit/s */
+	uint64_t ceil;                          /* bit/s, 0 = the parent's ceil */
+	uint8_t prio;                           /* 0 borrows first */
+	uint32_t limit;                         /* packets queued in the leaf; 0 = tree default */
+	uint32_t quantum;                       /* bytes; 0 = one frame */
+	uint64_t flow_min;                      /* bit/s per flow; 0 = no admission control */
+	uint8_t admit;                          /* enum weir_admit_action */
+	char fallback[WEIR_POLICY_NAME_LEN];    /* class for WEIR_ADMIT_FALLBACK */
+};
+
+struct weir_policy_tree_conf {
+	uint64_t rate;                          /* the link, bit/s; 0 = this direction is not shaped */
+	uint16_t n_classes;                     /* classes under the root; 0 = one leaf "default" */
+	const struct weir_policy_class_conf *classes;   /* parents before children */
+	char default_class[WEIR_POLICY_NAME_LEN];       /* leaf for unmatched and non-IP; "" with n_classes == 0 */
+	uint32_t default_limit;                 /* leaf limit when a class says 0 */
+};
+
+struct weir_policy_rule_conf {
+	struct weir_classify_rule match;        /* class_id ignored */
+	char class_name[WEIR_POLICY_NAME_LEN];
+	uint8_t weight;                         /* per-flow DRR weight, 0 = 1 */
+};
+
+struct weir_policy_conf {
+	struct weir_policy_tree_conf tree[WEIR_POLICY_DIRS];
+	unsigned int n_rules;
+	const struct weir_policy_rule_conf *rules;
+};
+
+/* Where a build failed, so the front end can point at its source line. */
+enum weir_policy_err_kind {
+	WEIR_POLICY_ERR_GENERAL = 0,
+	WEIR_POLICY_ERR_TREE,                   /* err.dir's tree as a whole */
+	WEIR_POLICY_ERR_CLASS,                  /* class err.index of err.dir's tree */
+	WEIR_POLICY_ERR_RULE,                   /* rule err.index */
+};
+
+struct weir_policy_err {
+	enum weir_policy_err_kind kind;
+	int dir;
+	int index;
+	char msg[256];
+};
+
+/* ---- the compiled object the workers read ---- */
+
+#define WEIR_TARGET_DEFAULT 0           /* targets[0]: both directions' default classes */
+
+struct weir_policy_target {
+	uint16_t leaf[WEIR_POLICY_DIRS];        /* cbq class index; WEIR_CBQ_NONE if unshaped */
+	uint8_t weight;
+	uint8_t _pad;
+	char name[WEIR_POLICY_NAME_LEN];
+};
+
+/* Per class of one direction: what the cbq needs plus admission. */
+struct weir_policy_class {
+	char name[WEIR_POLICY_NAME_LEN];
+	struct weir_cbq_class_conf cbq;         /* parent index, rates as configured (whole link) */
+	uint64_t flow_min;
+	uint16_t fallback_target;               /* target index for WEIR_ADMIT_FALLBACK */
+	uint8_t admit;
+	uint8_t is_leaf;
+};
+
+struct weir_policy_tree {
+	uint16_t n_classes;                     /* including the root; 0 = unshaped */
+	uint16_t default_leaf;
+	struct weir_policy_class *classes;
+};
+
+struct weir_policy {
+	uint32_t epoch;                         /* flows classified under an older epoch are re-classified */
+	uint16_t n_targets;
+	struct weir_policy_target *targets;
+	struct weir_policy_tree tree[WEIR_POLICY_DIRS];
+	struct weir_classifier *classifier;     /* rule results are target indices */
+};
+
+/* Validate and compile. NULL on error, with err filled. */
+struct weir_policy *weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch,
+				      struct weir_policy_err *err);
+void weir_policy_free(struct weir_policy *p);
+
+/* The cbq class confs of direction `dir` (n_classes of them) with every
+ * rate and ceil multiplied by num/den (a worker's share); out must hold
+ * tree[dir].n_classes entries. Returns the count (0: unshaped). */
+uint16_t weir_policy_cbq_classes(const struct weir_policy *p, int dir, uint64_t num, uint64_t den,
+				 struct weir_cbq_class_conf *out);
+
+/* Class index by name in direction dir's tree, or -1. */
+int weir_policy_class_find(const struct weir_policy *p, int dir, const char *name);
+
+#endif /* WEIR_POLICY_H */
