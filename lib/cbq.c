@@ -495,6 +495,30 @@ weir_cbq_drain(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_
 }
 
 int
+weir_cbq_move(struct weir_cbq *c, uint32_t queue_id, uint16_t from, uint16_t to)
+{
+	struct cbq_class *kf, *kt;
+	uint64_t bytes;
+	uint32_t n;
+
+	if (from >= c->n || to >= c->n || !c->cls[from].is_leaf || !c->cls[to].is_leaf ||
+	    queue_id >= c->qt->n)
+		return -EINVAL;
+	kf = &c->cls[from];
+	kt = &c->cls[to];
+	n = weir_drr_move(&kf->drr, &kt->drr, queue_id, &bytes);
+	if (n == 0)
+		return 0;
+	if (kf->active && kf->drr.pkts == 0)
+		active_del(c, from);
+	if (!kt->active) {
+		kt->deficit = (int32_t)kt->quantum;
+		active_add(c, to);
+	}
+	return (int)n;
+}
+
+int
 weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats *out)
 {
 	const struct cbq_class *k;

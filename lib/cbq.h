@@ -118,6 +118,11 @@ int weir_cbq_set_rate(struct weir_cbq *c, uint16_t cls, uint64_t rate, uint64_t 
 unsigned int weir_cbq_drain(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id,
 			    struct rte_mbuf **out, unsigned int max);
 
+/* Move flow queue queue_id with what it holds from leaf `from` to leaf `to`
+ * (re-classification), in order, no packet touched. Returns packets moved
+ * or -EINVAL. The destination's limit is not applied: they were admitted. */
+int weir_cbq_move(struct weir_cbq *c, uint32_t queue_id, uint16_t from, uint16_t to);
+
 int weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats *out);
 int weir_cbq_is_leaf(const struct weir_cbq *c, uint16_t cls);
 uint64_t weir_cbq_rate(const struct weir_cbq *c, uint16_t cls);    /* bit/s now, 0 if no such class */

@@ -83,6 +83,18 @@ drr_list_unlink(struct weir_drr *d, uint32_t prev, uint32_t qid)
 	d->n_listed--;
 }
 
+/* Take listed queue qid off the list: a walk to find its predecessor (the
+ * list is singly linked to keep a queue in 32 bytes; this is rare). */
+static void
+drr_list_remove(struct weir_drr *d, uint32_t qid)
+{
+	uint32_t prev = d->last;
+
+	while (d->q[prev].next != qid)
+		prev = d->q[prev].next;
+	drr_list_unlink(d, prev, qid);
+}
+
 int
 weir_drr_enqueue(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m)
 {
@@ -169,7 +181,6 @@ weir_drr_drain(struct weir_drr *d, uint32_t qid, struct rte_mbuf **out, unsigned
 	struct weir_drr_q *q = &d->q[qid];
 	uint64_t b = 0;
 	unsigned int n = 0;
-	uint32_t prev;
 
 	while (n < max && q->head != NULL) {
 		struct rte_mbuf *m = q->head;
@@ -186,11 +197,31 @@ weir_drr_drain(struct weir_drr *d, uint32_t qid, struct rte_mbuf **out, unsigned
 	if (bytes != NULL)
 		*bytes = b;
 	if (q->len == 0 && q->listed) {
-		prev = d->last;
-		while (d->q[prev].next != qid)
-			prev = d->q[prev].next;
-		drr_list_unlink(d, prev, qid);
+		drr_list_remove(d, qid);
 		q->deficit = 0;
 	}
 	return n;
+}
+
+uint32_t
+weir_drr_move(struct weir_drr *from, struct weir_drr *to, uint32_t qid, uint64_t *bytes)
+{
+	struct weir_drr_q *q = &from->q[qid];
+	uint64_t b = 0;
+
+	if (from == to || q->len == 0)
+		return 0;
+	for (struct rte_mbuf *m = q->head; m != NULL; m = weir_mbuf_meta(m)->qnext)
+		b += weir_drr_wire_len(from, m);
+	if (q->listed)
+		drr_list_remove(from, qid);
+	from->pkts -= q->len;
+	from->bytes -= b;
+	to->pkts += q->len;
+	to->bytes += b;
+	q->deficit = (int32_t)(to->quantum * q->weight);
+	drr_list_append(to, qid);
+	if (bytes != NULL)
+		*bytes = b;
+	return q->len;
 }

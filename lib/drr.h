@@ -124,6 +124,15 @@ struct rte_mbuf *weir_drr_dequeue(struct weir_drr *d, uint32_t *qid, uint32_t *q
 unsigned int weir_drr_drain(struct weir_drr *d, uint32_t qid, struct rte_mbuf **out,
 			    unsigned int max, uint64_t *bytes);
 
+/*
+ * Hand queue qid, packets and all, from scheduler `from` to `to` (same
+ * queue table): a flow classified anew while packets of it wait. Nothing is
+ * copied or reordered; O(packets in the queue) to recount its bytes, plus
+ * the unlink walk. Returns the packets moved; *bytes (may be NULL) their
+ * wire bytes.
+ */
+uint32_t weir_drr_move(struct weir_drr *from, struct weir_drr *to, uint32_t qid, uint64_t *bytes);
+
 static inline uint32_t
 weir_drr_qlen(const struct weir_drr_qtab *t, uint32_t qid)
 {

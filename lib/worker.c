@@ -145,27 +145,11 @@ leaf_admits(const struct weir_worker *w, int d, uint16_t leaf)
 	       weir_cbq_rate(w->shaper[d], leaf);
 }
 
-/* Move what queue qid holds in direction d from leaf `from` to leaf `to`,
- * in order (a flow classified anew while packets of it still wait). */
-static void
-move_queue(struct weir_worker *w, int d, uint32_t qid, uint16_t from, uint16_t to, uint64_t now)
-{
-	struct rte_mbuf *pkts[WEIR_BURST_MAX];
-	unsigned int n;
-
-	while ((n = weir_cbq_drain(w->shaper[d], from, qid, pkts, WEIR_BURST_MAX)) > 0)
-		for (unsigned int i = 0; i < n; i++)
-			if (weir_cbq_enqueue(w->shaper[d], to, qid, pkts[i], now) != WEIR_CBQ_OK) {
-				rte_pktmbuf_free(pkts[i]);
-				w->ctr.port[d].dropped++;
-			}
-}
-
 /* Put flow f in target `target` (moving anything it has queued), or apply
  * the refusing class's admission action. Returns false when the flow is
  * refused: its packets are dropped until a later packet finds room. */
 static bool
-admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target, uint64_t now)
+admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 {
 	const struct weir_policy *pol = w->policy;
 	uint32_t slot = weir_flow_slot(w->flows, f);
@@ -198,8 +182,10 @@ admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target, uint64_t
 		if (leaf == WEIR_CBQ_NONE)
 			continue;
 		w->cls_ctr[d][leaf].admitted++;
-		if (old[d] != leaf && weir_drr_qlen(weir_cbq_qtab(w->shaper[d]), slot) > 0)
-			move_queue(w, d, slot, old[d], leaf, now);
+		/* Packets of it still waiting (a reused 4-tuple, a policy
+		 * change) follow it, in order, ahead of this one. */
+		if (old[d] != leaf)
+			weir_cbq_move(w->shaper[d], slot, old[d], leaf);
 		weir_drr_set_weight(weir_cbq_qtab(w->shaper[d]), slot, pol->targets[target].weight);
 	}
 	return true;
@@ -208,7 +194,7 @@ admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target, uint64_t
 /* Classify a new flow (or one whose policy changed) by this packet. */
 static bool
 classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,
-	      const struct weir_pkt *p, enum weir_dir dir, uint64_t now)
+	      const struct weir_pkt *p, enum weir_dir dir)
 {
 	struct weir_cls_tuple t;
 
@@ -226,23 +212,22 @@ classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,
 	flow_uncount(w, f);
 	f->shape &= (uint8_t)~WEIR_FSH_REFUSED;
 	f->policy_epoch = w->epoch16;
-	return admit_flow(w, f, weir_classify_tuple(w->policy->classifier, &t), now);
+	return admit_flow(w, f, weir_classify_tuple(w->policy->classifier, &t));
 }
 
 /* Shaping state of a managed packet's flow after tracking it: classify
  * when new, retry admission when refused, release the flow's admission
  * slot when the connection has ended. Returns false to drop the packet. */
 static inline bool
-shape_flow(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum weir_dir dir,
-	   uint64_t now)
+shape_flow(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum weir_dir dir)
 {
 	bool ok = true;
 
 	if (unlikely(f->policy_epoch != w->epoch16))
 		ok = classify_flow(w, f, rte_pktmbuf_mtod(m, const uint8_t *),
-				   &weir_mbuf_meta(m)->pkt, dir, now);
+				   &weir_mbuf_meta(m)->pkt, dir);
 	else if (unlikely(f->shape & WEIR_FSH_REFUSED))
-		ok = admit_flow(w, f, f->class_id, now);
+		ok = admit_flow(w, f, f->class_id);
 	if (unlikely(f->state == WEIR_FS_CLOSED))
 		flow_uncount(w, f);     /* RST or both FINs acked: room for a new flow */
 	return ok;
@@ -342,7 +327,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			}
 			weir_flow_track(f, &weir_mbuf_meta(m)->pkt, (enum weir_dir)from, m->pkt_len, now);
 			pc->managed++;
-			if (w->policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from, now)) {
+			if (w->policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from)) {
 				refused |= 1ull << managed_idx[k];
 				pc->refused++;
 				continue;

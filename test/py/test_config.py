@@ -48,14 +48,75 @@ def test_good_config_checks_ok(tmp_path):
 
 
 def test_shipped_configs_are_valid():
-    for name in ("weir.cfg", "testbed.cfg"):
+    for name in ("weir.cfg", "testbed.cfg", "testbed-shaped.cfg", "testbed-twoclass.cfg"):
         p = subprocess.run([str(WEIR), "--", "--config", str(REPO / "conf" / name), "--check"],
                            capture_output=True, text=True, timeout=30)
         assert p.returncode == 0, f"{name}: {p.stderr}"
 
 
+# Class trees and rules, one setting per line so errors can be pinned to it.
+SHAPING = """
+shaping = {
+  outbound = {
+    rate = "30mbit";
+    default = "bulk";
+    classes = (
+      { name = "gold"; rate = "20mbit"; prio = 0; },
+      { name = "bulk"; rate = "10mbit"; prio = 1; }
+    );
+  };
+  inbound = "30mbit";
+};
+rules = (
+  { class = "gold"; proto = "tcp"; wan_port = "5201-5204"; },
+  { class = "bulk"; dscp = ["EF", "AF41"]; lan = "10.0.0.0/8"; dir = "out"; }
+);
+"""
+
+
+def shaped(old, new):
+    return lambda t: t + SHAPING.replace(old, new)
+
+
+def test_classes_and_rules_check_ok(tmp_path):
+    cfg, p = run_weir(tmp_path, GOOD.format(tag="cls") + SHAPING, "--check")
+    assert p.returncode == 0, p.stderr
+
+
 # (what to change, the line that must be named, a regexp the message must match)
 BAD = [
+    ("unknown class in rule", shaped('class = "gold"; proto', 'class = "silver"; proto'),
+     "silver", r"rule 1: class 'silver' is not defined in either direction"),
+    ("default not a class", shaped('default = "bulk"', 'default = "blk"'),
+     'outbound = {', r"outbound: default class 'blk' is not one of its classes"),
+    ("class without rate", shaped('rate = "10mbit"; prio = 1;', 'prio = 1;'),
+     'name = "bulk"', r"class 'bulk' needs a rate"),
+    ("ceil below rate", shaped('rate = "20mbit"; prio = 0;', 'rate = "20mbit"; ceil = "5mbit";'),
+     'name = "gold"', r"ceil \(5000000 bit/s\) is below its rate"),
+    ("duplicate class", shaped('name = "bulk"', 'name = "gold"'),
+     'rate = "10mbit"', r"class 'gold' is defined twice"),
+    ("unknown parent", shaped('name = "bulk";', 'name = "bulk"; parent = "staff";'),
+     'name = "bulk"', r"parent 'staff' is not defined before it"),
+    ("classes without default", shaped('default = "bulk";', ''),
+     'outbound = {', r"needs default = "),
+    ("bad admission", shaped('prio = 1;', 'prio = 1; flow_min = "1mbit"; admission = "maybe";'),
+     'maybe', r"admission must be \"drop\" or \"fallback\""),
+    ("bad prefix", shaped('lan = "10.0.0.0/8"', 'lan = "10.0.0.0/33"'),
+     "10.0.0.0/33", r"'lan' must be an address or prefix"),
+    ("host bits in prefix", shaped('lan = "10.0.0.0/8"', 'lan = "10.1.0.0/8"'),
+     "10.1.0.0/8", r"rule 2: lan prefix: address has bits set past /8"),
+    ("bad port range", shaped('"5201-5204"', '"5204-5201"'),
+     "5204-5201", r"'wan_port' must be a port"),
+    ("bad dscp name", shaped('"AF41"', '"AF51"'),
+     "AF51", r"'dscp' must be 0-63, a name"),
+    ("bad proto", shaped('proto = "tcp"', 'proto = "tcpp"'),
+     "tcpp", r"'proto' must be tcp, udp"),
+    ("bad dir", shaped('dir = "out"', 'dir = "up"'),
+     'dir = "up"', r"'dir' \(who opened the flow\)"),
+    ("unknown rule key", shaped('dir = "out"', 'dport = 80'),
+     "dport", r"unknown setting 'rules\.dport'"),
+    ("rules without shaping", lambda t: t + 'rules = ( { class = "x"; } );\n',
+     "rules = (", r"'rules' need shaping"),
     ("syntax", lambda t: t.replace("capacity = 1024;", "capacity = = 1024;"),
      "capacity", r"syntax error"),
     ("unknown key", lambda t: t.replace("cache = 128;", "cache = 128; mbfus = 3;"),
