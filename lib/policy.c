@@ -151,9 +151,10 @@ build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
 			     (unsigned long long)k->cbq.ceil, (unsigned long long)c->rate);
 			return -1;
 		}
-		if (c->rate > par->cbq.rate && pi != 0) {
+		if (c->rate > par->cbq.rate) {
 			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i,
-			     "class '%s': rate exceeds its parent '%s' rate", c->name, par->name);
+			     "class '%s': rate exceeds its parent's ('%s') rate", c->name,
+			     pi ? par->name : "the link");
 			return -1;
 		}
 		if (c->flow_min && c->flow_min > c->rate) {

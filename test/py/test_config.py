@@ -83,6 +83,22 @@ def test_classes_and_rules_check_ok(tmp_path):
     assert p.returncode == 0, p.stderr
 
 
+def test_documented_examples_check_ok(tmp_path):
+    """The class and rule examples in docs/classes.md and conf/weir.cfg are valid."""
+    doc = (REPO / "docs" / "classes.md").read_text()
+    example = doc.split("```\n", 2)[1]
+    cfg, p = run_weir(tmp_path, GOOD.format(tag="doc") + example, "--check")
+    assert p.returncode == 0, p.stderr
+    text = (REPO / "conf" / "weir.cfg").read_text()
+    start = text.index("  # inbound = {")
+    block = re.sub(r"^(\s*)# ", r"\1", text[start:text.index("  overhead")], flags=re.M)
+    rules = text[text.index("# rules = ("):]
+    rules = re.sub(r"^# ?", "", rules[:rules.index("# );") + 4], flags=re.M)
+    cfg, p = run_weir(tmp_path, GOOD.format(tag="wcfg") + "shaping = {\n" + block + "};\n" + rules,
+                      "--check")
+    assert p.returncode == 0, p.stderr + cfg.read_text()
+
+
 # (what to change, the line that must be named, a regexp the message must match)
 BAD = [
     ("unknown class in rule", shaped('class = "gold"; proto', 'class = "silver"; proto'),
