@@ -29,6 +29,16 @@ fail(struct weir_policy *p, struct weir_policy_err *err, enum weir_policy_err_ki
 
 static const char *const dir_name[WEIR_POLICY_DIRS] = { "outbound", "inbound" };
 
+const char *
+weir_shape_mode_name(unsigned int mode)
+{
+	static const char *const names[WEIR_MODE__COUNT] = {
+		[WEIR_MODE_POSTACK] = "postack", [WEIR_MODE_PFQ] = "pfq",
+	};
+
+	return mode < WEIR_MODE__COUNT ? names[mode] : "?";
+}
+
 int
 weir_policy_class_find(const struct weir_policy *p, int dir, const char *name)
 {
@@ -63,7 +73,8 @@ build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
 {
 	struct weir_policy_tree *t = &p->tree[d];
 	/* A direction given only a rate has one leaf, "default", at that rate. */
-	const struct weir_policy_class_conf dflt = { .name = "default", .rate = tc->rate };
+	const struct weir_policy_class_conf dflt = { .name = "default", .rate = tc->rate,
+						     .mode = tc->mode };
 	const struct weir_policy_class_conf *cc = tc->n_classes ? tc->classes : &dflt;
 	uint16_t n = tc->n_classes ? tc->n_classes : 1;
 	int i;
@@ -134,7 +145,13 @@ build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
 		k->cbq.quantum = c->quantum;
 		k->flow_min = c->flow_min;
 		k->admit = c->admit;
+		k->mode = c->mode;
 		k->is_leaf = 1;
+		if (c->mode >= WEIR_MODE__COUNT) {
+			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i, "class '%s': unknown mode %u",
+			     c->name, c->mode);
+			return -1;
+		}
 		if (c->prio >= WEIR_CBQ_NUM_PRIO) {
 			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i, "class '%s': prio must be 0..%d",
 			     c->name, WEIR_CBQ_NUM_PRIO - 1);
@@ -209,6 +226,7 @@ target_get(struct weir_policy *p, const char *name, uint8_t weight)
 
 		if (tr->n_classes == 0) {
 			t.leaf[d] = WEIR_CBQ_NONE;
+			t.mode[d] = WEIR_MODE_PFQ;
 			continue;
 		}
 		c = weir_policy_class_find(p, d, name);
@@ -217,6 +235,7 @@ target_get(struct weir_policy *p, const char *name, uint8_t weight)
 		if (c >= 0)
 			found = 1;
 		t.leaf[d] = c >= 0 ? (uint16_t)c : tr->default_leaf;
+		t.mode[d] = tr->classes[t.leaf[d]].mode;
 	}
 	if (!found)
 		return -2;
@@ -262,6 +281,7 @@ weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch, struct we
 		const struct weir_policy_tree *t = &p->tree[d];
 
 		p->targets[0].leaf[d] = t->n_classes ? t->default_leaf : WEIR_CBQ_NONE;
+		p->targets[0].mode[d] = t->n_classes ? t->classes[t->default_leaf].mode : WEIR_MODE_PFQ;
 		if (t->n_classes && !t->classes[t->default_leaf].is_leaf)
 			return fail(p, err, WEIR_POLICY_ERR_TREE, d, -1,
 				    "%s: default class '%s' has children; it must be a leaf",

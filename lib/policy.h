@@ -39,6 +39,15 @@ enum weir_admit_action {
 	WEIR_ADMIT_FALLBACK = 1,        /* shape the flow in the fallback class */
 };
 
+/* How a leaf shapes TCP (the paper's schemes). Non-TCP flows are always
+ * queued per flow. */
+enum weir_shape_mode {
+	WEIR_MODE_POSTACK = 0,          /* per-flow queues + ACKs held by the release rule (default) */
+	WEIR_MODE_PFQ = 1,              /* per-flow queues only: data waits at the gateway */
+	WEIR_MODE__COUNT
+};
+const char *weir_shape_mode_name(unsigned int mode);
+
 /* ---- what a front end (config file, Lua) describes ---- */
 
 struct weir_policy_class_conf {
@@ -52,6 +61,7 @@ struct weir_policy_class_conf {
 	uint64_t flow_min;                      /* bit/s per flow; 0 = no admission control */
 	uint8_t admit;                          /* enum weir_admit_action */
 	char fallback[WEIR_POLICY_NAME_LEN];    /* class for WEIR_ADMIT_FALLBACK */
+	uint8_t mode;                           /* enum weir_shape_mode */
 };
 
 struct weir_policy_tree_conf {
@@ -60,6 +70,7 @@ struct weir_policy_tree_conf {
 	const struct weir_policy_class_conf *classes;   /* parents before children */
 	char default_class[WEIR_POLICY_NAME_LEN];       /* leaf for unmatched and non-IP; "" with n_classes == 0 */
 	uint32_t default_limit;                 /* leaf limit when a class says 0 */
+	uint8_t mode;                           /* of the one "default" leaf when n_classes == 0 */
 };
 
 struct weir_policy_rule_conf {
@@ -95,6 +106,7 @@ struct weir_policy_err {
 
 struct weir_policy_target {
 	uint16_t leaf[WEIR_POLICY_DIRS];        /* cbq class index; WEIR_CBQ_NONE if unshaped */
+	uint8_t mode[WEIR_POLICY_DIRS];         /* the leaf's enum weir_shape_mode (copied: one read) */
 	uint8_t weight;
 	uint8_t _pad;
 	char name[WEIR_POLICY_NAME_LEN];
@@ -108,6 +120,7 @@ struct weir_policy_class {
 	uint16_t fallback_target;               /* target index for WEIR_ADMIT_FALLBACK */
 	uint8_t admit;
 	uint8_t is_leaf;
+	uint8_t mode;
 };
 
 struct weir_policy_tree {

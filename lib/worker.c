@@ -52,8 +52,13 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 	w->flows = flows;
 	w->tsc_hz = rte_get_tsc_hz();
 	w->tsc_per_us = RTE_MAX(w->tsc_hz / 1000000, (uint64_t)1);
+	if (conf->postack != NULL && !shaped) {
+		rte_free(w);
+		return NULL;    /* ACKs are held against a class tree's data queues */
+	}
 	if (shaped) {
 		w->policy = pol;
+		w->pa = conf->postack;
 		w->epoch16 = epoch16(pol->epoch);
 		w->unmanaged_qid = weir_flow_table_capacity(flows);
 		for (int d = 0; d < WEIR_PORT__COUNT; d++) {
@@ -79,6 +84,7 @@ weir_worker_free(struct weir_worker *w)
 	if (w == NULL)
 		return;
 	weir_worker_flush_queues(w);
+	weir_postack_free(w->pa);
 	weir_cbq_free(w->shaper[0]);
 	weir_cbq_free(w->shaper[1]);
 	rte_free(w->cls_ctr[0]);
@@ -101,6 +107,106 @@ classify_unmanaged(struct weir_port_counters *pc, const struct weir_pkt *p)
 		pc->non_ip++;
 	}
 	return false;
+}
+
+static void send_burst(struct weir_worker *w, enum weir_port_role to, struct rte_mbuf **pkts,
+		       uint16_t n);
+
+/* Send frames the worker releases on its own (held ACKs) out of port `to`,
+ * counted as forwarded from the other port. */
+static void
+emit(struct weir_worker *w, enum weir_port_role to, struct rte_mbuf **pkts, unsigned int n)
+{
+	if (n == 0)
+		return;
+	w->ctr.port[to ^ 1].forwarded += n;
+	if (w->conf.emit != NULL) {
+		w->conf.emit(w->conf.emit_arg, to, pkts, (uint16_t)n);
+		return;
+	}
+	send_burst(w, to, pkts, (uint16_t)n);
+}
+
+/* Release every ACK held for data direction d of slot, in order. They
+ * travel the other way, so they leave through port d. */
+static void
+postack_flush(struct weir_worker *w, int d, uint32_t slot)
+{
+	struct rte_mbuf *acks[WEIR_BURST_MAX];
+	unsigned int n;
+
+	while ((n = weir_postack_release(w->pa, d, slot, acks, WEIR_BURST_MAX, WEIR_PA_FLUSH)) > 0) {
+		emit(w, (enum weir_port_role)d, acks, n);
+		if (n < WEIR_BURST_MAX)
+			break;
+	}
+}
+
+static inline void
+postack_flush_flow(struct weir_worker *w, uint32_t slot)
+{
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		if (weir_postack_len(w->pa, d, slot) > 0)
+			postack_flush(w, d, slot);
+}
+
+static inline uint32_t
+data_qlen(const struct weir_worker *w, int d, uint32_t slot)
+{
+	return w->shaper[d] != NULL ? weir_drr_qlen(weir_cbq_qtab(w->shaper[d]), slot) : 0;
+}
+
+/*
+ * PostACK for a TCP packet of flow f travelling in direction a; its ACKs
+ * answer data direction d = a ^ 1. A pure ACK is held (returns true: the
+ * packet is taken) while the flow's data waits in its queue of direction
+ * d or ACKs of it are held already (order); when the data queue is empty
+ * the oldest held one is released first (the rule's qlen == 0 case: the
+ * sender must not stall). Anything else (data, SYN, FIN, RST) first
+ * releases what is held, so nothing overtakes a held ACK; FIN and RST
+ * release both directions' (the connection is ending).
+ * A held ACK is never behind a frame of its own direction still in the
+ * class tree: it is held only while that queue is empty.
+ */
+static bool
+postack_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum weir_dir a,
+	       uint64_t now)
+{
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+	const struct weir_policy_target *t = &w->policy->targets[f->class_id];
+	const int d = a ^ 1;
+	const uint32_t slot = weir_flow_slot(w->flows, f);
+	struct rte_mbuf *out[2];
+	unsigned int n_out = 0;
+	uint32_t held;
+
+	if (p->payload_len > 0 || (p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_FIN)))
+		weir_postack_data_seen(w->pa, a, slot, now);
+	held = weir_postack_len(w->pa, d, slot);
+	if ((p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_FIN | WEIR_TCP_RST | WEIR_TCP_URG |
+			     WEIR_TCP_ACK)) != WEIR_TCP_ACK || p->payload_len > 0) {
+		if (held > 0)
+			postack_flush(w, d, slot);
+		if (p->tcp_flags & (WEIR_TCP_FIN | WEIR_TCP_RST))
+			postack_flush_flow(w, slot);
+		return false;
+	}
+	if (t->mode[d] != WEIR_MODE_POSTACK || t->leaf[d] == WEIR_CBQ_NONE)
+		return false;
+	if (data_qlen(w, a, slot) != 0)
+		return false;   /* earlier frames of this direction still queued: keep order */
+	if (held == 0 && data_qlen(w, d, slot) == 0)
+		return false;   /* the flow is not over its share: nothing to hold back */
+	if (held > 0 && data_qlen(w, d, slot) == 0)
+		n_out = weir_postack_release(w->pa, d, slot, out, 1, WEIR_PA_RULE);
+	if (weir_postack_hold(w->pa, d, slot, m, now, out + n_out, &held) == 0) {
+		/* No record free: forward it, after what is held. */
+		emit(w, (enum weir_port_role)d, out, n_out);
+		postack_flush(w, d, slot);
+		return false;
+	}
+	emit(w, (enum weir_port_role)d, out, n_out + held);
+	return true;
 }
 
 /* ---- classification and admission (once per flow, not per packet) ---- */
@@ -183,9 +289,13 @@ admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 			continue;
 		w->cls_ctr[d][leaf].admitted++;
 		/* Packets of it still waiting (a reused 4-tuple, a policy
-		 * change) follow it, in order, ahead of this one. */
-		if (old[d] != leaf)
+		 * change) follow it, in order, ahead of this one; ACKs held
+		 * against its old class go now. */
+		if (old[d] != leaf) {
 			weir_cbq_move(w->shaper[d], slot, old[d], leaf);
+			if (w->pa != NULL && weir_postack_len(w->pa, d, slot) > 0)
+				postack_flush(w, d, slot);
+		}
 		weir_drr_set_weight(weir_cbq_qtab(w->shaper[d]), slot, pol->targets[target].weight);
 	}
 	return true;
@@ -236,11 +346,11 @@ shape_flow(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum 
 /* Queue a burst in its direction's class tree: each frame in its flow's
  * queue in its flow's leaf (frames without a flow share one queue in the
  * default class). A full queue drops the arriving frame of that flow only,
- * counted as dropped; refused flows' frames are freed (counted already).
- * Nothing leaves here. */
+ * counted as dropped; frames already dealt with (refused, held) are
+ * skipped. Nothing leaves here. */
 static uint16_t
 enqueue_shaped(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf **pkts,
-	       struct weir_flow *const *pkt_flow, uint64_t refused, uint16_t n, uint64_t now)
+	       struct weir_flow *const *pkt_flow, uint64_t taken, uint16_t n, uint64_t now)
 {
 	struct weir_cbq *sh = w->shaper[from];
 	struct weir_port_counters *pc = &w->ctr.port[from];
@@ -251,10 +361,8 @@ enqueue_shaped(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf 
 		uint32_t qid = f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
 		uint16_t leaf = f != NULL ? flow_leaf(w, f, from) : dflt;
 
-		if (unlikely(refused & (1ull << i))) {
-			rte_pktmbuf_free(pkts[i]);
+		if (unlikely(taken & (1ull << i)))
 			continue;
-		}
 		if (unlikely(weir_cbq_enqueue(sh, leaf, qid, pkts[i], now) != 0)) {
 			rte_pktmbuf_free(pkts[i]);
 			pc->dropped++;
@@ -264,18 +372,16 @@ enqueue_shaped(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf 
 	return 0;
 }
 
-/* Unshaped direction: drop refused flows' frames, keep the rest in order. */
+/* Unshaped direction: leave out the frames already dealt with (refused,
+ * held), keep the rest in order. */
 static uint16_t
-compact_refused(struct rte_mbuf **pkts, uint64_t refused, uint16_t n)
+compact_taken(struct rte_mbuf **pkts, uint64_t taken, uint16_t n)
 {
 	uint16_t k = 0;
 
-	for (uint16_t i = 0; i < n; i++) {
-		if (refused & (1ull << i))
-			rte_pktmbuf_free(pkts[i]);
-		else
+	for (uint16_t i = 0; i < n; i++)
+		if (!(taken & (1ull << i)))
 			pkts[k++] = pkts[i];
-	}
 	return k;
 }
 
@@ -290,7 +396,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	uint16_t managed_idx[WEIR_BURST_MAX];
 	uint16_t n_managed = 0;
 	uint64_t bytes = 0;
-	uint64_t refused = 0;   /* bit i: drop pkts[i], its flow was refused */
+	uint64_t taken = 0;     /* bit i: pkts[i] is dealt with (refused and freed, or held) */
 
 	for (uint16_t i = 0; i < n && i < 4; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
@@ -328,17 +434,23 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			weir_flow_track(f, &weir_mbuf_meta(m)->pkt, (enum weir_dir)from, m->pkt_len, now);
 			pc->managed++;
 			if (w->policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from)) {
-				refused |= 1ull << managed_idx[k];
+				taken |= 1ull << managed_idx[k];
+				rte_pktmbuf_free(m);
 				pc->refused++;
+				continue;
+			}
+			if (w->pa != NULL && weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP &&
+			    postack_packet(w, f, m, (enum weir_dir)from, now)) {
+				taken |= 1ull << managed_idx[k];
 				continue;
 			}
 			pkt_flow[managed_idx[k]] = f;
 		}
 	}
 	if (w->shaper[from] != NULL)
-		return enqueue_shaped(w, from, pkts, pkt_flow, refused, n, now);
-	if (unlikely(refused != 0))
-		n = compact_refused(pkts, refused, n);
+		return enqueue_shaped(w, from, pkts, pkt_flow, taken, n, now);
+	if (unlikely(taken != 0))
+		n = compact_taken(pkts, taken, n);
 	pc->forwarded += n;
 	return n;
 }
@@ -348,8 +460,9 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 		    struct rte_mbuf **pkts, uint16_t max)
 {
 	struct weir_cbq *sh = w->shaper[dir];
+	struct rte_mbuf *acks[WEIR_BURST_MAX];
 	struct weir_cbq_deq d;
-	uint16_t n = 0;
+	uint16_t n = 0, n_acks = 0;
 
 	/* Clocked by dequeue: nothing is asked of the tree before the time it
 	 * said something could go, or after it said it is empty. */
@@ -363,8 +476,15 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 			break;
 		}
 		pkts[n++] = m;
+		/* PostACK's release rule (Fig. 14): with at most one more of
+		 * its data packets queued, the flow gets one held ACK back. */
+		if (w->pa != NULL && d.qlen <= 1 && d.queue_id < w->unmanaged_qid &&
+		    weir_postack_len(w->pa, dir, d.queue_id) > 0)
+			n_acks += (uint16_t)weir_postack_release(w->pa, dir, d.queue_id, acks + n_acks, 1,
+								 WEIR_PA_RULE);
 	}
 	w->ctr.port[dir].forwarded += n;
+	emit(w, dir, acks, n_acks);     /* they travel the other way: out of port dir */
 	return n;
 }
 
@@ -460,6 +580,8 @@ evict_flow(struct weir_flow *f, const struct weir_flow_key *key, void *arg)
 	RTE_SET_USED(key);
 	if (w->policy == NULL)
 		return;
+	if (w->pa != NULL)
+		postack_flush_flow(w, weir_flow_slot(w->flows, f));
 	drain_queue(w, f, true);
 	flow_uncount(w, f);
 }
@@ -486,6 +608,29 @@ weir_worker_flush_queues(struct weir_worker *w)
 	return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
 }
 
+static uint32_t
+watchdog_qlen(void *arg, int d, uint32_t slot)
+{
+	return data_qlen(arg, d, slot);
+}
+
+unsigned int
+weir_worker_postack_idle(struct weir_worker *w, uint64_t now)
+{
+	struct rte_mbuf *out[WEIR_BURST_MAX], *by_dir[WEIR_PORT__COUNT][WEIR_BURST_MAX];
+	uint8_t dir_of[WEIR_BURST_MAX];
+	unsigned int n, k[WEIR_PORT__COUNT] = { 0, 0 };
+
+	if (w->pa == NULL || w->pa->ring_n == 0)
+		return 0;
+	n = weir_postack_watchdog(w->pa, now, 8, watchdog_qlen, w, out, dir_of, WEIR_BURST_MAX);
+	for (unsigned int i = 0; i < n; i++)
+		by_dir[dir_of[i]][k[dir_of[i]]++] = out[i];
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		emit(w, (enum weir_port_role)d, by_dir[d], k[d]);
+	return n;
+}
+
 /* Longest sleep allowed now: the back-off cap, cut short when a shaper has
  * frames that become sendable sooner. */
 static inline uint32_t
@@ -494,6 +639,9 @@ sleep_cap_us(const struct weir_worker *w, uint64_t now)
 	uint64_t wake = RTE_MIN(w->shaper[0] ? w->next_tsc[0] : UINT64_MAX,
 				w->shaper[1] ? w->next_tsc[1] : UINT64_MAX);
 
+	/* Held ACKs need the watchdog to look now and then. */
+	if (w->pa != NULL && w->pa->ring_n > 0)
+		wake = RTE_MIN(wake, now + 1000 * w->tsc_per_us);
 	if (wake == UINT64_MAX)
 		return w->conf.idle_sleep_us;
 	if (wake <= now)
@@ -537,6 +685,7 @@ weir_worker_main(void *arg)
 		got += poll_port(w, WEIR_PORT_WAN, now);
 		got += pull_shaped(w, WEIR_PORT_LAN, now);
 		got += pull_shaped(w, WEIR_PORT_WAN, now);
+		got += weir_worker_postack_idle(w, now);
 		w->ctr.loops++;
 		if (got > 0) {
 			idle = 0;

@@ -19,6 +19,7 @@
 #include "counters.h"
 #include "flow.h"
 #include "policy.h"
+#include "postack.h"
 
 #define WEIR_BURST_MAX 64
 
@@ -31,6 +32,13 @@ struct weir_worker_conf {
 	/* Needed with shapers: maps a flow to its leaf in each direction. The
 	 * worker does not own it (one policy serves every worker). */
 	const struct weir_policy *policy;
+	/* ACK queues for leaves in PostACK mode (NULL: none held, every leaf
+	 * behaves as pfq). Owned by the worker from creation on. */
+	struct weir_postack *postack;
+	/* Where frames the worker sends on its own go (released ACKs): NULL =
+	 * the port's tx queue. Tests and the benchmark catch them here. */
+	void (*emit)(void *arg, enum weir_port_role to, struct rte_mbuf **pkts, uint16_t n);
+	void *emit_arg;
 };
 
 /* Per class of one direction's tree, on one worker (single writer). Frames
@@ -54,6 +62,7 @@ struct weir_worker {
 	const struct weir_policy *policy;
 	uint16_t epoch16;                      /* the policy's epoch as flows store it */
 	struct weir_class_counters *cls_ctr[WEIR_PORT__COUNT];   /* [class], NULL if unshaped */
+	struct weir_postack *pa;               /* = conf.postack */
 	uint64_t next_tsc[WEIR_PORT__COUNT];   /* a blocked shaper's next chance */
 	uint64_t tsc_per_us;
 	struct weir_worker_counters ctr;
@@ -86,6 +95,10 @@ uint16_t weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint
  * pkts[]; returns the count. Records when to try again in next_tsc[dir]. */
 uint16_t weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now,
 			     struct rte_mbuf **pkts, uint16_t max);
+
+/* Release held ACKs of flows whose data has stopped (PostACK's watchdog);
+ * the worker loop calls it every turn. Returns frames sent. */
+unsigned int weir_worker_postack_idle(struct weir_worker *w, uint64_t now);
 
 /* Free every frame still queued (shutdown); returns how many. */
 unsigned int weir_worker_flush_queues(struct weir_worker *w);

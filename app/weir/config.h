@@ -56,6 +56,10 @@ struct weir_config {
 	uint16_t shape_overhead;                /* bytes added per frame for rate accounting */
 	uint16_t shape_flow_limit;              /* packets per flow queue */
 	uint32_t shape_flow_quantum;            /* DRR bytes per round per flow; 0 = one frame */
+	uint8_t shape_mode;                     /* default enum weir_shape_mode of classes */
+	uint32_t postack_acks;                  /* ACK records per worker */
+	uint16_t postack_ack_limit;             /* ACKs one flow may hold */
+	uint32_t postack_idle_ms;               /* data idle this long: release the flow's ACKs */
 	/* Class trees and rules, compiled (lib/policy.h); NULL when neither
 	 * direction is shaped. Owned by the config. */
 	struct weir_policy *policy;

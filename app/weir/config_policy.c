@@ -29,11 +29,30 @@ elem(const config_setting_t *list, int i)
 	return list ? config_setting_get_elem(list, (unsigned int)i) : NULL;
 }
 
+/* A shaping mode by name into *mode; def when absent. */
 static int
-load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_class_conf *c)
+get_mode(struct loader *ld, const config_setting_t *g, uint8_t def, uint8_t *mode)
+{
+	char name[16];
+
+	if (cfg_str(ld, g, "mode", weir_shape_mode_name(def), name, sizeof(name)) < 0)
+		return -1;
+	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
+		if (strcmp(name, weir_shape_mode_name(m)) == 0) {
+			*mode = (uint8_t)m;
+			return 0;
+		}
+	return cfg_fail(ld, config_setting_get_member(g, "mode"),
+			"'mode' must be \"postack\" (hold ACKs, not data) or \"pfq\" (per-flow queues only)");
+}
+
+static int
+load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_class_conf *c,
+	   uint8_t mode)
 {
 	static const char *const keys[] = { "name", "parent", "rate", "ceil", "prio", "limit",
-					    "quantum", "flow_min", "admission", "fallback", NULL };
+					    "quantum", "flow_min", "admission", "fallback", "mode",
+					    NULL };
 	char admit[16];
 	long long v;
 
@@ -49,6 +68,8 @@ load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_clas
 		return -1;
 	if (config_setting_get_member(s, "rate") == NULL)
 		return cfg_fail(ld, s, "class '%s' needs a rate", c->name);
+	if (get_mode(ld, s, mode, &c->mode) < 0)
+		return -1;
 	if (strcmp(admit, "drop") == 0)
 		c->admit = WEIR_ADMIT_DROP;
 	else if (strcmp(admit, "fallback") == 0)
@@ -83,6 +104,7 @@ load_tree(struct loader *ld, const config_setting_t *g, int d, struct weir_confi
 	/* The class limit keeps queued frames to a quarter of the pool per
 	 * direction and worker unless a class says otherwise. */
 	tc->default_limit = cfg->mbufs / (4 * cfg->n_workers);
+	tc->mode = cfg->shape_mode;
 	if (s == NULL || !config_setting_is_group(s)) {
 		if (cfg_rate(ld, g, dir_key[d], &tc->rate) < 0)
 			return -1;
@@ -115,7 +137,7 @@ load_tree(struct loader *ld, const config_setting_t *g, int d, struct weir_confi
 	if (src->classes[d] == NULL)
 		return cfg_fail(ld, list, "out of memory");
 	for (int i = 0; i < n; i++)
-		if (load_class(ld, elem(list, i), &src->classes[d][i]) < 0)
+		if (load_class(ld, elem(list, i), &src->classes[d][i], tc->mode) < 0)
 			return -1;
 	tc->classes = src->classes[d];
 	tc->n_classes = (uint16_t)n;
@@ -367,6 +389,28 @@ load_rules(struct loader *ld, const config_setting_t *root, struct weir_policy_c
 	return 0;
 }
 
+/* shaping.postack: how much ACK holding may cost. */
+static int
+load_postack(struct loader *ld, const config_setting_t *g, struct weir_config *cfg)
+{
+	static const char *const keys[] = { "acks", "ack_limit", "idle_ms", NULL };
+	const config_setting_t *p = g ? cfg_group(ld, g, "postack", false) : NULL;
+	long long v;
+
+	if (ld->failed || (p && cfg_check_keys(ld, p, keys) < 0))
+		return -1;
+	if (cfg_int(ld, p, "acks", 65536, 64, 1 << 26, &v) < 0)
+		return -1;
+	cfg->postack_acks = (uint32_t)v;
+	if (cfg_int(ld, p, "ack_limit", 1024, 4, 65535, &v) < 0)
+		return -1;
+	cfg->postack_ack_limit = (uint16_t)v;
+	if (cfg_int(ld, p, "idle_ms", 20, 1, 10000, &v) < 0)
+		return -1;
+	cfg->postack_idle_ms = (uint32_t)v;
+	return 0;
+}
+
 /* Point a builder error at the setting it is about. */
 static int
 report(struct loader *ld, const config_setting_t *root, const struct policy_src *src,
@@ -394,7 +438,7 @@ int
 cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
 	static const char *const keys[] = { "outbound", "inbound", "overhead", "flow_limit",
-					    "flow_quantum", NULL };
+					    "flow_quantum", "mode", "postack", NULL };
 	const config_setting_t *g = cfg_group(ld, root, "shaping", false);
 	struct weir_policy_conf pc = { 0 };
 	struct policy_src src = { 0 };
@@ -413,6 +457,8 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 	if (cfg_int(ld, g, "flow_quantum", 0, 0, 1 << 20, &v) < 0)
 		return -1;
 	cfg->shape_flow_quantum = (uint32_t)v;
+	if (get_mode(ld, g, WEIR_MODE_POSTACK, &cfg->shape_mode) < 0 || load_postack(ld, g, cfg) < 0)
+		return -1;
 	for (int d = 0; d < WEIR_PORT__COUNT; d++)
 		if (load_tree(ld, g, d, cfg, &pc.tree[d], &src) < 0)
 			goto out;

@@ -193,6 +193,27 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 				return -1;
 			}
 		}
+		if (a->cfg.policy != NULL && a->cfg.postack_acks > 0) {
+			const struct weir_postack_conf pc = {
+				.n_flows = a->cfg.flow_capacity,
+				.n_acks = a->cfg.postack_acks,
+				.ack_limit = a->cfg.postack_ack_limit,
+				.idle_us = a->cfg.postack_idle_ms * 1000,
+				.tsc_hz = rte_get_tsc_hz(),
+				.socket_id = socket,
+				.mp = a->mp,
+			};
+
+			wc.postack = weir_postack_create(&pc);
+			if (wc.postack == NULL) {
+				snprintf(err, errlen, "%s: cannot allocate %u PostACK records for worker %u "
+					 "(raise EAL memory, -m, or lower shaping.postack.acks)",
+					 a->cfg.path, a->cfg.postack_acks, i);
+				weir_cbq_free(shaper[0]);
+				weir_cbq_free(shaper[1]);
+				return -1;
+			}
+		}
 		a->workers[i] = weir_worker_create(&wc, a->flows[i], shaper, socket);
 		if (a->workers[i] == NULL) {
 			snprintf(err, errlen, "cannot allocate worker %u", i);

@@ -159,6 +159,43 @@ shaping_json(const struct weir_app *app, int dir)
 	return o;
 }
 
+/* PostACK's ACK queues, summed over the workers. */
+static json_t *
+postack_json(const struct weir_app *app)
+{
+	struct weir_postack_stats sum = { 0 };
+	bool any = false;
+
+	for (unsigned int i = 0; i < app->n_workers; i++) {
+		const struct weir_postack_stats *st;
+
+		if (app->workers[i]->pa == NULL)
+			continue;
+		any = true;
+		st = weir_postack_stats(app->workers[i]->pa);
+		sum.held += st->held;
+		sum.released += st->released;
+		sum.flushed += st->flushed;
+		sum.idle_released += st->idle_released;
+		sum.evicted += st->evicted;
+		sum.pool_full += st->pool_full;
+		sum.as_mbuf += st->as_mbuf;
+		sum.nombuf += st->nombuf;
+		sum.in_use += st->in_use;
+		sum.peak += st->peak;
+	}
+	if (!any)
+		return json_null();
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"held", (json_int_t)sum.held, "released", (json_int_t)sum.released,
+		"flushed", (json_int_t)sum.flushed, "idle_released", (json_int_t)sum.idle_released,
+		"limit_released", (json_int_t)sum.evicted, "pool_full", (json_int_t)sum.pool_full,
+		"as_mbuf", (json_int_t)sum.as_mbuf, "nombuf", (json_int_t)sum.nombuf,
+		"acks_held", (json_int_t)sum.in_use, "acks_held_peak", (json_int_t)sum.peak,
+		"records", (json_int_t)app->cfg.postack_acks * app->n_workers,
+		"bytes_per_ack", (json_int_t)weir_postack_bytes_per_ack());
+}
+
 static json_t *
 stats_json(const struct weir_app *app)
 {
@@ -181,12 +218,13 @@ stats_json(const struct weir_app *app)
 			"sleeps", (json_int_t)w->ctr.sleeps, "busy_s", (double)w->ctr.busy_tsc / hz,
 			"flows_active", (json_int_t)weir_flow_table_stats(app->flows[i])->active));
 	}
-	return json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:I, s:I}}",
+	return json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:I, s:I}}",
 		"version", WEIR_VERSION,
 		"uptime_s", (double)(rte_rdtsc() - app->start_tsc) / hz,
 		"ports", ports,
 		"shaping", "outbound", shaping_json(app, WEIR_PORT_LAN),
 			   "inbound", shaping_json(app, WEIR_PORT_WAN),
+		"postack", postack_json(app),
 		"flows", "active", (json_int_t)fs.active, "capacity",
 			 (json_int_t)app->cfg.flow_capacity * app->n_workers,
 			 "inserted", (json_int_t)fs.inserted, "expired", (json_int_t)fs.expired,

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: ACK queues for PostACK. See postack.h for the model.
+ */
+#include <string.h>
+
+#include <rte_malloc.h>
+
+#include "postack.h"
+
+/* One held ACK: 128 bytes, two to a cache line pair. `len` 0 marks an
+ * ACK kept as an mbuf (it did not fit, or is chained). */
+struct weir_postack_rec {
+	uint32_t next;
+	uint16_t len;
+	uint8_t _pad[2];
+	union {
+		uint8_t bytes[WEIR_POSTACK_REC_BYTES];
+		struct rte_mbuf *m;
+	};
+};
+
+static_assert(sizeof(struct weir_postack_rec) == 128, "a record is two half lines");
+
+#define RING_DIR_BIT 31u
+
+struct weir_postack *
+weir_postack_create(const struct weir_postack_conf *c)
+{
+	struct weir_postack *pa;
+
+	if (c->n_flows == 0 || c->n_flows >= (1u << RING_DIR_BIT) || c->n_acks == 0 ||
+	    c->n_acks >= WEIR_POSTACK_NONE || c->ack_limit == 0 || c->mp == NULL || c->tsc_hz == 0)
+		return NULL;
+	pa = rte_zmalloc_socket("weir_postack", sizeof(*pa), RTE_CACHE_LINE_SIZE, c->socket_id);
+	if (pa == NULL)
+		return NULL;
+	pa->n_flows = c->n_flows;
+	pa->n_acks = c->n_acks;
+	pa->ack_limit = c->ack_limit;
+	pa->idle_tsc = c->tsc_hz / 1000000 * c->idle_us;
+	pa->mp = c->mp;
+	pa->ring_size = 2 * c->n_flows;
+	for (int d = 0; d < 2; d++)
+		pa->q[d] = rte_malloc_socket("weir_postack_q", (size_t)c->n_flows * sizeof(*pa->q[d]),
+					     RTE_CACHE_LINE_SIZE, c->socket_id);
+	pa->rec = rte_malloc_socket("weir_postack_rec", (size_t)c->n_acks * sizeof(*pa->rec),
+				    RTE_CACHE_LINE_SIZE, c->socket_id);
+	pa->ring = rte_malloc_socket("weir_postack_ring", (size_t)pa->ring_size * sizeof(*pa->ring),
+				     RTE_CACHE_LINE_SIZE, c->socket_id);
+	if (pa->q[0] == NULL || pa->q[1] == NULL || pa->rec == NULL || pa->ring == NULL) {
+		weir_postack_free(pa);
+		return NULL;
+	}
+	for (int d = 0; d < 2; d++)
+		for (uint32_t i = 0; i < c->n_flows; i++)
+			pa->q[d][i] = (struct weir_postack_q){ .head = WEIR_POSTACK_NONE,
+							       .tail = WEIR_POSTACK_NONE };
+	for (uint32_t i = 0; i < c->n_acks; i++)
+		pa->rec[i].next = i + 1 < c->n_acks ? i + 1 : WEIR_POSTACK_NONE;
+	pa->free_head = 0;
+	return pa;
+}
+
+void
+weir_postack_free(struct weir_postack *pa)
+{
+	if (pa == NULL)
+		return;
+	/* Records holding mbufs give them back. */
+	for (int d = 0; d < 2 && pa->q[d] != NULL && pa->rec != NULL; d++)
+		for (uint32_t s = 0; s < pa->n_flows; s++)
+			for (uint32_t r = pa->q[d][s].head; r != WEIR_POSTACK_NONE; r = pa->rec[r].next)
+				if (pa->rec[r].len == 0)
+					rte_pktmbuf_free(pa->rec[r].m);
+	rte_free(pa->q[0]);
+	rte_free(pa->q[1]);
+	rte_free(pa->rec);
+	rte_free(pa->ring);
+	rte_free(pa);
+}
+
+static inline void
+ring_add(struct weir_postack *pa, int d, uint32_t slot)
+{
+	struct weir_postack_q *q = &pa->q[d][slot];
+
+	if (q->listed)
+		return;
+	q->listed = 1;
+	/* Cannot overflow: each (d, slot) is listed at most once. */
+	pa->ring[(pa->ring_head + pa->ring_n++) % pa->ring_size] = (uint32_t)d << RING_DIR_BIT | slot;
+}
+
+/* Take the oldest record of q out of the queue; returns its index. */
+static inline uint32_t
+pop_rec(struct weir_postack *pa, struct weir_postack_q *q)
+{
+	uint32_t r = q->head;
+
+	q->head = pa->rec[r].next;
+	if (q->head == WEIR_POSTACK_NONE)
+		q->tail = WEIR_POSTACK_NONE;
+	q->n--;
+	return r;
+}
+
+static inline void
+free_rec(struct weir_postack *pa, uint32_t r)
+{
+	pa->rec[r].next = pa->free_head;
+	pa->free_head = r;
+	pa->st.in_use--;
+}
+
+/* The mbuf for the ACK in record r (rebuilt from its bytes), or NULL when
+ * the pool has none (the record is left as it was). */
+static inline struct rte_mbuf *
+rec_mbuf(struct weir_postack *pa, uint32_t r)
+{
+	struct weir_postack_rec *rec = &pa->rec[r];
+	struct rte_mbuf *m;
+	char *p;
+
+	if (rec->len == 0)
+		return rec->m;
+	m = rte_pktmbuf_alloc(pa->mp);
+	if (unlikely(m == NULL))
+		return NULL;
+	p = rte_pktmbuf_append(m, rec->len);
+	memcpy(p, rec->bytes, rec->len);
+	return m;
+}
+
+int
+weir_postack_hold(struct weir_postack *pa, int d, uint32_t slot, struct rte_mbuf *m,
+		  uint64_t now, struct rte_mbuf **out, unsigned int *n_out)
+{
+	struct weir_postack_q *q = &pa->q[d][slot];
+	struct weir_postack_rec *rec;
+	uint32_t r;
+
+	RTE_SET_USED(now);
+	*n_out = 0;
+	if (unlikely(q->n >= pa->ack_limit)) {
+		/* Bounded per flow: the oldest goes, in order, before the newest
+		 * is added. If no mbuf is free it stays and the new one is not
+		 * held (the caller forwards it, after the queue: see worker.c). */
+		if (weir_postack_release(pa, d, slot, out, 1, WEIR_PA_RULE) == 0)
+			return 0;
+		*n_out = 1;
+		pa->st.released--;
+		pa->st.evicted++;
+	}
+	if (unlikely(pa->free_head == WEIR_POSTACK_NONE)) {
+		pa->st.pool_full++;
+		return 0;
+	}
+	r = pa->free_head;
+	rec = &pa->rec[r];
+	pa->free_head = rec->next;
+	rec->next = WEIR_POSTACK_NONE;
+	if (likely(m->nb_segs == 1 && m->data_len <= WEIR_POSTACK_REC_BYTES)) {
+		rec->len = m->data_len;
+		memcpy(rec->bytes, rte_pktmbuf_mtod(m, const void *), m->data_len);
+		rte_pktmbuf_free(m);
+	} else {
+		rec->len = 0;
+		rec->m = m;
+		pa->st.as_mbuf++;
+	}
+	if (q->tail == WEIR_POSTACK_NONE)
+		q->head = r;
+	else
+		pa->rec[q->tail].next = r;
+	q->tail = r;
+	q->n++;
+	pa->st.held++;
+	if (++pa->st.in_use > pa->st.peak)
+		pa->st.peak = pa->st.in_use;
+	ring_add(pa, d, slot);
+	return 1;
+}
+
+unsigned int
+weir_postack_release(struct weir_postack *pa, int d, uint32_t slot, struct rte_mbuf **out,
+		     unsigned int max, enum weir_postack_why why)
+{
+	struct weir_postack_q *q = &pa->q[d][slot];
+	unsigned int n = 0;
+
+	while (n < max && q->n > 0) {
+		struct rte_mbuf *m = rec_mbuf(pa, q->head);
+
+		if (unlikely(m == NULL)) {
+			pa->st.nombuf++;
+			break;
+		}
+		free_rec(pa, pop_rec(pa, q));
+		out[n++] = m;
+	}
+	if (why == WEIR_PA_RULE)
+		pa->st.released += n;
+	else if (why == WEIR_PA_FLUSH)
+		pa->st.flushed += n;
+	else
+		pa->st.idle_released += n;
+	return n;
+}
+
+unsigned int
+weir_postack_watchdog(struct weir_postack *pa, uint64_t now, unsigned int budget,
+		      weir_postack_qlen_fn qlen, void *arg, struct rte_mbuf **out, uint8_t *dir_of,
+		      unsigned int max)
+{
+	unsigned int n = 0;
+
+	while (budget-- > 0 && pa->ring_n > 0 && n < max) {
+		uint32_t e = pa->ring[pa->ring_head];
+		int d = (int)(e >> RING_DIR_BIT);
+		uint32_t slot = e & ~(1u << RING_DIR_BIT);
+		struct weir_postack_q *q = &pa->q[d][slot];
+		unsigned int k;
+
+		pa->ring_head = (pa->ring_head + 1) % pa->ring_size;
+		pa->ring_n--;
+		q->listed = 0;
+		if (q->n == 0)
+			continue;       /* released by the rule meanwhile: drop the entry */
+		if (qlen(arg, d, slot) == 0 && now - q->last_data >= pa->idle_tsc) {
+			k = weir_postack_release(pa, d, slot, out + n, max - n, WEIR_PA_IDLE);
+			for (unsigned int i = 0; i < k; i++)
+				dir_of[n + i] = (uint8_t)d;
+			n += k;
+		}
+		if (q->n > 0)
+			ring_add(pa, d, slot);  /* look again on the next lap */
+	}
+	return n;
+}
+
+const struct weir_postack_stats *
+weir_postack_stats(const struct weir_postack *pa)
+{
+	return &pa->st;
+}
+
+size_t
+weir_postack_bytes_per_ack(void)
+{
+	return sizeof(struct weir_postack_rec);
+}

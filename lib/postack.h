@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: PostACK — shape a TCP flow by holding its ACKs, not its data.
+ *
+ * The scalable PostACK of the paper (Sec. 6, Fig. 13-14): a flow's data
+ * waits in its per-flow queue (PFQ) inside its leaf class, served by DRR;
+ * its pure ACKs, travelling the other way, wait in the flow's ACK queue
+ * (PFAQ). Nothing runs on a timer: ACKs are released when the class tree
+ * dequeues the flow's data, by the rule
+ *     qlen > 1  (data left in its queue after this packet): hold;
+ *     qlen <= 1: release one ACK with the data packet.
+ * A released ACK lets the sender send about one more segment, so the data
+ * queue stays a packet or two deep and the rest of the sender's window
+ * waits at the gateway as ACKs (~64 bytes each) instead of as data.
+ *
+ * This module holds the ACK queues of one worker, for both data
+ * directions: queue [d][slot] holds ACKs travelling opposite to data
+ * direction d of flow-table slot `slot`. The worker decides what to hold
+ * (lib/worker.c); this file stores, orders and releases.
+ *
+ * Compact storage: a held ACK is copied into a 128-byte record from a
+ * fixed per-worker pool and its mbuf is freed at once, so thousands of
+ * held ACKs cost kilobytes of records, not megabytes of mbufs, and can
+ * never starve reception of mbufs. Release allocates a fresh mbuf and
+ * copies the bytes back, bit-exact. Frames that do not fit (long option
+ * lists over IPv6 with extension headers) or are chained are kept as
+ * mbufs in the record. When the pool is empty the caller does not hold
+ * (the ACK goes on unheld, counted): a defined overflow, never a drop.
+ *
+ * Nothing is held forever: a flow whose data queue stays empty for
+ * `idle_us` while ACKs are held (the sender stopped: end of transfer,
+ * application-limited, or waiting for exactly those ACKs) has them all
+ * released by weir_postack_watchdog(), which the worker calls each loop;
+ * it looks at the flows holding ACKs in round-robin order, a bounded
+ * number per call, O(1) each. Flow end, eviction and policy changes
+ * flush explicitly.
+ */
+#ifndef WEIR_POSTACK_H
+#define WEIR_POSTACK_H
+
+#include <stdint.h>
+#include <rte_common.h>
+#include <rte_mbuf.h>
+
+#define WEIR_POSTACK_REC_BYTES 120      /* frame bytes a record holds inline */
+#define WEIR_POSTACK_NONE UINT32_MAX
+
+struct weir_postack_conf {
+	uint32_t n_flows;       /* flow-table slots */
+	uint32_t n_acks;        /* records in the pool: ACKs held at once, all flows */
+	uint16_t ack_limit;     /* ACKs one flow may hold; beyond, the oldest is released */
+	uint32_t idle_us;       /* data queue empty this long: release the flow's ACKs */
+	uint64_t tsc_hz;
+	int socket_id;
+	struct rte_mempool *mp; /* where released ACKs get their mbufs */
+};
+
+struct weir_postack_stats {
+	uint64_t held;          /* ACKs taken into a queue */
+	uint64_t released;      /* released by the rule (with data) */
+	uint64_t flushed;       /* released by flow events (data the other way, FIN/RST, end, policy) */
+	uint64_t idle_released; /* released by the idle watchdog */
+	uint64_t evicted;       /* released because the flow's queue was at ack_limit */
+	uint64_t pool_full;     /* ACKs not held: no record free */
+	uint64_t as_mbuf;       /* held as an mbuf (did not fit a record) */
+	uint64_t nombuf;        /* a release found no mbuf: the ACK stayed held */
+	uint32_t in_use;        /* records holding an ACK now */
+	uint32_t peak;          /* most records in use at once */
+};
+
+struct weir_postack;
+
+struct weir_postack *weir_postack_create(const struct weir_postack_conf *conf);
+/* Frees the pool; ACKs still held are dropped (shutdown). */
+void weir_postack_free(struct weir_postack *pa);
+
+/* ACKs held for data direction d of slot:
+ * static inline uint32_t weir_postack_len(pa, d, slot);
+ * Is there room to hold one more (a record free)?
+ * static inline int weir_postack_room(pa); */
+
+/*
+ * Hold ACK m (a frame travelling opposite to data direction d) at the
+ * tail of slot's queue. Returns 1: held, m now belongs to the pool (it may
+ * already be freed); 0: not held (pool full), caller keeps m. When the
+ * queue is at ack_limit the oldest ACK is released into *out (one mbuf,
+ * *n_out set to 0 or 1) first, so the limit bounds memory, not order.
+ */
+int weir_postack_hold(struct weir_postack *pa, int d, uint32_t slot, struct rte_mbuf *m,
+		      uint64_t now, struct rte_mbuf **out, unsigned int *n_out);
+
+/* Release up to max held ACKs of (d, slot), oldest first, into out[].
+ * `why` picks the counter: 0 = rule, 1 = flush, 2 = idle. */
+enum weir_postack_why { WEIR_PA_RULE = 0, WEIR_PA_FLUSH = 1, WEIR_PA_IDLE = 2 };
+unsigned int weir_postack_release(struct weir_postack *pa, int d, uint32_t slot,
+				  struct rte_mbuf **out, unsigned int max, enum weir_postack_why why);
+
+/* The flow's data was seen arriving in direction d at `now` (the watchdog
+ * releases held ACKs only when data has stopped coming):
+ * static inline void weir_postack_data_seen(pa, d, slot, now); */
+
+/*
+ * Look at up to `budget` flows holding ACKs, in ring order; a flow whose
+ * data queue (qlen_fn) is empty and whose data stopped idle_us ago has its
+ * ACKs released into out[] (up to max in all). Returns how many; dir_of[i]
+ * is each one's data direction (it leaves through that direction's rx port).
+ */
+typedef uint32_t (*weir_postack_qlen_fn)(void *arg, int d, uint32_t slot);
+unsigned int weir_postack_watchdog(struct weir_postack *pa, uint64_t now, unsigned int budget,
+				   weir_postack_qlen_fn qlen, void *arg,
+				   struct rte_mbuf **out, uint8_t *dir_of, unsigned int max);
+
+const struct weir_postack_stats *weir_postack_stats(const struct weir_postack *pa);
+/* Bytes one held ACK costs (its record). */
+size_t weir_postack_bytes_per_ack(void);
+
+/* ---- layout (single writer: the owning worker) ---- */
+
+struct weir_postack_q {
+	uint32_t head, tail;    /* record indices, WEIR_POSTACK_NONE when empty */
+	uint16_t n;
+	uint8_t listed;         /* on the watchdog ring */
+	uint8_t _pad[5];
+	uint64_t last_data;     /* TSC the flow's data was last seen in this direction */
+};
+
+struct weir_postack_rec;
+
+struct weir_postack {
+	struct weir_postack_q *q[2];            /* [d][slot] */
+	struct weir_postack_rec *rec;           /* the pool */
+	uint32_t free_head;                     /* free list through rec[].next */
+	uint32_t n_flows;
+	uint32_t n_acks;
+	uint16_t ack_limit;
+	uint64_t idle_tsc;
+	struct rte_mempool *mp;
+	/* Watchdog ring of (d << 31 | slot) for flows holding ACKs, each at
+	 * most once per direction: 2 x n_flows entries. */
+	uint32_t *ring;
+	uint32_t ring_size, ring_head, ring_n;
+	struct weir_postack_stats st;
+};
+
+static inline void
+weir_postack_data_seen(struct weir_postack *pa, int d, uint32_t slot, uint64_t now)
+{
+	pa->q[d][slot].last_data = now;
+}
+
+static inline uint32_t
+weir_postack_len(const struct weir_postack *pa, int d, uint32_t slot)
+{
+	return pa->q[d][slot].n;
+}
+
+static inline int
+weir_postack_room(const struct weir_postack *pa)
+{
+	return pa->free_head != WEIR_POSTACK_NONE;
+}
+
+#endif /* WEIR_POSTACK_H */
