@@ -21,16 +21,9 @@
 #include "policy.h"
 #include "unit.h"
 #include "worker.h"
-
-static struct rte_mempool *mp;
+#include "rig.h"
 
 /* ---------------- policy build ---------------- */
-
-static struct weir_policy *
-build(const struct weir_policy_conf *pc, struct weir_policy_err *e)
-{
-	return weir_policy_build(pc, 1, e);
-}
 
 static void
 test_targets(void)
@@ -55,7 +48,7 @@ test_targets(void)
 		.n_rules = 3, .rules = rules,
 	};
 	struct weir_policy_err e;
-	struct weir_policy *p = build(&pc, &e);
+	struct weir_policy *p = weir_policy_build(&pc, 1, &e);
 	struct weir_cbq_class_conf cc[8];
 
 	CHECK(p != NULL, "valid policy builds (%s)", e.msg);
@@ -91,7 +84,7 @@ expect_fail(const char *what, const struct weir_policy_class_conf *cls, uint16_t
 	struct weir_policy *p;
 
 	snprintf(pc.tree[0].default_class, sizeof(pc.tree[0].default_class), "%s", dflt);
-	p = build(&pc, &e);
+	p = weir_policy_build(&pc, 1, &e);
 	CHECK(p == NULL && e.kind == kind && e.index == index && strstr(e.msg, needle) != NULL,
 	      "%s: kind %d index %d '%s'", what, e.kind, e.index, e.msg);
 	weir_policy_free(p);
@@ -133,120 +126,6 @@ test_errors(void)
 }
 
 /* ---------------- the worker with a policy ---------------- */
-
-#define CAP 64
-
-/* A whole Ethernet/IPv4/TCP frame from 10.0.0.<lan> (LAN side) to
- * 192.0.2.<wan> (WAN side), or back when `in`. */
-static struct rte_mbuf *
-tcp_frame(int in, uint8_t lan, uint16_t lport, uint8_t wan, uint16_t wport, uint8_t flags,
-	  uint32_t seq, uint16_t payload)
-{
-	struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
-	uint16_t len = (uint16_t)(14 + 20 + 20 + payload);
-	uint8_t *f;
-	uint8_t a_lan[4] = { 10, 0, 0, lan }, a_wan[4] = { 192, 0, 2, wan };
-	uint16_t sp = in ? wport : lport, dp = in ? lport : wport;
-
-	if (m == NULL) {
-		printf("mempool exhausted\n");
-		exit(2);
-	}
-	f = (uint8_t *)rte_pktmbuf_append(m, len);
-	memset(f, 0, len);
-	f[12] = 0x08;                   /* IPv4 */
-	f[14] = 0x45;
-	f[16] = (uint8_t)((len - 14) >> 8);
-	f[17] = (uint8_t)(len - 14);
-	f[22] = 64;
-	f[23] = IPPROTO_TCP;
-	memcpy(f + 26, in ? a_wan : a_lan, 4);
-	memcpy(f + 30, in ? a_lan : a_wan, 4);
-	f[34] = (uint8_t)(sp >> 8);
-	f[35] = (uint8_t)sp;
-	f[36] = (uint8_t)(dp >> 8);
-	f[37] = (uint8_t)dp;
-	f[38] = (uint8_t)(seq >> 24);
-	f[39] = (uint8_t)(seq >> 16);
-	f[40] = (uint8_t)(seq >> 8);
-	f[41] = (uint8_t)seq;
-	f[46] = 0x50;                   /* data offset 5 */
-	f[47] = flags;
-	f[48] = 0xff;                   /* window */
-	return m;
-}
-
-#define SYN 0x02
-#define ACK 0x10
-#define RST 0x04
-#define FIN 0x01
-
-struct rig {
-	struct weir_policy *p;
-	struct weir_flow_table *ft;
-	struct weir_worker *w;
-};
-
-static int
-rig_make(struct rig *r, const struct weir_policy_conf *pc, const char *name)
-{
-	struct weir_policy_err e;
-	struct weir_flow_table_conf fc = {
-		.name = name, .capacity = CAP, .socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(),
-		.timeouts = { 5, 100, 10, 2, 30, 15 },
-	};
-	struct weir_cbq *sh[WEIR_PORT__COUNT] = { NULL, NULL };
-	struct weir_worker_conf wc = { .burst = 32 };
-
-	r->p = build(pc, &e);
-	r->ft = weir_flow_table_create(&fc);
-	if (r->p == NULL || r->ft == NULL) {
-		printf("rig: %s\n", e.msg);
-		return -1;
-	}
-	wc.policy = r->p;
-	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		struct weir_cbq_class_conf cc[WEIR_CBQ_MAX_CLASSES];
-		struct weir_cbq_conf conf = {
-			.socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(), .classes = cc,
-			.n_queues = CAP + 1, .flow_limit = 16,
-		};
-
-		conf.n_classes = weir_policy_cbq_classes(r->p, d, 1, 1, cc);
-		if (conf.n_classes && (sh[d] = weir_cbq_create(&conf)) == NULL)
-			return -1;
-	}
-	r->w = weir_worker_create(&wc, r->ft, sh, SOCKET_ID_ANY);
-	return r->w ? 0 : -1;
-}
-
-static void
-rig_free(struct rig *r)
-{
-	weir_worker_free(r->w);
-	weir_flow_table_free(r->ft);
-	weir_policy_free(r->p);
-}
-
-/* Process one frame; returns what process returned (frames to send now). */
-static uint16_t
-feed(struct rig *r, struct rte_mbuf *m, int in, uint64_t now)
-{
-	uint16_t n = weir_worker_process(r->w, &m, 1, in ? WEIR_PORT_WAN : WEIR_PORT_LAN, now);
-
-	if (n)
-		rte_pktmbuf_free(m);
-	return n;
-}
-
-static uint32_t
-qlen(struct rig *r, int d, uint16_t cls)
-{
-	struct weir_cbq_stats st;
-
-	weir_cbq_stats(r->w->shaper[d], cls, &st);
-	return st.qlen;
-}
 
 static void
 test_classify_and_admit(void)
@@ -391,11 +270,7 @@ int
 main(int argc, char **argv)
 {
 	unit_eal_init(argv[0], "policy", "256");
-	mp = rte_pktmbuf_pool_create("pol_mp", 4096, 0, WEIR_MBUF_PRIV_SIZE, 2048, SOCKET_ID_ANY);
-	if (mp == NULL) {
-		printf("no mempool\n");
-		return 2;
-	}
+	rig_mempool("pol_mp");
 	test_targets();
 	test_errors();
 	test_classify_and_admit();

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * A worker under test: a policy, a flow table, class trees and (optionally)
+ * PostACK queues around one struct weir_worker, fed whole Ethernet/IPv4/TCP
+ * frames through weir_worker_process. Frames the worker sends on its own
+ * (released ACKs) are caught in rig.emitted[] instead of going to a port.
+ */
+#ifndef WEIR_TEST_RIG_H
+#define WEIR_TEST_RIG_H
+
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+
+#include "mbuf_meta.h"
+#include "policy.h"
+#include "worker.h"
+
+static struct rte_mempool *mp;
+
+static inline void
+rig_mempool(const char *name)
+{
+	mp = rte_pktmbuf_pool_create(name, 4096, 0, WEIR_MBUF_PRIV_SIZE, 2048, SOCKET_ID_ANY);
+	if (mp == NULL) {
+		printf("no mempool\n");
+		exit(2);
+	}
+}
+
+#define CAP 64
+
+/* A whole Ethernet/IPv4/TCP frame from 10.0.0.<lan> (LAN side) to
+ * 192.0.2.<wan> (WAN side), or back when `in`. */
+static inline struct rte_mbuf *
+tcp_frame(int in, uint8_t lan, uint16_t lport, uint8_t wan, uint16_t wport, uint8_t flags,
+	  uint32_t seq, uint16_t payload)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
+	uint16_t len = (uint16_t)(14 + 20 + 20 + payload);
+	uint8_t *f;
+	uint8_t a_lan[4] = { 10, 0, 0, lan }, a_wan[4] = { 192, 0, 2, wan };
+	uint16_t sp = in ? wport : lport, dp = in ? lport : wport;
+
+	if (m == NULL) {
+		printf("mempool exhausted\n");
+		exit(2);
+	}
+	f = (uint8_t *)rte_pktmbuf_append(m, len);
+	memset(f, 0, len);
+	f[12] = 0x08;                   /* IPv4 */
+	f[14] = 0x45;
+	f[16] = (uint8_t)((len - 14) >> 8);
+	f[17] = (uint8_t)(len - 14);
+	f[22] = 64;
+	f[23] = IPPROTO_TCP;
+	memcpy(f + 26, in ? a_wan : a_lan, 4);
+	memcpy(f + 30, in ? a_lan : a_wan, 4);
+	f[34] = (uint8_t)(sp >> 8);
+	f[35] = (uint8_t)sp;
+	f[36] = (uint8_t)(dp >> 8);
+	f[37] = (uint8_t)dp;
+	f[38] = (uint8_t)(seq >> 24);
+	f[39] = (uint8_t)(seq >> 16);
+	f[40] = (uint8_t)(seq >> 8);
+	f[41] = (uint8_t)seq;
+	f[46] = 0x50;                   /* data offset 5 */
+	f[47] = flags;
+	f[48] = 0xff;                   /* window */
+	return m;
+}
+
+#define SYN 0x02
+#define ACK 0x10
+#define RST 0x04
+#define FIN 0x01
+
+#define RIG_EMIT_MAX 256
+
+struct rig {
+	struct weir_policy *p;
+	struct weir_flow_table *ft;
+	struct weir_worker *w;
+	struct rte_mbuf *emitted[RIG_EMIT_MAX];        /* released frames, in order */
+	uint8_t emitted_to[RIG_EMIT_MAX];              /* the port each went out of */
+	unsigned int n_emitted;
+};
+
+static inline void
+rig_emit(void *arg, enum weir_port_role to, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct rig *r = arg;
+
+	for (uint16_t i = 0; i < n; i++) {
+		if (r->n_emitted == RIG_EMIT_MAX) {
+			rte_pktmbuf_free(pkts[i]);
+			continue;
+		}
+		r->emitted_to[r->n_emitted] = (uint8_t)to;
+		r->emitted[r->n_emitted++] = pkts[i];
+	}
+}
+
+static inline void
+rig_emitted_free(struct rig *r)
+{
+	for (unsigned int i = 0; i < r->n_emitted; i++)
+		rte_pktmbuf_free(r->emitted[i]);
+	r->n_emitted = 0;
+}
+
+/* postack_acks: 0 = no PostACK queues. */
+static inline int
+rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, uint32_t postack_acks)
+{
+	struct weir_policy_err e;
+	struct weir_flow_table_conf fc = {
+		.name = name, .capacity = CAP, .socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(),
+		.timeouts = { 5, 100, 10, 2, 30, 15 },
+	};
+	struct weir_cbq *sh[WEIR_PORT__COUNT] = { NULL, NULL };
+	struct weir_worker_conf wc = { .burst = 32 };
+
+	memset(r, 0, sizeof(*r));
+	r->p = weir_policy_build(pc, 1, &e);
+	r->ft = weir_flow_table_create(&fc);
+	if (r->p == NULL || r->ft == NULL) {
+		printf("rig: %s\n", e.msg);
+		return -1;
+	}
+	wc.policy = r->p;
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		struct weir_cbq_class_conf cc[WEIR_CBQ_MAX_CLASSES];
+		struct weir_cbq_conf conf = {
+			.socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(), .classes = cc,
+			.n_queues = CAP + 1, .flow_limit = 16,
+		};
+
+		conf.n_classes = weir_policy_cbq_classes(r->p, d, 1, 1, cc);
+		if (conf.n_classes && (sh[d] = weir_cbq_create(&conf)) == NULL)
+			return -1;
+	}
+	if (postack_acks > 0) {
+		const struct weir_postack_conf pac = {
+			.n_flows = CAP, .n_acks = postack_acks, .ack_limit = 64, .idle_us = 20000,
+			.tsc_hz = rte_get_tsc_hz(), .socket_id = SOCKET_ID_ANY, .mp = mp,
+		};
+
+		wc.postack = weir_postack_create(&pac);
+	}
+	wc.emit = rig_emit;
+	wc.emit_arg = r;
+	r->w = weir_worker_create(&wc, r->ft, sh, SOCKET_ID_ANY);
+	return r->w ? 0 : -1;
+}
+
+static inline int
+rig_make(struct rig *r, const struct weir_policy_conf *pc, const char *name)
+{
+	return rig_make_pa(r, pc, name, 0);
+}
+
+static inline void
+rig_free(struct rig *r)
+{
+	rig_emitted_free(r);
+	weir_worker_free(r->w);
+	weir_flow_table_free(r->ft);
+	weir_policy_free(r->p);
+}
+
+/* Process one frame; returns what process returned (frames to send now). */
+static inline uint16_t
+feed(struct rig *r, struct rte_mbuf *m, int in, uint64_t now)
+{
+	uint16_t n = weir_worker_process(r->w, &m, 1, in ? WEIR_PORT_WAN : WEIR_PORT_LAN, now);
+
+	if (n)
+		rte_pktmbuf_free(m);
+	return n;
+}
+
+static inline uint32_t
+qlen(struct rig *r, int d, uint16_t cls)
+{
+	struct weir_cbq_stats st;
+
+	weir_cbq_stats(r->w->shaper[d], cls, &st);
+	return st.qlen;
+}
+
+
+#endif /* WEIR_TEST_RIG_H */

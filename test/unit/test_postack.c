@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Unit tests for PostACK: the ACK store alone (lib/postack.c: compact
+ * records round-trip bit-exactly, pool and per-flow limits, the idle
+ * watchdog on a fake clock), then the worker's rule with synthetic TCP
+ * exchanges (lib/worker.c): what is held, when the dequeue of the flow's
+ * data releases it, what flushes it, and that no segment is reordered.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_mbuf.h>
+
+#include "postack.h"
+#include "unit.h"
+#include "rig.h"
+
+/* ---------------- the store ---------------- */
+
+static struct weir_postack *
+store(uint32_t n_acks, uint16_t limit)
+{
+	const struct weir_postack_conf c = {
+		.n_flows = 16, .n_acks = n_acks, .ack_limit = limit, .idle_us = 1000,
+		.tsc_hz = 1000000000ull, .socket_id = SOCKET_ID_ANY, .mp = mp,
+	};
+
+	return weir_postack_create(&c);
+}
+
+static struct rte_mbuf *
+random_frame(uint16_t len, uint32_t seed)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
+	uint8_t *p = (uint8_t *)rte_pktmbuf_append(m, len);
+
+	for (uint16_t i = 0; i < len; i++) {
+		seed = seed * 1103515245u + 12345u;
+		p[i] = (uint8_t)(seed >> 16);
+	}
+	return m;
+}
+
+static void
+test_round_trip(void)
+{
+	/* Sizes around the record's inline limit, and a chained frame. */
+	static const uint16_t sizes[] = { 54, 60, 66, 86, 119, 120, 121, 200, 1514 };
+	struct weir_postack *pa = store(64, 64);
+	uint8_t copy[RTE_DIM(sizes) + 1][1600];
+	struct rte_mbuf *out[RTE_DIM(sizes) + 2];
+	unsigned int n, n_out, ok = 0;
+	const unsigned int k = RTE_DIM(sizes);
+
+	for (unsigned int i = 0; i < k; i++) {
+		struct rte_mbuf *m = random_frame(sizes[i], i);
+
+		memcpy(copy[i], rte_pktmbuf_mtod(m, void *), sizes[i]);
+		CHECK(weir_postack_hold(pa, 1, 3, m, 0, out, &n_out) == 1 && n_out == 0, "held %u", i);
+	}
+	{
+		/* Two segments: 40 + 30 bytes. */
+		struct rte_mbuf *a = random_frame(40, 99), *b = random_frame(30, 100);
+
+		memcpy(copy[k], rte_pktmbuf_mtod(a, void *), 40);
+		memcpy(copy[k] + 40, rte_pktmbuf_mtod(b, void *), 30);
+		rte_pktmbuf_chain(a, b);
+		CHECK(weir_postack_hold(pa, 1, 3, a, 0, out, &n_out) == 1, "chained held");
+	}
+	CHECK(weir_postack_len(pa, 1, 3) == k + 1 && weir_postack_len(pa, 0, 3) == 0,
+	      "queued per direction");
+	CHECK(weir_postack_stats(pa)->as_mbuf == 4, "121, 200, 1514 and the chain kept as mbufs (%lu)",
+	      (unsigned long)weir_postack_stats(pa)->as_mbuf);
+	n = weir_postack_release(pa, 1, 3, out, RTE_DIM(out), WEIR_PA_RULE);
+	CHECK(n == k + 1, "all released (%u)", n);
+	for (unsigned int i = 0; i < n; i++) {
+		uint8_t flat[1600];
+		const void *data = rte_pktmbuf_read(out[i], 0, out[i]->pkt_len, flat);
+		uint32_t want = i < k ? sizes[i] : 70;
+
+		ok += out[i]->pkt_len == want && memcmp(data, copy[i], want) == 0;
+		rte_pktmbuf_free(out[i]);
+	}
+	CHECK(ok == k + 1, "every ACK came back bit-exact and in order (%u of %u)", ok, k + 1);
+	CHECK(weir_postack_stats(pa)->in_use == 0 && weir_postack_stats(pa)->peak == k + 1,
+	      "records returned, peak kept");
+	CHECK(weir_postack_bytes_per_ack() == 128, "128 bytes per held ACK");
+	weir_postack_free(pa);
+}
+
+static void
+test_limits(void)
+{
+	struct weir_postack *pa = store(4, 3);
+	struct rte_mbuf *out[8];
+	unsigned int n_out, n;
+	struct rte_mbuf *spare;
+
+	/* Per-flow limit 3: the fourth pushes out the first, in order. */
+	for (uint32_t i = 0; i < 3; i++)
+		weir_postack_hold(pa, 0, 1, random_frame(60, i), 0, out, &n_out);
+	CHECK(weir_postack_hold(pa, 0, 1, random_frame(60, 3), 0, out, &n_out) == 1 && n_out == 1 &&
+	      weir_postack_len(pa, 0, 1) == 3 && weir_postack_stats(pa)->evicted == 1,
+	      "at ack_limit the oldest is released");
+	{
+		uint8_t want[60];
+		struct rte_mbuf *m0 = random_frame(60, 0);
+
+		memcpy(want, rte_pktmbuf_mtod(m0, void *), 60);
+		CHECK(memcmp(rte_pktmbuf_mtod(out[0], void *), want, 60) == 0, "it was the first");
+		rte_pktmbuf_free(m0);
+		rte_pktmbuf_free(out[0]);
+	}
+	/* Pool of 4: one more flow gets one, then the pool is empty. */
+	CHECK(weir_postack_hold(pa, 1, 2, random_frame(60, 9), 0, out, &n_out) == 1, "fourth record");
+	spare = random_frame(60, 10);
+	CHECK(!weir_postack_room(pa) && weir_postack_hold(pa, 1, 5, spare, 0, out, &n_out) == 0 &&
+	      weir_postack_stats(pa)->pool_full == 1, "pool full: not held, caller keeps it");
+	rte_pktmbuf_free(spare);
+	n = weir_postack_release(pa, 0, 1, out, 8, WEIR_PA_FLUSH);
+	n += weir_postack_release(pa, 1, 2, out + n, 8, WEIR_PA_FLUSH);
+	CHECK(n == 4 && weir_postack_stats(pa)->flushed == 4, "flushed");
+	rte_pktmbuf_free_bulk(out, n);
+	/* Freeing a store that still holds ACKs returns their mbufs. */
+	weir_postack_hold(pa, 1, 2, random_frame(400, 1), 0, out, &n_out);
+	weir_postack_free(pa);
+}
+
+static uint32_t fake_qlen;
+
+static uint32_t
+qlen_fn(void *arg, int d, uint32_t slot)
+{
+	RTE_SET_USED(arg);
+	RTE_SET_USED(d);
+	RTE_SET_USED(slot);
+	return fake_qlen;
+}
+
+static void
+test_watchdog(void)
+{
+	/* tsc_hz 1e9: idle 1000 us = 1e6 ticks. */
+	struct weir_postack *pa = store(16, 16);
+	struct rte_mbuf *out[16];
+	uint8_t dir_of[16];
+	unsigned int n_out, n;
+	const uint64_t t0 = 5000000;
+
+	weir_postack_data_seen(pa, 0, 7, t0);
+	for (uint32_t i = 0; i < 3; i++)
+		weir_postack_hold(pa, 0, 7, random_frame(60, i), t0, out, &n_out);
+	fake_qlen = 0;
+	n = weir_postack_watchdog(pa, t0 + 999999, 8, qlen_fn, NULL, out, dir_of, 16);
+	CHECK(n == 0 && weir_postack_len(pa, 0, 7) == 3, "not idle long enough: held");
+	fake_qlen = 1;
+	n = weir_postack_watchdog(pa, t0 + 5000000, 8, qlen_fn, NULL, out, dir_of, 16);
+	CHECK(n == 0, "data still queued: the rule will release them, not the watchdog");
+	fake_qlen = 0;
+	n = weir_postack_watchdog(pa, t0 + 1000000, 8, qlen_fn, NULL, out, dir_of, 16);
+	CHECK(n == 3 && dir_of[0] == 0 && weir_postack_stats(pa)->idle_released == 3 &&
+	      weir_postack_len(pa, 0, 7) == 0, "idle: all released (%u)", n);
+	rte_pktmbuf_free_bulk(out, n);
+	n = weir_postack_watchdog(pa, t0 + 9000000, 8, qlen_fn, NULL, out, dir_of, 16);
+	CHECK(n == 0, "nothing left to look at");
+	weir_postack_free(pa);
+}
+
+/* ---------------- the worker's rule ---------------- */
+
+/* An upload: data LAN -> WAN (flow 10.0.0.1:4000 -> 192.0.2.1:80), its
+ * pure ACKs WAN -> LAN tagged by their seq field. */
+#define UP(seq, len) tcp_frame(0, 1, 4000, 1, 80, ACK, (seq), (len))
+#define BACK(tag) tcp_frame(1, 1, 4000, 1, 80, ACK, (tag), 0)
+
+static uint32_t
+tag_of(struct rte_mbuf *m)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	return (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 | (uint32_t)f[40] << 8 | f[41];
+}
+
+/* Dequeue one data packet of the outbound tree (rates are huge: the tree
+ * never makes anyone wait here). */
+static int
+pull1(struct rig *r, uint64_t now)
+{
+	struct rte_mbuf *m;
+	uint16_t n = weir_worker_dequeue(r->w, WEIR_PORT_LAN, now, &m, 1);
+
+	if (n)
+		rte_pktmbuf_free(m);
+	r->w->next_tsc[WEIR_PORT_LAN] = 0;
+	return n;
+}
+
+static int
+emitted_tags(struct rig *r, const uint32_t *want, unsigned int n)
+{
+	if (r->n_emitted != n)
+		return 0;
+	for (unsigned int i = 0; i < n; i++)
+		if (tag_of(r->emitted[i]) != want[i] || r->emitted_to[i] != WEIR_PORT_LAN)
+			return 0;
+	return 1;
+}
+
+static void
+test_release_rule(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 100000000000ull }, { .rate = 100000000000ull, .mode = WEIR_MODE_PFQ } },
+	};
+	struct rig r;
+	uint64_t now = rte_get_tsc_hz();
+	const struct weir_postack_stats *st;
+
+	if (rig_make_pa(&r, &pc, "pa_rule", 256) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	st = weir_postack_stats(r.w->pa);
+	feed(&r, tcp_frame(0, 1, 4000, 1, 80, SYN, 0, 0), 0, now);
+	pull1(&r, now);
+	/* No data queued: ACKs pass (the flow is not over its share). */
+	CHECK(feed(&r, BACK(1), 1, now) == 0 && qlen(&r, 1, 1) == 1 && st->held == 0,
+	      "ACK with no data queued goes on (to the inbound tree)");
+	{
+		struct rte_mbuf *m;
+
+		weir_worker_dequeue(r.w, WEIR_PORT_WAN, now, &m, 1);
+		rte_pktmbuf_free(m);
+	}
+	/* Three data segments wait; two ACKs come back: held. */
+	for (uint32_t i = 0; i < 3; i++)
+		feed(&r, UP(1 + 100 * i, 100), 0, now);
+	feed(&r, BACK(11), 1, now);
+	feed(&r, BACK(12), 1, now);
+	CHECK(st->held == 2 && qlen(&r, 1, 1) == 0 && r.n_emitted == 0, "two ACKs held, none sent");
+	/* Dequeue: 2 left -> hold; 1 left -> release one; 0 left -> release one. */
+	pull1(&r, now);
+	CHECK(r.n_emitted == 0, "qlen 2 after dequeue: hold");
+	pull1(&r, now);
+	CHECK(emitted_tags(&r, (uint32_t[]){ 11 }, 1), "qlen 1: first ACK released with the data");
+	pull1(&r, now);
+	CHECK(emitted_tags(&r, (uint32_t[]){ 11, 12 }, 2), "qlen 0: second released");
+	CHECK(st->released == 2 && weir_postack_len(r.w->pa, 0, 0) == 0, "counted");
+	rig_emitted_free(&r);
+
+	/* Held ACKs and an empty data queue: an arriving ACK releases the
+	 * oldest and waits itself (the sender must not stall). */
+	feed(&r, UP(301, 100), 0, now);
+	feed(&r, BACK(21), 1, now);
+	feed(&r, BACK(22), 1, now);
+	pull1(&r, now);         /* qlen 0: 21 released */
+	feed(&r, BACK(23), 1, now);
+	CHECK(emitted_tags(&r, (uint32_t[]){ 21, 22 }, 2) && weir_postack_len(r.w->pa, 0, 0) == 1,
+	      "ACK on an empty data queue releases the oldest, holds itself");
+	rig_emitted_free(&r);
+
+	/* Data the other way (the WAN host sends too) may not overtake: what
+	 * is held goes first, then the segment into the inbound tree. */
+	CHECK(feed(&r, tcp_frame(1, 1, 4000, 1, 80, ACK, 500, 100), 1, now) == 0 &&
+	      emitted_tags(&r, (uint32_t[]){ 23 }, 1) && qlen(&r, 1, 1) == 1 && st->flushed == 1,
+	      "a data segment flushes the held ACKs ahead of itself");
+	rig_emitted_free(&r);
+	/* ...and while it waits in the inbound tree, ACKs are not held (they
+	 * would overtake it). */
+	feed(&r, UP(401, 100), 0, now);
+	feed(&r, BACK(31), 1, now);
+	CHECK(weir_postack_len(r.w->pa, 0, 0) == 0 && qlen(&r, 1, 1) == 2,
+	      "no holding behind a frame of the same direction");
+	{
+		struct rte_mbuf *m[2];
+		uint16_t n = weir_worker_dequeue(r.w, WEIR_PORT_WAN, now, m, 2);
+
+		CHECK(n == 2 && tag_of(m[0]) == 500 && tag_of(m[1]) == 31, "inbound order kept");
+		rte_pktmbuf_free_bulk(m, n);
+	}
+	/* FIN from the sender: held ACKs of the flow go at once. */
+	feed(&r, BACK(41), 1, now);
+	CHECK(weir_postack_len(r.w->pa, 0, 0) == 1, "held again");
+	feed(&r, tcp_frame(0, 1, 4000, 1, 80, FIN | ACK, 501, 0), 0, now);
+	CHECK(emitted_tags(&r, (uint32_t[]){ 41 }, 1), "FIN flushes");
+	rig_emitted_free(&r);
+	/* Idle watchdog, driven through the worker. */
+	feed(&r, BACK(51), 1, now);
+	while (pull1(&r, now))
+		;
+	rig_emitted_free(&r);
+	CHECK(weir_postack_len(r.w->pa, 0, 0) == 0, "released by the dequeues");
+	feed(&r, UP(601, 100), 0, now);
+	feed(&r, BACK(61), 1, now);
+	feed(&r, BACK(62), 1, now);
+	{
+		struct rte_mbuf *m;
+		weir_worker_dequeue(r.w, WEIR_PORT_LAN, now, &m, 1);     /* releases 61 */
+		rte_pktmbuf_free(m);
+	}
+	rig_emitted_free(&r);
+	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 1000) == 0,
+	      "1 ms after the data: still held");
+	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 20) == 1 &&
+	      emitted_tags(&r, (uint32_t[]){ 62 }, 1), "50 ms: the watchdog releases it");
+	rig_free(&r);
+}
+
+/* A pfq leaf never holds. */
+static void
+test_pfq_mode(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 100000000000ull, .mode = WEIR_MODE_PFQ }, { .rate = 0 } },
+	};
+	struct rig r;
+	uint64_t now = rte_get_tsc_hz();
+
+	if (rig_make_pa(&r, &pc, "pa_pfq", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	feed(&r, UP(1, 100), 0, now);
+	feed(&r, UP(101, 100), 0, now);
+	CHECK(feed(&r, BACK(1), 1, now) == 1 && weir_postack_stats(r.w->pa)->held == 0,
+	      "pfq: the ACK is forwarded at once");
+	rig_free(&r);
+}
+
+int
+main(int argc, char **argv)
+{
+	unit_eal_init(argv[0], "postack", "256");
+	rig_mempool("pa_mp");
+	test_round_trip();
+	test_limits();
+	test_watchdog();
+	test_release_rule();
+	test_pfq_mode();
+	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
+	      rte_mempool_in_use_count(mp));
+	return unit_report();
+}
