@@ -38,6 +38,7 @@ weir_postack_create(const struct weir_postack_conf *c)
 	pa->n_acks = c->n_acks;
 	pa->ack_limit = c->ack_limit;
 	pa->idle_tsc = c->tsc_hz / 1000000 * c->idle_us;
+	pa->rtt_unknown = c->tsc_hz / 1000000 * (c->rtt_unknown_us ? c->rtt_unknown_us : 200000);
 	pa->mp = c->mp;
 	pa->ring_size = 2 * c->n_flows;
 	for (int d = 0; d < 2; d++)
@@ -226,7 +227,8 @@ weir_postack_watchdog(struct weir_postack *pa, uint64_t now, unsigned int budget
 		q->listed = 0;
 		if (q->n == 0)
 			continue;       /* released by the rule meanwhile: drop the entry */
-		if (qlen(arg, d, slot) == 0 && now - q->last_data >= pa->idle_tsc) {
+		if (qlen(arg, d, slot) == 0 &&
+		    now - q->last_data >= pa->idle_tsc + 2 * (q->rtt ? q->rtt : pa->rtt_unknown)) {
 			k = weir_postack_release(pa, d, slot, out + n, max - n, WEIR_PA_IDLE);
 			for (unsigned int i = 0; i < k; i++)
 				dir_of[n + i] = (uint8_t)d;

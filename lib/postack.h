@@ -26,10 +26,12 @@
  * mbufs in the record. When the pool is empty the caller does not hold
  * (the ACK goes on unheld, counted): a defined overflow, never a drop.
  *
- * Nothing is held forever: a flow whose data queue stays empty for
- * `idle_us` while ACKs are held (the sender stopped: end of transfer,
- * application-limited, or waiting for exactly those ACKs) has them all
- * released by weir_postack_watchdog(), which the worker calls each loop;
+ * Nothing is held forever: a flow whose data queue stays empty while ACKs
+ * are held for longer than a released ACK needs to bring data back (two
+ * round trips to the data sender, measured on the handshake, plus
+ * `idle_us`), has them all released by weir_postack_watchdog(): the sender
+ * stopped (end of transfer, application- or window-limited). The worker
+ * calls it each loop;
  * it looks at the flows holding ACKs in round-robin order, a bounded
  * number per call, O(1) each. Flow end, eviction and policy changes
  * flush explicitly.
@@ -48,7 +50,8 @@ struct weir_postack_conf {
 	uint32_t n_flows;       /* flow-table slots */
 	uint32_t n_acks;        /* records in the pool: ACKs held at once, all flows */
 	uint16_t ack_limit;     /* ACKs one flow may hold; beyond, the oldest is released */
-	uint32_t idle_us;       /* data queue empty this long: release the flow's ACKs */
+	uint32_t idle_us;       /* data idle this long past 2 x its round trip: release the flow's ACKs */
+	uint32_t rtt_unknown_us;        /* round trip assumed when no handshake was seen; 0 = 200 ms */
 	uint64_t tsc_hz;
 	int socket_id;
 	struct rte_mempool *mp; /* where released ACKs get their mbufs */
@@ -119,7 +122,11 @@ struct weir_postack_q {
 	uint32_t head, tail;    /* record indices, WEIR_POSTACK_NONE when empty */
 	uint16_t n;
 	uint8_t listed;         /* on the watchdog ring */
-	uint8_t _pad[5];
+	uint8_t _pad;
+	/* Round trip from the gateway to this direction's data sender and
+	 * back (TSC ticks, 0 = unknown): how long a released ACK takes to
+	 * bring data back. Measured on the handshake. */
+	uint32_t rtt;
 	uint64_t last_data;     /* TSC the flow's data was last seen in this direction */
 };
 
@@ -133,6 +140,7 @@ struct weir_postack {
 	uint32_t n_acks;
 	uint16_t ack_limit;
 	uint64_t idle_tsc;
+	uint64_t rtt_unknown;   /* assumed round trip when the handshake was not seen */
 	struct rte_mempool *mp;
 	/* Watchdog ring of (d << 31 | slot) for flows holding ACKs, each at
 	 * most once per direction: 2 x n_flows entries. */
@@ -145,6 +153,23 @@ static inline void
 weir_postack_data_seen(struct weir_postack *pa, int d, uint32_t slot, uint64_t now)
 {
 	pa->q[d][slot].last_data = now;
+}
+
+/* A new flow took `slot`: forget what the last one measured. */
+static inline void
+weir_postack_reset(struct weir_postack *pa, uint32_t slot)
+{
+	for (int d = 0; d < 2; d++) {
+		pa->q[d][slot].rtt = 0;
+		pa->q[d][slot].last_data = 0;
+	}
+}
+
+/* The sender of data direction d is `ticks` away (round trip). */
+static inline void
+weir_postack_set_rtt(struct weir_postack *pa, int d, uint32_t slot, uint64_t ticks)
+{
+	pa->q[d][slot].rtt = ticks > UINT32_MAX ? UINT32_MAX : ticks ? (uint32_t)ticks : 1;
 }
 
 static inline uint32_t

@@ -157,6 +157,30 @@ data_qlen(const struct weir_worker *w, int d, uint32_t slot)
 }
 
 /*
+ * How far each side is, from the handshake as the gateway sees it: the
+ * SYN+ACK comes back one round trip to the responder after the SYN (its
+ * time is the SYN's direction's last_data), the initiator's first pure ACK
+ * one round trip to the initiator after the SYN+ACK. Data direction a's
+ * sender is the side that sends in direction a: the responder for the
+ * SYN+ACK's direction, the initiator for the SYN's.
+ */
+static inline void
+postack_handshake(struct weir_postack *pa, const struct weir_pkt *p, int a, uint32_t slot,
+		  uint64_t now)
+{
+	const uint8_t syn_ack = p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_ACK);
+	const struct weir_postack_q *q = pa->q[a ^ 1];
+
+	if (syn_ack == (WEIR_TCP_SYN | WEIR_TCP_ACK)) {
+		if (q[slot].last_data != 0)
+			weir_postack_set_rtt(pa, a, slot, now - q[slot].last_data);
+	} else if (unlikely(syn_ack == WEIR_TCP_ACK && pa->q[a][slot].rtt == 0 &&
+			    q[slot].rtt != 0 && p->payload_len == 0)) {
+		weir_postack_set_rtt(pa, a, slot, now - q[slot].last_data);
+	}
+}
+
+/*
  * PostACK for a TCP packet of flow f travelling in direction a; its ACKs
  * answer data direction d = a ^ 1. A pure ACK is held (returns true: the
  * packet is taken) while the flow's data waits in its queue of direction
@@ -180,6 +204,7 @@ postack_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, e
 	unsigned int n_out = 0;
 	uint32_t held;
 
+	postack_handshake(w->pa, p, a, slot, now);
 	if (p->payload_len > 0 || (p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_FIN)))
 		weir_postack_data_seen(w->pa, a, slot, now);
 	held = weir_postack_len(w->pa, d, slot);
@@ -310,6 +335,8 @@ classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,
 
 	weir_classify_tuple_make(frame, p, dir, &t);
 	if (f->policy_epoch == 0) {
+		if (w->pa != NULL)
+			weir_postack_reset(w->pa, weir_flow_slot(w->flows, f));
 		/* First packet: it tells who opened the flow; remember it for
 		 * re-classification, where the packet at hand may be a reply. */
 		if (t.init_dir == WEIR_DIR_IN)

@@ -149,6 +149,7 @@ test_watchdog(void)
 	const uint64_t t0 = 5000000;
 
 	weir_postack_data_seen(pa, 0, 7, t0);
+	weir_postack_set_rtt(pa, 0, 7, 100);    /* the sender is 100 ns away */
 	for (uint32_t i = 0; i < 3; i++)
 		weir_postack_hold(pa, 0, 7, random_frame(60, i), t0, out, &n_out);
 	fake_qlen = 0;
@@ -158,7 +159,9 @@ test_watchdog(void)
 	n = weir_postack_watchdog(pa, t0 + 5000000, 8, qlen_fn, NULL, out, dir_of, 16);
 	CHECK(n == 0, "data still queued: the rule will release them, not the watchdog");
 	fake_qlen = 0;
-	n = weir_postack_watchdog(pa, t0 + 1000000, 8, qlen_fn, NULL, out, dir_of, 16);
+	n = weir_postack_watchdog(pa, t0 + 1000199, 8, qlen_fn, NULL, out, dir_of, 16);
+	CHECK(n == 0, "idle, but not yet for idle_us + 2 round trips");
+	n = weir_postack_watchdog(pa, t0 + 1000200, 8, qlen_fn, NULL, out, dir_of, 16);
 	CHECK(n == 3 && dir_of[0] == 0 && weir_postack_stats(pa)->idle_released == 3 &&
 	      weir_postack_len(pa, 0, 7) == 0, "idle: all released (%u)", n);
 	rte_pktmbuf_free_bulk(out, n);
@@ -302,8 +305,64 @@ test_release_rule(void)
 	rig_emitted_free(&r);
 	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 1000) == 0,
 	      "1 ms after the data: still held");
-	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 20) == 1 &&
-	      emitted_tags(&r, (uint32_t[]){ 62 }, 1), "50 ms: the watchdog releases it");
+	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 5) == 0,
+	      "200 ms: the sender's round trip is unknown (200 ms assumed): still held");
+	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 2) == 1 &&
+	      emitted_tags(&r, (uint32_t[]){ 62 }, 1), "500 ms: the watchdog releases it");
+	rig_free(&r);
+}
+
+/* The handshake tells how far each side is: the watchdog waits two of
+ * the data sender's round trips before it decides the data has stopped. */
+static void
+test_handshake_rtt(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 100000000000ull }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), now = hz, ms = hz / 1000;
+	const struct weir_postack_q *q;
+
+	if (rig_make_pa(&r, &pc, "pa_rtt", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	feed(&r, tcp_frame(0, 1, 4000, 1, 80, SYN, 0, 0), 0, now);
+	pull1(&r, now);
+	feed(&r, tcp_frame(1, 1, 4000, 1, 80, SYN | ACK, 0, 0), 1, now + 30 * ms);
+	feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1, 0), 0, now + 31 * ms);
+	pull1(&r, now + 31 * ms);
+	q = r.w->pa->q[0];
+	CHECK(r.w->pa->q[1][0].rtt == 30 * ms && q[0].rtt == 1 * ms,
+	      "WAN side 30 ms away, LAN side 1 ms (%u, %u ticks)", r.w->pa->q[1][0].rtt, q[0].rtt);
+	/* An upload: two ACKs held, the data stops. 20 ms + 2 x 1 ms later
+	 * the watchdog lets them go. */
+	feed(&r, UP(1, 100), 0, now + 40 * ms);
+	feed(&r, UP(101, 100), 0, now + 40 * ms);
+	feed(&r, BACK(1), 1, now + 40 * ms);
+	feed(&r, BACK(2), 1, now + 40 * ms);
+	pull1(&r, now + 40 * ms);
+	pull1(&r, now + 40 * ms);      /* qlen 1, 0: both released */
+	feed(&r, UP(201, 100), 0, now + 41 * ms);
+	feed(&r, BACK(3), 1, now + 41 * ms);
+	pull1(&r, now + 41 * ms);       /* qlen 0 with 3 held: 3 released */
+	feed(&r, BACK(4), 1, now + 42 * ms);     /* empty data queue, none held: passes */
+	feed(&r, UP(301, 100), 0, now + 42 * ms);
+	feed(&r, BACK(5), 1, now + 42 * ms);
+	feed(&r, UP(401, 100), 0, now + 42 * ms);
+	pull1(&r, now + 42 * ms);       /* qlen 1: 5 released */
+	feed(&r, BACK(6), 1, now + 42 * ms);
+	pull1(&r, now + 42 * ms);       /* qlen 0: 6 released */
+	rig_emitted_free(&r);
+	feed(&r, UP(501, 100), 0, now + 43 * ms);
+	feed(&r, BACK(7), 1, now + 43 * ms);
+	feed(&r, BACK(8), 1, now + 43 * ms);
+	pull1(&r, now + 43 * ms);       /* qlen 0: 7 released, 8 stays */
+	rig_emitted_free(&r);
+	CHECK(weir_worker_postack_idle(r.w, now + 64 * ms) == 0, "21 ms after the data: held");
+	CHECK(weir_worker_postack_idle(r.w, now + 66 * ms) == 1 &&
+	      emitted_tags(&r, (uint32_t[]){ 8 }, 1), "23 ms: released");
 	rig_free(&r);
 }
 
@@ -337,6 +396,7 @@ main(int argc, char **argv)
 	test_limits();
 	test_watchdog();
 	test_release_rule();
+	test_handshake_rtt();
 	test_pfq_mode();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
 	      rte_mempool_in_use_count(mp));
