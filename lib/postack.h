@@ -49,7 +49,9 @@
 struct weir_postack_conf {
 	uint32_t n_flows;       /* flow-table slots */
 	uint32_t n_acks;        /* records in the pool: ACKs held at once, all flows */
-	uint16_t ack_limit;     /* ACKs one flow may hold; beyond, the oldest is released */
+	uint16_t ack_limit;     /* ACKs one flow may hold; beyond, the oldest is released.
+				 * Also the window clamp: held ACKs advertise at most
+				 * ack_limit segments (lib/worker.c) */
 	uint32_t idle_us;       /* data idle this long past 2 x its round trip: release the flow's ACKs */
 	uint32_t rtt_unknown_us;        /* round trip assumed when no handshake was seen; 0 = 200 ms */
 	uint64_t tsc_hz;
@@ -122,12 +124,14 @@ struct weir_postack_q {
 	uint32_t head, tail;    /* record indices, WEIR_POSTACK_NONE when empty */
 	uint16_t n;
 	uint8_t listed;         /* on the watchdog ring */
-	uint8_t _pad;
+	uint8_t re_valid;       /* re_max holds a value */
 	/* Round trip from the gateway to this direction's data sender and
 	 * back (TSC ticks, 0 = unknown): how long a released ACK takes to
 	 * bring data back. Measured on the handshake. */
 	uint32_t rtt;
 	uint64_t last_data;     /* TSC the flow's data was last seen in this direction */
+	uint32_t re_max;        /* furthest window right edge released to the sender (seq) */
+	uint32_t _pad;
 };
 
 struct weir_postack_rec;
@@ -162,6 +166,7 @@ weir_postack_reset(struct weir_postack *pa, uint32_t slot)
 	for (int d = 0; d < 2; d++) {
 		pa->q[d][slot].rtt = 0;
 		pa->q[d][slot].last_data = 0;
+		pa->q[d][slot].re_valid = 0;
 	}
 }
 

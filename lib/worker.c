@@ -8,6 +8,7 @@
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 
+#include "cksum.h"
 #include "mbuf_meta.h"
 #include "worker.h"
 
@@ -180,6 +181,91 @@ postack_handshake(struct weir_postack *pa, const struct weir_pkt *p, int a, uint
 	}
 }
 
+static inline bool
+seq_lt(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+/*
+ * PostACK's window clamp (issue: receivers advertise megabytes, and every
+ * byte of window a sender may use beyond its share ends up as ACKs held
+ * here). A held ACK's window is cut so the sender may have at most
+ * ack_limit segments outstanding past it: the ACKs for them, the most that
+ * can then wait here, stay within ack_limit. The right edge never moves
+ * left of one already released (RFC 7323 sec. 2.4: do not shrink the
+ * window). Needs both SYNs seen (window scales are only known from them);
+ * the TCP checksum is patched (RFC 1624), IPv4 and IPv6 alike.
+ */
+/* The window scale of ACKs travelling a, or -1 when the handshake was not
+ * seen (the scale is known only from both SYNs). */
+static inline int
+ack_wscale(const struct weir_flow *f, int a)
+{
+	if (f->mss[0] == 0 || f->mss[1] == 0)
+		return -1;
+	return f->wscale[a] != WEIR_WSCALE_NONE && f->wscale[a ^ 1] != WEIR_WSCALE_NONE ?
+	       RTE_MIN(f->wscale[a], (uint8_t)14) : 0;
+}
+
+/* Remember the furthest right edge the data sender of direction d has
+ * been shown (an ACK travelling a = d ^ 1 that goes on). */
+static inline void
+postack_note_edge(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p,
+		  int a, uint32_t slot)
+{
+	struct weir_postack_q *q = &w->pa->q[a ^ 1][slot];
+	int shift = ack_wscale(f, a);
+	uint32_t edge = p->ack + ((uint32_t)p->win << (shift < 0 ? 0 : shift));
+
+	if (shift >= 0 && (!q->re_valid || seq_lt(q->re_max, edge))) {
+		q->re_max = edge;
+		q->re_valid = 1;
+	}
+}
+
+/*
+ * PostACK's window clamp (issue: receivers advertise megabytes, and every
+ * byte of window a sender may use beyond its share ends up as ACKs held
+ * here). A held ACK's window is cut so the sender may have at most
+ * ack_limit segments outstanding past it: the ACKs for them, the most that
+ * can then wait here, stay within ack_limit. The right edge never moves
+ * left of one already shown to the sender (RFC 7323 sec. 2.4: do not
+ * shrink the window). Needs both SYNs seen (window scales are only known
+ * from them); the TCP checksum is patched (RFC 1624), IPv4 and IPv6 alike.
+ */
+static void
+postack_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+	      const struct weir_pkt *p, int a, int d, uint32_t slot)
+{
+	struct weir_postack_q *q = &w->pa->q[d][slot];
+	int shift = ack_wscale(f, a);
+	uint32_t edge, limit_edge, win;
+	uint8_t *tcp;
+
+	if (shift < 0)
+		return;
+	edge = p->ack + ((uint32_t)p->win << shift);
+	/* f->mss[a]: what the ACK's sender said it can receive, the segment
+	 * size the data sender uses. */
+	limit_edge = p->ack + (uint32_t)w->pa->ack_limit * f->mss[a];
+	if (q->re_valid && seq_lt(limit_edge, q->re_max))
+		limit_edge = q->re_max;
+	if (!seq_lt(limit_edge, edge)) {
+		postack_note_edge(w, f, p, a, slot);
+		return;
+	}
+	/* Round up: the new edge is at or past the limit, never short of it. */
+	win = (limit_edge - p->ack + (1u << shift) - 1) >> shift;
+	win = RTE_MIN(win, 0xffffu);
+	tcp = rte_pktmbuf_mtod_offset(m, uint8_t *, p->l4_off);
+	weir_cksum_set16(tcp + 14, tcp + 16, rte_cpu_to_be_16((uint16_t)win));
+	if (seq_lt(q->re_max, p->ack + (win << shift)) || !q->re_valid)
+		q->re_max = p->ack + (win << shift);
+	q->re_valid = 1;
+	w->ctr.port[a].win_clamped++;
+}
+
 /*
  * PostACK for a TCP packet of flow f travelling in direction a; its ACKs
  * answer data direction d = a ^ 1. A pure ACK is held (returns true: the
@@ -218,12 +304,15 @@ postack_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, e
 	}
 	if (t->mode[d] != WEIR_MODE_POSTACK || t->leaf[d] == WEIR_CBQ_NONE)
 		return false;
-	if (data_qlen(w, a, slot) != 0)
-		return false;   /* earlier frames of this direction still queued: keep order */
-	if (held == 0 && data_qlen(w, d, slot) == 0)
-		return false;   /* the flow is not over its share: nothing to hold back */
+	if (data_qlen(w, a, slot) != 0 || (held == 0 && data_qlen(w, d, slot) == 0)) {
+		/* Earlier frames of this direction still queued (keep order), or
+		 * the flow is not over its share: it goes on; note its window. */
+		postack_note_edge(w, f, p, a, slot);
+		return false;
+	}
 	if (held > 0 && data_qlen(w, d, slot) == 0)
 		n_out = weir_postack_release(w->pa, d, slot, out, 1, WEIR_PA_RULE);
+	postack_clamp(w, f, m, p, a, d, slot);
 	if (weir_postack_hold(w->pa, d, slot, m, now, out + n_out, &held) == 0) {
 		/* No record free: forward it, after what is held. */
 		emit(w, (enum weir_port_role)d, out, n_out);

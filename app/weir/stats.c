@@ -58,6 +58,7 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 		      "flow_full", (json_int_t)pc->flow_full, "managed", (json_int_t)pc->managed,
 		      "malformed_by", mal);
 	json_object_set_new(o, "refused", json_integer((json_int_t)pc->refused));
+	json_object_set_new(o, "win_clamped", json_integer((json_int_t)pc->win_clamped));
 	/* What the PMD itself saw: frames lost before weir could poll them. */
 	if (app->ports.started[role] && rte_eth_stats_get(app->ports.id[role], &es) == 0) {
 		json_object_set_new(o, "pmd_rx_missed", json_integer((json_int_t)es.imissed));
