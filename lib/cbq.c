@@ -224,6 +224,8 @@ weir_cbq_create(const struct weir_cbq_conf *conf)
 		k->anext = k->aprev = WEIR_CBQ_NONE;
 		class_set_buckets(c, k, cc->rate, ceil, 0);
 		weir_drr_init(&k->drr, c->qt, fq, c->overhead);
+		if (cc->fifo)
+			k->drr.limit = UINT16_MAX;
 	}
 	return c;
 fail:

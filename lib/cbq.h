@@ -45,6 +45,8 @@ struct weir_cbq_class_conf {
 	uint64_t ceil;          /* bit/s, >= rate; 0 = rate */
 	uint32_t limit;         /* leaf: packets queued in the class (all flows); 0 = no class limit */
 	uint32_t quantum;       /* leaf: bytes per DRR round among leaves of one prio; 0 = mtu */
+	uint8_t fifo;           /* leaf: its flows share one queue (the caller's queue id for
+				 * it): only `limit` bounds it, not the per-flow limit */
 };
 
 struct weir_cbq_conf {

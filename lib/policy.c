@@ -33,7 +33,7 @@ const char *
 weir_shape_mode_name(unsigned int mode)
 {
 	static const char *const names[WEIR_MODE__COUNT] = {
-		[WEIR_MODE_POSTACK] = "postack", [WEIR_MODE_PFQ] = "pfq",
+		[WEIR_MODE_POSTACK] = "postack", [WEIR_MODE_PFQ] = "pfq", [WEIR_MODE_FIFO] = "fifo",
 	};
 
 	return mode < WEIR_MODE__COUNT ? names[mode] : "?";
@@ -146,6 +146,7 @@ build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
 		k->flow_min = c->flow_min;
 		k->admit = c->admit;
 		k->mode = c->mode;
+		k->cbq.fifo = c->mode == WEIR_MODE_FIFO;
 		k->is_leaf = 1;
 		if (c->mode >= WEIR_MODE__COUNT) {
 			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i, "class '%s': unknown mode %u",

@@ -44,6 +44,7 @@ enum weir_admit_action {
 enum weir_shape_mode {
 	WEIR_MODE_POSTACK = 0,          /* per-flow queues + ACKs held by the release rule (default) */
 	WEIR_MODE_PFQ = 1,              /* per-flow queues only: data waits at the gateway */
+	WEIR_MODE_FIFO = 2,             /* one queue for the class (the paper's "pure CBQ") */
 	WEIR_MODE__COUNT
 };
 const char *weir_shape_mode_name(unsigned int mode);
@@ -144,7 +145,12 @@ void weir_policy_free(struct weir_policy *p);
 
 /* The cbq class confs of direction `dir` (n_classes of them) with every
  * rate and ceil multiplied by num/den (a worker's share); out must hold
- * tree[dir].n_classes entries. Returns the count (0: unshaped). */
+ * tree[dir].n_classes entries. Returns the count (0: unshaped). A fifo
+ * leaf's shared queue id is the caller's choice: the worker uses flow
+ * capacity + 1 + class index, so its trees need n_queues = capacity + 1 +
+ * WEIR_POLICY_QUEUES_EXTRA(p). */
+#define WEIR_POLICY_QUEUES_EXTRA(p) \
+	((uint32_t)RTE_MAX((p)->tree[0].n_classes, (p)->tree[1].n_classes))
 uint16_t weir_policy_cbq_classes(const struct weir_policy *p, int dir, uint64_t num, uint64_t den,
 				 struct weir_cbq_class_conf *out);
 

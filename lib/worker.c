@@ -470,13 +470,16 @@ enqueue_shaped(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf 
 {
 	struct weir_cbq *sh = w->shaper[from];
 	struct weir_port_counters *pc = &w->ctr.port[from];
-	const uint16_t dflt = w->policy->tree[from].default_leaf;
 
 	for (uint16_t i = 0; i < n; i++) {
 		const struct weir_flow *f = pkt_flow[i];
+		const struct weir_policy_target *t = &w->policy->targets[f ? f->class_id : 0];
 		uint32_t qid = f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
-		uint16_t leaf = f != NULL ? flow_leaf(w, f, from) : dflt;
+		uint16_t leaf = t->leaf[from];  /* targets[0]: the default class */
 
+		/* A fifo leaf: every flow in its one queue, past the flow slots. */
+		if (unlikely(t->mode[from] == WEIR_MODE_FIFO))
+			qid = w->unmanaged_qid + 1 + leaf;
 		if (unlikely(taken & (1ull << i)))
 			continue;
 		if (unlikely(weir_cbq_enqueue(sh, leaf, qid, pkts[i], now) != 0)) {
@@ -721,6 +724,18 @@ weir_worker_flush_queues(struct weir_worker *w)
 		return 0;
 	weir_flow_walk(w->flows, free_flow_queue, w);
 	drain_queue(w, NULL, false);
+	/* The shared queues of fifo leaves. */
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		struct rte_mbuf *pkts[WEIR_BURST_MAX];
+		unsigned int n;
+
+		for (uint16_t c = 1; w->shaper[d] != NULL && c < w->policy->tree[d].n_classes; c++)
+			while ((n = weir_cbq_drain(w->shaper[d], c, w->unmanaged_qid + 1 + c, pkts,
+						   WEIR_BURST_MAX)) > 0) {
+				w->ctr.port[d].dropped += n;
+				rte_pktmbuf_free_bulk(pkts, n);
+			}
+	}
 	return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
 }
 

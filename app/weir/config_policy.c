@@ -43,7 +43,8 @@ get_mode(struct loader *ld, const config_setting_t *g, uint8_t def, uint8_t *mod
 			return 0;
 		}
 	return cfg_fail(ld, config_setting_get_member(g, "mode"),
-			"'mode' must be \"postack\" (hold ACKs, not data) or \"pfq\" (per-flow queues only)");
+			"'mode' must be \"postack\" (hold ACKs, not data), \"pfq\" (per-flow queues "
+			"only) or \"fifo\" (one queue for the class)");
 }
 
 static int

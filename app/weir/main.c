@@ -140,7 +140,8 @@ create_shaper(const struct weir_config *cfg, int dir, int socket)
 		.tsc_hz = rte_get_tsc_hz(),
 		.n_classes = weir_policy_cbq_classes(cfg->policy, dir, 1, cfg->n_workers, classes),
 		.classes = classes,
-		.n_queues = cfg->flow_capacity + 1,     /* flow slots + frames without a flow */
+		/* flow slots + frames without a flow + a queue per fifo leaf */
+		.n_queues = cfg->flow_capacity + 1 + WEIR_POLICY_QUEUES_EXTRA(cfg->policy),
 		.flow_limit = cfg->shape_flow_limit,
 		.flow_quantum = cfg->shape_flow_quantum,
 		.overhead = cfg->shape_overhead,

@@ -136,7 +136,7 @@ rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, 
 		struct weir_cbq_class_conf cc[WEIR_CBQ_MAX_CLASSES];
 		struct weir_cbq_conf conf = {
 			.socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(), .classes = cc,
-			.n_queues = CAP + 1, .flow_limit = 16,
+			.n_queues = CAP + 1 + WEIR_POLICY_QUEUES_EXTRA(r->p), .flow_limit = 16,
 		};
 
 		conf.n_classes = weir_policy_cbq_classes(r->p, d, 1, 1, cc);
