@@ -475,6 +475,12 @@ weir_flow_slot(const struct weir_flow_table *t, const struct weir_flow *f)
 	return (uint32_t)(f - t->flows);
 }
 
+struct weir_flow *
+weir_flow_by_slot(struct weir_flow_table *t, uint32_t slot)
+{
+	return &t->flows[slot];
+}
+
 uint32_t
 weir_flow_table_capacity(const struct weir_flow_table *t)
 {

@@ -148,6 +148,8 @@ const struct weir_flow_stats *weir_flow_table_stats(const struct weir_flow_table
 /* A flow's slot index (0 .. capacity-1): a stable small id for per-flow
  * state kept elsewhere (its shaping queue), valid while the flow lives. */
 uint32_t weir_flow_slot(const struct weir_flow_table *t, const struct weir_flow *f);
+/* The entry in slot (valid while a flow lives there). */
+struct weir_flow *weir_flow_by_slot(struct weir_flow_table *t, uint32_t slot);
 uint32_t weir_flow_table_capacity(const struct weir_flow_table *t);
 
 /* Bytes of memory the table uses per flow slot (hash buckets + keys + entries). */

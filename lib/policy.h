@@ -45,6 +45,7 @@ enum weir_shape_mode {
 	WEIR_MODE_POSTACK = 0,          /* per-flow queues + ACKs held by the release rule (default) */
 	WEIR_MODE_PFQ = 1,              /* per-flow queues only: data waits at the gateway */
 	WEIR_MODE_FIFO = 2,             /* one queue for the class (the paper's "pure CBQ") */
+	WEIR_MODE_TCR = 3,              /* per-flow queues + window sizing and ACK pacing (lib/tcr.h) */
 	WEIR_MODE__COUNT
 };
 const char *weir_shape_mode_name(unsigned int mode);

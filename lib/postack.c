@@ -203,15 +203,25 @@ weir_postack_release(struct weir_postack *pa, int d, uint32_t slot, struct rte_m
 		pa->st.released += n;
 	else if (why == WEIR_PA_FLUSH)
 		pa->st.flushed += n;
-	else
+	else if (why == WEIR_PA_IDLE)
 		pa->st.idle_released += n;
+	else
+		pa->st.paced += n;
 	return n;
+}
+
+int
+weir_postack_idle(const struct weir_postack *pa, int d, uint32_t slot, uint64_t now)
+{
+	const struct weir_postack_q *q = &pa->q[d][slot];
+
+	return now - q->last_data >= pa->idle_tsc + 2 * (q->rtt ? q->rtt : pa->rtt_unknown);
 }
 
 unsigned int
 weir_postack_watchdog(struct weir_postack *pa, uint64_t now, unsigned int budget,
-		      weir_postack_qlen_fn qlen, void *arg, struct rte_mbuf **out, uint8_t *dir_of,
-		      unsigned int max)
+		      weir_postack_decide_fn decide, void *arg, struct rte_mbuf **out,
+		      uint8_t *dir_of, unsigned int max)
 {
 	unsigned int n = 0;
 
@@ -227,9 +237,11 @@ weir_postack_watchdog(struct weir_postack *pa, uint64_t now, unsigned int budget
 		q->listed = 0;
 		if (q->n == 0)
 			continue;       /* released by the rule meanwhile: drop the entry */
-		if (qlen(arg, d, slot) == 0 &&
-		    now - q->last_data >= pa->idle_tsc + 2 * (q->rtt ? q->rtt : pa->rtt_unknown)) {
-			k = weir_postack_release(pa, d, slot, out + n, max - n, WEIR_PA_IDLE);
+		enum weir_postack_why why = WEIR_PA_IDLE;
+		uint32_t want = decide(arg, d, slot, now, q->n, &why);
+
+		if (want > 0) {
+			k = weir_postack_release(pa, d, slot, out + n, RTE_MIN(max - n, want), why);
 			for (unsigned int i = 0; i < k; i++)
 				dir_of[n + i] = (uint8_t)d;
 			n += k;

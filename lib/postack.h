@@ -64,6 +64,7 @@ struct weir_postack_stats {
 	uint64_t released;      /* released by the rule (with data) */
 	uint64_t flushed;       /* released by flow events (data the other way, FIN/RST, end, policy) */
 	uint64_t idle_released; /* released by the idle watchdog */
+	uint64_t paced;         /* released by TCR's ACK pacing */
 	uint64_t evicted;       /* released because the flow's queue was at ack_limit */
 	uint64_t pool_full;     /* ACKs not held: no record free */
 	uint64_t as_mbuf;       /* held as an mbuf (did not fit a record) */
@@ -93,9 +94,9 @@ void weir_postack_free(struct weir_postack *pa);
 int weir_postack_hold(struct weir_postack *pa, int d, uint32_t slot, struct rte_mbuf *m,
 		      uint64_t now, struct rte_mbuf **out, unsigned int *n_out);
 
-/* Release up to max held ACKs of (d, slot), oldest first, into out[].
- * `why` picks the counter: 0 = rule, 1 = flush, 2 = idle. */
-enum weir_postack_why { WEIR_PA_RULE = 0, WEIR_PA_FLUSH = 1, WEIR_PA_IDLE = 2 };
+/* Release up to max held ACKs of (d, slot), oldest first, into out[];
+ * `why` picks the counter. */
+enum weir_postack_why { WEIR_PA_RULE = 0, WEIR_PA_FLUSH = 1, WEIR_PA_IDLE = 2, WEIR_PA_PACED = 3 };
 unsigned int weir_postack_release(struct weir_postack *pa, int d, uint32_t slot,
 				  struct rte_mbuf **out, unsigned int max, enum weir_postack_why why);
 
@@ -104,15 +105,22 @@ unsigned int weir_postack_release(struct weir_postack *pa, int d, uint32_t slot,
  * static inline void weir_postack_data_seen(pa, d, slot, now); */
 
 /*
- * Look at up to `budget` flows holding ACKs, in ring order; a flow whose
- * data queue (qlen_fn) is empty and whose data stopped idle_us ago has its
- * ACKs released into out[] (up to max in all). Returns how many; dir_of[i]
- * is each one's data direction (it leaves through that direction's rx port).
+ * Look at up to `budget` flows holding ACKs, in ring order, and ask
+ * `decide` how many of each one's held ACKs to release now (and why); they
+ * go into out[] (up to max in all). Returns how many; dir_of[i] is each
+ * one's data direction (it leaves through that direction's rx port).
+ * Flows still holding ACKs stay on the ring. PostACK's decision is
+ * weir_postack_idle(); TCR's is its pacing clock (lib/worker.c).
  */
-typedef uint32_t (*weir_postack_qlen_fn)(void *arg, int d, uint32_t slot);
+typedef uint32_t (*weir_postack_decide_fn)(void *arg, int d, uint32_t slot, uint64_t now,
+					   uint32_t held, enum weir_postack_why *why);
 unsigned int weir_postack_watchdog(struct weir_postack *pa, uint64_t now, unsigned int budget,
-				   weir_postack_qlen_fn qlen, void *arg,
+				   weir_postack_decide_fn decide, void *arg,
 				   struct rte_mbuf **out, uint8_t *dir_of, unsigned int max);
+
+/* Has data direction d of slot stopped: nothing seen for idle_us plus two
+ * round trips of its sender (a released ACK would have brought some)? */
+int weir_postack_idle(const struct weir_postack *pa, int d, uint32_t slot, uint64_t now);
 
 const struct weir_postack_stats *weir_postack_stats(const struct weir_postack *pa);
 /* Bytes one held ACK costs (its record). */

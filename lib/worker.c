@@ -60,6 +60,13 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 	if (shaped) {
 		w->policy = pol;
 		w->pa = conf->postack;
+		if (w->pa != NULL) {
+			w->tcr = weir_tcr_create(weir_flow_table_capacity(flows), socket_id);
+			if (w->tcr == NULL) {
+				rte_free(w);
+				return NULL;
+			}
+		}
 		w->epoch16 = epoch16(pol->epoch);
 		w->unmanaged_qid = weir_flow_table_capacity(flows);
 		for (int d = 0; d < WEIR_PORT__COUNT; d++) {
@@ -86,6 +93,7 @@ weir_worker_free(struct weir_worker *w)
 		return;
 	weir_worker_flush_queues(w);
 	weir_postack_free(w->pa);
+	weir_tcr_free(w->tcr);
 	weir_cbq_free(w->shaper[0]);
 	weir_cbq_free(w->shaper[1]);
 	rte_free(w->cls_ctr[0]);
@@ -112,6 +120,14 @@ classify_unmanaged(struct weir_port_counters *pc, const struct weir_pkt *p)
 
 static void send_burst(struct weir_worker *w, enum weir_port_role to, struct rte_mbuf **pkts,
 		       uint16_t n);
+
+/* The leaf flow f is shaped in, direction d (its target's). */
+static inline uint16_t
+flow_leaf(const struct weir_worker *w, const struct weir_flow *f, int d)
+{
+	return w->policy->targets[f->class_id].leaf[d];
+}
+
 
 /* Send frames the worker releases on its own (held ACKs) out of port `to`,
  * counted as forwarded from the other port. */
@@ -266,6 +282,90 @@ postack_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf 
 	w->ctr.port[a].win_clamped++;
 }
 
+/* Hold ACK m for (d, slot); when the store is full, release what is held
+ * and let m go on after it. Returns true when held. */
+static bool
+hold_ack(struct weir_worker *w, int d, uint32_t slot, struct rte_mbuf *m, uint64_t now,
+	 struct rte_mbuf **out, unsigned int n_out)
+{
+	unsigned int evicted;
+
+	if (weir_postack_hold(w->pa, d, slot, m, now, out + n_out, &evicted) == 0) {
+		emit(w, (enum weir_port_role)d, out, n_out);
+		postack_flush(w, d, slot);
+		return false;
+	}
+	emit(w, (enum weir_port_role)d, out, n_out + evicted);
+	return true;
+}
+
+/*
+ * TCR for a pure ACK travelling a (Sec. 2.4): its window is cut to the
+ * flow's BDP (fair share x WAN round trip, at least one segment), and it
+ * leaves no sooner than MSS / share after the flow's previous ACK; early
+ * ones wait in the ACK store and the watchdog ring clocks them out.
+ */
+static bool
+tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
+	int a, uint32_t slot, uint64_t now, uint32_t held)
+{
+	const int d = a ^ 1;
+	const struct weir_class_counters *c = &w->cls_ctr[d][flow_leaf(w, f, d)];
+	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
+	int shift = ack_wscale(f, a);
+	uint32_t seg = f->mss[a] ? f->mss[a] : 1460;
+	struct rte_mbuf *out[2];
+
+	weir_tcr_on_ack(w->tcr, d, slot, p->ack, now);
+	if (tf->srtt == 0)
+		tf->srtt = w->pa->q[WEIR_DIR_IN][slot].rtt;     /* the WAN side's, from the handshake */
+	if (shift >= 0 && tf->srtt != 0) {
+		uint64_t bdp = RTE_MAX(((uint64_t)tf->srtt * c->share_bytes_per_tick) >> 32, (uint64_t)seg);
+		uint64_t win = (bdp + (1u << shift) - 1) >> shift;
+
+		if (win < p->win) {
+			uint8_t *tcp = rte_pktmbuf_mtod_offset(m, uint8_t *, p->l4_off);
+
+			weir_cksum_set16(tcp + 14, tcp + 16, rte_cpu_to_be_16((uint16_t)win));
+			w->ctr.port[a].win_clamped++;
+		}
+	}
+	if (data_qlen(w, a, slot) != 0)
+		return false;   /* behind a frame of its own direction: keep order */
+	if (held == 0 && now >= tf->next_release) {
+		tf->next_release = now + ((seg * c->share_ticks_per_byte) >> 16);
+		return false;
+	}
+	return hold_ack(w, d, slot, m, now, out, 0);
+}
+
+/* The watchdog's verdict on a flow holding ACKs: TCR releases one when its
+ * pacing clock says so; PostACK all of them once the data has stopped. */
+static uint32_t
+ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
+	    enum weir_postack_why *why)
+{
+	struct weir_worker *w = arg;
+	const struct weir_flow *f = weir_flow_by_slot(w->flows, slot);
+	const struct weir_policy_target *t = &w->policy->targets[f->class_id];
+
+	if (t->mode[d] == WEIR_MODE_TCR && t->leaf[d] != WEIR_CBQ_NONE) {
+		struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
+		const struct weir_class_counters *c = &w->cls_ctr[d][t->leaf[d]];
+		uint64_t gap = ((uint64_t)(f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460) *
+				c->share_ticks_per_byte) >> 16;
+
+		if (now < tf->next_release)
+			return 0;
+		/* Keep the clock, but do not bank credit while nothing was held. */
+		tf->next_release = RTE_MAX(tf->next_release + gap, now - gap);
+		*why = WEIR_PA_PACED;
+		return 1;
+	}
+	*why = WEIR_PA_IDLE;
+	return data_qlen(w, d, slot) == 0 && weir_postack_idle(w->pa, d, slot, now) ? held : 0;
+}
+
 /*
  * PostACK for a TCP packet of flow f travelling in direction a; its ACKs
  * answer data direction d = a ^ 1. A pure ACK is held (returns true: the
@@ -302,7 +402,11 @@ postack_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, e
 			postack_flush_flow(w, slot);
 		return false;
 	}
-	if (t->mode[d] != WEIR_MODE_POSTACK || t->leaf[d] == WEIR_CBQ_NONE)
+	if (t->leaf[d] == WEIR_CBQ_NONE)
+		return false;
+	if (t->mode[d] == WEIR_MODE_TCR)
+		return tcr_ack(w, f, m, p, a, slot, now, held);
+	if (t->mode[d] != WEIR_MODE_POSTACK)
 		return false;
 	if (data_qlen(w, a, slot) != 0 || (held == 0 && data_qlen(w, d, slot) == 0)) {
 		/* Earlier frames of this direction still queued (keep order), or
@@ -313,22 +417,24 @@ postack_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, e
 	if (held > 0 && data_qlen(w, d, slot) == 0)
 		n_out = weir_postack_release(w->pa, d, slot, out, 1, WEIR_PA_RULE);
 	postack_clamp(w, f, m, p, a, d, slot);
-	if (weir_postack_hold(w->pa, d, slot, m, now, out + n_out, &held) == 0) {
-		/* No record free: forward it, after what is held. */
-		emit(w, (enum weir_port_role)d, out, n_out);
-		postack_flush(w, d, slot);
-		return false;
-	}
-	emit(w, (enum weir_port_role)d, out, n_out + held);
-	return true;
+	return hold_ack(w, d, slot, m, now, out, n_out);
 }
 
 /* ---- classification and admission (once per flow, not per packet) ---- */
 
-static inline uint16_t
-flow_leaf(const struct weir_worker *w, const struct weir_flow *f, int d)
+/* TCR's fair share of leaf `leaf` on this worker, as bytes per TSC tick
+ * (<< 32) and ticks per byte (<< 16): the divisions happen here, when a
+ * flow joins or leaves, not per ACK. */
+static void
+share_update(struct weir_worker *w, int d, uint16_t leaf)
 {
-	return w->policy->targets[f->class_id].leaf[d];
+	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
+	uint64_t share = weir_cbq_rate(w->shaper[d], leaf) / RTE_MAX(c->flows, 1u);
+
+	if (share == 0)
+		share = 1;
+	c->share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->tsc_hz));
+	c->share_ticks_per_byte = (uint64_t)(((unsigned __int128)8 * w->tsc_hz << 16) / share);
 }
 
 /* Add delta to the flow counts of the flow's classes. */
@@ -338,8 +444,10 @@ flow_count(struct weir_worker *w, const struct weir_flow *f, int32_t delta)
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		uint16_t leaf = flow_leaf(w, f, d);
 
-		if (leaf != WEIR_CBQ_NONE)
+		if (leaf != WEIR_CBQ_NONE) {
 			w->cls_ctr[d][leaf].flows += (uint32_t)delta;
+			share_update(w, d, leaf);
+		}
 	}
 }
 
@@ -424,8 +532,10 @@ classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,
 
 	weir_classify_tuple_make(frame, p, dir, &t);
 	if (f->policy_epoch == 0) {
-		if (w->pa != NULL)
+		if (w->pa != NULL) {
 			weir_postack_reset(w->pa, weir_flow_slot(w->flows, f));
+			weir_tcr_reset(w->tcr, weir_flow_slot(w->flows, f));
+		}
 		/* First packet: it tells who opened the flow; remember it for
 		 * re-classification, where the packet at hand may be a reply. */
 		if (t.init_dir == WEIR_DIR_IN)
@@ -582,6 +692,7 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 	struct rte_mbuf *acks[WEIR_BURST_MAX];
 	struct weir_cbq_deq d;
 	uint16_t n = 0, n_acks = 0;
+	uint8_t mode;
 
 	/* Clocked by dequeue: nothing is asked of the tree before the time it
 	 * said something could go, or after it said it is empty. */
@@ -595,12 +706,21 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 			break;
 		}
 		pkts[n++] = m;
+		if (w->pa == NULL || d.queue_id >= w->unmanaged_qid)
+			continue;
+		mode = w->policy->tree[dir].classes[d.leaf].mode;
 		/* PostACK's release rule (Fig. 14): with at most one more of
 		 * its data packets queued, the flow gets one held ACK back. */
-		if (w->pa != NULL && d.qlen <= 1 && d.queue_id < w->unmanaged_qid &&
+		if (mode == WEIR_MODE_POSTACK && d.qlen <= 1 &&
 		    weir_postack_len(w->pa, dir, d.queue_id) > 0)
 			n_acks += (uint16_t)weir_postack_release(w->pa, dir, d.queue_id, acks + n_acks, 1,
 								 WEIR_PA_RULE);
+		else if (mode == WEIR_MODE_TCR) {
+			const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+
+			if (p->l4proto == IPPROTO_TCP && p->payload_len > 0)
+				weir_tcr_on_data(w->tcr, dir, d.queue_id, p->seq + p->payload_len, now);
+		}
 	}
 	w->ctr.port[dir].forwarded += n;
 	emit(w, dir, acks, n_acks);     /* they travel the other way: out of port dir */
@@ -739,12 +859,6 @@ weir_worker_flush_queues(struct weir_worker *w)
 	return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
 }
 
-static uint32_t
-watchdog_qlen(void *arg, int d, uint32_t slot)
-{
-	return data_qlen(arg, d, slot);
-}
-
 unsigned int
 weir_worker_postack_idle(struct weir_worker *w, uint64_t now)
 {
@@ -754,7 +868,7 @@ weir_worker_postack_idle(struct weir_worker *w, uint64_t now)
 
 	if (w->pa == NULL || w->pa->ring_n == 0)
 		return 0;
-	n = weir_postack_watchdog(w->pa, now, 8, watchdog_qlen, w, out, dir_of, WEIR_BURST_MAX);
+	n = weir_postack_watchdog(w->pa, now, 8, ring_decide, w, out, dir_of, WEIR_BURST_MAX);
 	for (unsigned int i = 0; i < n; i++)
 		by_dir[dir_of[i]][k[dir_of[i]]++] = out[i];
 	for (int d = 0; d < WEIR_PORT__COUNT; d++)

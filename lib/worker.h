@@ -20,6 +20,7 @@
 #include "flow.h"
 #include "policy.h"
 #include "postack.h"
+#include "tcr.h"
 
 #define WEIR_BURST_MAX 64
 
@@ -50,6 +51,10 @@ struct weir_class_counters {
 	uint64_t admitted;      /* flows classified into this class */
 	uint64_t refused;       /* flows refused admission by this class */
 	uint64_t diverted;      /* of those, flows sent to the fallback class */
+	/* TCR's view of the class's fair share (rate / flows on this worker),
+	 * fixed point, recomputed when `flows` changes. */
+	uint64_t share_bytes_per_tick;  /* << 32 */
+	uint64_t share_ticks_per_byte;  /* << 16 */
 };
 
 struct weir_worker {
@@ -63,6 +68,7 @@ struct weir_worker {
 	uint16_t epoch16;                      /* the policy's epoch as flows store it */
 	struct weir_class_counters *cls_ctr[WEIR_PORT__COUNT];   /* [class], NULL if unshaped */
 	struct weir_postack *pa;               /* = conf.postack */
+	struct weir_tcr *tcr;                  /* with pa: TCR's per-flow state */
 	uint64_t next_tsc[WEIR_PORT__COUNT];   /* a blocked shaper's next chance */
 	uint64_t tsc_per_us;
 	struct weir_worker_counters ctr;

@@ -44,7 +44,8 @@ get_mode(struct loader *ld, const config_setting_t *g, uint8_t def, uint8_t *mod
 		}
 	return cfg_fail(ld, config_setting_get_member(g, "mode"),
 			"'mode' must be \"postack\" (hold ACKs, not data), \"pfq\" (per-flow queues "
-			"only) or \"fifo\" (one queue for the class)");
+			"only), \"fifo\" (one queue for the class) or \"tcr\" (window sizing and ACK "
+			"pacing)");
 }
 
 static int

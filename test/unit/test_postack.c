@@ -133,13 +133,13 @@ test_limits(void)
 
 static uint32_t fake_qlen;
 
+/* PostACK's verdict as the worker gives it: all, once the data stopped. */
 static uint32_t
-qlen_fn(void *arg, int d, uint32_t slot)
+decide_idle(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
+	    enum weir_postack_why *why)
 {
-	RTE_SET_USED(arg);
-	RTE_SET_USED(d);
-	RTE_SET_USED(slot);
-	return fake_qlen;
+	*why = WEIR_PA_IDLE;
+	return fake_qlen == 0 && weir_postack_idle(arg, d, slot, now) ? held : 0;
 }
 
 static void
@@ -157,19 +157,19 @@ test_watchdog(void)
 	for (uint32_t i = 0; i < 3; i++)
 		weir_postack_hold(pa, 0, 7, random_frame(60, i), t0, out, &n_out);
 	fake_qlen = 0;
-	n = weir_postack_watchdog(pa, t0 + 999999, 8, qlen_fn, NULL, out, dir_of, 16);
+	n = weir_postack_watchdog(pa, t0 + 999999, 8, decide_idle, pa, out, dir_of, 16);
 	CHECK(n == 0 && weir_postack_len(pa, 0, 7) == 3, "not idle long enough: held");
 	fake_qlen = 1;
-	n = weir_postack_watchdog(pa, t0 + 5000000, 8, qlen_fn, NULL, out, dir_of, 16);
+	n = weir_postack_watchdog(pa, t0 + 5000000, 8, decide_idle, pa, out, dir_of, 16);
 	CHECK(n == 0, "data still queued: the rule will release them, not the watchdog");
 	fake_qlen = 0;
-	n = weir_postack_watchdog(pa, t0 + 1000199, 8, qlen_fn, NULL, out, dir_of, 16);
+	n = weir_postack_watchdog(pa, t0 + 1000199, 8, decide_idle, pa, out, dir_of, 16);
 	CHECK(n == 0, "idle, but not yet for idle_us + 2 round trips");
-	n = weir_postack_watchdog(pa, t0 + 1000200, 8, qlen_fn, NULL, out, dir_of, 16);
+	n = weir_postack_watchdog(pa, t0 + 1000200, 8, decide_idle, pa, out, dir_of, 16);
 	CHECK(n == 3 && dir_of[0] == 0 && weir_postack_stats(pa)->idle_released == 3 &&
 	      weir_postack_len(pa, 0, 7) == 0, "idle: all released (%u)", n);
 	rte_pktmbuf_free_bulk(out, n);
-	n = weir_postack_watchdog(pa, t0 + 9000000, 8, qlen_fn, NULL, out, dir_of, 16);
+	n = weir_postack_watchdog(pa, t0 + 9000000, 8, decide_idle, pa, out, dir_of, 16);
 	CHECK(n == 0, "nothing left to look at");
 	weir_postack_free(pa);
 }
@@ -562,6 +562,64 @@ test_window_clamp(void)
 	rig_free(&r);
 }
 
+/* TCR: the window cut to the fair share's BDP, ACKs paced MSS / share
+ * apart, the WAN round trip from the handshake then smoothed by samples. */
+static void
+test_tcr(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_TCR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	const struct weir_tcr_flow *tf;
+	uint64_t gap;
+
+	if (rig_make_pa(&r, &pc, "pa_tcr", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	/* Two flows in the class: the share is 4 Mbit/s = 500 kB/s. The first
+	 * has its handshake seen: WAN 40 ms away, no window scaling, MSS 1460. */
+	feed(&r, syn_frame(0, SYN, 1460, 0), 0, t0);
+	feed(&r, tcp_frame(0, 2, 4001, 1, 80, SYN, 0, 0), 0, t0);
+	while (pull1(&r, t0))
+		;
+	feed(&r, syn_frame(1, SYN | ACK, 1460, 0), 1, t0 + 40 * ms);
+	feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1, 0), 0, t0 + 40 * ms);
+	pull1(&r, t0 + 40 * ms);
+	CHECK(r.w->cls_ctr[0][1].flows == 2, "two flows");
+	/* BDP = 500 kB/s x 40 ms = 20000 bytes: an ACK offering 65535 is cut. */
+	CHECK(feed(&r, ack_frame(1, 1000, 65535), 1, t0 + 41 * ms) == 1 && r.n_emitted == 0,
+	      "first ACK passes at once");
+	tf = &r.w->tcr->f[0][0];
+	CHECK(tf->srtt >= 40 * ms - ms / 100 && tf->srtt <= 40 * ms + ms / 100,
+	      "WAN round trip from the handshake (%.3f ms)", (double)tf->srtt / (double)ms);
+	/* Two more right behind it wait for the pacing clock: 1460 / 500 kB/s = 2.92 ms. */
+	feed(&r, ack_frame(2, 2000, 65535), 1, t0 + 41 * ms);
+	feed(&r, ack_frame(3, 3000, 65535), 1, t0 + 41 * ms);
+	gap = 2920 * ms / 1000;
+	CHECK(weir_worker_postack_idle(r.w, t0 + 41 * ms + gap - ms / 10) == 0, "not before 2.92 ms");
+	CHECK(weir_worker_postack_idle(r.w, t0 + 41 * ms + gap + ms / 10) == 1 &&
+	      weir_worker_postack_idle(r.w, t0 + 41 * ms + gap + ms / 5) == 0 &&
+	      weir_worker_postack_idle(r.w, t0 + 41 * ms + 2 * gap + ms / 10) == 1,
+	      "then one every 2.92 ms");
+	CHECK(r.n_emitted == 2 && tag_of(r.emitted[0]) == 2 && tag_of(r.emitted[1]) == 3 &&
+	      win_of(r.emitted[0]) >= 19999 && win_of(r.emitted[0]) <= 20000 && cksum4_ok(r.emitted[0]) &&
+	      weir_postack_stats(r.w->pa)->paced == 2,
+	      "paced in order, window cut to the BDP (%u)", r.n_emitted ? win_of(r.emitted[0]) : 0);
+	rig_emitted_free(&r);
+	/* A data segment leaves at t0+100 ms; the ACK covering it returns 56 ms
+	 * later: srtt = 40 + (56 - 40) / 8 = 42 ms. */
+	feed(&r, UP(5000, 1000), 0, t0 + 100 * ms);
+	pull1(&r, t0 + 100 * ms);
+	feed(&r, ack_frame(4, 6000, 65535), 1, t0 + 156 * ms);
+	CHECK(tf->srtt >= 42 * ms - ms / 100 && tf->srtt <= 42 * ms + ms / 100 &&
+	      r.w->tcr->samples == 1, "EWMA of a data/ACK sample (%.3f ms)",
+	      (double)tf->srtt / (double)ms);
+	rig_free(&r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -576,6 +634,7 @@ main(int argc, char **argv)
 	test_cksum_update();
 	test_cksum_ipv6();
 	test_window_clamp();
+	test_tcr();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
 	      rte_mempool_in_use_count(mp));
 	return unit_report();

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: TCR, TCP rate control by window sizing and ACK pacing (the prior
+ * art PostACK is measured against: the PostACK paper, Sec. 2.4).
+ *
+ * For a flow in a tcr leaf, every ACK of its data has its advertised
+ * window cut to the flow's bandwidth-delay product, BDP_i = BW_i x D_w,
+ * with BW_i = the class's rate / its flows (the fair share) and D_w the
+ * WAN round trip, and the ACKs are clocked out one every MSS / BW_i. The
+ * ACKs wait in the same compact store PostACK uses (lib/postack.h); the
+ * worker paces them from its round-robin over the flows holding ACKs, so
+ * there is no timer per flow. D_w starts from the handshake and is
+ * smoothed (EWMA, gain 1/8, as TCP's SRTT) from one timed data segment per
+ * round trip: from the moment it leaves the gateway towards the receiver
+ * to the ACK that covers it. That sample exists where the gateway sees
+ * data leave before its ACK returns: uploads. A download's sender is
+ * across the WAN, so its D_w stays the handshake's.
+ *
+ * This file keeps the per-flow state; the per-class figures (bytes per
+ * tick and ticks per byte of the fair share, fixed point) are the
+ * worker's, recomputed when a class's flow count changes, never per
+ * packet.
+ */
+#ifndef WEIR_TCR_H
+#define WEIR_TCR_H
+
+#include <stdint.h>
+#include <rte_common.h>
+
+struct weir_tcr_flow {
+	uint64_t next_release;  /* TSC the next ACK may go */
+	uint64_t sample_tsc;    /* when the timed segment left; 0 = no sample running */
+	uint32_t sample_seq;    /* an ACK at or past this ends the sample */
+	uint32_t srtt;          /* WAN round trip, ticks; 0 = unknown */
+};
+
+struct weir_tcr {
+	struct weir_tcr_flow *f[2];     /* [data direction][flow slot] */
+	uint32_t n_flows;
+	uint64_t samples;               /* round-trip samples taken */
+};
+
+struct weir_tcr *weir_tcr_create(uint32_t n_flows, int socket_id);
+void weir_tcr_free(struct weir_tcr *t);
+
+static inline void
+weir_tcr_reset(struct weir_tcr *t, uint32_t slot)
+{
+	t->f[0][slot] = (struct weir_tcr_flow){ 0 };
+	t->f[1][slot] = (struct weir_tcr_flow){ 0 };
+}
+
+/* A data segment of direction d ending at seq_end left the gateway. */
+static inline void
+weir_tcr_on_data(struct weir_tcr *t, int d, uint32_t slot, uint32_t seq_end, uint64_t now)
+{
+	struct weir_tcr_flow *f = &t->f[d][slot];
+
+	if (f->sample_tsc == 0) {
+		f->sample_seq = seq_end;
+		f->sample_tsc = now;
+	}
+}
+
+/* An ACK of direction d's data arrived: end the sample it covers. */
+static inline void
+weir_tcr_on_ack(struct weir_tcr *t, int d, uint32_t slot, uint32_t ack, uint64_t now)
+{
+	struct weir_tcr_flow *f = &t->f[d][slot];
+	int64_t s;
+
+	if (f->sample_tsc == 0 || (int32_t)(ack - f->sample_seq) < 0)
+		return;
+	s = (int64_t)(now - f->sample_tsc);
+	f->sample_tsc = 0;
+	if (s <= 0 || s > (int64_t)UINT32_MAX)
+		return;
+	/* srtt += (sample - srtt) / 8 */
+	f->srtt = f->srtt ? (uint32_t)((int64_t)f->srtt + ((s - (int64_t)f->srtt) >> 3)) : (uint32_t)s;
+	t->samples++;
+}
+
+#endif /* WEIR_TCR_H */
