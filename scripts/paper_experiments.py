@@ -1,0 +1,362 @@
+#!/usr/bin/python3
+"""Reproduce the PostACK paper's experiments (Figs. 8-11) with real Linux TCP in the testbed.
+
+    scripts/paper_experiments.py fig8|fig9|fig10|fig11|all [--quick] [--out DIR]
+
+Each figure runs weir with one experiment class ("exp") in each shaping mode the paper
+compares (fifo = its "pure CBQ", pfq, tcr, postack), writes DIR/figN.csv and DIR/figN.png,
+and prints a summary table (docs/results/paper.md quotes them). Only the data connections
+(iperf3 --cport 6000+) and ping probes are classified into "exp"; iperf3's control
+connections go to a separate class so they do not count as flows of the experiment.
+Senders use cubic (Figs. 8-10) or each of reno, cubic and bbr (Fig. 11).
+--quick runs a reduced sweep (minutes, not an hour).
+"""
+import argparse
+import csv
+import os
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+
+import weirtb  # noqa: E402
+from weirtb import PathSpec  # noqa: E402
+
+STATS_INTERVAL = 0.2
+CPORT = 6000
+# Senders of Figs. 8-10: Linux's default congestion control (this machine's default is
+# bbr, which namespaces inherit); Fig. 11 compares reno, cubic and bbr.
+SENDER_CC = "cubic"
+
+
+def kbyte_s(x):
+    return f"{int(x * 8)}kbit"
+
+
+def config(path, mode, rate_kBps, limit=0):
+    """weir's testbed config with an experiment class of rate_kBps KB/s in `mode`."""
+    base = (REPO / "conf" / "testbed.cfg").read_text().replace("interval = 1.0;",
+                                                                 f"interval = {STATS_INTERVAL};")
+    lim = f" limit = {limit};" if limit else ""
+    rate = kbyte_s(rate_kBps)
+    link = f"{int(rate_kBps * 8) + 2000}kbit"
+    path.write_text(base + f"""
+shaping = {{
+  flow_limit = 1000;
+  outbound = {{
+    rate = "{link}";
+    default = "ctl";
+    classes = (
+      {{ name = "exp"; rate = "{rate}"; ceil = "{rate}"; mode = "{mode}";{lim} }},
+      {{ name = "ctl"; rate = "1mbit"; ceil = "2mbit"; mode = "pfq"; }}
+    );
+  }};
+}};
+rules = (
+  {{ class = "exp"; proto = "tcp"; lan_port = "{CPORT}-{CPORT + 99}"; }},
+  {{ class = "exp"; proto = "icmp"; }}
+);
+""")
+    return path
+
+
+class Sampler:
+    """weir's stats every 0.2 s: data queued in "exp" and ACKs held."""
+
+    def __init__(self, tb):
+        self.tb, self.rows, self._stop = tb, [], threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                st = self.tb.weir_stats()
+                c = st["shaping"]["outbound"]["classes"]["exp"]
+                self.rows.append((st["uptime_s"], c["queued_pkts"], c["bytes"],
+                                  (st.get("postack") or {}).get("acks_held", 0)))
+            except Exception:  # noqa: BLE001 - a half-written snapshot: skip it
+                pass
+            time.sleep(STATS_INTERVAL)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+    def buffer(self, skip=4.0):
+        q = [r[1] for r in self.rows if r[0] - self.rows[0][0] >= skip] or [0]
+        a = [r[3] for r in self.rows if r[0] - self.rows[0][0] >= skip] or [0]
+        return sum(q) / len(q), max(q), max(a)
+
+
+def probe_rtt(tb, src, dst, seconds):
+    """ping src -> dst 5 times a second; returns the RTTs in ms."""
+    out = tb.run(src, ["ping", "-i", "0.2", "-c", str(int(seconds * 5)), "-W", "2",
+                       weirtb.Testbed.addr(dst)], timeout=seconds + 20, check=False).stdout
+    return [float(x) for x in re.findall(r"time=([\d.]+)", out)]
+
+
+def run(tb, cfgdir, mode, rate_kBps, n, duration, limit=0, cc=None, pairs=None, probe=True):
+    """One experiment: returns a dict of what was measured."""
+    os.environ["WEIR_TESTBED_CFG"] = str(config(cfgdir / f"{mode}.cfg", mode, rate_kBps, limit))
+    tb.start_gateway("weir")
+    pairs = pairs or [(tb.lan_hosts[i % tb.nlan], tb.wan_hosts[i % tb.nwan]) for i in range(n)]
+    rtts = []
+    with Sampler(tb) as s:
+        t = None
+        if probe:   # a ping-like probe in the class, from the first flow's hosts
+            t = threading.Thread(target=lambda: rtts.extend(
+                probe_rtt(tb, pairs[0][0], pairs[0][1], duration - 4)), daemon=True)
+        flows = iperf_cport(tb, pairs, duration, cc, t)
+    qmean, qmax, acks = s.buffer()
+    st = tb.weir_stats()
+    skip = 4
+    per_flow = [sum(f.interval_bps[skip:]) / max(1, len(f.interval_bps[skip:])) for f in flows]
+    sent = sum(f.bytes_received for f in flows) / 1448 or 1
+    retr = sum((f.retransmits or 0) for f in flows)
+    rtts.sort()
+    return {
+        "mode": mode, "flows": n, "limit": limit, "cc": cc or "",
+        "goodput_kBps": sum(per_flow) / 8e3, "target_kBps": rate_kBps,
+        "jain": sum(per_flow) ** 2 / (len(per_flow) * sum(x * x for x in per_flow))
+        if any(per_flow) else 0.0,
+        "retx_ratio": retr / sent, "data_pkts_mean": qmean, "data_pkts_peak": qmax,
+        "acks_held_peak": acks, "drops": st["shaping"]["outbound"]["classes"]["exp"]["drops_flow"]
+        + st["shaping"]["outbound"]["classes"]["exp"]["drops_class"],
+        "probe_ms_median": rtts[len(rtts) // 2] if rtts else float("nan"),
+        "probe_ms_p90": rtts[int(len(rtts) * 0.9)] if rtts else float("nan"),
+        "per_flow_kBps": [round(x / 8e3, 1) for x in per_flow],
+        "series": [[round(v / 8e3, 1) for v in f.interval_bps] for f in flows],
+    }
+
+
+def iperf_cport(tb, pairs, duration, cc, probe_thread):
+    """Like weirtb.iperf_flows, with each client's data connection on port CPORT + i."""
+    from weirtb.traffic import _dst_addr, _wait_listening, _parse_flow
+    servers, clients, out = [], [], []
+    try:
+        for i, (lan, wan) in enumerate(pairs):
+            servers.append(tb.popen(wan, ["iperf3", "-s", "-1", "-p", str(5201 + i), "-J"]))
+        for i, (lan, wan) in enumerate(pairs):
+            _wait_listening(tb, wan, 5201 + i)
+        for i, (lan, wan) in enumerate(pairs):
+            argv = ["iperf3", "-c", _dst_addr(tb, wan), "-p", str(5201 + i), "--cport",
+                    str(CPORT + i), "-t", str(duration), "-i", "1", "-J", "--get-server-output"]
+            if cc:
+                argv += ["-C", cc]
+            clients.append(tb.popen(lan, argv))
+        if probe_thread is not None:
+            time.sleep(2)
+            probe_thread.start()
+        for i, (lan, wan) in enumerate(pairs):
+            o, e = clients[i].communicate(timeout=duration + 60)
+            out.append(_parse_flow(i, lan, wan, False, cc, o, e, 1.0))
+        if probe_thread is not None:
+            probe_thread.join()
+    finally:
+        for p in servers + clients:
+            if p.poll() is None:
+                p.kill()
+            p.communicate()
+    return out
+
+
+def testbed(paths, nlan=2):
+    for c in ("reno", "cubic", "bbr"):
+        weirtb.topology.allow_congestion_control(c)
+    tb = weirtb.Testbed(lan=nlan, wan=len(paths), gateway="weir", emu="wanemu", paths=paths)
+    tb.claim().up()
+    return tb
+
+
+def write(out, name, rows, keys):
+    with open(out / f"{name}.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(keys)
+        for r in rows:
+            w.writerow([r[k] for k in keys])
+
+
+def table(rows, keys):
+    print(" | ".join(keys))
+    for r in rows:
+        print(" | ".join(f"{r[k]:.3f}" if isinstance(r[k], float) else str(r[k]) for k in keys))
+
+
+def plot(out, name, fn):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = fn(plt)
+    fig.savefig(out / f"{name}.png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+# ----- the figures -----------------------------------------------------------------------
+def fig8(out, quick, cfgdir):
+    """Buffer requirement: 500 KB/s, 50 ms RTT, 1-32 flows, class queue limit 1-243."""
+    flows = [1, 8, 32] if quick else [1, 2, 4, 8, 16, 32]
+    limits = [3, 27, 243] if quick else [1, 3, 9, 27, 81, 243]
+    modes = ["fifo", "tcr", "postack"]
+    tb = testbed([PathSpec(delay=25)])
+    rows = []
+    try:
+        for n in flows:
+            for lim in limits:
+                for m in modes:
+                    r = run(tb, cfgdir, m, 500, n, 14, limit=lim, cc=SENDER_CC, probe=False)
+                    rows.append(r)
+                    print(f"fig8 n={n} limit={lim} {m}: {r['goodput_kBps']:.0f} KB/s "
+                          f"retx {r['retx_ratio']:.4f} data {r['data_pkts_mean']:.1f}/"
+                          f"{r['data_pkts_peak']}", flush=True)
+    finally:
+        tb.down()
+    keys = ["mode", "flows", "limit", "goodput_kBps", "retx_ratio", "data_pkts_mean",
+            "data_pkts_peak", "acks_held_peak", "drops"]
+    write(out, "fig8", rows, keys)
+
+    def draw(plt):
+        fig, axs = plt.subplots(1, len(flows), figsize=(4 * len(flows), 3.2), squeeze=False)
+        for ax, n in zip(axs[0], flows):
+            for m in modes:
+                pts = [(r["limit"], r["goodput_kBps"]) for r in rows if r["flows"] == n and r["mode"] == m]
+                ax.plot(*zip(*pts), marker="o", label=m)
+            ax.set_xscale("log")
+            ax.set_title(f"{n} flow(s)")
+            ax.set_xlabel("class queue limit (packets)")
+            ax.set_ylabel("goodput (KB/s)")
+        axs[0][0].legend()
+        return fig
+    plot(out, "fig8", draw)
+    return rows, keys
+
+
+def fig9(out, quick, cfgdir):
+    """WAN loss: one flow in a 200 KB/s class, random loss 0-5 %."""
+    losses = [0, 1, 3] if quick else [0, 0.5, 1, 2, 3, 4, 5]
+    modes = ["pfq", "tcr", "postack"]
+    rows = []
+    for loss in losses:
+        tb = testbed([PathSpec(delay=25, loss=loss)])
+        try:
+            for m in modes:
+                r = run(tb, cfgdir, m, 200, 1, 24, cc=SENDER_CC, probe=False)
+                r["loss_pct"] = loss
+                rows.append(r)
+                print(f"fig9 loss={loss}% {m}: {r['goodput_kBps']:.1f} KB/s", flush=True)
+        finally:
+            tb.down()
+    keys = ["mode", "loss_pct", "goodput_kBps", "retx_ratio", "data_pkts_mean", "acks_held_peak"]
+    write(out, "fig9", rows, keys)
+
+    def draw(plt):
+        fig, ax = plt.subplots(figsize=(5, 3.2))
+        for m in modes:
+            ax.plot(*zip(*[(r["loss_pct"], r["goodput_kBps"]) for r in rows if r["mode"] == m]),
+                    marker="o", label=m)
+        ax.set_xlabel("random WAN loss (%)")
+        ax.set_ylabel("goodput (KB/s)")
+        ax.legend()
+        return fig
+    plot(out, "fig9", draw)
+    return rows, keys
+
+
+def fig10(out, quick, cfgdir):
+    """Fairness: three flows on 10, 50 and 150 ms paths in a 200 KB/s class."""
+    modes = ["fifo", "tcr", "postack"] if quick else ["fifo", "pfq", "tcr", "postack"]
+    tb = testbed(weirtb.paper_paths(3))
+    rows = []
+    try:
+        for m in modes:
+            r = run(tb, cfgdir, m, 200, 3, 24, cc=SENDER_CC)
+            rows.append(r)
+            print(f"fig10 {m}: per flow {r['per_flow_kBps']} KB/s, Jain {r['jain']:.4f}, "
+                  f"probe {r['probe_ms_median']:.1f} ms", flush=True)
+    finally:
+        tb.down()
+    keys = ["mode", "goodput_kBps", "jain", "per_flow_kBps", "data_pkts_mean", "data_pkts_peak",
+            "acks_held_peak", "probe_ms_median", "probe_ms_p90"]
+    write(out, "fig10", rows, keys)
+
+    def draw(plt):
+        fig, axs = plt.subplots(1, len(rows), figsize=(4 * len(rows), 3.2), squeeze=False)
+        for ax, r in zip(axs[0], rows):
+            for i, s in enumerate(r["series"]):
+                ax.plot(range(1, len(s) + 1), s, label=f"{(10, 50, 150)[i]} ms")
+            ax.set_title(r["mode"])
+            ax.set_xlabel("s")
+            ax.set_ylabel("goodput (KB/s)")
+        axs[0][0].legend()
+        return fig
+    plot(out, "fig10", draw)
+    return rows, keys
+
+
+def fig11(out, quick, cfgdir):
+    """Robustness: 10 KB/s with periodic loss 1/40, 100 KB/s with 1/100; reno, cubic, bbr."""
+    cases = [(10, 40), (100, 100)]
+    ccs = ["reno", "cubic", "bbr"]
+    modes = ["tcr", "postack"]
+    rows = []
+    for rate, every in cases:
+        tb = testbed([PathSpec(delay=25, ploss=every)])
+        try:
+            for cc in ccs:
+                for m in modes:
+                    r = run(tb, cfgdir, m, rate, 1, 16 if quick else 30, cc=cc, probe=False)
+                    r["period"] = every
+                    r["ratio"] = r["goodput_kBps"] / rate
+                    rows.append(r)
+                    print(f"fig11 {rate} KB/s 1/{every} {cc} {m}: {r['goodput_kBps']:.2f} KB/s "
+                          f"({r['ratio']:.3f} of target)", flush=True)
+        finally:
+            tb.down()
+    keys = ["mode", "cc", "target_kBps", "period", "goodput_kBps", "ratio", "retx_ratio"]
+    write(out, "fig11", rows, keys)
+
+    def draw(plt):
+        fig, axs = plt.subplots(1, 2, figsize=(9, 3.2))
+        for ax, (rate, every) in zip(axs, cases):
+            sub = [r for r in rows if r["target_kBps"] == rate]
+            for j, m in enumerate(modes):
+                ax.bar([i + 0.4 * j for i in range(len(ccs))],
+                       [next(r["ratio"] for r in sub if r["cc"] == c and r["mode"] == m) for c in ccs],
+                       width=0.4, label=m)
+            ax.set_xticks([i + 0.2 for i in range(len(ccs))], ccs)
+            ax.axhline(1.0, color="k", lw=0.5)
+            ax.set_title(f"{rate} KB/s, loss 1/{every}")
+            ax.set_ylabel("goodput / target")
+        axs[0].legend()
+        return fig
+    plot(out, "fig11", draw)
+    return rows, keys
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("fig", choices=["fig8", "fig9", "fig10", "fig11", "all"])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=str(REPO / "docs" / "results"))
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root (network namespaces)")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cfgdir = Path("/tmp/weir-paper")
+    cfgdir.mkdir(exist_ok=True)
+    for name in (["fig8", "fig9", "fig10", "fig11"] if a.fig == "all" else [a.fig]):
+        rows, keys = globals()[name](out, a.quick, cfgdir)
+        print(f"\n== {name} ==")
+        table(rows, keys)
+
+
+if __name__ == "__main__":
+    main()
