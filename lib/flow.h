@@ -77,6 +77,8 @@ struct weir_flow {
 #define WEIR_FSH_COUNTED        0x01  /* counted in its classes' flow counts (admission) */
 #define WEIR_FSH_REFUSED        0x02  /* admission refused: its packets are dropped */
 #define WEIR_FSH_INIT_IN        0x04  /* opened by a WAN host (for re-classification) */
+#define WEIR_FSH_HELD(d)        (0x08 << (d))  /* ACKs of data direction d may be held
+						* (set on hold, cleared when seen empty) */
 
 /* Idle timeouts in seconds, by state family. */
 struct weir_flow_timeouts {

@@ -100,9 +100,6 @@ enum weir_postack_why { WEIR_PA_RULE = 0, WEIR_PA_FLUSH = 1, WEIR_PA_IDLE = 2, W
 unsigned int weir_postack_release(struct weir_postack *pa, int d, uint32_t slot,
 				  struct rte_mbuf **out, unsigned int max, enum weir_postack_why why);
 
-/* The flow's data was seen arriving in direction d at `now` (the watchdog
- * releases held ACKs only when data has stopped coming):
- * static inline void weir_postack_data_seen(pa, d, slot, now); */
 
 /*
  * Look at up to `budget` flows holding ACKs, in ring order, and ask
@@ -118,9 +115,11 @@ unsigned int weir_postack_watchdog(struct weir_postack *pa, uint64_t now, unsign
 				   weir_postack_decide_fn decide, void *arg,
 				   struct rte_mbuf **out, uint8_t *dir_of, unsigned int max);
 
-/* Has data direction d of slot stopped: nothing seen for idle_us plus two
- * round trips of its sender (a released ACK would have brought some)? */
-int weir_postack_idle(const struct weir_postack *pa, int d, uint32_t slot, uint64_t now);
+/* Has the flow in slot stopped, its last packet (either way) at `last`:
+ * nothing for idle_us plus two round trips of direction d's sender (a
+ * released ACK would have brought data back by then)? */
+int weir_postack_idle(const struct weir_postack *pa, int d, uint32_t slot, uint64_t now,
+		      uint64_t last);
 
 const struct weir_postack_stats *weir_postack_stats(const struct weir_postack *pa);
 /* Bytes one held ACK costs (its record). */
@@ -137,7 +136,7 @@ struct weir_postack_q {
 	 * back (TSC ticks, 0 = unknown): how long a released ACK takes to
 	 * bring data back. Measured on the handshake. */
 	uint32_t rtt;
-	uint64_t last_data;     /* TSC the flow's data was last seen in this direction */
+	uint64_t hs_tsc;        /* TSC of this direction's SYN (or SYN+ACK): times the handshake */
 	uint32_t re_max;        /* furthest window right edge released to the sender (seq) */
 	uint32_t _pad;
 };
@@ -161,19 +160,13 @@ struct weir_postack {
 	struct weir_postack_stats st;
 };
 
-static inline void
-weir_postack_data_seen(struct weir_postack *pa, int d, uint32_t slot, uint64_t now)
-{
-	pa->q[d][slot].last_data = now;
-}
-
 /* A new flow took `slot`: forget what the last one measured. */
 static inline void
 weir_postack_reset(struct weir_postack *pa, uint32_t slot)
 {
 	for (int d = 0; d < 2; d++) {
 		pa->q[d][slot].rtt = 0;
-		pa->q[d][slot].last_data = 0;
+		pa->q[d][slot].hs_tsc = 0;
 		pa->q[d][slot].re_valid = 0;
 	}
 }

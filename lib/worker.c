@@ -175,25 +175,31 @@ data_qlen(const struct weir_worker *w, int d, uint32_t slot)
 
 /*
  * How far each side is, from the handshake as the gateway sees it: the
- * SYN+ACK comes back one round trip to the responder after the SYN (its
- * time is the SYN's direction's last_data), the initiator's first pure ACK
- * one round trip to the initiator after the SYN+ACK. Data direction a's
- * sender is the side that sends in direction a: the responder for the
- * SYN+ACK's direction, the initiator for the SYN's.
+ * SYN+ACK comes back one round trip to the responder after the SYN, the
+ * initiator's first pure ACK (its second packet) one round trip to the
+ * initiator after the SYN+ACK. Data direction a's sender is the side that
+ * sends in direction a: the responder for the SYN+ACK's direction, the
+ * initiator for the SYN's. Only handshake packets touch the ACK store's
+ * per-flow state here (it is cold for everything else).
  */
 static inline void
-postack_handshake(struct weir_postack *pa, const struct weir_pkt *p, int a, uint32_t slot,
-		  uint64_t now)
+postack_handshake(struct weir_postack *pa, const struct weir_flow *f, const struct weir_pkt *p,
+		  int a, uint32_t slot, uint64_t now)
 {
-	const uint8_t syn_ack = p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_ACK);
-	const struct weir_postack_q *q = pa->q[a ^ 1];
+	const uint8_t syn_ack = p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_ACK | WEIR_TCP_RST);
+	struct weir_postack_q *q = pa->q[a], *o = pa->q[a ^ 1];
 
-	if (syn_ack == (WEIR_TCP_SYN | WEIR_TCP_ACK)) {
-		if (q[slot].last_data != 0)
-			weir_postack_set_rtt(pa, a, slot, now - q[slot].last_data);
-	} else if (unlikely(syn_ack == WEIR_TCP_ACK && pa->q[a][slot].rtt == 0 &&
-			    q[slot].rtt != 0 && p->payload_len == 0)) {
-		weir_postack_set_rtt(pa, a, slot, now - q[slot].last_data);
+	if (likely(!(syn_ack & WEIR_TCP_SYN) && f->pkts[a] != 2))
+		return;
+	if (syn_ack == WEIR_TCP_SYN) {
+		q[slot].hs_tsc = now;
+	} else if (syn_ack == (WEIR_TCP_SYN | WEIR_TCP_ACK)) {
+		if (o[slot].hs_tsc != 0)
+			weir_postack_set_rtt(pa, a, slot, now - o[slot].hs_tsc);
+		q[slot].hs_tsc = now;
+	} else if (syn_ack == WEIR_TCP_ACK && p->payload_len == 0 && q[slot].rtt == 0 &&
+		   o[slot].rtt != 0) {
+		weir_postack_set_rtt(pa, a, slot, now - o[slot].hs_tsc);
 	}
 }
 
@@ -285,11 +291,12 @@ postack_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf 
 /* Hold ACK m for (d, slot); when the store is full, release what is held
  * and let m go on after it. Returns true when held. */
 static bool
-hold_ack(struct weir_worker *w, int d, uint32_t slot, struct rte_mbuf *m, uint64_t now,
-	 struct rte_mbuf **out, unsigned int n_out)
+hold_ack(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot, struct rte_mbuf *m,
+	 uint64_t now, struct rte_mbuf **out, unsigned int n_out)
 {
 	unsigned int evicted;
 
+	f->shape |= (uint8_t)WEIR_FSH_HELD(d);
 	if (weir_postack_hold(w->pa, d, slot, m, now, out + n_out, &evicted) == 0) {
 		emit(w, (enum weir_port_role)d, out, n_out);
 		postack_flush(w, d, slot);
@@ -336,7 +343,7 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 		tf->next_release = now + ((seg * c->share_ticks_per_byte) >> 16);
 		return false;
 	}
-	return hold_ack(w, d, slot, m, now, out, 0);
+	return hold_ack(w, f, d, slot, m, now, out, 0);
 }
 
 /* The watchdog's verdict on a flow holding ACKs: TCR releases one when its
@@ -363,7 +370,8 @@ ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 		return 1;
 	}
 	*why = WEIR_PA_IDLE;
-	return data_qlen(w, d, slot) == 0 && weir_postack_idle(w->pa, d, slot, now) ? held : 0;
+	return data_qlen(w, d, slot) == 0 && weir_postack_idle(w->pa, d, slot, now, f->last_tsc) ?
+	       held : 0;
 }
 
 /*
@@ -390,16 +398,21 @@ postack_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, e
 	unsigned int n_out = 0;
 	uint32_t held;
 
-	postack_handshake(w->pa, p, a, slot, now);
-	if (p->payload_len > 0 || (p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_FIN)))
-		weir_postack_data_seen(w->pa, a, slot, now);
-	held = weir_postack_len(w->pa, d, slot);
+	postack_handshake(w->pa, f, p, a, slot, now);
+	/* The flow entry says whether ACKs may be held: the store is not
+	 * touched for flows that never held any. */
+	held = 0;
+	if (f->shape & WEIR_FSH_HELD(d)) {
+		held = weir_postack_len(w->pa, d, slot);
+		if (held == 0)
+			f->shape &= (uint8_t)~WEIR_FSH_HELD(d);
+	}
 	if ((p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_FIN | WEIR_TCP_RST | WEIR_TCP_URG |
 			     WEIR_TCP_ACK)) != WEIR_TCP_ACK || p->payload_len > 0) {
 		if (held > 0)
 			postack_flush(w, d, slot);
-		if (p->tcp_flags & (WEIR_TCP_FIN | WEIR_TCP_RST))
-			postack_flush_flow(w, slot);
+		if ((p->tcp_flags & (WEIR_TCP_FIN | WEIR_TCP_RST)) && (f->shape & WEIR_FSH_HELD(a)))
+			postack_flush(w, a, slot);
 		return false;
 	}
 	if (t->leaf[d] == WEIR_CBQ_NONE)
@@ -417,7 +430,7 @@ postack_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, e
 	if (held > 0 && data_qlen(w, d, slot) == 0)
 		n_out = weir_postack_release(w->pa, d, slot, out, 1, WEIR_PA_RULE);
 	postack_clamp(w, f, m, p, a, d, slot);
-	return hold_ack(w, d, slot, m, now, out, n_out);
+	return hold_ack(w, f, d, slot, m, now, out, n_out);
 }
 
 /* ---- classification and admission (once per flow, not per packet) ---- */

@@ -33,17 +33,22 @@
 #define BURST 32
 #define FRAME_LEN 64
 
-enum mode { MODE_BASELINE, MODE_PARSE, MODE_FLOWS, MODE_SHAPE, MODE__COUNT };
-static const char *const mode_name[MODE__COUNT] = { "baseline", "parse", "parse+flow", "+pfq" };
+/* The last two send each burst's flows data one way and pure ACKs back, the
+ * pattern PostACK acts on: "pfq+ack" queues both per flow, "postack" holds
+ * the ACKs while the data waits and releases them as it is sent. */
+enum mode { MODE_BASELINE, MODE_PARSE, MODE_FLOWS, MODE_SHAPE, MODE_PFQ_ACK, MODE_POSTACK, MODE__COUNT };
+static const char *const mode_name[MODE__COUNT] = { "baseline", "parse", "parse+flow", "+pfq",
+						    "pfq+ack", "postack" };
 
 struct result {
 	double cycles_per_pkt;
 	double mpps;
 };
 
-/* A 64-byte IPv4/TCP frame; the flow id picks addresses and ports. */
+/* A 64-byte IPv4/TCP frame with 10 bytes of data (or none: a pure ACK);
+ * the flow id picks addresses and ports. */
 static void
-write_frame(uint8_t *f, uint32_t flow, int reverse)
+write_frame_ack(uint8_t *f, uint32_t flow, int reverse, int pure_ack)
 {
 	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)f;
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
@@ -68,6 +73,23 @@ write_frame(uint8_t *f, uint32_t flow, int reverse)
 	tcp->tcp_flags = RTE_TCP_ACK_FLAG;
 	tcp->sent_seq = rte_cpu_to_be_32(flow);
 	tcp->rx_win = rte_cpu_to_be_16(65535);
+	if (pure_ack)
+		ip->total_length = rte_cpu_to_be_16(sizeof(*ip) + sizeof(*tcp));
+}
+
+static void
+write_frame(uint8_t *f, uint32_t flow, int reverse)
+{
+	write_frame_ack(f, flow, reverse, 0);
+}
+
+/* Released ACKs: the real worker sends them; here they are freed and counted. */
+static void
+bench_emit(void *arg, enum weir_port_role to, struct rte_mbuf **pkts, uint16_t n)
+{
+	RTE_SET_USED(to);
+	*(uint64_t *)arg += n;
+	rte_pktmbuf_free_bulk(pkts, n);
 }
 
 /* Visit flows in a scattered order (multiplicative stepping) so a large table
@@ -86,7 +108,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	struct weir_flow_table *ft = NULL;
 	struct weir_worker *w;
 	struct rte_mbuf *pkts[BURST];
-	uint64_t state = 1, cycles = 0, done = 0, sink = 0;
+	uint64_t state = 1, cycles = 0, done = 0, sink = 0, emitted = 0;
 
 	struct weir_cbq *shaper[WEIR_PORT__COUNT] = { NULL, NULL };
 	struct weir_policy *policy = NULL;
@@ -101,12 +123,14 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		if (ft == NULL)
 			rte_exit(EXIT_FAILURE, "cannot create a table of %u flows (raise -m)\n", n_flows);
 	}
-	if (mode == MODE_SHAPE) {
+	if (mode >= MODE_SHAPE) {
 		/* Per-flow DRR queues in one default class under a root far above
 		 * what one core can push, so every frame is queued and dequeued
 		 * but none waits: the cost of the queueing path itself. */
+		const uint8_t sm = mode == MODE_POSTACK ? WEIR_MODE_POSTACK : WEIR_MODE_PFQ;
 		const struct weir_policy_conf pc = {
-			.tree = { { .rate = WEIR_CBQ_RATE_MAX }, { .rate = WEIR_CBQ_RATE_MAX } },
+			.tree = { { .rate = WEIR_CBQ_RATE_MAX, .mode = sm },
+				  { .rate = WEIR_CBQ_RATE_MAX, .mode = sm } },
 		};
 		struct weir_cbq_class_conf cls[2];
 		struct weir_cbq_conf cc = {
@@ -119,6 +143,17 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		if (policy == NULL)
 			rte_exit(EXIT_FAILURE, "policy: %s\n", pe.msg);
 		wc.policy = policy;
+		wc.emit = bench_emit;
+		wc.emit_arg = &emitted;
+		if (mode == MODE_POSTACK) {
+			const struct weir_postack_conf pac = {
+				.n_flows = n_flows, .n_acks = 65536, .ack_limit = 1024, .idle_us = 20000,
+				.tsc_hz = rte_get_tsc_hz(), .socket_id = (int)rte_socket_id(), .mp = mp,
+			};
+
+			if ((wc.postack = weir_postack_create(&pac)) == NULL)
+				rte_exit(EXIT_FAILURE, "cannot create the ACK store (raise -m)\n");
+		}
 		for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 			cc.n_classes = weir_policy_cbq_classes(policy, d, 1, 1, cls);
 			if ((shaper[d] = weir_cbq_create(&cc)) == NULL)
@@ -140,13 +175,41 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		}
 		if (mode != MODE_BASELINE)
 			weir_worker_process(w, pkts, BURST, WEIR_PORT_LAN, rte_rdtsc());
-		if (mode == MODE_SHAPE)
+		if (mode >= MODE_SHAPE)
 			rte_pktmbuf_free_bulk(pkts, weir_worker_dequeue(w, WEIR_PORT_LAN, rte_rdtsc(),
 									 pkts, BURST));
 		else
 			rte_pktmbuf_free_bulk(pkts, BURST);
 	}
 
+	while (done < n_pkts && mode >= MODE_PFQ_ACK) {
+		/* Half a burst of data out, then the ACKs of the same flows back. */
+		struct rte_mbuf *acks[BURST / 2];
+		uint32_t fl[BURST / 2];
+		uint64_t t0, t1;
+		uint16_t out;
+
+		if (rte_pktmbuf_alloc_bulk(mp, pkts, BURST / 2) != 0 ||
+		    rte_pktmbuf_alloc_bulk(mp, acks, BURST / 2) != 0)
+			rte_exit(EXIT_FAILURE, "mempool empty\n");
+		for (int k = 0; k < BURST / 2; k++) {
+			fl[k] = next_flow(&state, n_flows);
+			write_frame_ack(rte_pktmbuf_mtod(pkts[k], uint8_t *), fl[k], 0, 0);
+			write_frame_ack(rte_pktmbuf_mtod(acks[k], uint8_t *), fl[k], 1, 1);
+			pkts[k]->data_len = pkts[k]->pkt_len = FRAME_LEN;
+			acks[k]->data_len = acks[k]->pkt_len = FRAME_LEN;
+		}
+		t0 = rte_rdtsc_precise();
+		weir_worker_process(w, pkts, BURST / 2, WEIR_PORT_LAN, rte_rdtsc());
+		sink += weir_worker_process(w, acks, BURST / 2, WEIR_PORT_WAN, rte_rdtsc());
+		out = weir_worker_dequeue(w, WEIR_PORT_LAN, rte_rdtsc(), pkts, BURST / 2);
+		rte_pktmbuf_free_bulk(pkts, out);
+		out = weir_worker_dequeue(w, WEIR_PORT_WAN, rte_rdtsc(), acks, BURST / 2);
+		rte_pktmbuf_free_bulk(acks, out);
+		t1 = rte_rdtsc_precise();
+		cycles += t1 - t0;
+		done += BURST;
+	}
 	while (done < n_pkts) {
 		uint64_t t0, t1;
 		uint16_t out = BURST;   /* frames to free after the timed part */
@@ -176,13 +239,16 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		rte_pktmbuf_free_bulk(pkts, out);
 		done += BURST;
 	}
-	if (sink == 42)
+	if (sink + emitted == 42)
 		printf(" ");  /* keep the baseline's reads from being optimised away */
 
 	struct result r = {
 		.cycles_per_pkt = (double)cycles / (double)done,
 	};
 	r.mpps = (double)rte_get_tsc_hz() / r.cycles_per_pkt / 1e6;
+	if (mode == MODE_POSTACK && weir_postack_stats(w->pa)->held < done / 4)
+		rte_exit(EXIT_FAILURE, "postack mode held only %" PRIu64 " ACKs\n",
+			 weir_postack_stats(w->pa)->held);
 	weir_worker_free(w);    /* frees what the shapers still hold, then them */
 	weir_policy_free(policy);
 	if (ft != NULL)

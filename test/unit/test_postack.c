@@ -132,6 +132,7 @@ test_limits(void)
 }
 
 static uint32_t fake_qlen;
+static uint64_t fake_last;      /* the flow's last packet */
 
 /* PostACK's verdict as the worker gives it: all, once the data stopped. */
 static uint32_t
@@ -139,7 +140,7 @@ decide_idle(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 	    enum weir_postack_why *why)
 {
 	*why = WEIR_PA_IDLE;
-	return fake_qlen == 0 && weir_postack_idle(arg, d, slot, now) ? held : 0;
+	return fake_qlen == 0 && weir_postack_idle(arg, d, slot, now, fake_last) ? held : 0;
 }
 
 static void
@@ -152,7 +153,7 @@ test_watchdog(void)
 	unsigned int n_out, n;
 	const uint64_t t0 = 5000000;
 
-	weir_postack_data_seen(pa, 0, 7, t0);
+	fake_last = t0;
 	weir_postack_set_rtt(pa, 0, 7, 100);    /* the sender is 100 ns away */
 	for (uint32_t i = 0; i < 3; i++)
 		weir_postack_hold(pa, 0, 7, random_frame(60, i), t0, out, &n_out);
