@@ -226,6 +226,8 @@ weir_postack_watchdog(struct weir_postack *pa, uint64_t now, unsigned int budget
 {
 	unsigned int n = 0;
 
+	/* One look per flow per call: a flow put back goes behind the rest. */
+	budget = RTE_MIN(budget, pa->ring_n);
 	while (budget-- > 0 && pa->ring_n > 0 && n < max) {
 		uint32_t e = pa->ring[pa->ring_head];
 		int d = (int)(e >> RING_DIR_BIT);

@@ -31,7 +31,10 @@
  * round trips to the data sender, measured on the handshake, plus
  * `idle_us`), has them all released by weir_postack_watchdog(): the sender
  * stopped (end of transfer, application- or window-limited). The worker
- * calls it each loop;
+ * The same walk paces out the ACKs of a flow whose data queue ran empty
+ * while its sender is still sending (a starving download: Appendix A),
+ * one per MSS at the flow's fair share; the worker's decide callback
+ * says how many. The worker calls it each loop;
  * it looks at the flows holding ACKs in round-robin order, a bounded
  * number per call, O(1) each. Flow end, eviction and policy changes
  * flush explicitly.

@@ -346,8 +346,31 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 	return hold_ack(w, f, d, slot, m, now, out, 0);
 }
 
+/* Is the flow's next paced ACK due (one per MSS at its class's fair
+ * share)? Advances the clock when it is; `bank` lets a late clock keep up
+ * to one gap of credit (TCR); without it a stopped clock (0) starts a gap
+ * from now (PostACK's starving flows). */
+static inline uint32_t
+pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
+	 uint64_t now, int bank)
+{
+	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
+	uint64_t gap = ((uint64_t)(f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460) *
+			w->cls_ctr[d][leaf].share_ticks_per_byte) >> 16;
+
+	if (!bank && tf->next_release == 0) {
+		tf->next_release = now + gap;   /* first seen starving: a gap from now */
+		return 0;
+	}
+	if (now < tf->next_release)
+		return 0;
+	tf->next_release = RTE_MAX(tf->next_release + gap, bank ? now - gap : now);
+	return 1;
+}
+
 /* The watchdog's verdict on a flow holding ACKs: TCR releases one when its
- * pacing clock says so; PostACK all of them once the data has stopped. */
+ * pacing clock says so; PostACK all of them once the data has stopped, and
+ * one per fair-share gap while its data queue is empty. */
 static uint32_t
 ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 	    enum weir_postack_why *why)
@@ -357,21 +380,27 @@ ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 	const struct weir_policy_target *t = &w->policy->targets[f->class_id];
 
 	if (t->mode[d] == WEIR_MODE_TCR && t->leaf[d] != WEIR_CBQ_NONE) {
-		struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
-		const struct weir_class_counters *c = &w->cls_ctr[d][t->leaf[d]];
-		uint64_t gap = ((uint64_t)(f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460) *
-				c->share_ticks_per_byte) >> 16;
-
-		if (now < tf->next_release)
-			return 0;
-		/* Keep the clock, but do not bank credit while nothing was held. */
-		tf->next_release = RTE_MAX(tf->next_release + gap, now - gap);
 		*why = WEIR_PA_PACED;
-		return 1;
+		/* Keep the clock, but do not bank credit while nothing was held. */
+		return pace_due(w, f, d, slot, t->leaf[d], now, 1);
+	}
+	if (data_qlen(w, d, slot) != 0) {
+		w->tcr->f[d][slot].next_release = 0;    /* restart the clock below when it starves */
+		return 0;       /* backlogged: the dequeue rule clocks its ACKs */
 	}
 	*why = WEIR_PA_IDLE;
-	return data_qlen(w, d, slot) == 0 && weir_postack_idle(w->pa, d, slot, now, f->last_tsc) ?
-	       held : 0;
+	if (weir_postack_idle(w->pa, d, slot, now, f->last_tsc))
+		return held;
+	/* Queue empty, ACKs held, sender not idle: the flow is getting less
+	 * than its share, and with no data queued no dequeue will release
+	 * anything for a whole round trip to its sender (a download's is a
+	 * WAN one: Appendix A). Release at its fair share's pace meanwhile,
+	 * MSS / (class rate / flows), so the data it asks for arrives at the
+	 * rate DRR will serve it; once it queues again the rule takes over. */
+	if (t->mode[d] != WEIR_MODE_POSTACK || t->leaf[d] == WEIR_CBQ_NONE)
+		return 0;
+	*why = WEIR_PA_PACED;
+	return pace_due(w, f, d, slot, t->leaf[d], now, 0);
 }
 
 /*

@@ -178,6 +178,7 @@ postack_json(const struct weir_app *app)
 		sum.released += st->released;
 		sum.flushed += st->flushed;
 		sum.idle_released += st->idle_released;
+		sum.paced += st->paced;
 		sum.evicted += st->evicted;
 		sum.pool_full += st->pool_full;
 		sum.as_mbuf += st->as_mbuf;
@@ -187,9 +188,10 @@ postack_json(const struct weir_app *app)
 	}
 	if (!any)
 		return json_null();
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"held", (json_int_t)sum.held, "released", (json_int_t)sum.released,
 		"flushed", (json_int_t)sum.flushed, "idle_released", (json_int_t)sum.idle_released,
+		"paced", (json_int_t)sum.paced,
 		"limit_released", (json_int_t)sum.evicted, "pool_full", (json_int_t)sum.pool_full,
 		"as_mbuf", (json_int_t)sum.as_mbuf, "nombuf", (json_int_t)sum.nombuf,
 		"acks_held", (json_int_t)sum.in_use, "acks_held_peak", (json_int_t)sum.peak,

@@ -100,10 +100,11 @@ def test_postack_holds_acks_not_data(pa_tb, reverse):
         assert pa[1] <= 0.4 * pfq[1], (pa[1], pfq[1])
     else:
         # Downloads (Appendix A): data comes back a WAN round trip after its
-        # ACK, so a dequeue-clocked release cannot keep a long path's queue
-        # busy and the short path gets more (docs/postack.md). A loose guard.
-        assert jain(pa[0]) >= 0.8, pa[0]
-        assert pa[1] <= 0.7 * pfq[1], (pa[1], pfq[1])
+        # ACK; starving flows are paced at their fair share (docs/postack.md).
+        # Measured 0.977-0.980 here; the bound leaves room for a noisy host.
+        assert jain(pa[0]) >= 0.9, pa[0]
+        assert pa[1] <= 0.6 * pfq[1], (pa[1], pfq[1])
+        assert pa[4]["postack"]["paced"] > 0
     assert pa[3] > 0 and pfq[3] == 0
     assert pa[4]["postack"]["released"] > 0 and pa[4]["postack"]["pool_full"] == 0
 

@@ -302,18 +302,30 @@ test_release_rule(void)
 	feed(&r, UP(601, 100), 0, now);
 	feed(&r, BACK(61), 1, now);
 	feed(&r, BACK(62), 1, now);
+	feed(&r, BACK(63), 1, now);
+	feed(&r, BACK(64), 1, now);
 	{
 		struct rte_mbuf *m;
 		weir_worker_dequeue(r.w, WEIR_PORT_LAN, now, &m, 1);     /* releases 61 */
 		rte_pktmbuf_free(m);
 	}
 	rig_emitted_free(&r);
+	/* Data queue empty, three held, sender not yet idle: starving, paced
+	 * at the fair share (100 Gbit/s here: one per watchdog look). */
 	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 1000) == 0,
-	      "1 ms after the data: still held");
-	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 5) == 0,
-	      "200 ms: the sender's round trip is unknown (200 ms assumed): still held");
+	      "1 ms after the data: the starving flow's clock starts, still held");
+	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 500) == 1 &&
+	      emitted_tags(&r, (uint32_t[]){ 62 }, 1), "next look, a gap later: one paced out");
+	rig_emitted_free(&r);
+	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 5) == 1 &&
+	      emitted_tags(&r, (uint32_t[]){ 63 }, 1),
+	      "200 ms: the sender's round trip is unknown (200 ms assumed): not idle, paced");
+	rig_emitted_free(&r);
+	feed(&r, BACK(65), 1, now + rte_get_tsc_hz() / 5);
+	CHECK(emitted_tags(&r, (uint32_t[]){ 64 }, 1), "an ACK arriving on an empty queue: oldest out");
+	rig_emitted_free(&r);
 	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 2) == 1 &&
-	      emitted_tags(&r, (uint32_t[]){ 62 }, 1), "500 ms: the watchdog releases it");
+	      emitted_tags(&r, (uint32_t[]){ 65 }, 1), "500 ms: idle, the watchdog releases all");
 	rig_free(&r);
 }
 
@@ -363,11 +375,16 @@ test_handshake_rtt(void)
 	feed(&r, UP(501, 100), 0, now + 43 * ms);
 	feed(&r, BACK(7), 1, now + 43 * ms);
 	feed(&r, BACK(8), 1, now + 43 * ms);
-	pull1(&r, now + 43 * ms);       /* qlen 0: 7 released, 8 stays */
+	feed(&r, BACK(9), 1, now + 43 * ms);
+	feed(&r, BACK(10), 1, now + 43 * ms);
+	pull1(&r, now + 43 * ms);       /* qlen 0: 7 released, 8-10 stay */
 	rig_emitted_free(&r);
 	CHECK(weir_worker_postack_idle(r.w, now + 64 * ms) == 0, "21 ms after the data: held");
-	CHECK(weir_worker_postack_idle(r.w, now + 66 * ms) == 1 &&
-	      emitted_tags(&r, (uint32_t[]){ 8 }, 1), "23 ms: released");
+	CHECK(weir_worker_postack_idle(r.w, now + 64 * ms + ms / 2) == 1 &&
+	      emitted_tags(&r, (uint32_t[]){ 8 }, 1), "21.5 ms: starving, one paced out");
+	rig_emitted_free(&r);
+	CHECK(weir_worker_postack_idle(r.w, now + 66 * ms) == 2 &&
+	      emitted_tags(&r, (uint32_t[]){ 9, 10 }, 2), "23 ms: idle, the rest released");
 	rig_free(&r);
 }
 
