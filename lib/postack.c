@@ -214,9 +214,7 @@ int
 weir_postack_idle(const struct weir_postack *pa, int d, uint32_t slot, uint64_t now,
 		  uint64_t last)
 {
-	const struct weir_postack_q *q = &pa->q[d][slot];
-
-	return now - last >= pa->idle_tsc + 2 * (q->rtt ? q->rtt : pa->rtt_unknown);
+	return now - last >= pa->idle_tsc + 2 * weir_postack_rtt(pa, d, slot);
 }
 
 unsigned int

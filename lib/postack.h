@@ -124,6 +124,11 @@ unsigned int weir_postack_watchdog(struct weir_postack *pa, uint64_t now, unsign
 int weir_postack_idle(const struct weir_postack *pa, int d, uint32_t slot, uint64_t now,
 		      uint64_t last);
 
+/* Round trip to data direction d's sender (the handshake's, or the
+ * assumed one), TSC ticks. */
+static inline uint64_t
+weir_postack_rtt(const struct weir_postack *pa, int d, uint32_t slot);
+
 const struct weir_postack_stats *weir_postack_stats(const struct weir_postack *pa);
 /* Bytes one held ACK costs (its record). */
 size_t weir_postack_bytes_per_ack(void);
@@ -191,6 +196,14 @@ static inline int
 weir_postack_room(const struct weir_postack *pa)
 {
 	return pa->free_head != WEIR_POSTACK_NONE;
+}
+
+static inline uint64_t
+weir_postack_rtt(const struct weir_postack *pa, int d, uint32_t slot)
+{
+	const struct weir_postack_q *q = &pa->q[d][slot];
+
+	return q->rtt ? q->rtt : pa->rtt_unknown;
 }
 
 #endif /* WEIR_POSTACK_H */

@@ -347,17 +347,23 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 }
 
 /* Is the flow's next paced ACK due (one per MSS at its class's fair
- * share)? Advances the clock when it is; `bank` lets a late clock keep up
- * to one gap of credit (TCR); without it a stopped clock (0) starts a gap
- * from now (PostACK's starving flows). */
+ * share)? Advances the clock when it is. TCR (starving == 0) lets a late
+ * clock keep up to one gap of credit. For a starving PostACK flow holding
+ * `starving` ACKs the gap is also at most its data sender's round trip
+ * over that count: what it holds goes back within a round trip even when
+ * the share (which counts idle flows too) is small; a stopped clock (0)
+ * starts a gap from now. */
 static inline uint32_t
 pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
-	 uint64_t now, int bank)
+	 uint64_t now, uint32_t starving)
 {
 	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
 	uint64_t gap = ((uint64_t)(f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460) *
 			w->cls_ctr[d][leaf].share_ticks_per_byte) >> 16;
+	const int bank = starving == 0;
 
+	if (starving)
+		gap = RTE_MIN(gap, weir_postack_rtt(w->pa, d, slot) / starving);
 	if (!bank && tf->next_release == 0) {
 		tf->next_release = now + gap;   /* first seen starving: a gap from now */
 		return 0;
@@ -382,7 +388,7 @@ ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 	if (t->mode[d] == WEIR_MODE_TCR && t->leaf[d] != WEIR_CBQ_NONE) {
 		*why = WEIR_PA_PACED;
 		/* Keep the clock, but do not bank credit while nothing was held. */
-		return pace_due(w, f, d, slot, t->leaf[d], now, 1);
+		return pace_due(w, f, d, slot, t->leaf[d], now, 0);
 	}
 	if (data_qlen(w, d, slot) != 0) {
 		w->tcr->f[d][slot].next_release = 0;    /* restart the clock below when it starves */
@@ -400,7 +406,7 @@ ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 	if (t->mode[d] != WEIR_MODE_POSTACK || t->leaf[d] == WEIR_CBQ_NONE)
 		return 0;
 	*why = WEIR_PA_PACED;
-	return pace_due(w, f, d, slot, t->leaf[d], now, 0);
+	return pace_due(w, f, d, slot, t->leaf[d], now, held);
 }
 
 /*
@@ -466,7 +472,7 @@ postack_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, e
 
 /* TCR's fair share of leaf `leaf` on this worker, as bytes per TSC tick
  * (<< 32) and ticks per byte (<< 16): the divisions happen here, when a
- * flow joins or leaves, not per ACK. */
+ * flow joins or leaves or the worker's rate changes, not per ACK. */
 static void
 share_update(struct weir_worker *w, int d, uint16_t leaf)
 {
