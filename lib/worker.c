@@ -959,6 +959,48 @@ idle_backoff(struct weir_worker *w, uint32_t cap, uint32_t *idle, uint32_t *slee
 		*sleep_us = RTE_MIN(*sleep_us * 2, w->conf.idle_sleep_us);
 }
 
+unsigned int
+weir_worker_share_apply(struct weir_worker *w)
+{
+	const struct weir_share_box *b = w->conf.share_box;
+	uint32_t seq = __atomic_load_n(&b->seq, __ATOMIC_ACQUIRE);
+	unsigned int changed = 0;
+
+	if (seq & 1)
+		return 0;       /* being written: next loop */
+	if (b->epoch != w->policy->epoch) {
+		w->share_seq = seq;     /* for another policy: not ours to apply */
+		return 0;
+	}
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		struct weir_cbq *sh = w->shaper[d];
+		uint16_t n = b->n_classes[d];
+		struct weir_cbq_stats st;
+
+		if (sh == NULL || n != w->policy->tree[d].n_classes)
+			continue;
+		for (uint16_t c = 0; c < n; c++) {
+			uint64_t rate = __atomic_load_n(&b->rate[d][c], __ATOMIC_RELAXED);
+			uint64_t ceil = __atomic_load_n(&b->ceil[d][c], __ATOMIC_RELAXED);
+
+			if (weir_cbq_stats(sh, c, &st) != 0 ||
+			    (st.rate_bps == rate && (c == 0 || st.ceil_bps == ceil)))
+				continue;
+			/* A torn pair (rate from one write, ceil from the next) is
+			 * refused; the seq check below has us come back for it. */
+			if (weir_cbq_set_rate(sh, c, rate, ceil) == 0) {
+				changed++;
+				if (w->policy->tree[d].classes[c].is_leaf)
+					share_update(w, d, c);
+			}
+		}
+	}
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&b->seq, __ATOMIC_RELAXED) == seq)
+		w->share_seq = seq;
+	return changed;
+}
+
 int
 weir_worker_main(void *arg)
 {
@@ -979,6 +1021,9 @@ weir_worker_main(void *arg)
 		got += pull_shaped(w, WEIR_PORT_LAN, now);
 		got += pull_shaped(w, WEIR_PORT_WAN, now);
 		got += weir_worker_postack_idle(w, now);
+		if (w->conf.share_box != NULL &&
+		    __atomic_load_n(&w->conf.share_box->seq, __ATOMIC_ACQUIRE) != w->share_seq)
+			weir_worker_share_apply(w);
 		w->ctr.loops++;
 		if (got > 0) {
 			idle = 0;

@@ -20,6 +20,7 @@
 #include "flow.h"
 #include "policy.h"
 #include "postack.h"
+#include "share.h"
 #include "tcr.h"
 
 #define WEIR_BURST_MAX 64
@@ -40,6 +41,10 @@ struct weir_worker_conf {
 	 * the port's tx queue. Tests and the benchmark catch them here. */
 	void (*emit)(void *arg, enum weir_port_role to, struct rte_mbuf **pkts, uint16_t n);
 	void *emit_arg;
+	/* With several workers: where the management lcore posts this
+	 * worker's share of each class's rate (lib/share.h). NULL = keep the
+	 * rates the trees were created with. */
+	const struct weir_share_box *share_box;
 };
 
 /* Per class of one direction's tree, on one worker (single writer). Frames
@@ -75,6 +80,7 @@ struct weir_worker {
 	volatile bool stop;                    /* set by the management lcore */
 	unsigned int lcore_id;
 	uint64_t tsc_hz;
+	uint32_t share_seq;                    /* the share box's seq last applied */
 } __rte_cache_aligned;
 
 /* Create a worker (allocated on `socket_id`); flows may be NULL (bridge
@@ -101,6 +107,10 @@ uint16_t weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint
  * pkts[]; returns the count. Records when to try again in next_tsc[dir]. */
 uint16_t weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now,
 			     struct rte_mbuf **pkts, uint16_t max);
+
+/* Apply new class rates from the share box if the management lcore
+ * posted any (called by the loop; returns classes changed). */
+unsigned int weir_worker_share_apply(struct weir_worker *w);
 
 /* Release held ACKs of flows whose data has stopped (PostACK's watchdog);
  * the worker loop calls it every turn. Returns frames sent. */

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "ports.h"
+#include "share.h"
 #include "worker.h"
 
 struct weir_app {
@@ -19,6 +20,10 @@ struct weir_app {
 	struct weir_flow_table *flows[WEIR_MAX_WORKERS];
 	unsigned int n_workers;
 	uint64_t start_tsc;
+	/* Class rates divided among workers (NULL with one worker). */
+	struct weir_share *share[WEIR_PORT__COUNT];
+	struct weir_share_box *share_box[WEIR_MAX_WORKERS];
+	uint64_t rebalances;
 	volatile sig_atomic_t quit;
 };
 

@@ -24,6 +24,7 @@
 #include <rte_mbuf.h>
 
 #include "app.h"
+#include "rebalance.h"
 #include "mbuf_meta.h"
 
 static struct weir_app app;
@@ -153,6 +154,11 @@ create_shaper(const struct weir_config *cfg, int dir, int socket)
 static int
 start_workers(struct weir_app *a, char *err, size_t errlen)
 {
+	if (weir_rebalance_init(a) != 0) {
+		snprintf(err, errlen, "cannot allocate the rate-sharing state for %u workers",
+			 a->cfg.n_workers);
+		return -1;
+	}
 	for (unsigned int i = 0; i < a->cfg.n_workers; i++) {
 		unsigned int lc = a->cfg.worker_lcores[i];
 		int socket = (int)rte_lcore_to_socket_id(lc);
@@ -171,6 +177,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 			.idle_sleep_us = a->cfg.idle_sleep_us,
 			.expire_budget = 64,
 			.policy = a->cfg.policy,
+			.share_box = a->share_box[i],
 		};
 
 		struct weir_cbq *shaper[WEIR_PORT__COUNT] = { NULL, NULL };
@@ -334,6 +341,7 @@ out_ports:
 		weir_flow_table_free(app.flows[i]);
 	}
 	rte_mempool_free(app.mp);
+	weir_rebalance_free(&app);
 out_eal:
 	rte_eal_cleanup();
 	weir_config_free(&app.cfg);

@@ -11,6 +11,7 @@
 #include <rte_ethdev.h>
 
 #include "app.h"
+#include "rebalance.h"
 
 static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
 
@@ -215,13 +216,15 @@ stats_json(const struct weir_app *app)
 	for (unsigned int i = 0; i < app->n_workers; i++) {
 		const struct weir_worker *w = app->workers[i];
 
-		json_array_append_new(workers, json_pack("{s:i, s:i, s:I, s:I, s:I, s:f, s:I}",
+		json_array_append_new(workers, json_pack("{s:i, s:i, s:I, s:I, s:I, s:f, s:I, s:I}",
 			"lcore", (int)app->cfg.worker_lcores[i], "queue", (int)w->conf.queue,
 			"loops", (json_int_t)w->ctr.loops, "idle_loops", (json_int_t)w->ctr.idle_loops,
 			"sleeps", (json_int_t)w->ctr.sleeps, "busy_s", (double)w->ctr.busy_tsc / hz,
-			"flows_active", (json_int_t)weir_flow_table_stats(app->flows[i])->active));
+			"flows_active", (json_int_t)weir_flow_table_stats(app->flows[i])->active,
+			"rate_updates", (json_int_t)w->share_seq / 2));
 	}
-	return json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:I, s:I}}",
+	return json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:I, "
+			 "s:{s:I, s:I}}",
 		"version", WEIR_VERSION,
 		"uptime_s", (double)(rte_rdtsc() - app->start_tsc) / hz,
 		"ports", ports,
@@ -233,6 +236,7 @@ stats_json(const struct weir_app *app)
 			 "inserted", (json_int_t)fs.inserted, "expired", (json_int_t)fs.expired,
 			 "full", (json_int_t)fs.full, "lookups", (json_int_t)fs.lookups,
 		"workers", workers,
+		"rebalances", (json_int_t)app->rebalances,
 		"mbufs", "total", (json_int_t)app->mp->size,
 			 "in_use", (json_int_t)rte_mempool_in_use_count(app->mp));
 }
@@ -293,6 +297,7 @@ weir_mgmt_loop(struct weir_app *app)
 		/* The management lcore is not a poller: it wakes every 10 ms,
 		 * which bounds the latency of signals and later of commands. */
 		usleep(10000);
+		weir_rebalance(app);
 		if (rte_rdtsc() < next)
 			continue;
 		next += period;

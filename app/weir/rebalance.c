@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: keep class rates right in total across workers (management lcore).
+ *
+ * Every wake of the management loop (10 ms) with two or more shaping
+ * workers: sample each leaf's backlogged flows on every worker, re-divide
+ * every class's rate and ceiling by demand (lib/share.h) and post each
+ * worker its part. The workers read their trees' counters only; nothing
+ * here touches the fast path beyond one mailbox per worker.
+ */
+#include <rte_malloc.h>
+
+#include "rebalance.h"
+
+int
+weir_rebalance_init(struct weir_app *a)
+{
+	const struct weir_policy *pol = a->cfg.policy;
+
+	if (a->cfg.n_workers < 2 || pol == NULL)
+		return 0;       /* one tree holds the whole rate: nothing to share */
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		if (pol->tree[d].n_classes == 0)
+			continue;
+		a->share[d] = weir_share_create(&pol->tree[d], a->cfg.n_workers);
+		if (a->share[d] == NULL)
+			return -1;
+	}
+	if (a->share[0] == NULL && a->share[1] == NULL)
+		return 0;
+	for (unsigned int i = 0; i < a->cfg.n_workers; i++) {
+		a->share_box[i] = rte_zmalloc("weir_share_box", sizeof(*a->share_box[i]),
+					      RTE_CACHE_LINE_SIZE);
+		if (a->share_box[i] == NULL)
+			return -1;
+	}
+	return 0;
+}
+
+void
+weir_rebalance(struct weir_app *a)
+{
+	const struct weir_policy *pol = a->cfg.policy;
+	struct weir_cbq_stats st;
+
+	if (a->share_box[0] == NULL)
+		return;
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		struct weir_share *s = a->share[d];
+
+		if (s == NULL)
+			continue;
+		for (unsigned int w = 0; w < a->n_workers; w++)
+			for (uint16_t c = 0; c < s->n_classes; c++)
+				if (pol->tree[d].classes[c].is_leaf &&
+				    weir_cbq_stats(a->workers[w]->shaper[d], c, &st) == 0)
+					weir_share_sample(s, w, c, st.backlogged);
+		weir_share_split(s);
+	}
+	for (unsigned int w = 0; w < a->n_workers; w++)
+		weir_share_publish(a->share_box[w], pol->epoch, a->share, w);
+	a->rebalances++;
+}
+
+void
+weir_rebalance_free(struct weir_app *a)
+{
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		weir_share_free(a->share[d]);
+		a->share[d] = NULL;
+	}
+	for (unsigned int i = 0; i < WEIR_MAX_WORKERS; i++) {
+		rte_free(a->share_box[i]);
+		a->share_box[i] = NULL;
+	}
+}

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: dividing class rates among workers (the management lcore's side).
+ * Runs every few milliseconds on the management lcore only: doubles and
+ * libc allocation are fine here.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "share.h"
+
+#define MIN_RATE 8000ull        /* the slowest rate a class tree accepts */
+
+struct weir_share *
+weir_share_create(const struct weir_policy_tree *t, unsigned int n_workers)
+{
+	struct weir_share *s;
+	size_t n;
+
+	if (t == NULL || t->n_classes == 0 || n_workers == 0)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return NULL;
+	s->tree = t;
+	s->n_workers = n_workers;
+	s->n_classes = t->n_classes;
+	n = (size_t)n_workers * t->n_classes;
+	s->x = calloc(n, sizeof(*s->x));
+	s->dem = calloc(n, sizeof(*s->dem));
+	s->sub = calloc(n, sizeof(*s->sub));
+	s->sub_conf = calloc(t->n_classes, sizeof(*s->sub_conf));
+	s->rate = calloc(n, sizeof(*s->rate));
+	s->ceil = calloc(n, sizeof(*s->ceil));
+	if (s->x == NULL || s->dem == NULL || s->sub == NULL || s->sub_conf == NULL || s->rate == NULL || s->ceil == NULL) {
+		weir_share_free(s);
+		return NULL;
+	}
+	weir_share_split(s);    /* nothing sampled yet: an even split */
+	return s;
+}
+
+void
+weir_share_free(struct weir_share *s)
+{
+	if (s == NULL)
+		return;
+	free(s->x);
+	free(s->dem);
+	free(s->sub);
+	free(s->sub_conf);
+	free(s->rate);
+	free(s->ceil);
+	free(s);
+}
+
+void
+weir_share_sample(struct weir_share *s, unsigned int w, uint16_t leaf, uint32_t backlogged)
+{
+	double *x;
+
+	if (w >= s->n_workers || leaf >= s->n_classes)
+		return;
+	x = &s->x[(size_t)w * s->n_classes + leaf];
+	*x += WEIR_SHARE_GAIN * ((double)backlogged - *x);
+}
+
+static void
+set_split(struct weir_share *s, uint16_t cls, const double *frac)
+{
+	const struct weir_cbq_class_conf *k = &s->tree->classes[cls].cbq;
+	uint64_t ceil = k->ceil != 0 ? k->ceil : k->rate;
+
+	for (unsigned int w = 0; w < s->n_workers; w++) {
+		size_t i = (size_t)w * s->n_classes + cls;
+		uint64_t r = (uint64_t)((double)k->rate * frac[w] + 0.5);
+		uint64_t c = (uint64_t)((double)ceil * frac[w] + 0.5);
+
+		s->rate[i] = RTE_MAX(r, MIN_RATE);
+		s->ceil[i] = RTE_MAX(c, s->rate[i]);
+	}
+}
+
+void
+weir_share_split(struct weir_share *s)
+{
+	const unsigned int nw = s->n_workers;
+	const uint16_t nc = s->n_classes;
+	double frac[RTE_MAX_LCORE];
+
+	if (nw > RTE_DIM(frac))
+		return;
+	/* dem: demand below a class per worker; sub: the rates its active
+	 * children got per worker; sub_conf: their configured sum. */
+	memset(s->dem, 0, (size_t)nw * nc * sizeof(*s->dem));
+	memset(s->sub, 0, (size_t)nw * nc * sizeof(*s->sub));
+	memset(s->sub_conf, 0, (size_t)nc * sizeof(*s->sub_conf));
+	/* Children have larger indices than their parents: walking down from
+	 * the last class, everything below a class is done when it is split. */
+	for (int cls = nc - 1; cls >= 0; cls--) {
+		const struct weir_policy_class *pc = &s->tree->classes[cls];
+		uint64_t ceil = pc->cbq.ceil != 0 ? pc->cbq.ceil : pc->cbq.rate;
+		const double rate = (double)pc->cbq.rate;
+		double *dem = &s->dem[cls], *sub = &s->sub[cls];
+		bool active;
+
+		if (pc->is_leaf) {
+			double xs = 0.0;
+
+			for (unsigned int w = 0; w < nw; w++)
+				xs += s->x[(size_t)w * nc + cls];
+			active = xs >= 0.05;
+			for (unsigned int w = 0; w < nw; w++) {
+				double x = s->x[(size_t)w * nc + cls];
+
+				frac[w] = (x + WEIR_SHARE_FLOOR) / (xs + nw * WEIR_SHARE_FLOOR);
+				/* It wants up to its ceiling, where its flows are. */
+				dem[(size_t)w * nc] = active ? (double)ceil * x / xs : 0.0;
+			}
+		} else {
+			double dsum = 0.0, conf = s->sub_conf[cls];
+
+			for (unsigned int w = 0; w < nw; w++)
+				dsum += dem[(size_t)w * nc];
+			active = dsum > 0.0;
+			for (unsigned int w = 0; w < nw; w++) {
+				double d = active ? (dem[(size_t)w * nc] / dsum + WEIR_SHARE_INNER_FLOOR) /
+						    (1.0 + nw * WEIR_SHARE_INNER_FLOOR) : 1.0 / nw;
+
+				/* Each worker's part: what its active children there are
+				 * guaranteed, and the rest of the class's rate (what
+				 * idle children do not use, and any excess) by demand. */
+				if (conf >= rate && conf > 0.0)
+					frac[w] = sub[(size_t)w * nc] / conf;
+				else
+					frac[w] = (sub[(size_t)w * nc] + (rate - conf) * d) / rate;
+			}
+		}
+		set_split(s, (uint16_t)cls, frac);
+		if (cls > 0 && active) {
+			uint16_t up = pc->cbq.parent;
+
+			s->sub_conf[up] += rate;
+			for (unsigned int w = 0; w < nw; w++) {
+				s->dem[(size_t)w * nc + up] += dem[(size_t)w * nc];
+				s->sub[(size_t)w * nc + up] += (double)s->rate[(size_t)w * nc + cls];
+			}
+		}
+	}
+}
+
+void
+weir_share_publish(struct weir_share_box *b, uint32_t epoch, struct weir_share *const s[2],
+		   unsigned int w)
+{
+	uint32_t seq = __atomic_load_n(&b->seq, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&b->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	b->epoch = epoch;
+	for (int d = 0; d < 2; d++) {
+		uint16_t n = s[d] != NULL ? s[d]->n_classes : 0;
+
+		b->n_classes[d] = n;
+		for (uint16_t c = 0; c < n; c++) {
+			__atomic_store_n(&b->rate[d][c], weir_share_rate(s[d], w, c), __ATOMIC_RELAXED);
+			__atomic_store_n(&b->ceil[d][c], weir_share_ceil(s[d], w, c), __ATOMIC_RELAXED);
+		}
+	}
+	__atomic_store_n(&b->seq, seq + 2, __ATOMIC_RELEASE);
+}
