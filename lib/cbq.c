@@ -282,6 +282,19 @@ active_del(struct weir_cbq *c, uint16_t i)
 	k->active = 0;
 }
 
+/* A packet joined leaf `leaf`: count it, and activate the leaf. */
+static inline void
+leaf_queued(struct weir_cbq *c, uint16_t leaf)
+{
+	struct cbq_class *k = &c->cls[leaf];
+
+	c->backlog++;
+	if (!k->active) {
+		k->deficit = (int32_t)k->quantum;
+		active_add(c, leaf);
+	}
+}
+
 int
 weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m,
 		 uint64_t now)
@@ -304,11 +317,17 @@ weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rt
 		k->st.drops_flow++;
 		return WEIR_CBQ_DROP_FLOW;
 	}
-	c->backlog++;
-	if (!k->active) {
-		k->deficit = (int32_t)k->quantum;
-		active_add(c, leaf);
-	}
+	leaf_queued(c, leaf);
+	return WEIR_CBQ_OK;
+}
+
+int
+weir_cbq_requeue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m)
+{
+	if (unlikely(leaf >= c->n || !c->cls[leaf].is_leaf || queue_id >= c->qt->n))
+		return WEIR_CBQ_DROP_BADCLASS;
+	weir_drr_append(&c->cls[leaf].drr, queue_id, m);
+	leaf_queued(c, leaf);
 	return WEIR_CBQ_OK;
 }
 
@@ -476,6 +495,23 @@ weir_cbq_set_rate(struct weir_cbq *c, uint16_t cls, uint64_t rate, uint64_t ceil
 	/* Tokens held now are kept (re-scaled, clamped); the ticks since the
 	 * class's last refill are credited at the new rate. */
 	class_set_buckets(c, k, rate, ceil, 1);
+	return 0;
+}
+
+unsigned int
+weir_cbq_drain_next(struct weir_cbq *c, uint16_t *leaf, uint32_t *queue_id, struct rte_mbuf **out,
+		    unsigned int max)
+{
+	for (uint16_t i = *leaf; i < c->n; i++) {
+		struct cbq_class *k = &c->cls[i];
+		uint32_t qid;
+
+		if (!k->is_leaf || k->drr.pkts == 0 || weir_drr_peek(&k->drr, &qid) == NULL)
+			continue;
+		*leaf = i;
+		*queue_id = qid;
+		return weir_cbq_drain(c, i, qid, out, max);
+	}
 	return 0;
 }
 

@@ -107,6 +107,11 @@ void weir_cbq_free(struct weir_cbq *c);
 int weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id,
 		     struct rte_mbuf *m, uint64_t now);
 
+/* Queue m as weir_cbq_enqueue does but past the leaf's and the flow's
+ * limits: for packets admitted once already (a policy switch moving them
+ * into a new tree). 0, or WEIR_CBQ_DROP_BADCLASS. */
+int weir_cbq_requeue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m);
+
 /* The next packet the tree allows at `now`, or NULL (see out->next_tsc). */
 struct rte_mbuf *weir_cbq_dequeue(struct weir_cbq *c, uint64_t now, struct weir_cbq_deq *out);
 
@@ -119,6 +124,12 @@ int weir_cbq_set_rate(struct weir_cbq *c, uint16_t cls, uint64_t rate, uint64_t 
  * weir_drr_drain, class counters kept right. */
 unsigned int weir_cbq_drain(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id,
 			    struct rte_mbuf **out, unsigned int max);
+
+/* Empty the tree queue by queue, ignoring rates (a policy switch): up to
+ * max packets of one flow queue, in order, with its leaf and queue id;
+ * 0 when the tree is empty. Start with *leaf = 0 and pass it back. */
+unsigned int weir_cbq_drain_next(struct weir_cbq *c, uint16_t *leaf, uint32_t *queue_id,
+				 struct rte_mbuf **out, unsigned int max);
 
 /* Move flow queue queue_id with what it holds from leaf `from` to leaf `to`
  * (re-classification), in order, no packet touched. Returns packets moved

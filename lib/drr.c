@@ -104,6 +104,15 @@ weir_drr_enqueue(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m)
 		q->drops++;
 		return WEIR_DRR_DROP_LIMIT;
 	}
+	weir_drr_append(d, qid, m);
+	return WEIR_DRR_OK;
+}
+
+void
+weir_drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m)
+{
+	struct weir_drr_q *q = &d->q[qid];
+
 	weir_mbuf_meta(m)->qnext = NULL;
 	if (q->head == NULL)
 		q->head = m;
@@ -119,7 +128,6 @@ weir_drr_enqueue(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m)
 		q->deficit = (int32_t)(d->quantum * q->weight);
 		drr_list_append(d, qid);
 	}
-	return WEIR_DRR_OK;
 }
 
 struct rte_mbuf *

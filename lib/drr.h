@@ -97,6 +97,9 @@ enum weir_drr_rc {
 /* Append m to queue qid. Returns WEIR_DRR_OK (m taken) or a drop reason
  * (m not taken, q->drops counted). */
 int weir_drr_enqueue(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m);
+/* Append without the limit (packets admitted once already: a policy
+ * switch moving them into a new tree). */
+void weir_drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m);
 
 /*
  * The packet DRR sends next, without taking it (a class scheduler must see

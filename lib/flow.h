@@ -70,7 +70,8 @@ struct weir_flow {
 	uint8_t  wscale[2];     /* window scale announced by each direction's sender */
 	uint16_t mss[2];
 	uint8_t  shape;         /* WEIR_FSH_*: shaping state, owned by the worker */
-	uint8_t  _rsvd[3];
+	uint8_t  class_gen;     /* the worker's policy generation class_id is of; 0 = none */
+	uint8_t  _rsvd[2];
 } __rte_cache_aligned;
 
 /* weir_flow.shape */

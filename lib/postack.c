@@ -253,6 +253,22 @@ weir_postack_watchdog(struct weir_postack *pa, uint64_t now, unsigned int budget
 	return n;
 }
 
+void
+weir_postack_for_each_holder(struct weir_postack *pa, void (*fn)(void *arg, int d, uint32_t slot),
+			     void *arg)
+{
+	uint32_t n = pa->ring_n;
+
+	for (uint32_t i = 0, k = pa->ring_head; i < n; i++, k = (k + 1) % pa->ring_size) {
+		uint32_t e = pa->ring[k];
+		int d = (int)(e >> RING_DIR_BIT);
+		uint32_t slot = e & ~(1u << RING_DIR_BIT);
+
+		if (pa->q[d][slot].n > 0)
+			fn(arg, d, slot);
+	}
+}
+
 const struct weir_postack_stats *
 weir_postack_stats(const struct weir_postack *pa)
 {

@@ -129,6 +129,10 @@ int weir_postack_idle(const struct weir_postack *pa, int d, uint32_t slot, uint6
 static inline uint64_t
 weir_postack_rtt(const struct weir_postack *pa, int d, uint32_t slot);
 
+/* Call fn for every (d, slot) holding ACKs now (fn may release them). */
+void weir_postack_for_each_holder(struct weir_postack *pa,
+				  void (*fn)(void *arg, int d, uint32_t slot), void *arg);
+
 const struct weir_postack_stats *weir_postack_stats(const struct weir_postack *pa);
 /* Bytes one held ACK costs (its record). */
 size_t weir_postack_bytes_per_ack(void);

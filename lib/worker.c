@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <assert.h>
+#include <errno.h>
 #include <sys/prctl.h>
 
 #include <rte_cycles.h>
@@ -68,6 +69,8 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 			}
 		}
 		w->epoch16 = epoch16(pol->epoch);
+		w->policy_acked = pol->epoch;
+		w->gen8 = 1;
 		w->unmanaged_qid = weir_flow_table_capacity(flows);
 		for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 			w->shaper[d] = shaper[d];
@@ -122,9 +125,14 @@ static void send_burst(struct weir_worker *w, enum weir_port_role to, struct rte
 		       uint16_t n);
 
 /* The leaf flow f is shaped in, direction d (its target's). */
+/* The flow's leaf in direction d; WEIR_CBQ_NONE when it was classified
+ * under an earlier policy (its packets were moved at the switch, and the
+ * flow is re-classified on its next packet). */
 static inline uint16_t
 flow_leaf(const struct weir_worker *w, const struct weir_flow *f, int d)
 {
+	if (unlikely(f->class_gen != w->gen8 || f->class_id >= w->policy->n_targets))
+		return WEIR_CBQ_NONE;
 	return w->policy->targets[f->class_id].leaf[d];
 }
 
@@ -503,7 +511,8 @@ static inline void
 flow_uncount(struct weir_worker *w, struct weir_flow *f)
 {
 	if (f->shape & WEIR_FSH_COUNTED) {
-		flow_count(w, f, -1);
+		if (f->class_gen == w->gen8)    /* else counted in counters since replaced */
+			flow_count(w, f, -1);
 		f->shape &= (uint8_t)~WEIR_FSH_COUNTED;
 	}
 }
@@ -546,10 +555,12 @@ admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 			break;
 		}
 		f->class_id = target;
+		f->class_gen = w->gen8;
 		f->shape |= WEIR_FSH_REFUSED;
 		return false;
 	}
 	f->class_id = target;
+	f->class_gen = w->gen8;
 	f->shape = (uint8_t)((f->shape & ~WEIR_FSH_REFUSED) | WEIR_FSH_COUNTED);
 	flow_count(w, f, 1);
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
@@ -561,7 +572,7 @@ admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 		/* Packets of it still waiting (a reused 4-tuple, a policy
 		 * change) follow it, in order, ahead of this one; ACKs held
 		 * against its old class go now. */
-		if (old[d] != leaf) {
+		if (old[d] != leaf && old[d] != WEIR_CBQ_NONE) {
 			weir_cbq_move(w->shaper[d], slot, old[d], leaf);
 			if (w->pa != NULL && weir_postack_len(w->pa, d, slot) > 0)
 				postack_flush(w, d, slot);
@@ -617,6 +628,18 @@ shape_flow(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum 
 	return ok;
 }
 
+/* The queue a frame of flow f (NULL: without a flow) waits in, in target
+ * t's leaf of direction d: its flow's, the shared one of frames without a
+ * flow, or a fifo leaf's one queue (past the flow slots). */
+static inline uint32_t
+shaped_qid(const struct weir_worker *w, const struct weir_policy_target *t, int d,
+	   const struct weir_flow *f)
+{
+	if (unlikely(t->mode[d] == WEIR_MODE_FIFO))
+		return w->unmanaged_qid + 1 + t->leaf[d];
+	return f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
+}
+
 /* Queue a burst in its direction's class tree: each frame in its flow's
  * queue in its flow's leaf (frames without a flow share one queue in the
  * default class). A full queue drops the arriving frame of that flow only,
@@ -632,12 +655,9 @@ enqueue_shaped(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf 
 	for (uint16_t i = 0; i < n; i++) {
 		const struct weir_flow *f = pkt_flow[i];
 		const struct weir_policy_target *t = &w->policy->targets[f ? f->class_id : 0];
-		uint32_t qid = f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
+		uint32_t qid = shaped_qid(w, t, from, f);
 		uint16_t leaf = t->leaf[from];  /* targets[0]: the default class */
 
-		/* A fifo leaf: every flow in its one queue, past the flow slots. */
-		if (unlikely(t->mode[from] == WEIR_MODE_FIFO))
-			qid = w->unmanaged_qid + 1 + leaf;
 		if (unlikely(taken & (1ull << i)))
 			continue;
 		if (unlikely(weir_cbq_enqueue(sh, leaf, qid, pkts[i], now) != 0)) {
@@ -842,6 +862,8 @@ drain_queue(struct weir_worker *w, const struct weir_flow *f, bool forward)
 		if (w->shaper[dir] == NULL)
 			continue;
 		leaf = f != NULL ? flow_leaf(w, f, dir) : w->policy->tree[dir].default_leaf;
+		if (leaf == WEIR_CBQ_NONE)
+			continue;       /* classified under an earlier policy: nothing queued */
 		while ((n = weir_cbq_drain(w->shaper[dir], leaf, qid, pkts, WEIR_BURST_MAX)) > 0) {
 			total += n;
 			if (forward) {
@@ -959,6 +981,121 @@ idle_backoff(struct weir_worker *w, uint32_t cap, uint32_t *idle, uint32_t *slee
 		*sleep_us = RTE_MIN(*sleep_us * 2, w->conf.idle_sleep_us);
 }
 
+/* ---- policy switches (rare: between bursts, not per packet) ---- */
+
+int
+weir_worker_policy_post(struct weir_worker *w, struct weir_policy_switch *sw)
+{
+	struct weir_policy_switch *none = NULL;
+
+	if (w->policy == NULL || sw == NULL || sw->policy == NULL)
+		return -EINVAL;
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		if ((sw->shaper[d] != NULL) != (w->shaper[d] != NULL) ||
+		    (sw->shaper[d] != NULL) != (sw->policy->tree[d].n_classes != 0) ||
+		    (sw->shaper[d] != NULL && sw->cls_ctr[d] == NULL))
+			return -EINVAL;
+	if (!__atomic_compare_exchange_n(&w->pending, &none, sw, false, __ATOMIC_RELEASE,
+					 __ATOMIC_RELAXED))
+		return -EBUSY;
+	return 0;
+}
+
+static void
+flush_holder(void *arg, int d, uint32_t slot)
+{
+	postack_flush(arg, d, slot);
+}
+
+/* The flow a frame from a fifo leaf's shared queue belongs to. */
+static struct weir_flow *
+flow_of_frame(struct weir_worker *w, struct rte_mbuf *m)
+{
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+	struct weir_flow_key key;
+	struct weir_flow *f = NULL;
+
+	if (weir_flow_key_make(rte_pktmbuf_mtod(m, const uint8_t *), p, &key) != 0)
+		return NULL;
+	weir_flow_lookup_bulk(w->flows, &key, 1, rte_rdtsc(), &f);
+	return f;
+}
+
+/* Move a packet of the old tree of direction d into the new one: its flow
+ * is re-classified under the new policy first if it was not yet. The new
+ * tree takes it past its limits (it was admitted once). */
+static void
+requeue_one(struct weir_worker *w, int d, struct weir_flow *f, struct rte_mbuf *m)
+{
+	const struct weir_policy_target *t;
+
+	if (f != NULL && f->policy_epoch != w->epoch16)
+		classify_flow(w, f, rte_pktmbuf_mtod(m, const uint8_t *), &weir_mbuf_meta(m)->pkt,
+			      (enum weir_dir)d);
+	t = &w->policy->targets[f != NULL ? f->class_id : WEIR_TARGET_DEFAULT];
+	if (t->leaf[d] == WEIR_CBQ_NONE ||
+	    weir_cbq_requeue(w->shaper[d], t->leaf[d], shaped_qid(w, t, d, f), m) != 0) {
+		w->ctr.port[d].forwarded++;     /* no class for it: it goes on unshaped */
+		send_burst(w, (enum weir_port_role)(d ^ 1), &m, 1);
+		return;
+	}
+	w->requeued++;
+}
+
+static void
+requeue_tree(struct weir_worker *w, int d, struct weir_cbq *old)
+{
+	struct rte_mbuf *pkts[WEIR_BURST_MAX];
+	uint16_t leaf = 0;
+	uint32_t qid;
+	unsigned int n;
+
+	while ((n = weir_cbq_drain_next(old, &leaf, &qid, pkts, WEIR_BURST_MAX)) > 0) {
+		struct weir_flow *f = qid < w->unmanaged_qid ? weir_flow_by_slot(w->flows, qid) : NULL;
+
+		for (unsigned int i = 0; i < n; i++)
+			requeue_one(w, d, qid > w->unmanaged_qid ? flow_of_frame(w, pkts[i]) : f, pkts[i]);
+	}
+}
+
+int
+weir_worker_policy_take(struct weir_worker *w)
+{
+	struct weir_policy_switch *sw = __atomic_load_n(&w->pending, __ATOMIC_ACQUIRE);
+	struct weir_cbq *old[WEIR_PORT__COUNT];
+	struct weir_class_counters *old_ctr[WEIR_PORT__COUNT];
+
+	if (sw == NULL)
+		return 0;
+	/* Held ACKs first: they answer data queued in the old trees. */
+	if (w->pa != NULL)
+		weir_postack_for_each_holder(w->pa, flush_holder, w);
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		old[d] = w->shaper[d];
+		old_ctr[d] = w->cls_ctr[d];
+		w->shaper[d] = sw->shaper[d];
+		w->cls_ctr[d] = sw->cls_ctr[d];
+		w->next_tsc[d] = 0;
+	}
+	w->policy = sw->policy;
+	w->epoch16 = epoch16(sw->policy->epoch);
+	/* Every flow's class_id is now of an older generation: re-classified
+	 * (and counted again) on its next packet, or right below if it has
+	 * packets waiting. */
+	w->gen8 = (uint8_t)(w->gen8 == UINT8_MAX ? 1 : w->gen8 + 1);
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		if (old[d] != NULL) {
+			requeue_tree(w, d, old[d]);
+			weir_cbq_free(old[d]);
+		}
+		rte_free(old_ctr[d]);
+	}
+	w->policy_switches++;
+	__atomic_store_n(&w->pending, NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->policy_acked, sw->policy->epoch, __ATOMIC_RELEASE);
+	return 1;
+}
+
 unsigned int
 weir_worker_share_apply(struct weir_worker *w)
 {
@@ -1021,6 +1158,8 @@ weir_worker_main(void *arg)
 		got += pull_shaped(w, WEIR_PORT_LAN, now);
 		got += pull_shaped(w, WEIR_PORT_WAN, now);
 		got += weir_worker_postack_idle(w, now);
+		if (unlikely(__atomic_load_n(&w->pending, __ATOMIC_ACQUIRE) != NULL))
+			weir_worker_policy_take(w);
 		if (w->conf.share_box != NULL &&
 		    __atomic_load_n(&w->conf.share_box->seq, __ATOMIC_ACQUIRE) != w->share_seq)
 			weir_worker_share_apply(w);

@@ -47,6 +47,23 @@ struct weir_worker_conf {
 	const struct weir_share_box *share_box;
 };
 
+/*
+ * A new policy for a running worker, posted by the management lcore with
+ * weir_worker_policy_post(): the compiled policy and, for each direction
+ * the worker shapes, a class tree built for this worker from it and its
+ * class counters (zeroed). Between bursts the worker releases every held
+ * ACK, moves every queued packet into the new trees in order (each flow
+ * with packets waiting is re-classified under the new policy on the spot,
+ * the rest on their next packet), frees the old trees and counters, and
+ * stores the new policy's epoch in policy_acked. Nothing is dropped or
+ * reordered; the old policy is the caller's to free once acked.
+ */
+struct weir_policy_switch {
+	const struct weir_policy *policy;
+	struct weir_cbq *shaper[WEIR_PORT__COUNT];
+	struct weir_class_counters *cls_ctr[WEIR_PORT__COUNT];
+};
+
 /* Per class of one direction's tree, on one worker (single writer). Frames
  * without a flow (non-IP, malformed, fragments, table full) go to the
  * default class, in one queue id past the flow slots. */
@@ -81,6 +98,12 @@ struct weir_worker {
 	unsigned int lcore_id;
 	uint64_t tsc_hz;
 	uint32_t share_seq;                    /* the share box's seq last applied */
+	/* Policy switches: posted by the management lcore, taken between bursts. */
+	struct weir_policy_switch *pending;
+	uint32_t policy_acked;                 /* epoch of the policy in force */
+	uint8_t gen8;                          /* policy generation flows' class_gen refer to */
+	uint64_t policy_switches;
+	uint64_t requeued;                     /* packets moved into new trees by switches */
 } __rte_cache_aligned;
 
 /* Create a worker (allocated on `socket_id`); flows may be NULL (bridge
@@ -107,6 +130,15 @@ uint16_t weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint
  * pkts[]; returns the count. Records when to try again in next_tsc[dir]. */
 uint16_t weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now,
 			     struct rte_mbuf **pkts, uint16_t max);
+
+/* Management lcore: hand the worker a new policy (see struct
+ * weir_policy_switch). -EBUSY while an earlier one is not taken yet;
+ * -EINVAL when the switch changes which directions are shaped. The
+ * worker owns sw's trees and counters from then on; sw itself may be
+ * freed by the caller once policy_acked == sw->policy->epoch. */
+int weir_worker_policy_post(struct weir_worker *w, struct weir_policy_switch *sw);
+/* Worker side (its loop calls it): take a posted switch. 1 if one was applied. */
+int weir_worker_policy_take(struct weir_worker *w);
 
 /* Apply new class rates from the share box if the management lcore
  * posted any (called by the loop; returns classes changed). */

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Unit tests for a running worker switching policy (weir_worker_policy_post
+ * and _take): queued packets move into the new trees in order and under
+ * their flows' new classes, nothing is lost, held ACKs go first, counters
+ * start over, and flows with nothing queued are re-classified on their next
+ * packet.
+ */
+#include <stdio.h>
+
+#include <rte_common.h>
+#include <rte_eal.h>
+#include <rte_malloc.h>
+
+#include "unit.h"
+#include "rig.h"
+
+#define MBIT 1000000ull
+
+/* Before: web (port 80) and rest; after: a new tree where port 80 goes to
+ * "video" under a new inner class and everything else to "bulk". */
+static const struct weir_policy_class_conf OLD_CLS[] = {
+	{ .name = "web", .rate = 4 * MBIT, .mode = WEIR_MODE_PFQ },
+	{ .name = "rest", .rate = 6 * MBIT, .mode = WEIR_MODE_POSTACK },
+};
+static const struct weir_policy_class_conf NEW_CLS[] = {
+	{ .name = "media", .rate = 7 * MBIT },
+	{ .name = "video", .parent = "media", .rate = 7 * MBIT, .mode = WEIR_MODE_FIFO },
+	{ .name = "bulk", .rate = 3 * MBIT },
+};
+
+static struct weir_policy_rule_conf
+port_rule(const char *cls, uint16_t port)
+{
+	struct weir_policy_rule_conf r = { 0 };
+
+	snprintf(r.class_name, sizeof(r.class_name), "%s", cls);
+	r.match.port[WEIR_CLS_WAN] = (struct weir_cls_ports){ port, port };
+	return r;
+}
+
+static uint32_t
+tag_of(struct rte_mbuf *m)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	return (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 | (uint32_t)f[40] << 8 | f[41];
+}
+
+static uint16_t
+port_of(struct rte_mbuf *m)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	return (uint16_t)(f[36] << 8 | f[37]);      /* outbound: the WAN port */
+}
+
+static void
+test_switch_moves_queues(void)
+{
+	struct weir_policy_rule_conf old_rules[1] = { port_rule("web", 80) };
+	struct weir_policy_rule_conf new_rules[1] = { port_rule("video", 80) };
+	const struct weir_policy_conf oc = {
+		.tree = { { .rate = 10 * MBIT, .n_classes = 2, .classes = OLD_CLS, .default_class = "rest" },
+			  { .rate = 10 * MBIT, .n_classes = 2, .classes = OLD_CLS, .default_class = "rest" } },
+		.n_rules = 1, .rules = old_rules,
+	};
+	const struct weir_policy_conf nc = {
+		.tree = { { .rate = 10 * MBIT, .n_classes = 3, .classes = NEW_CLS, .default_class = "bulk" },
+			  { .rate = 10 * MBIT, .n_classes = 3, .classes = NEW_CLS, .default_class = "bulk" } },
+		.n_rules = 1, .rules = new_rules,
+	};
+	struct weir_policy_err e;
+	struct weir_policy *np;
+	struct weir_policy_switch sw = { 0 };
+	struct rig r;
+	const uint64_t now = rte_get_tsc_hz();
+	uint32_t next_tag[4] = { 0 };
+	unsigned int out = 0, bad_order = 0, in_queue = 0;
+	const uint16_t ports[4] = { 80, 81, 80, 443 };
+	int video, bulk;
+
+	if (rig_make_pa(&r, &oc, "sw_rig", 256) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	/* Four flows, 12 packets each (the rig's flow limit is 16), nothing
+	 * dequeued: all wait. Flow i uses LAN port 5000 + i. */
+	for (uint32_t seq = 1; seq <= 12; seq++)
+		for (int i = 0; i < 4; i++)
+			feed(&r, tcp_frame(0, 1, (uint16_t)(5000 + i), 1, ports[i], ACK, seq, 100), 0, now);
+	for (uint16_t c = 0; c < 3; c++)
+		in_queue += qlen(&r, 0, c);
+	CHECK(in_queue == 48, "48 packets queued under the old policy (%u)", in_queue);
+	/* One ACK held against flow 1 (rest is postack, its data is queued). */
+	feed(&r, tcp_frame(1, 1, 5001, 1, 81, ACK, 777, 0), 1, now);
+	CHECK(r.w->pa != NULL && weir_postack_len(r.w->pa, 0, 1) + weir_postack_len(r.w->pa, 0, 0) +
+	      weir_postack_len(r.w->pa, 0, 2) + weir_postack_len(r.w->pa, 0, 3) == 1, "an ACK held");
+
+	np = weir_policy_build(&nc, 2, &e);
+	CHECK(np != NULL, "new policy builds");
+	video = weir_policy_class_find(np, 0, "video");
+	bulk = weir_policy_class_find(np, 0, "bulk");
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		struct weir_cbq_class_conf cc[WEIR_CBQ_MAX_CLASSES];
+		struct weir_cbq_conf conf = {
+			.socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(), .classes = cc,
+			.n_queues = CAP + 1 + WEIR_POLICY_QUEUES_EXTRA(np), .flow_limit = 4,
+		};
+
+		conf.n_classes = weir_policy_cbq_classes(np, d, 1, 1, cc);
+		sw.shaper[d] = weir_cbq_create(&conf);
+		sw.cls_ctr[d] = rte_zmalloc(NULL, np->tree[d].n_classes * sizeof(*sw.cls_ctr[d]), 0);
+	}
+	sw.policy = np;
+	{
+		struct weir_policy_switch bad = sw;
+
+		bad.shaper[1] = NULL;
+		CHECK(weir_worker_policy_post(r.w, &bad) == -EINVAL, "a switch dropping a tree: refused");
+	}
+	CHECK(weir_worker_policy_post(r.w, &sw) == 0, "posted");
+	CHECK(weir_worker_policy_post(r.w, &sw) == -EBUSY, "a second post waits for the first");
+	CHECK(weir_worker_policy_take(r.w) == 1 && r.w->policy == np && r.w->policy_acked == 2,
+	      "taken and acknowledged");
+	CHECK(r.n_emitted == 1 && tag_of(r.emitted[0]) == 777, "the held ACK went first");
+	rig_emitted_free(&r);
+	CHECK(r.w->requeued == 48, "48 packets moved, past the new flow limit of 4 (%lu)",
+	      r.w->requeued);
+	CHECK(qlen(&r, 0, (uint16_t)video) == 24 && qlen(&r, 0, (uint16_t)bulk) == 24,
+	      "port 80 now in video (fifo), the rest in bulk (%u, %u)",
+	      qlen(&r, 0, (uint16_t)video), qlen(&r, 0, (uint16_t)bulk));
+	CHECK(r.w->cls_ctr[0][video].flows == 2 && r.w->cls_ctr[0][bulk].flows == 2,
+	      "flows counted in their new classes");
+	weir_policy_free(r.p);  /* the old policy: the caller's once acked */
+	r.p = np;
+	/* Everything comes out, each flow in order. */
+	for (uint64_t t = now; t < now + 10 * rte_get_tsc_hz() && out < 48;
+	     t += rte_get_tsc_hz() / 1000) {
+		struct rte_mbuf *m[32];
+		uint16_t n = weir_worker_dequeue(r.w, WEIR_PORT_LAN, t, m, 32);
+
+		for (uint16_t i = 0; i < n; i++) {
+			int fl = -1;
+
+			for (int k = 0; k < 4; k++) {
+				const uint8_t *f = rte_pktmbuf_mtod(m[i], const uint8_t *);
+
+				if ((uint16_t)(f[34] << 8 | f[35]) == 5000 + k && port_of(m[i]) == ports[k])
+					fl = k;
+			}
+			if (fl < 0 || tag_of(m[i]) != ++next_tag[fl])
+				bad_order++;
+			out++;
+		}
+		rte_pktmbuf_free_bulk(m, n);
+	}
+	CHECK(out == 48 && bad_order == 0, "all 48 out, no flow reordered (%u out, %u bad)", out,
+	      bad_order);
+	/* A flow with nothing queued at the switch is classified on its next
+	 * packet under the new policy. */
+	feed(&r, tcp_frame(0, 2, 6000, 1, 80, ACK, 1, 100), 0, now);
+	CHECK(qlen(&r, 0, (uint16_t)video) == 1, "a new port-80 flow goes to video");
+	rig_free(&r);
+}
+
+int
+main(int argc, char **argv)
+{
+	RTE_SET_USED(argc);
+	unit_eal_init(argv[0], "switch", "256");
+	rig_mempool("switch_test");
+	test_switch_moves_queues();
+	rte_eal_cleanup();
+	return unit_report();
+}
