@@ -26,7 +26,12 @@
  * flow, and each run must give back every packet it took. Any loss or
  * reordering makes the program exit non-zero.
  *
- * Usage: weir-bench-sched [EAL args] -- [--flows N,N] [--classes N,N] [--packets N] [--json]
+ * --backlog N first queues N packets without dequeuing, so both schedulers
+ * then run with a standing queue of N (librte_sched is built for deep queues
+ * over many pipes; the default, 0, is an inline shaper that keeps up).
+ *
+ * Usage: weir-bench-sched [EAL args] -- [--flows N,N] [--classes N,N] [--packets N]
+ *                         [--backlog N] [--json]
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -193,11 +198,11 @@ weir_side_create(uint32_t n_flows, uint16_t n_classes)
 	return weir_cbq_create(&cc);
 }
 
-/* Timed: one burst in, up to one burst out. Returns packets dequeued;
- * refused ones are counted in *drops and handed back in out[] after them. */
+/* Timed: one burst in, then (if deq) up to one burst out. Returns packets
+ * dequeued; refused ones are counted in *drops and go back to the stack. */
 static inline unsigned int
 weir_burst(struct weir_cbq *c, struct rte_mbuf **pkts, const uint32_t *fl, const uint16_t *cl,
-	   int lookup, struct rte_mbuf **out, uint64_t *drops)
+	   int lookup, int deq, struct rte_mbuf **out, uint64_t *drops)
 {
 	uint64_t now = rte_rdtsc();
 	unsigned int n = 0;
@@ -210,7 +215,7 @@ weir_burst(struct weir_cbq *c, struct rte_mbuf **pkts, const uint32_t *fl, const
 			stack[n_free++] = pkts[k];
 		}
 	}
-	while (n < BURST) {
+	while (deq && n < BURST) {
 		struct weir_cbq_deq d;
 		struct rte_mbuf *m = weir_cbq_dequeue(c, now, &d);
 
@@ -271,7 +276,7 @@ fail:
 
 static inline unsigned int
 rte_burst(struct rte_sched_port *port, struct rte_mbuf **pkts, const uint32_t *fl,
-	  const uint16_t *cl, int lookup, struct rte_mbuf **out, uint64_t *drops)
+	  const uint16_t *cl, int lookup, int deq, struct rte_mbuf **out, uint64_t *drops)
 {
 	int in;
 
@@ -283,7 +288,7 @@ rte_burst(struct rte_sched_port *port, struct rte_mbuf **pkts, const uint32_t *f
 	 * stack, and the run fails on the count. */
 	in = rte_sched_port_enqueue(port, pkts, BURST);
 	*drops += (uint64_t)(BURST - in);
-	return (unsigned int)rte_sched_port_dequeue(port, out, BURST);
+	return deq ? (unsigned int)rte_sched_port_dequeue(port, out, BURST) : 0;
 }
 
 /* ---- the run ---- */
@@ -306,7 +311,7 @@ cmp_u64(const void *a, const void *b)
 }
 
 static struct result
-run(enum kind kd, uint32_t n_flows, uint16_t n_classes, uint64_t n_pkts)
+run(enum kind kd, uint32_t n_flows, uint16_t n_classes, uint64_t n_pkts, uint64_t prefill)
 {
 	const int is_weir = kd == K_WEIR || kd == K_WEIR_LOOKUP;
 	const int lookup = kd == K_RTE_LOOKUP || kd == K_WEIR_LOOKUP;
@@ -316,7 +321,7 @@ run(enum kind kd, uint32_t n_flows, uint16_t n_classes, uint64_t n_pkts)
 	uint32_t fl[BURST];
 	uint16_t cl[BURST];
 	uint64_t state = 1, cycles = 0, drops = 0, in = 0, outn = 0, t0, t1;
-	uint64_t warm = RTE_ALIGN_CEIL((uint64_t)n_flows + 8 * CHUNK, BURST);
+	uint64_t warm = RTE_ALIGN_CEIL((uint64_t)n_flows + 8 * CHUNK + prefill, BURST);
 	size_t before = heap_bytes();
 	struct result r = { .backlog = 0 };
 	static uint64_t chunk[MAX_CHUNKS];
@@ -349,9 +354,9 @@ run(enum kind kd, uint32_t n_flows, uint16_t n_classes, uint64_t n_pkts)
 		prepare(pkts, fl, cl, &state, n_flows, n_classes);
 		t0 = rte_rdtsc_precise();
 		if (is_weir)
-			n = weir_burst(cbq, pkts, fl, cl, lookup, out, &drops);
+			n = weir_burst(cbq, pkts, fl, cl, lookup, i >= prefill, out, &drops);
 		else
-			n = rte_burst(port, pkts, fl, cl, lookup, out, &drops);
+			n = rte_burst(port, pkts, fl, cl, lookup, i >= prefill, out, &drops);
 		t1 = rte_rdtsc_precise();
 		if (i >= warm) {
 			cycles += t1 - t0;
@@ -416,7 +421,7 @@ main(int argc, char **argv)
 	uint32_t flows[MAX_LIST] = { 1000, 65536, 1048576 }, classes[MAX_LIST] = { 1, 16, 256 };
 	unsigned int n_flows = 3, n_classes = 3, first = 1;
 	uint32_t max_flows = 0;
-	uint64_t n_pkts = 4000000;
+	uint64_t n_pkts = 4000000, backlog = 0;
 	int json = 0, c, rc;
 	struct rte_mempool *mp;
 	static const struct rte_mbuf_dynfield tag_desc = {
@@ -427,6 +432,7 @@ main(int argc, char **argv)
 		{ "flows", required_argument, NULL, 'f' },
 		{ "classes", required_argument, NULL, 'c' },
 		{ "packets", required_argument, NULL, 'n' },
+		{ "backlog", required_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -441,13 +447,16 @@ main(int argc, char **argv)
 		case 'f': n_flows = parse_list(optarg, flows); break;
 		case 'c': n_classes = parse_list(optarg, classes); break;
 		case 'n': n_pkts = strtoull(optarg, NULL, 0); break;
+		case 'b': backlog = RTE_ALIGN_CEIL(strtoull(optarg, NULL, 0), BURST); break;
 		case 'j': json = 1; break;
 		default:
 			fprintf(stderr, "usage: weir-bench-sched [EAL] -- [--flows N,N] "
-				"[--classes N,N] [--packets N] [--json]\n");
+				"[--classes N,N] [--packets N] [--backlog N] [--json]\n");
 			return 2;
 		}
 	}
+	if (backlog > POOL_SIZE / 2)
+		rte_exit(EXIT_FAILURE, "--backlog: at most %d\n", POOL_SIZE / 2);
 	for (unsigned int i = 0; i < n_flows; i++) {
 		if (flows[i] == 0 || flows[i] > UINT32_MAX - 1)
 			rte_exit(EXIT_FAILURE, "bad flow count\n");
@@ -487,7 +496,8 @@ main(int argc, char **argv)
 			 * amounts of work: each ratio compares runs made close
 			 * together on this shared machine. */
 			for (int k = 0; k < K__COUNT; k++)
-				r[k] = run((enum kind)k, flows[i], (uint16_t)classes[j], n_pkts);
+				r[k] = run((enum kind)k, flows[i], (uint16_t)classes[j], n_pkts,
+					   backlog);
 			for (int k = 0; k < K__COUNT; k++) {
 				int w = k == K_WEIR || k == K_WEIR_LOOKUP;
 				double ratio = w ? r[k].cycles_per_pkt / r[k - 1].cycles_per_pkt : 1.0;
