@@ -2,15 +2,16 @@
  * weir: the config file's `shaping` trees and `rules`, compiled into a
  * policy (lib/policy.h). The policy builder does the semantic checks; this
  * file reads settings and maps the builder's errors back to FILE:LINE.
+ * The value syntax (rates, prefixes, ports, ...) is policy_values.c's, shared
+ * with the Lua front end.
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "config_loader.h"
+#include "policy_values.h"
 
 static const char *const dir_key[WEIR_PORT__COUNT] = { "outbound", "inbound" };
 
@@ -29,23 +30,70 @@ elem(const config_setting_t *list, int i)
 	return list ? config_setting_get_elem(list, (unsigned int)i) : NULL;
 }
 
+/* A setting as a shared policy value. Some keys have always taken only a
+ * plain int, not a 64-bit one (6L): int64 keeps that as it was. */
+static struct weir_value
+value_of(const config_setting_t *s, bool int64)
+{
+	struct weir_value v = { .type = WEIR_VALUE_OTHER };
+
+	switch (config_setting_type(s)) {
+	case CONFIG_TYPE_INT64:
+		if (!int64)
+			break;
+		/* fall through */
+	case CONFIG_TYPE_INT:
+		v.type = WEIR_VALUE_INT;
+		v.i = config_setting_get_int64(s);
+		break;
+	case CONFIG_TYPE_STRING:
+		v.type = WEIR_VALUE_STR;
+		v.s = config_setting_get_string(s);
+		break;
+	default:
+		break;
+	}
+	return v;
+}
+
+/* A shared parser's verdict on setting s: its message at s's line. */
+static int
+value_fail(struct loader *ld, const config_setting_t *s, const char *msg)
+{
+	return cfg_fail(ld, s, "%s", msg);
+}
+
+/* A rate (policy_values.h) named by its full path; absent = 0. */
+static int
+get_rate(struct loader *ld, const config_setting_t *grp, const char *name, uint64_t *out)
+{
+	const config_setting_t *s = grp ? config_setting_get_member(grp, name) : NULL;
+	struct weir_value v;
+	char full[256];
+	char msg[256];
+
+	*out = 0;
+	if (s == NULL)
+		return 0;
+	cfg_path(grp, name, full, sizeof(full));
+	v = value_of(s, true);
+	if (weir_value_rate(full, &v, out, msg, sizeof(msg)) < 0)
+		return value_fail(ld, s, msg);
+	return 0;
+}
+
 /* A shaping mode by name into *mode; def when absent. */
 static int
 get_mode(struct loader *ld, const config_setting_t *g, uint8_t def, uint8_t *mode)
 {
 	char name[16];
+	char msg[256];
 
 	if (cfg_str(ld, g, "mode", weir_shape_mode_name(def), name, sizeof(name)) < 0)
 		return -1;
-	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
-		if (strcmp(name, weir_shape_mode_name(m)) == 0) {
-			*mode = (uint8_t)m;
-			return 0;
-		}
-	return cfg_fail(ld, config_setting_get_member(g, "mode"),
-			"'mode' must be \"postack\" (hold ACKs, not data), \"pfq\" (per-flow queues "
-			"only), \"fifo\" (one queue for the class) or \"tcr\" (window sizing and ACK "
-			"pacing)");
+	if (weir_value_mode(name, mode, msg, sizeof(msg)) < 0)
+		return value_fail(ld, config_setting_get_member(g, "mode"), msg);
+	return 0;
 }
 
 static int
@@ -56,6 +104,7 @@ load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_clas
 					    "quantum", "flow_min", "admission", "fallback", "mode",
 					    NULL };
 	char admit[16];
+	char msg[256];
 	long long v;
 
 	if (!config_setting_is_group(s))
@@ -63,8 +112,8 @@ load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_clas
 	if (cfg_check_keys(ld, s, keys) < 0 ||
 	    cfg_str(ld, s, "name", NULL, c->name, sizeof(c->name)) < 0 ||
 	    cfg_str(ld, s, "parent", "", c->parent, sizeof(c->parent)) < 0 ||
-	    cfg_rate(ld, s, "rate", &c->rate) < 0 || cfg_rate(ld, s, "ceil", &c->ceil) < 0 ||
-	    cfg_rate(ld, s, "flow_min", &c->flow_min) < 0 ||
+	    get_rate(ld, s, "rate", &c->rate) < 0 || get_rate(ld, s, "ceil", &c->ceil) < 0 ||
+	    get_rate(ld, s, "flow_min", &c->flow_min) < 0 ||
 	    cfg_str(ld, s, "fallback", "", c->fallback, sizeof(c->fallback)) < 0 ||
 	    cfg_str(ld, s, "admission", c->fallback[0] ? "fallback" : "drop", admit, sizeof(admit)) < 0)
 		return -1;
@@ -72,13 +121,8 @@ load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_clas
 		return cfg_fail(ld, s, "class '%s' needs a rate", c->name);
 	if (get_mode(ld, s, mode, &c->mode) < 0)
 		return -1;
-	if (strcmp(admit, "drop") == 0)
-		c->admit = WEIR_ADMIT_DROP;
-	else if (strcmp(admit, "fallback") == 0)
-		c->admit = WEIR_ADMIT_FALLBACK;
-	else
-		return cfg_fail(ld, config_setting_get_member(s, "admission"),
-				"class '%s': admission must be \"drop\" or \"fallback\"", c->name);
+	if (weir_value_admission(c->name, admit, &c->admit, msg, sizeof(msg)) < 0)
+		return value_fail(ld, config_setting_get_member(s, "admission"), msg);
 	if (cfg_int(ld, s, "prio", 0, 0, WEIR_CBQ_NUM_PRIO - 1, &v) < 0)
 		return -1;
 	c->prio = (uint8_t)v;
@@ -108,12 +152,12 @@ load_tree(struct loader *ld, const config_setting_t *g, int d, struct weir_confi
 	tc->default_limit = cfg->mbufs / (4 * cfg->n_workers);
 	tc->mode = cfg->shape_mode;
 	if (s == NULL || !config_setting_is_group(s)) {
-		if (cfg_rate(ld, g, dir_key[d], &tc->rate) < 0)
+		if (get_rate(ld, g, dir_key[d], &tc->rate) < 0)
 			return -1;
 		cfg->shape_rate[d] = tc->rate;
 		return 0;
 	}
-	if (cfg_check_keys(ld, s, keys) < 0 || cfg_rate(ld, s, "rate", &tc->rate) < 0 ||
+	if (cfg_check_keys(ld, s, keys) < 0 || get_rate(ld, s, "rate", &tc->rate) < 0 ||
 	    cfg_str(ld, s, "default", "", tc->default_class, sizeof(tc->default_class)) < 0)
 		return -1;
 	if (tc->rate == 0)
@@ -149,49 +193,17 @@ load_tree(struct loader *ld, const config_setting_t *g, int d, struct weir_confi
 /* ---- rules ---- */
 
 static int
-parse_prefix(const char *str, struct weir_cls_prefix *p)
-{
-	char buf[64];
-	char *slash;
-	long len;
-
-	if (strlen(str) >= sizeof(buf))
-		return -1;
-	snprintf(buf, sizeof(buf), "%s", str);
-	slash = strchr(buf, '/');
-	if (slash != NULL)
-		*slash = '\0';
-	memset(p, 0, sizeof(*p));
-	if (inet_pton(AF_INET, buf, p->addr) == 1)
-		p->family = 4;
-	else if (inet_pton(AF_INET6, buf, p->addr) == 1)
-		p->family = 6;
-	else
-		return -1;
-	len = p->family == 4 ? 32 : 128;
-	if (slash != NULL) {
-		char *end;
-		long l = strtol(slash + 1, &end, 10);
-
-		if (*end != '\0' || end == slash + 1 || l < 0 || l > len)
-			return -1;
-		len = l;
-	}
-	p->len = (uint8_t)len;
-	return 0;
-}
-
-static int
 get_prefix(struct loader *ld, const config_setting_t *r, const char *key, struct weir_cls_prefix *p)
 {
 	const config_setting_t *s = config_setting_get_member(r, key);
+	struct weir_value v;
+	char msg[256];
 
 	if (s == NULL)
 		return 0;
-	if (config_setting_type(s) != CONFIG_TYPE_STRING ||
-	    parse_prefix(config_setting_get_string(s), p) < 0)
-		return cfg_fail(ld, s, "'%s' must be an address or prefix like \"10.1.0.0/16\" or "
-				"\"2001:db8::/32\"", key);
+	v = value_of(s, true);
+	if (weir_value_prefix(key, &v, p, msg, sizeof(msg)) < 0)
+		return value_fail(ld, s, msg);
 	return 0;
 }
 
@@ -199,100 +211,38 @@ static int
 get_ports(struct loader *ld, const config_setting_t *r, const char *key, struct weir_cls_ports *p)
 {
 	const config_setting_t *s = config_setting_get_member(r, key);
-	long lo = -1, hi = -1;
+	struct weir_value v;
+	char msg[256];
 
 	if (s == NULL)
 		return 0;
-	if (config_setting_type(s) == CONFIG_TYPE_INT || config_setting_type(s) == CONFIG_TYPE_INT64) {
-		lo = hi = (long)config_setting_get_int64(s);
-	} else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
-		const char *str = config_setting_get_string(s);
-		char *end;
-
-		lo = strtol(str, &end, 10);
-		if (end == str)
-			lo = -1;
-		else if (*end == '\0')
-			hi = lo;
-		else if (*end == '-' && end[1] != '\0') {
-			const char *h = end + 1;
-
-			hi = strtol(h, &end, 10);
-			if (*end != '\0')
-				hi = -1;
-		}
-	}
-	if (lo < 1 || hi < lo || hi > 65535)
-		return cfg_fail(ld, s, "'%s' must be a port 1-65535 or a range like \"1024-65535\"", key);
-	p->lo = (uint16_t)lo;
-	p->hi = (uint16_t)hi;
+	v = value_of(s, true);
+	if (weir_value_ports(key, &v, p, msg, sizeof(msg)) < 0)
+		return value_fail(ld, s, msg);
 	return 0;
 }
 
 static int
 get_proto(struct loader *ld, const config_setting_t *r, uint8_t *proto)
 {
-	static const struct { const char *name; uint8_t num; } protos[] = {
-		{ "tcp", IPPROTO_TCP }, { "udp", IPPROTO_UDP }, { "icmp", IPPROTO_ICMP },
-		{ "icmpv6", IPPROTO_ICMPV6 }, { "sctp", IPPROTO_SCTP }, { "udplite", IPPROTO_UDPLITE },
-		{ "gre", IPPROTO_GRE }, { "esp", IPPROTO_ESP }, { "ah", IPPROTO_AH },
-	};
 	const config_setting_t *s = config_setting_get_member(r, "proto");
+	struct weir_value v;
+	char msg[256];
 
 	if (s == NULL)
 		return 0;
-	if (config_setting_type(s) == CONFIG_TYPE_INT) {
-		int v = config_setting_get_int(s);
-
-		if (v >= 1 && v <= 255) {
-			*proto = (uint8_t)v;
-			return 0;
-		}
-	} else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
-		for (size_t i = 0; i < RTE_DIM(protos); i++)
-			if (strcasecmp(config_setting_get_string(s), protos[i].name) == 0) {
-				*proto = protos[i].num;
-				return 0;
-			}
-	}
-	return cfg_fail(ld, s, "'proto' must be tcp, udp, icmp, icmpv6, sctp, udplite, gre, esp, "
-			"ah or a protocol number 1-255");
+	v = value_of(s, false);
+	if (weir_value_proto(&v, proto, msg, sizeof(msg)) < 0)
+		return value_fail(ld, s, msg);
+	return 0;
 }
 
-/* One DSCP: 0-63, or a name (BE, EF, VA, LE, CS0-CS7, AF11-AF43). */
-static int
-dscp_value(const config_setting_t *s)
-{
-	const char *n;
-
-	if (config_setting_type(s) == CONFIG_TYPE_INT) {
-		int v = config_setting_get_int(s);
-
-		return v >= 0 && v <= 63 ? v : -1;
-	}
-	if (config_setting_type(s) != CONFIG_TYPE_STRING)
-		return -1;
-	n = config_setting_get_string(s);
-	if (strcasecmp(n, "BE") == 0 || strcasecmp(n, "CS0") == 0)
-		return 0;
-	if (strcasecmp(n, "EF") == 0)
-		return 46;
-	if (strcasecmp(n, "VA") == 0)
-		return 44;
-	if (strcasecmp(n, "LE") == 0)
-		return 1;
-	if (strncasecmp(n, "CS", 2) == 0 && n[2] >= '0' && n[2] <= '7' && n[3] == '\0')
-		return (n[2] - '0') * 8;
-	if (strncasecmp(n, "AF", 2) == 0 && n[2] >= '1' && n[2] <= '4' && n[3] >= '1' && n[3] <= '3' &&
-	    n[4] == '\0')
-		return (n[2] - '0') * 8 + (n[3] - '0') * 2;
-	return -1;
-}
-
+/* One DSCP or a list (array or list) of them, each at its own line on error. */
 static int
 get_dscp(struct loader *ld, const config_setting_t *r, uint64_t *mask)
 {
 	const config_setting_t *s = config_setting_get_member(r, "dscp");
+	char msg[256];
 	int n;
 
 	if (s == NULL)
@@ -300,15 +250,19 @@ get_dscp(struct loader *ld, const config_setting_t *r, uint64_t *mask)
 	n = config_setting_is_aggregate(s) ? config_setting_length(s) : 1;
 	for (int i = 0; i < n; i++) {
 		const config_setting_t *e = config_setting_is_aggregate(s) ? elem(s, i) : s;
-		int v = e ? dscp_value(e) : -1;
+		struct weir_value v = { .type = WEIR_VALUE_OTHER };
+		unsigned int d;
 
-		if (v < 0)
-			return cfg_fail(ld, e ? e : s, "'dscp' must be 0-63, a name (EF, AF41, CS1, BE, "
-					"...) or a list of them");
-		*mask |= 1ull << v;
+		if (e != NULL)
+			v = value_of(e, false);
+		if (weir_value_dscp(&v, &d, msg, sizeof(msg)) < 0)
+			return value_fail(ld, e ? e : s, msg);
+		*mask |= 1ull << d;
 	}
-	if (n == 0)
-		return cfg_fail(ld, s, "'dscp' is an empty list");
+	if (n == 0) {
+		weir_value_dscp_empty(msg, sizeof(msg));
+		return value_fail(ld, s, msg);
+	}
 	return 0;
 }
 
@@ -324,6 +278,7 @@ load_rule(struct loader *ld, const config_setting_t *r, struct weir_policy_rule_
 	struct weir_classify_rule *m = &rc->match;
 	const config_setting_t *s;
 	char dir[8];
+	char msg[256];
 	long long v;
 
 	if (!config_setting_is_group(r))
@@ -341,27 +296,15 @@ load_rule(struct loader *ld, const config_setting_t *r, struct weir_policy_rule_
 		return -1;
 	s = config_setting_get_member(r, "vlan");
 	if (s != NULL) {
-		if (config_setting_type(s) == CONFIG_TYPE_STRING &&
-		    strcmp(config_setting_get_string(s), "untagged") == 0)
-			m->vlan = WEIR_CLS_VLAN_UNTAGGED;
-		else if (config_setting_type(s) == CONFIG_TYPE_INT &&
-			 config_setting_get_int(s) >= 1 && config_setting_get_int(s) <= 4095)
-			m->vlan = (uint16_t)config_setting_get_int(s);
-		else
-			return cfg_fail(ld, s, "'vlan' must be a VLAN ID 1-4095 or \"untagged\"");
+		struct weir_value vv = value_of(s, false);
+
+		if (weir_value_vlan(&vv, &m->vlan, msg, sizeof(msg)) < 0)
+			return value_fail(ld, s, msg);
 	}
 	if (cfg_str(ld, r, "dir", "any", dir, sizeof(dir)) < 0)
 		return -1;
-	if (strcmp(dir, "any") == 0)
-		m->dir = WEIR_CLS_DIR_ANY;
-	else if (strcmp(dir, "out") == 0)
-		m->dir = WEIR_CLS_DIR_OUT;
-	else if (strcmp(dir, "in") == 0)
-		m->dir = WEIR_CLS_DIR_IN;
-	else
-		return cfg_fail(ld, config_setting_get_member(r, "dir"),
-				"'dir' (who opened the flow) must be \"out\" (a LAN host), \"in\" "
-				"(a WAN host) or \"any\"");
+	if (weir_value_rule_dir(dir, &m->dir, msg, sizeof(msg)) < 0)
+		return value_fail(ld, config_setting_get_member(r, "dir"), msg);
 	return 0;
 }
 

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: policy value parsers shared by the config file and Lua front ends
+ * (see policy_values.h). The messages are the ones the config file has
+ * always given; test/py/test_config.py pins several of them.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <rte_common.h>
+
+#include "cbq.h"
+#include "policy.h"
+#include "policy_values.h"
+
+static int
+fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int
+weir_value_rate(const char *key, const struct weir_value *v, uint64_t *out, char *err,
+		size_t errlen)
+{
+	static const struct { const char *unit; double mul; } units[] = {
+		{ "gbit", 1e9 }, { "mbit", 1e6 }, { "kbit", 1e3 }, { "bit", 1 },
+	};
+	double r = -1;
+
+	if (v->type == WEIR_VALUE_INT) {
+		r = (double)v->i;
+	} else if (v->type == WEIR_VALUE_STR) {
+		char *end;
+
+		r = strtod(v->s, &end);
+		if (end == v->s)
+			r = -1;
+		else if (*end != '\0') {
+			double mul = 0;
+
+			for (size_t i = 0; i < RTE_DIM(units); i++)
+				if (strcasecmp(end, units[i].unit) == 0)
+					mul = units[i].mul;
+			r = mul > 0 ? r * mul : -1;
+		}
+	}
+	/* !(r >= 0) also refuses NaN, which strtod accepts as "nan". */
+	if (!(r >= 0))
+		return fail(err, errlen, "'%s' must be a rate like \"20mbit\", \"1gbit\" or bit/s", key);
+	if (r != 0 && (r < (double)WEIR_CBQ_RATE_MIN || r > 100e9))
+		return fail(err, errlen, "'%s' is %.0f bit/s; it must be 0 (unshaped) or between 8kbit "
+			    "and 100gbit", key, r);
+	*out = (uint64_t)r;
+	return 0;
+}
+
+static int
+parse_prefix(const char *str, struct weir_cls_prefix *p)
+{
+	char buf[64];
+	char *slash;
+	long len;
+
+	if (strlen(str) >= sizeof(buf))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", str);
+	slash = strchr(buf, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	memset(p, 0, sizeof(*p));
+	if (inet_pton(AF_INET, buf, p->addr) == 1)
+		p->family = 4;
+	else if (inet_pton(AF_INET6, buf, p->addr) == 1)
+		p->family = 6;
+	else
+		return -1;
+	len = p->family == 4 ? 32 : 128;
+	if (slash != NULL) {
+		char *end;
+		long l = strtol(slash + 1, &end, 10);
+
+		if (*end != '\0' || end == slash + 1 || l < 0 || l > len)
+			return -1;
+		len = l;
+	}
+	p->len = (uint8_t)len;
+	return 0;
+}
+
+int
+weir_value_prefix(const char *key, const struct weir_value *v, struct weir_cls_prefix *out,
+		  char *err, size_t errlen)
+{
+	struct weir_cls_prefix p;
+
+	if (v->type != WEIR_VALUE_STR || parse_prefix(v->s, &p) < 0)
+		return fail(err, errlen, "'%s' must be an address or prefix like \"10.1.0.0/16\" or "
+			    "\"2001:db8::/32\"", key);
+	*out = p;
+	return 0;
+}
+
+int
+weir_value_ports(const char *key, const struct weir_value *v, struct weir_cls_ports *out,
+		 char *err, size_t errlen)
+{
+	long long lo = -1, hi = -1;
+
+	if (v->type == WEIR_VALUE_INT) {
+		lo = hi = v->i;
+	} else if (v->type == WEIR_VALUE_STR) {
+		const char *str = v->s;
+		char *end;
+
+		lo = strtol(str, &end, 10);
+		if (end == str)
+			lo = -1;
+		else if (*end == '\0')
+			hi = lo;
+		else if (*end == '-' && end[1] != '\0') {
+			const char *h = end + 1;
+
+			hi = strtol(h, &end, 10);
+			if (*end != '\0')
+				hi = -1;
+		}
+	}
+	if (lo < 1 || hi < lo || hi > 65535)
+		return fail(err, errlen, "'%s' must be a port 1-65535 or a range like \"1024-65535\"",
+			    key);
+	out->lo = (uint16_t)lo;
+	out->hi = (uint16_t)hi;
+	return 0;
+}
+
+int
+weir_value_proto(const struct weir_value *v, uint8_t *out, char *err, size_t errlen)
+{
+	static const struct { const char *name; uint8_t num; } protos[] = {
+		{ "tcp", IPPROTO_TCP }, { "udp", IPPROTO_UDP }, { "icmp", IPPROTO_ICMP },
+		{ "icmpv6", IPPROTO_ICMPV6 }, { "sctp", IPPROTO_SCTP }, { "udplite", IPPROTO_UDPLITE },
+		{ "gre", IPPROTO_GRE }, { "esp", IPPROTO_ESP }, { "ah", IPPROTO_AH },
+	};
+
+	if (v->type == WEIR_VALUE_INT) {
+		if (v->i >= 1 && v->i <= 255) {
+			*out = (uint8_t)v->i;
+			return 0;
+		}
+	} else if (v->type == WEIR_VALUE_STR) {
+		for (size_t i = 0; i < RTE_DIM(protos); i++)
+			if (strcasecmp(v->s, protos[i].name) == 0) {
+				*out = protos[i].num;
+				return 0;
+			}
+	}
+	return fail(err, errlen, "'proto' must be tcp, udp, icmp, icmpv6, sctp, udplite, gre, esp, "
+		    "ah or a protocol number 1-255");
+}
+
+/* The code point of a DSCP name, or -1. */
+static int
+dscp_name(const char *n)
+{
+	if (strcasecmp(n, "BE") == 0 || strcasecmp(n, "CS0") == 0)
+		return 0;
+	if (strcasecmp(n, "EF") == 0)
+		return 46;
+	if (strcasecmp(n, "VA") == 0)
+		return 44;
+	if (strcasecmp(n, "LE") == 0)
+		return 1;
+	if (strncasecmp(n, "CS", 2) == 0 && n[2] >= '0' && n[2] <= '7' && n[3] == '\0')
+		return (n[2] - '0') * 8;
+	if (strncasecmp(n, "AF", 2) == 0 && n[2] >= '1' && n[2] <= '4' && n[3] >= '1' && n[3] <= '3' &&
+	    n[4] == '\0')
+		return (n[2] - '0') * 8 + (n[3] - '0') * 2;
+	return -1;
+}
+
+int
+weir_value_dscp(const struct weir_value *v, unsigned int *out, char *err, size_t errlen)
+{
+	int d = -1;
+
+	if (v->type == WEIR_VALUE_INT)
+		d = v->i >= 0 && v->i <= 63 ? (int)v->i : -1;
+	else if (v->type == WEIR_VALUE_STR)
+		d = dscp_name(v->s);
+	if (d < 0)
+		return fail(err, errlen, "'dscp' must be 0-63, a name (EF, AF41, CS1, BE, ...) or a "
+			    "list of them");
+	*out = (unsigned int)d;
+	return 0;
+}
+
+int
+weir_value_dscp_empty(char *err, size_t errlen)
+{
+	return fail(err, errlen, "'dscp' is an empty list");
+}
+
+int
+weir_value_vlan(const struct weir_value *v, uint16_t *out, char *err, size_t errlen)
+{
+	if (v->type == WEIR_VALUE_STR && strcmp(v->s, "untagged") == 0)
+		*out = WEIR_CLS_VLAN_UNTAGGED;
+	else if (v->type == WEIR_VALUE_INT && v->i >= 1 && v->i <= 4095)
+		*out = (uint16_t)v->i;
+	else
+		return fail(err, errlen, "'vlan' must be a VLAN ID 1-4095 or \"untagged\"");
+	return 0;
+}
+
+int
+weir_value_rule_dir(const char *name, uint8_t *out, char *err, size_t errlen)
+{
+	if (strcmp(name, "any") == 0)
+		*out = WEIR_CLS_DIR_ANY;
+	else if (strcmp(name, "out") == 0)
+		*out = WEIR_CLS_DIR_OUT;
+	else if (strcmp(name, "in") == 0)
+		*out = WEIR_CLS_DIR_IN;
+	else
+		return fail(err, errlen, "'dir' (who opened the flow) must be \"out\" (a LAN host), "
+			    "\"in\" (a WAN host) or \"any\"");
+	return 0;
+}
+
+int
+weir_value_mode(const char *name, uint8_t *out, char *err, size_t errlen)
+{
+	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
+		if (strcmp(name, weir_shape_mode_name(m)) == 0) {
+			*out = (uint8_t)m;
+			return 0;
+		}
+	return fail(err, errlen, "'mode' must be \"postack\" (hold ACKs, not data), \"pfq\" "
+		    "(per-flow queues only), \"fifo\" (one queue for the class) or \"tcr\" (window "
+		    "sizing and ACK pacing)");
+}
+
+int
+weir_value_admission(const char *class_name, const char *name, uint8_t *out, char *err,
+		     size_t errlen)
+{
+	if (strcmp(name, "drop") == 0)
+		*out = WEIR_ADMIT_DROP;
+	else if (strcmp(name, "fallback") == 0)
+		*out = WEIR_ADMIT_FALLBACK;
+	else
+		return fail(err, errlen, "class '%s': admission must be \"drop\" or \"fallback\"",
+			    class_name);
+	return 0;
+}
