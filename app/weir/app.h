@@ -24,6 +24,10 @@ struct weir_app {
 	struct weir_share *share[WEIR_PORT__COUNT];
 	struct weir_share_box *share_box[WEIR_MAX_WORKERS];
 	uint64_t rebalances;
+	uint64_t reloads;               /* policies switched to while running */
+	uint64_t reload_failures;
+	char reload_error[512];         /* why the last reload failed ("" = it did not) */
+	volatile sig_atomic_t reload;   /* SIGHUP: re-read the policy */
 	volatile sig_atomic_t quit;
 };
 

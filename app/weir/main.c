@@ -25,6 +25,7 @@
 
 #include "app.h"
 #include "rebalance.h"
+#include "reload.h"
 #include "mbuf_meta.h"
 
 static struct weir_app app;
@@ -32,8 +33,10 @@ static struct weir_app app;
 static void
 on_signal(int sig)
 {
-	(void)sig;
-	app.quit = 1;
+	if (sig == SIGHUP)
+		app.reload = 1;         /* the management loop re-reads the policy */
+	else
+		app.quit = 1;
 }
 
 static void
@@ -127,30 +130,6 @@ build_eal_argv(const struct weir_config *cfg, char *argv0, char **cl, int ncl, c
 	return n;
 }
 
-/*
- * One direction's class tree for one worker, from the policy's tree. Each of
- * n workers gets 1/n of every rate to start with: exact when flows spread
- * evenly over the workers' queues (see docs/multiworker.md).
- */
-static struct weir_cbq *
-create_shaper(const struct weir_config *cfg, int dir, int socket)
-{
-	struct weir_cbq_class_conf classes[WEIR_CBQ_MAX_CLASSES];
-	const struct weir_cbq_conf conf = {
-		.socket_id = socket,
-		.tsc_hz = rte_get_tsc_hz(),
-		.n_classes = weir_policy_cbq_classes(cfg->policy, dir, 1, cfg->n_workers, classes),
-		.classes = classes,
-		/* flow slots + frames without a flow + a queue per fifo leaf */
-		.n_queues = cfg->flow_capacity + 1 + WEIR_POLICY_QUEUES_EXTRA(cfg->policy),
-		.flow_limit = cfg->shape_flow_limit,
-		.flow_quantum = cfg->shape_flow_quantum,
-		.overhead = cfg->shape_overhead,
-	};
-
-	return weir_cbq_create(&conf);
-}
-
 static int
 start_workers(struct weir_app *a, char *err, size_t errlen)
 {
@@ -192,7 +171,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 		for (int dir = 0; dir < WEIR_PORT__COUNT; dir++) {
 			if (a->cfg.policy == NULL || a->cfg.policy->tree[dir].n_classes == 0)
 				continue;
-			shaper[dir] = create_shaper(&a->cfg, dir, socket);
+			shaper[dir] = weir_app_shaper(&a->cfg, a->cfg.policy, dir, socket);
 			if (shaper[dir] == NULL) {
 				snprintf(err, errlen, "%s: cannot create the %s shaper for worker %u "
 					 "(raise EAL memory, -m)", a->cfg.path,
@@ -298,6 +277,7 @@ main(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
 	app.start_tsc = rte_rdtsc();
 
 	app.mp = rte_pktmbuf_pool_create("weir_mbufs", app.cfg.mbufs, app.cfg.mbuf_cache,

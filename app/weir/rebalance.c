@@ -73,3 +73,15 @@ weir_rebalance_free(struct weir_app *a)
 		a->share_box[i] = NULL;
 	}
 }
+
+void
+weir_rebalance_policy(struct weir_app *a)
+{
+	if (a->share_box[0] == NULL)
+		return;         /* one worker: its trees hold the whole rates */
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		weir_share_free(a->share[d]);
+		a->share[d] = a->cfg.policy->tree[d].n_classes != 0 ?
+			      weir_share_create(&a->cfg.policy->tree[d], a->n_workers) : NULL;
+	}
+}

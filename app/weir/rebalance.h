@@ -12,5 +12,7 @@ int weir_rebalance_init(struct weir_app *a);
 /* One round: sample, split, publish. Management lcore. */
 void weir_rebalance(struct weir_app *a);
 void weir_rebalance_free(struct weir_app *a);
+/* The policy changed: start the shares over for its trees. */
+void weir_rebalance_policy(struct weir_app *a);
 
 #endif /* WEIR_REBALANCE_H */

@@ -12,6 +12,7 @@
 
 #include "app.h"
 #include "rebalance.h"
+#include "reload.h"
 
 static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
 
@@ -224,7 +225,7 @@ stats_json(const struct weir_app *app)
 			"rate_updates", (json_int_t)w->share_seq / 2));
 	}
 	return json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:I, "
-			 "s:{s:I, s:I}}",
+			 "s:{s:I, s:I, s:I, s:s}, s:{s:I, s:I}}",
 		"version", WEIR_VERSION,
 		"uptime_s", (double)(rte_rdtsc() - app->start_tsc) / hz,
 		"ports", ports,
@@ -237,6 +238,10 @@ stats_json(const struct weir_app *app)
 			 "full", (json_int_t)fs.full, "lookups", (json_int_t)fs.lookups,
 		"workers", workers,
 		"rebalances", (json_int_t)app->rebalances,
+		"policy", "epoch", (json_int_t)(app->cfg.policy ? app->cfg.policy->epoch : 0),
+			  "reloads", (json_int_t)app->reloads,
+			  "reload_failures", (json_int_t)app->reload_failures,
+			  "reload_error", app->reload_error,
 		"mbufs", "total", (json_int_t)app->mp->size,
 			 "in_use", (json_int_t)rte_mempool_in_use_count(app->mp));
 }
@@ -286,6 +291,25 @@ weir_stats_print(const struct weir_app *app, FILE *out)
 	fflush(out);
 }
 
+/* SIGHUP: switch to the file's policy now, or keep the running one and
+ * say why. */
+static void
+reload(struct weir_app *app)
+{
+	char err[sizeof(app->reload_error)];
+
+	if (weir_reload(app, err, sizeof(err)) == 0) {
+		app->reload_error[0] = '\0';
+		RTE_LOG(NOTICE, USER1, "policy %u in force (reload %" PRIu64 ")\n",
+			app->cfg.policy->epoch, app->reloads);
+		return;
+	}
+	app->reload_failures++;
+	snprintf(app->reload_error, sizeof(app->reload_error), "%s", err);
+	RTE_LOG(ERR, USER1, "reload failed, policy %u stays in force: %s\n",
+		app->cfg.policy ? app->cfg.policy->epoch : 0, err);
+}
+
 void
 weir_mgmt_loop(struct weir_app *app)
 {
@@ -297,6 +321,10 @@ weir_mgmt_loop(struct weir_app *app)
 		/* The management lcore is not a poller: it wakes every 10 ms,
 		 * which bounds the latency of signals and later of commands. */
 		usleep(10000);
+		if (app->reload) {
+			app->reload = 0;
+			reload(app);
+		}
 		weir_rebalance(app);
 		if (rte_rdtsc() < next)
 			continue;

@@ -294,6 +294,13 @@ class Testbed:
         self._save_state()
         return p.returncode
 
+    def signal_gateway(self, sig):
+        """Send weir a signal (SIGHUP: reload its policy)."""
+        p = self._procs.get("weir")
+        if p is None or p.poll() is not None:
+            raise TestbedError("weir is not running\n" + self.log_tail("weir"))
+        p.send_signal(sig)
+
     def _check_alive(self, role):
         p = self._procs.get(role)
         if p is not None and p.poll() is not None:

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: policy reload. The management lcore compiles the new policy (the
+ * file is read and checked before anything changes), builds each worker a
+ * fresh class tree from it, and posts it; each worker takes it between two
+ * bursts (lib/worker.h: struct weir_policy_switch), moving what it has
+ * queued. The old policy is freed once every worker has acknowledged: a
+ * quiescent-state scheme with one pointer per worker, no locks.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include "reload.h"
+#include "rebalance.h"
+
+#define ACK_WAIT_US 5000000     /* a worker polls every few microseconds; 5 s is "stuck" */
+
+struct weir_cbq *
+weir_app_shaper(const struct weir_config *cfg, const struct weir_policy *pol, int dir, int socket)
+{
+	struct weir_cbq_class_conf classes[WEIR_CBQ_MAX_CLASSES];
+	const struct weir_cbq_conf conf = {
+		.socket_id = socket,
+		.tsc_hz = rte_get_tsc_hz(),
+		/* n workers get 1/n of every rate to start with; the management
+		 * lcore re-divides by demand (docs/multiworker.md). */
+		.n_classes = weir_policy_cbq_classes(pol, dir, 1, cfg->n_workers, classes),
+		.classes = classes,
+		/* flow slots + frames without a flow + a queue per fifo leaf */
+		.n_queues = cfg->flow_capacity + 1 + WEIR_POLICY_QUEUES_EXTRA(pol),
+		.flow_limit = cfg->shape_flow_limit,
+		.flow_quantum = cfg->shape_flow_quantum,
+		.overhead = cfg->shape_overhead,
+	};
+
+	return weir_cbq_create(&conf);
+}
+
+static void
+switch_free(struct weir_policy_switch *sw)
+{
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		weir_cbq_free(sw->shaper[d]);
+		rte_free(sw->cls_ctr[d]);
+	}
+}
+
+int
+weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_config *src,
+		  char *err, size_t errlen)
+{
+	struct weir_policy *op = a->cfg.policy;
+	struct weir_policy_switch *sw;
+	struct weir_config tcfg;
+	unsigned int i, waited;
+
+	err[0] = '\0';
+	if (op == NULL || np == NULL) {
+		snprintf(err, errlen, "%s: turning shaping on or off needs a restart", src->path);
+		return -1;
+	}
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		if ((op->tree[d].n_classes != 0) != (np->tree[d].n_classes != 0)) {
+			snprintf(err, errlen, "%s: shaping the %s direction or not needs a restart",
+				 src->path, d == WEIR_PORT_LAN ? "outbound" : "inbound");
+			return -1;
+		}
+	np->epoch = op->epoch + 1;
+	/* The trees follow the new file's tree parameters but keep the running
+	 * flow capacity and worker count (those need a restart). */
+	tcfg = *src;
+	tcfg.flow_capacity = a->cfg.flow_capacity;
+	tcfg.n_workers = a->n_workers;
+	sw = calloc(a->n_workers, sizeof(*sw));
+	if (sw == NULL)
+		goto nomem;
+	for (i = 0; i < a->n_workers; i++) {
+		int socket = (int)rte_lcore_to_socket_id(a->cfg.worker_lcores[i]);
+
+		sw[i].policy = np;
+		for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+			if (np->tree[d].n_classes == 0)
+				continue;
+			sw[i].shaper[d] = weir_app_shaper(&tcfg, np, d, socket);
+			sw[i].cls_ctr[d] = rte_zmalloc_socket("weir_class_ctr",
+				np->tree[d].n_classes * sizeof(*sw[i].cls_ctr[d]), RTE_CACHE_LINE_SIZE,
+				socket);
+			if (sw[i].shaper[d] == NULL || sw[i].cls_ctr[d] == NULL)
+				goto nomem;
+		}
+	}
+	for (i = 0; i < a->n_workers; i++)
+		if (weir_worker_policy_post(a->workers[i], &sw[i]) != 0) {
+			/* Only one switch is ever in flight (we wait below), and
+			 * the directions were checked: cannot happen. */
+			snprintf(err, errlen, "worker %u refused the new policy", i);
+			goto undo;
+		}
+	for (waited = 0; waited < ACK_WAIT_US; waited += 1000) {
+		for (i = 0; i < a->n_workers; i++)
+			if (__atomic_load_n(&a->workers[i]->policy_acked, __ATOMIC_ACQUIRE) != np->epoch)
+				break;
+		if (i == a->n_workers)
+			break;
+		usleep(1000);
+	}
+	if (waited >= ACK_WAIT_US) {
+		/* A worker that does not loop for 5 s is stuck; its old tree and
+		 * the old policy cannot be freed under it. Leak them, say so. */
+		snprintf(err, errlen, "worker %u did not take policy %u within %u ms; the old "
+			 "policy is kept in memory", i, np->epoch, ACK_WAIT_US / 1000);
+		a->cfg.policy = np;
+		free(sw);
+		return -1;
+	}
+	a->cfg.policy = np;
+	a->cfg.shape_flow_limit = src->shape_flow_limit;
+	a->cfg.shape_flow_quantum = src->shape_flow_quantum;
+	a->cfg.shape_overhead = src->shape_overhead;
+	weir_policy_free(op);
+	free(sw);               /* the trees and counters are the workers' now */
+	weir_rebalance_policy(a);
+	a->reloads++;
+	return 0;
+undo:
+	/* Workers that took theirs would need the old one posted back; since
+	 * post cannot fail here, nothing was taken. */
+nomem:
+	if (sw != NULL) {
+		for (i = 0; i < a->n_workers; i++)
+			switch_free(&sw[i]);
+		free(sw);
+	}
+	if (err[0] == '\0')
+		snprintf(err, errlen, "out of memory building the new class trees (raise EAL memory, -m)");
+	return -1;
+}
+
+int
+weir_reload(struct weir_app *a, char *err, size_t errlen)
+{
+	struct weir_config nc;
+	int rc;
+
+	err[0] = '\0';
+	if (weir_config_load(a->cfg.path, &nc, err, errlen) < 0)
+		return -1;
+	rc = weir_policy_apply(a, nc.policy, &nc, err, errlen);
+	if (rc == 0)
+		nc.policy = NULL;       /* in force now: not nc's to free */
+	weir_config_free(&nc);
+	return rc;
+}

@@ -1,0 +1,124 @@
+"""Policy reload on a running weir under saturating TCP (issue #5).
+
+weir runs the two-class testbed policy (gold 20, bulk 10 Mbit/s, both may borrow
+up to the 30 Mbit/s link). Four TCP flows fill bulk, which borrows the idle link.
+The configuration is rewritten to cap bulk at 10 Mbit/s and weir gets SIGHUP: the
+class must be at its new ceiling within a second, with nothing dropped by the
+switch. Then a broken file: weir reports FILE:LINE and keeps the policy in force.
+"""
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "test" / "py"))
+
+import weirtb  # noqa: E402
+from weirtb import PathSpec  # noqa: E402
+from test_classes import BULK_PORT, LINK, Sampler, start_flows, write_config  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def reload_tb(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("testbed needs root (network namespaces)")
+    d = tmp_path_factory.mktemp("reload")
+    cfg = write_config(d / "reload.cfg", body_file="testbed-twoclass.cfg")
+    old = os.environ.get("WEIR_TESTBED_CFG")
+    os.environ["WEIR_TESTBED_CFG"] = str(cfg)
+    tb = weirtb.Testbed(lan=2, wan=2, gateway="weir", emu="wanemu",
+                        paths=[PathSpec(delay=5), PathSpec(delay=5)])
+    why = tb.check_prerequisites()
+    if why:
+        pytest.skip("testbed unavailable: " + "; ".join(why))
+    try:
+        tb.claim().up()
+        tb.cfg = cfg
+        yield tb
+    finally:
+        tb.down()
+        if old is None:
+            os.environ.pop("WEIR_TESTBED_CFG", None)
+        else:
+            os.environ["WEIR_TESTBED_CFG"] = old
+
+
+def wait_epoch(tb, epoch, timeout=5.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        st = tb.weir_stats()
+        if st["policy"]["epoch"] == epoch:
+            return st
+        time.sleep(0.1)
+    raise AssertionError(f"policy {epoch} not in force: {tb.weir_stats()['policy']}")
+
+
+def port_drops(st):
+    return sum(p["dropped"] for p in st["ports"].values())
+
+
+def test_reload_under_traffic_caps_the_class(reload_tb):
+    tb = reload_tb
+    text = tb.cfg.read_text()
+    capped = text.replace('{ name = "bulk"; rate = "10mbit"; ceil = "30mbit"; prio = 1; }',
+                          '{ name = "bulk"; rate = "10mbit"; ceil = "10mbit"; prio = 1; }')
+    assert capped != text
+    with Sampler(tb, "outbound") as s:
+        t0 = s.now()
+        threads, res = start_flows(tb, {"bulk": dict(n=4, duration=12, base_port=BULK_PORT)})
+        s.wait_until(t0 + 5)
+        before = s.rate("bulk", t0 + 2, t0 + 5)
+        drops_before = port_drops(tb.weir_stats())
+        tb.cfg.write_text(capped)
+        tb.signal_gateway(signal.SIGHUP)
+        st = wait_epoch(tb, 2)
+        t_switch = st["uptime_s"]
+        # Class counters start over with the new trees: measure within them.
+        s.wait_until(t_switch + 3)
+        after = s.rate("bulk", t_switch + 1, t_switch + 3)
+        drops_switch = port_drops(tb.weir_stats()) - drops_before
+        for t in threads:
+            t.join()
+    flows = res["bulk"]
+    assert all(f.error is None for f in flows), [f.error for f in flows]
+    retx = sum(f.retransmits or 0 for f in flows)
+    print(f"bulk before {before / 1e6:.2f} Mbit/s (borrowing), after the reload "
+          f"{after / 1e6:.2f} (ceil 10); dropped by weir across the switch {drops_switch}; "
+          f"TCP retransmissions {retx}; policy {st['policy']}")
+    assert before >= 0.95 * LINK, before
+    assert abs(after / 10e6 - 1) <= 0.05, after
+    assert st["policy"]["reloads"] == 1 and st["policy"]["reload_failures"] == 0
+    assert drops_switch == 0, drops_switch
+
+
+def test_broken_reload_keeps_the_policy(reload_tb):
+    tb = reload_tb
+    good = tb.cfg.read_text()
+    broken = good.replace('rate = "30mbit";', 'rate = "30 furlongs";', 1)
+    assert broken != good
+    epoch = tb.weir_stats()["policy"]["epoch"]
+    try:
+        tb.cfg.write_text(broken)
+        tb.signal_gateway(signal.SIGHUP)
+        end = time.time() + 5
+        while time.time() < end and tb.weir_stats()["policy"]["reload_failures"] == 0:
+            time.sleep(0.1)
+        pol = tb.weir_stats()["policy"]
+        print(pol)
+        assert pol["reload_failures"] == 1 and pol["epoch"] == epoch, pol
+        line = next(i + 1 for i, l in enumerate(broken.splitlines()) if "furlongs" in l)
+        assert re.search(rf"{re.escape(str(tb.cfg))}:{line}:", pol["reload_error"]), pol
+        # Still forwarding under the old policy.
+        flows = tb.iperf(n=1, duration=3, base_port=BULK_PORT)
+        assert flows[0].error is None and sum(flows[0].interval_bps) > 0
+    finally:
+        tb.cfg.write_text(good)
+    tb.signal_gateway(signal.SIGHUP)
+    assert wait_epoch(tb, epoch + 1)["policy"]["reload_error"] == ""
+    assert tb.stop_gateway() == 0    # exits cleanly, every mbuf back in the pool
