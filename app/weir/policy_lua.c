@@ -55,6 +55,7 @@ struct lua_ctx {
 	uint64_t insn_limit;
 	int hook_step;                  /* instructions per count hook */
 	int line;                       /* the line running now (line hook) */
+	char short_src[LUA_IDSIZE];     /* how Lua's own messages name the file */
 	uint32_t default_limit;
 	uint8_t default_mode;
 };
@@ -570,6 +571,19 @@ run_script(lua_State *L)
 	lua_pushvalue(L, 1);
 	luaL_setfuncs(L, api, 1);
 	lua_setglobal(L, "weir");
+	/* Lua names the file in its messages by a shortened path when the path
+	 * is long; learn that name from an empty chunk so report_run can put
+	 * the whole path back. */
+	lua_pushfstring(L, "@%s", x->path);
+	if (luaL_loadbufferx(L, "", 0, lua_tostring(L, -1), "t") == LUA_OK) {
+		lua_Debug ar;
+
+		lua_getinfo(L, ">S", &ar);
+		snprintf(x->short_src, sizeof(x->short_src), "%s", ar.short_src);
+	} else {
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
 	/* Text only: a bytecode chunk can crash the VM (it is not verified). */
 	if (luaL_loadfilex(L, x->path, "t") != LUA_OK)
 		return lua_error(L);
@@ -627,13 +641,13 @@ report_run(lua_State *L, const struct lua_ctx *x, int status, char *err, size_t 
 			 x->path, x->line, x->mem_limit);
 	} else if (lua_type(L, -1) == LUA_TSTRING) {
 		const char *msg = lua_tostring(L, -1);
-		size_t n = strlen(x->path);
+		size_t n = strlen(x->short_src);
 
-		/* Lua's syntax and runtime errors carry its FILE:LINE already (a
-		 * path longer than LUA_IDSIZE is shortened to "...tail"); a file
-		 * that cannot be opened or is bytecode has no position. */
-		if ((strncmp(msg, x->path, n) == 0 && msg[n] == ':') || strncmp(msg, "...", 3) == 0)
-			snprintf(err, errlen, "%s", msg);
+		/* Lua's syntax and runtime errors carry its FILE:LINE already,
+		 * FILE possibly shortened; a file that cannot be opened or is
+		 * bytecode has no position. */
+		if (n > 0 && strncmp(msg, x->short_src, n) == 0 && msg[n] == ':')
+			snprintf(err, errlen, "%s%s", x->path, msg + n);
 		else
 			snprintf(err, errlen, "%s:%d: %s", x->path, x->line, msg);
 	} else {

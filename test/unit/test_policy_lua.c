@@ -260,7 +260,7 @@ test_lua_errors(void)
 	expect_error("string.dump is gone", LINK "local s = string.dump(print)\n", NULL, 2,
 		     "attempt to call a nil value (field 'dump')");
 	/* Everything else that reaches outside the script is absent too. */
-	expect_ok("sandbox globals",
+	weir_policy_free(expect_ok("sandbox globals",
 		  "for _, n in ipairs({ 'io', 'os', 'load', 'loadfile', 'dofile', 'require',\n"
 		  "    'package', 'debug', 'collectgarbage', 'print', 'setmetatable',\n"
 		  "    'rawset', 'coroutine' }) do\n"
@@ -269,9 +269,25 @@ test_lua_errors(void)
 		  "assert((\"x\").dump == nil)\n"
 		  "assert(string.format('%d', 3) == '3' and math.max(1, 2) == 2 and utf8.char(65) == 'A')\n"
 		  "assert(table.concat({ 'a', 'b' }) == 'ab' and select('#', 1, 2) == 2)\n"
-		  "weir.link{ dir = 'inbound', rate = '1mbit' }\n", NULL);
+		  "weir.link{ dir = 'inbound', rate = '1mbit' }\n", NULL));
 	expect_error("bytecode refused", "\x1bLua\x54\x00 not really bytecode", NULL, 0,
 		     "attempt to load a binary chunk");
+
+	/* Lua shortens long paths in its messages; the loader gives them whole. */
+	{
+		static const char text[] = "weir.link{ dir = 'inbound', rate = 1e6 }\nlocal x = #nil\n";
+		char longp[200], want[256];
+		FILE *f;
+
+		snprintf(longp, sizeof(longp), "%s/a-policy-file-name-longer-than-lua-idsize-allows"
+			 "-in-its-messages.lua", tmpdir);
+		f = fopen(longp, "w");
+		CHECK(f != NULL && fputs(text, f) >= 0 && fclose(f) == 0, "write %s", longp);
+		CHECK(weir_policy_lua_load(longp, 1, NULL, err, sizeof(err)) == NULL, "long path");
+		snprintf(want, sizeof(want), "%s:2: attempt to get length", longp);
+		CHECK(strncmp(err, want, strlen(want)) == 0, "long path kept whole: %s", err);
+		unlink(longp);
+	}
 
 	snprintf(path, sizeof(path), "%s/missing.lua", tmpdir);
 	CHECK(weir_policy_lua_load(path, 1, NULL, err, sizeof(err)) == NULL, "missing file refused");
@@ -295,8 +311,8 @@ test_limits(void)
 	expect_error("huge string", LINK "\nlocal s = string.rep('x', 1 << 30)\n", NULL, 3,
 		     "not enough memory");
 	/* A budget big enough for an ordinary policy is not in the way. */
-	expect_ok("small loop", LINK BULK
-		  "for i = 1, 1000 do local x = tostring(i) end\n", &few_insns);
+	weir_policy_free(expect_ok("small loop", LINK BULK
+		  "for i = 1, 1000 do local x = tostring(i) end\n", &few_insns));
 }
 
 static void
