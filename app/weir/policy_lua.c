@@ -508,7 +508,9 @@ l_rule(lua_State *L)
 	int line = caller_line(L);
 	struct weir_policy_rule_conf rc = { 0 };
 	struct weir_classify_rule *m = &rc.match;
-	char dir[8], msg[256];
+	/* Room for "outbound": the classes' dir key takes it, and a rule given
+	 * it should hear what a rule's dir means, not that it is too long. */
+	char dir[16], msg[256];
 
 	check_args(L, line, "weir.rule", keys);
 	if (x->n_rules >= WEIR_CLS_MAX_RULES)

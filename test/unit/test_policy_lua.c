@@ -198,6 +198,9 @@ test_declaration_errors(void)
 		     NULL, 3, "'vlan' must be a VLAN ID 1-4095");
 	expect_error("bad rule dir", LINK BULK "weir.rule{ class = \"bulk\", dir = \"up\" }\n",
 		     NULL, 3, "'dir' (who opened the flow)");
+	expect_error("class dir in a rule", LINK BULK
+		     "weir.rule{ class = \"bulk\", dir = \"outbound\" }\n",
+		     NULL, 3, "'dir' (who opened the flow) must be \"out\"");
 	expect_error("weight", LINK BULK "weir.rule{ class = \"bulk\", weight = 1.5 }\n",
 		     NULL, 3, "'weight' must be an integer");
 	expect_error("rule without class", LINK BULK "weir.rule{ proto = \"udp\" }\n",
