@@ -193,7 +193,7 @@ load_top(struct loader *ld, const config_setting_t *root, struct weir_config *cf
 {
 	static const char *const keys[] = { "eal", "log_level", "lcores", "ports", "mempool",
 					    "rings", "worker", "flows", "shaping", "rules",
-					    "stats", NULL };
+					    "policy", "stats", NULL };
 	const config_setting_t *eal = config_setting_get_member(root, "eal");
 	char level[16];
 
@@ -376,49 +376,6 @@ load_flows(struct loader *ld, const config_setting_t *root, struct weir_config *
 			return -1;
 		*tos[i].out = (uint32_t)v;
 	}
-	return 0;
-}
-
-/* A rate as a string with a unit ("20mbit", "1.5gbit", "800kbit", "64000bit")
- * or a plain integer of bit/s. */
-int
-cfg_rate(struct loader *ld, const config_setting_t *grp, const char *name, uint64_t *out)
-{
-	static const struct { const char *unit; double mul; } units[] = {
-		{ "gbit", 1e9 }, { "mbit", 1e6 }, { "kbit", 1e3 }, { "bit", 1 },
-	};
-	const config_setting_t *s = grp ? config_setting_get_member(grp, name) : NULL;
-	char full[256];
-	double v = -1;
-
-	*out = 0;
-	if (s == NULL)
-		return 0;
-	cfg_path(grp, name, full, sizeof(full));
-	if (config_setting_type(s) == CONFIG_TYPE_INT || config_setting_type(s) == CONFIG_TYPE_INT64) {
-		v = (double)config_setting_get_int64(s);
-	} else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
-		const char *str = config_setting_get_string(s);
-		char *end;
-
-		v = strtod(str, &end);
-		if (end == str)
-			v = -1;
-		else if (*end != '\0') {
-			double mul = 0;
-
-			for (size_t i = 0; i < RTE_DIM(units); i++)
-				if (strcasecmp(end, units[i].unit) == 0)
-					mul = units[i].mul;
-			v = mul > 0 ? v * mul : -1;
-		}
-	}
-	if (v < 0)
-		return cfg_fail(ld, s, "'%s' must be a rate like \"20mbit\", \"1gbit\" or bit/s", full);
-	if (v != 0 && (v < (double)WEIR_CBQ_RATE_MIN || v > 100e9))
-		return cfg_fail(ld, s, "'%s' is %.0f bit/s; it must be 0 (unshaped) or between 8kbit "
-			       "and 100gbit", full, v);
-	*out = (uint64_t)v;
 	return 0;
 }
 

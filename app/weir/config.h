@@ -63,6 +63,12 @@ struct weir_config {
 	/* Class trees and rules, compiled (lib/policy.h); NULL when neither
 	 * direction is shaped. Owned by the config. */
 	struct weir_policy *policy;
+	/* policy.script: the Lua policy the trees and rules come from instead
+	 * of shaping.outbound/inbound and rules ("" = those); resolved against
+	 * the config file's directory. */
+	char policy_script[4096];
+	uint64_t policy_instructions;           /* Lua instruction budget per run */
+	uint64_t policy_memory;                 /* bytes the script may allocate */
 
 	double stats_interval;                  /* seconds */
 	char stats_file[4096];                  /* empty: none */

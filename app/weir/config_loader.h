@@ -40,8 +40,6 @@ int cfg_bool(struct loader *ld, const config_setting_t *grp, const char *name, b
 /* def NULL: required. */
 int cfg_str(struct loader *ld, const config_setting_t *grp, const char *name, const char *def,
 	    char *out, size_t outlen);
-/* "20mbit", "1.5gbit", "800kbit", "64000bit" or an integer of bit/s; absent = 0. */
-int cfg_rate(struct loader *ld, const config_setting_t *grp, const char *name, uint64_t *out);
 
 /* The shaping trees and the classification rules (config_policy.c). */
 int cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_config *cfg);

@@ -5,12 +5,14 @@
  * The value syntax (rates, prefixes, ports, ...) is policy_values.c's, shared
  * with the Lua front end.
  */
+#include <libgen.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config_loader.h"
+#include "policy_lua.h"
 #include "policy_values.h"
 
 static const char *const dir_key[WEIR_PORT__COUNT] = { "outbound", "inbound" };
@@ -379,6 +381,60 @@ report(struct loader *ld, const config_setting_t *root, const struct policy_src 
 	return cfg_fail(ld, at ? at : root, "%s", e->msg);
 }
 
+/* policy = { script = "lua/policy.lua"; instructions = N; memory_mb = N; }:
+ * the Lua policy replaces the file's trees and rules (lua/README.md).
+ * Returns 1 when there is no script (the file's own policy applies), 0
+ * with cfg->policy loaded, -1 on error (a script's error is reported as
+ * the script's FILE:LINE). */
+static int
+load_script(struct loader *ld, const config_setting_t *root, const config_setting_t *shaping,
+	    struct weir_config *cfg)
+{
+	static const char *const keys[] = { "script", "instructions", "memory_mb", NULL };
+	const config_setting_t *pg = cfg_group(ld, root, "policy", false);
+	struct weir_policy_lua_limits lim = { 0 };
+	char script[sizeof(cfg->policy_script)], dir[sizeof(cfg->path)];
+	long long v;
+
+	cfg->policy_script[0] = '\0';
+	if (pg == NULL)
+		return ld->failed ? -1 : 1;
+	if (cfg_check_keys(ld, pg, keys) < 0 || cfg_str(ld, pg, "script", NULL, script,
+							  sizeof(script)) < 0)
+		return -1;
+	if (cfg_int(ld, pg, "instructions", 10000000, 1000, 10000000000LL, &v) < 0)
+		return -1;
+	cfg->policy_instructions = (uint64_t)v;
+	if (cfg_int(ld, pg, "memory_mb", 64, 1, 4096, &v) < 0)
+		return -1;
+	cfg->policy_memory = (uint64_t)v << 20;
+	for (const char *const *k = (const char *const[]){ "outbound", "inbound", NULL }; *k; k++)
+		if (shaping != NULL && config_setting_get_member(shaping, *k) != NULL)
+			return cfg_fail(ld, config_setting_get_member(shaping, *k),
+					"shaping.%s and policy.script both describe the trees: the "
+					"script's weir.link and weir.class replace it", *k);
+	if (config_setting_get_member(root, "rules") != NULL)
+		return cfg_fail(ld, config_setting_get_member(root, "rules"),
+				"'rules' and policy.script both classify: the script's weir.rule "
+				"replaces them");
+	snprintf(dir, sizeof(dir), "%s", cfg->path);
+	if (script[0] == '/')
+		snprintf(cfg->policy_script, sizeof(cfg->policy_script), "%s", script);
+	else if (snprintf(cfg->policy_script, sizeof(cfg->policy_script), "%s/%s", dirname(dir),
+			  script) >= (int)sizeof(cfg->policy_script))
+		return cfg_fail(ld, pg, "policy.script: path too long");
+	lim.instructions = cfg->policy_instructions;
+	lim.mem_bytes = (size_t)cfg->policy_memory;
+	lim.default_limit = cfg->mbufs / (4 * cfg->n_workers);
+	lim.default_mode = cfg->shape_mode;
+	cfg->policy = weir_policy_lua_load(cfg->policy_script, 1, &lim, ld->err, ld->errlen);
+	if (cfg->policy == NULL) {
+		ld->failed = true;      /* err holds the script's FILE:LINE: message */
+		return -1;
+	}
+	return 0;
+}
+
 int
 cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
@@ -404,6 +460,10 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 	cfg->shape_flow_quantum = (uint32_t)v;
 	if (get_mode(ld, g, WEIR_MODE_POSTACK, &cfg->shape_mode) < 0 || load_postack(ld, g, cfg) < 0)
 		return -1;
+	rc = load_script(ld, root, g, cfg);
+	if (rc <= 0)
+		return rc;      /* the script's policy is in cfg->policy, or an error */
+	rc = -1;
 	for (int d = 0; d < WEIR_PORT__COUNT; d++)
 		if (load_tree(ld, g, d, cfg, &pc.tree[d], &src) < 0)
 			goto out;

@@ -240,3 +240,26 @@ def test_null_ports_run_and_stop_cleanly(tmp_path):
     assert p.returncode == 0, err
     assert "final counters" in out
     assert re.search(r"mbufs in use after shutdown: 0 of", out), out
+
+
+def test_lua_policy_script_checks(tmp_path):
+    """policy.script: the shipped script checks; a broken one is reported at
+    the script's line; a script beside shaping trees or rules is refused."""
+    shipped = GOOD.format(tag="lua") + f'policy = {{ script = "{REPO / "lua" / "policy.lua"}"; }};\n'
+    cfg, p = run_weir(tmp_path, shipped, "--check")
+    assert p.returncode == 0, p.stderr
+    (tmp_path / "bad.lua").write_text('weir.link{ dir = "outbound", rate = "30mbit" }\n'
+                                      'weir.class{ dir = "outbound", name = "a", rate = "1 parsec" }\n')
+    cfg, p = run_weir(tmp_path, GOOD.format(tag="lua") + 'policy = { script = "bad.lua"; };\n',
+                      "--check")
+    assert p.returncode != 0
+    assert re.match(rf"^{re.escape(str(tmp_path / 'bad.lua'))}:2: ", p.stderr), p.stderr
+    both = (GOOD.format(tag="lua") + 'policy = { script = "bad.lua"; };\n'
+            'shaping = { outbound = "10mbit"; };\n')
+    cfg, p = run_weir(tmp_path, both, "--check")
+    assert p.returncode != 0
+    assert re.match(rf"^{re.escape(str(cfg))}:\d+: shaping\.outbound and policy\.script", p.stderr), \
+        p.stderr
+    cfg, p = run_weir(tmp_path, GOOD.format(tag="lua") + 'policy = { script = "none.lua"; };\n',
+                      "--check")
+    assert p.returncode != 0 and "none.lua" in p.stderr, p.stderr

@@ -122,3 +122,53 @@ def test_broken_reload_keeps_the_policy(reload_tb):
     tb.signal_gateway(signal.SIGHUP)
     assert wait_epoch(tb, epoch + 1)["policy"]["reload_error"] == ""
     assert tb.stop_gateway() == 0    # exits cleanly, every mbuf back in the pool
+
+
+TWOCLASS_LUA = """-- the two-class testbed policy (conf/testbed-twoclass.cfg), in Lua
+for _, dir in ipairs({ "outbound", "inbound" }) do
+  weir.link{ dir = dir, rate = "30mbit", default = "bulk" }
+  weir.class{ dir = dir, name = "gold", rate = "20mbit", ceil = "30mbit", prio = 0 }
+  weir.class{ dir = dir, name = "bulk", rate = "10mbit", ceil = BULK_CEIL, prio = 1 }
+end
+weir.rule{ class = "gold", proto = "tcp", wan_port = "5201-5204" }
+weir.rule{ class = "bulk", proto = "tcp", wan_port = "5301-5304" }
+"""
+
+
+def test_lua_policy_reload(reload_tb):
+    """weir runs a Lua policy; SIGHUP re-runs the script. A syntax error and a
+    script that never ends are reported (script:LINE) and change nothing."""
+    tb = reload_tb
+    d = tb.cfg.parent
+    script = d / "policy.lua"
+    script.write_text(TWOCLASS_LUA.replace("BULK_CEIL", '"30mbit"'))
+    base = write_config(d / "lua.cfg").read_text()
+    cfg = d / "lua.cfg"
+    cfg.write_text(base + '\npolicy = { script = "policy.lua"; instructions = 1000000; };\n')
+    os.environ["WEIR_TESTBED_CFG"] = str(cfg)
+    tb.start_gateway("weir")
+    try:
+        st = tb.weir_stats()
+        assert set(st["shaping"]["outbound"]["classes"]) == {"gold", "bulk"}
+        assert st["shaping"]["outbound"]["classes"]["bulk"]["ceil_bps"] == 30_000_000
+        epoch = st["policy"]["epoch"]
+        cases = [("weir.class{ dir = 'outbound', name = 'x' rate = 1 }\n", r"policy\.lua:9:"),
+                 ("while true do end\n", r"policy\.lua:9: .*instruction budget")]
+        for n, (tail, want) in enumerate(cases, 1):
+            script.write_text(TWOCLASS_LUA.replace("BULK_CEIL", '"30mbit"') + tail)
+            tb.signal_gateway(signal.SIGHUP)
+            end = time.time() + 5
+            while time.time() < end and tb.weir_stats()["policy"]["reload_failures"] < n:
+                time.sleep(0.1)
+            pol = tb.weir_stats()["policy"]
+            print(pol)
+            assert pol["reload_failures"] == n and pol["epoch"] == epoch, pol
+            assert re.search(want, pol["reload_error"]), pol
+        script.write_text(TWOCLASS_LUA.replace("BULK_CEIL", '"10mbit"'))
+        tb.signal_gateway(signal.SIGHUP)
+        st = wait_epoch(tb, epoch + 1)
+        assert st["shaping"]["outbound"]["classes"]["bulk"]["ceil_bps"] == 10_000_000, st
+        assert st["policy"]["reload_error"] == ""
+    finally:
+        os.environ["WEIR_TESTBED_CFG"] = str(tb.cfg)
+    assert tb.stop_gateway() == 0
