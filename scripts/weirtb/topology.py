@@ -17,14 +17,14 @@ import time
 from dataclasses import dataclass, asdict
 from pathlib import Path
 
-from . import netns
+from . import htb, netns
 from .netns import sh, ip, ns_name
 
 REPO = Path(__file__).resolve().parents[2]
 STATE_DIR = Path(os.environ.get("WEIRTB_STATE_DIR", "/run/weirtb"))
 STATE_FILE = STATE_DIR / "state.json"
 
-GATEWAYS = ("weir", "linux-bridge")
+GATEWAYS = ("weir", "linux-bridge", "linux-htb")
 EMULATORS = ("wanemu", "bridge")
 
 # One-way delays of the paper's three WAN paths (10, 50, 150 ms RTT).
@@ -228,12 +228,15 @@ class Testbed:
         time.sleep(0.3)
         self._check_alive("wanemu")
 
-    def start_gateway(self, mode, wait=True):
-        """Put `mode` ('weir' or 'linux-bridge') between gw-lan and gw-wan."""
+    def start_gateway(self, mode, wait=True, htb_spec=None):
+        """Put `mode` ('weir', 'linux-bridge' or 'linux-htb' with htb_spec, see
+        weirtb/htb.py) between gw-lan and gw-wan."""
         if self.gateway_running:
             self.stop_gateway()
         if mode == "linux-bridge":
             netns.bridge("gw", "br0", ["gw-lan", "gw-wan"])
+        elif mode == "linux-htb":
+            htb.setup(htb_spec or {})
         elif mode == "weir":
             stats = self.weir_stats_path
             if stats.exists():
@@ -254,6 +257,8 @@ class Testbed:
         mode, self.gateway_running = self.gateway_running, None
         if mode == "linux-bridge":
             ip("gw", "link", "del", "br0", check=False)
+        elif mode == "linux-htb":
+            htb.teardown()
         elif mode == "weir":
             return self._stop_proc("weir", timeout)
         return None

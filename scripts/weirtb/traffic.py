@@ -57,6 +57,7 @@ class FlowResult:
     interval_bps: list = field(default_factory=list)  # receiver goodput per interval
     goodput_bps: float = 0.0  # receiver bytes * 8 / duration
     retransmits: int | None = None
+    mean_rtt_ms: float | None = None   # the sender's smoothed RTT (iperf3, Linux), when known
     bytes_received: int = 0
     error: str | None = None
 
@@ -152,6 +153,13 @@ def _parse_flow(i, lan, wan, reverse, cc, out, err, interval):
     r.bytes_received = recv.get("bytes", 0)
     r.goodput_bps = recv.get("bits_per_second", 0.0)
     r.retransmits = end.get("sum_sent", {}).get("retransmits")
+    # The sender's view of the round trip (queueing at the gateway included):
+    # the client's own streams when it sends, the server's report with -R.
+    tx = (j.get("server_output_json", {}) if reverse else j).get("end", {})
+    rtts = [st["sender"]["mean_rtt"] for st in tx.get("streams", [])
+            if "sender" in st and "mean_rtt" in st["sender"]]
+    if rtts:
+        r.mean_rtt_ms = sum(rtts) / len(rtts) / 1000.0
     return r
 
 
