@@ -4,16 +4,26 @@
  * The script only declares: weir.link, weir.class and weir.rule copy their
  * table into the same confs the config file fills (lib/policy.h), checking
  * keys and values there and then so an error names the line of the call.
- * Once the script has finished, the Lua state is closed and the policy
- * builder does the semantic checks; its errors (class i of a tree, rule i)
- * are mapped back to the line each declaration remembered.
+ * Once the script's top level has finished, the policy builder does the
+ * semantic checks; its errors (class i of a tree, rule i) are mapped back to
+ * the line each declaration remembered.
+ *
+ * The state then stays open for the script's hooks (weir_lua_open). Hooks
+ * may not declare; weir.set_class edits a declared class in place, with an
+ * undo log so a failing hook call leaves nothing behind, and a copy of the
+ * classes as last compiled so a failing compile leaves nothing behind
+ * either.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -30,14 +40,43 @@
 
 static const char *const dir_name[WEIR_POLICY_DIRS] = { "outbound", "inbound" };
 
-/* What the script declared, and the sandbox's accounting. */
-struct lua_ctx {
-	const char *path;
+/* Where a class came from: its weir.class line, and the line of the last
+ * weir.set_class that changed it since the last compile (0: none), which a
+ * compile error is then about. */
+struct class_line {
+	int decl;
+	int set;
+};
+
+/* A class as it was before a set_class of the running hook call. */
+struct undo {
+	int dir;
+	unsigned int index;
+	struct weir_policy_class_conf conf;
+	int set;
+};
+
+struct timer {
+	int ref;                        /* the function, in the registry */
+	int line;                       /* of weir.every / weir.at */
+	double period;                  /* weir.every: seconds; weir.at: 0 */
+	int minute;                     /* weir.at: minute of the local day */
+	double due;
+};
+
+/* What the script declared, its hooks, and the sandbox's accounting. */
+struct weir_lua {
+	char *path;
+	lua_State *L;
 	/* per direction: the link (tree conf) and its classes */
 	struct weir_policy_tree_conf tree[WEIR_POLICY_DIRS];
 	int link_line[WEIR_POLICY_DIRS];                /* 0: no weir.link for it */
 	struct weir_policy_class_conf *classes[WEIR_POLICY_DIRS];
-	int *class_line[WEIR_POLICY_DIRS];
+	struct class_line *class_line[WEIR_POLICY_DIRS];
+	/* the classes as last compiled (or as the top level left them) */
+	struct weir_policy_class_conf *good[WEIR_POLICY_DIRS];
+	int last_set_line;              /* of any set_class since the last compile */
+	bool dirty;
 	unsigned int n_classes[WEIR_POLICY_DIRS];
 	unsigned int cap_classes[WEIR_POLICY_DIRS];
 	struct weir_policy_rule_conf *rules;
@@ -58,6 +97,16 @@ struct lua_ctx {
 	char short_src[LUA_IDSIZE];     /* how Lua's own messages name the file */
 	uint32_t default_limit;
 	uint8_t default_mode;
+	/* hooks */
+	bool in_hook;                   /* a hook is running: no declarations */
+	double now;                     /* weir.time() */
+	struct undo *undo;              /* the running hook call's set_class calls */
+	unsigned int n_undo, cap_undo;
+	struct timer *timers;
+	unsigned int n_timers, cap_timers;
+	int hook_ref[WEIR_LUA__HOOKS];  /* LUA_NOREF: none (TIMER unused) */
+	int hook_line[WEIR_LUA__HOOKS];
+	struct weir_lua_counters cnt;
 };
 
 /* ---- sandbox ---- */
@@ -67,7 +116,7 @@ struct lua_ctx {
 static void *
 sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
-	struct lua_ctx *x = ud;
+	struct weir_lua *x = ud;
 	size_t old = ptr != NULL ? osize : 0;   /* osize is a type tag when ptr is NULL */
 	void *p;
 
@@ -86,7 +135,7 @@ sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	return p;
 }
 
-static struct lua_ctx *
+static struct weir_lua *
 ctx_of(lua_State *L)
 {
 	return lua_touserdata(L, lua_upvalueindex(1));
@@ -97,7 +146,7 @@ ctx_of(lua_State *L)
 static void
 sandbox_hook(lua_State *L, lua_Debug *ar)
 {
-	struct lua_ctx *x;
+	struct weir_lua *x;
 	char msg[MSG_LEN];
 
 	/* The allocator's user data is the context: no stack work per line. */
@@ -193,7 +242,7 @@ static int decl_fail(lua_State *L, int line, const char *fmt, ...)
 static int
 decl_fail(lua_State *L, int line, const char *fmt, ...)
 {
-	struct lua_ctx *x = ctx_of(L);
+	struct weir_lua *x = ctx_of(L);
 	char msg[MSG_LEN];
 	int off;
 	va_list ap;
@@ -210,6 +259,17 @@ decl_fail(lua_State *L, int line, const char *fmt, ...)
 	}
 	lua_pushstring(L, msg);
 	return lua_error(L);
+}
+
+/* Declarations and hook registration belong to the script's top level: a
+ * hook that could add classes or rules would change what the running
+ * policy means behind the administrator's back; it edits with set_class. */
+static void
+top_level_only(lua_State *L, int line, const char *fn)
+{
+	if (ctx_of(L)->in_hook)
+		decl_fail(L, line, "%s is only valid at the top level of the script, not in a hook "
+			  "(hooks change classes with weir.set_class)", fn);
 }
 
 /* One table argument whose keys are all in `keys`. */
@@ -348,12 +408,11 @@ get_mode(lua_State *L, int line, uint8_t def)
  * each); raise on failure. Each array is stored back as soon as it has
  * moved, so the context never points at freed memory across the longjmp. */
 static void
-grow(lua_State *L, int line, void **arr, int **lines, unsigned int *cap, unsigned int n,
-     size_t size)
+grow(lua_State *L, int line, void **arr, void **lines, unsigned int *cap, unsigned int n,
+     size_t size, size_t line_size)
 {
 	unsigned int ncap;
-	void *a;
-	int *l;
+	void *a, *l;
 
 	if (n < *cap)
 		return;
@@ -362,7 +421,7 @@ grow(lua_State *L, int line, void **arr, int **lines, unsigned int *cap, unsigne
 	if (a == NULL)
 		decl_fail(L, line, "out of memory");
 	*arr = a;
-	l = realloc(*lines, (size_t)ncap * sizeof(int));
+	l = realloc(*lines, (size_t)ncap * line_size);
 	if (l == NULL)
 		decl_fail(L, line, "out of memory");
 	*lines = l;
@@ -374,11 +433,12 @@ static int
 l_link(lua_State *L)
 {
 	static const char *const keys[] = { "dir", "rate", "default", "limit", "mode", NULL };
-	struct lua_ctx *x = ctx_of(L);
+	struct weir_lua *x = ctx_of(L);
 	int line = caller_line(L);
 	struct weir_policy_tree_conf *tc;
 	int d;
 
+	top_level_only(L, line, "weir.link");
 	check_args(L, line, "weir.link", keys);
 	d = get_dir(L, line, "weir.link");
 	if (x->link_line[d] != 0)
@@ -403,12 +463,13 @@ l_class(lua_State *L)
 	static const char *const keys[] = { "dir", "name", "parent", "rate", "ceil", "prio",
 					    "limit", "quantum", "flow_min", "admission",
 					    "fallback", "mode", NULL };
-	struct lua_ctx *x = ctx_of(L);
+	struct weir_lua *x = ctx_of(L);
 	int line = caller_line(L);
 	struct weir_policy_class_conf c = { 0 };
 	char admit[16], msg[256];
 	int d;
 
+	top_level_only(L, line, "weir.class");
 	check_args(L, line, "weir.class", keys);
 	d = get_dir(L, line, "weir.class");
 	if (x->link_line[d] == 0)
@@ -433,10 +494,10 @@ l_class(lua_State *L)
 	c.limit = (uint32_t)get_int(L, line, "limit", 0, 1, 1 << 24);
 	c.quantum = (uint32_t)get_int(L, line, "quantum", 0, 64, 1 << 20);
 
-	grow(L, line, (void **)&x->classes[d], &x->class_line[d], &x->cap_classes[d],
-	     x->n_classes[d], sizeof(c));
+	grow(L, line, (void **)&x->classes[d], (void **)&x->class_line[d], &x->cap_classes[d],
+	     x->n_classes[d], sizeof(c), sizeof(struct class_line));
 	x->classes[d][x->n_classes[d]] = c;
-	x->class_line[d][x->n_classes[d]] = line;
+	x->class_line[d][x->n_classes[d]] = (struct class_line){ .decl = line };
 	x->n_classes[d]++;
 	return 0;
 }
@@ -504,7 +565,7 @@ l_rule(lua_State *L)
 	static const char *const side_key[WEIR_CLS__SIDES] = { "src", "dst", "lan", "wan" };
 	static const char *const port_key[WEIR_CLS__SIDES] = { "src_port", "dst_port", "lan_port",
 							       "wan_port" };
-	struct lua_ctx *x = ctx_of(L);
+	struct weir_lua *x = ctx_of(L);
 	int line = caller_line(L);
 	struct weir_policy_rule_conf rc = { 0 };
 	struct weir_classify_rule *m = &rc.match;
@@ -512,6 +573,7 @@ l_rule(lua_State *L)
 	 * it should hear what a rule's dir means, not that it is too long. */
 	char dir[16], msg[256];
 
+	top_level_only(L, line, "weir.rule");
 	check_args(L, line, "weir.rule", keys);
 	if (x->n_rules >= WEIR_CLS_MAX_RULES)
 		return decl_fail(L, line, "more than %u rules", WEIR_CLS_MAX_RULES);
@@ -552,21 +614,275 @@ l_rule(lua_State *L)
 	if (weir_value_rule_dir(dir, &m->dir, msg, sizeof(msg)) < 0)
 		decl_fail(L, line, "%s", msg);
 
-	grow(L, line, (void **)&x->rules, &x->rule_line, &x->cap_rules, x->n_rules, sizeof(rc));
+	grow(L, line, (void **)&x->rules, (void **)&x->rule_line, &x->cap_rules, x->n_rules,
+	     sizeof(rc), sizeof(int));
 	x->rules[x->n_rules] = rc;
 	x->rule_line[x->n_rules] = line;
 	x->n_rules++;
 	return 0;
 }
 
+/* ---- changing classes from hooks ---- */
+
+static int
+class_index(const struct weir_lua *x, int d, const char *name)
+{
+	for (unsigned int i = 0; i < x->n_classes[d]; i++)
+		if (strcmp(x->classes[d][i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* A rate key of set_class: the class's own value when absent. */
+static void
+set_rate(lua_State *L, int line, const char *key, uint64_t *inout)
+{
+	uint64_t v;
+
+	if (get_rate(L, line, key, &v))
+		*inout = v;
+}
+
+/* weir.set_class{ dir, name, rate, ceil, prio, limit, flow_min, mode }:
+ * the given keys of a declared class. Values are checked here, the tree as
+ * a whole at the next compile (which names this line if it fails). */
+static int
+l_set_class(lua_State *L)
+{
+	static const char *const keys[] = { "dir", "name", "rate", "ceil", "prio", "limit",
+					    "flow_min", "mode", NULL };
+	struct weir_lua *x = ctx_of(L);
+	int line = caller_line(L);
+	struct weir_policy_class_conf c, *old;
+	char name[WEIR_POLICY_NAME_LEN];
+	int d, i;
+
+	check_args(L, line, "weir.set_class", keys);
+	d = get_dir(L, line, "weir.set_class");
+	get_str(L, line, "weir.set_class", "name", NULL, name, sizeof(name));
+	i = class_index(x, d, name);
+	if (i < 0)
+		return decl_fail(L, line, "weir.set_class: the %s tree has no class '%s' "
+				 "(weir.class declares classes)", dir_name[d], name);
+	old = &x->classes[d][i];
+	c = *old;
+	set_rate(L, line, "rate", &c.rate);
+	set_rate(L, line, "ceil", &c.ceil);
+	set_rate(L, line, "flow_min", &c.flow_min);
+	c.prio = (uint8_t)get_int(L, line, "prio", c.prio, 0, WEIR_CBQ_NUM_PRIO - 1);
+	c.limit = (uint32_t)get_int(L, line, "limit", c.limit, 1, 1 << 24);
+	c.mode = get_mode(L, line, c.mode);
+	/* A timer that restates the current rate every minute must not cost
+	 * a recompile and a switch every minute. */
+	if (c.rate == old->rate && c.ceil == old->ceil && c.flow_min == old->flow_min &&
+	    c.prio == old->prio && c.limit == old->limit && c.mode == old->mode)
+		return 0;
+	if (x->in_hook) {
+		if (x->n_undo == x->cap_undo) {
+			unsigned int ncap = x->cap_undo ? x->cap_undo * 2 : 8;
+			struct undo *u = realloc(x->undo, ncap * sizeof(*u));
+
+			if (u == NULL)
+				return decl_fail(L, line, "out of memory");
+			x->undo = u;
+			x->cap_undo = ncap;
+		}
+		x->undo[x->n_undo++] = (struct undo){ .dir = d, .index = (unsigned int)i,
+						      .conf = *old,
+						      .set = x->class_line[d][i].set };
+	}
+	*old = c;
+	x->class_line[d][i].set = line;
+	x->last_set_line = line;
+	x->dirty = true;
+	return 0;
+}
+
+/* ---- hook registration ---- */
+
+static int
+add_timer(lua_State *L, int line, double period, int minute, double due)
+{
+	struct weir_lua *x = ctx_of(L);
+
+	if (x->n_timers == x->cap_timers) {
+		unsigned int ncap = x->cap_timers ? x->cap_timers * 2 : 8;
+		struct timer *t = realloc(x->timers, ncap * sizeof(*t));
+
+		if (t == NULL)
+			return decl_fail(L, line, "out of memory");
+		x->timers = t;
+		x->cap_timers = ncap;
+	}
+	lua_pushvalue(L, 2);
+	x->timers[x->n_timers++] = (struct timer){ .ref = luaL_ref(L, LUA_REGISTRYINDEX),
+						  .line = line, .period = period,
+						  .minute = minute, .due = due };
+	return 0;
+}
+
+/* weir.every(seconds, fn): fn(now) every `seconds`, the first time
+ * `seconds` after the load. */
+static int
+l_every(lua_State *L)
+{
+	struct weir_lua *x = ctx_of(L);
+	int line = caller_line(L);
+	double s;
+
+	top_level_only(L, line, "weir.every");
+	if (lua_gettop(L) != 2 || lua_type(L, 1) != LUA_TNUMBER || lua_type(L, 2) != LUA_TFUNCTION)
+		return decl_fail(L, line, "weir.every takes seconds and a function: "
+				 "weir.every(60, function(now) ... end)");
+	s = lua_tonumber(L, 1);
+	/* Also refuses NaN. A shorter period would keep the management lcore
+	 * in Lua for little gain. */
+	if (!(s >= 0.1 && s <= 366 * 86400.0))
+		return decl_fail(L, line, "weir.every: the period is %g seconds; it must be "
+				 "between 0.1 and a year", s);
+	return add_timer(L, line, s, -1, x->now + s);
+}
+
+/* The first time after `after` that the local clock reads `minute` (of
+ * the day): mktime does the calendar and the daylight saving changes. */
+static double
+next_daily(double after, int minute)
+{
+	time_t t = (time_t)floor(after), due = 0;
+	struct tm tm;
+
+	if (localtime_r(&t, &tm) == NULL)
+		return INFINITY;
+	/* Today, else tomorrow; a day without that minute (a DST jump over
+	 * it) gives mktime's normalised time, still after `after`. */
+	for (int day = 0; day < 3; day++) {
+		struct tm d = tm;
+
+		d.tm_mday += day;
+		d.tm_hour = minute / 60;
+		d.tm_min = minute % 60;
+		d.tm_sec = 0;
+		d.tm_isdst = -1;
+		due = mktime(&d);
+		if (due != (time_t)-1 && (double)due > after)
+			return (double)due;
+	}
+	return INFINITY;
+}
+
+/* weir.at("HH:MM", fn): fn(now) daily when the local clock reads HH:MM. */
+static int
+l_at(lua_State *L)
+{
+	struct weir_lua *x = ctx_of(L);
+	int line = caller_line(L);
+	int h, m, n = 0;
+	const char *s;
+
+	top_level_only(L, line, "weir.at");
+	if (lua_gettop(L) != 2 || lua_type(L, 1) != LUA_TSTRING || lua_type(L, 2) != LUA_TFUNCTION)
+		return decl_fail(L, line, "weir.at takes a time and a function: "
+				 "weir.at(\"22:00\", function(now) ... end)");
+	s = lua_tostring(L, 1);
+	if (sscanf(s, "%2d:%2d%n", &h, &m, &n) != 2 || s[n] != '\0' || h < 0 || h > 23 || m < 0 ||
+	    m > 59)
+		return decl_fail(L, line, "weir.at: '%s' is not a time of day \"HH:MM\" "
+				 "(00:00-23:59)", s);
+	return add_timer(L, line, 0, h * 60 + m, next_daily(x->now, h * 60 + m));
+}
+
+static int
+set_hook(lua_State *L, enum weir_lua_hook h, const char *fn)
+{
+	struct weir_lua *x = ctx_of(L);
+	int line = caller_line(L);
+
+	top_level_only(L, line, fn);
+	if (lua_gettop(L) != 1 || lua_type(L, 1) != LUA_TFUNCTION)
+		return decl_fail(L, line, "%s takes a function: %s(function(...) ... end)", fn, fn);
+	/* One hook per event: a second one would silently replace the first. */
+	if (x->hook_ref[h] != LUA_NOREF)
+		return decl_fail(L, line, "%s: the hook is already set at line %d", fn,
+				 x->hook_line[h]);
+	x->hook_ref[h] = luaL_ref(L, LUA_REGISTRYINDEX);
+	x->hook_line[h] = line;
+	return 0;
+}
+
+static int
+l_on_flow(lua_State *L)
+{
+	return set_hook(L, WEIR_LUA_FLOW, "weir.on_flow");
+}
+
+static int
+l_on_flow_end(lua_State *L)
+{
+	return set_hook(L, WEIR_LUA_FLOW_END, "weir.on_flow_end");
+}
+
+static int
+l_on_stats(lua_State *L)
+{
+	return set_hook(L, WEIR_LUA_STATS, "weir.on_stats");
+}
+
+/* weir.time(): the `now` of the running call, or of the last one. */
+static int
+l_time(lua_State *L)
+{
+	lua_pushnumber(L, ctx_of(L)->now);
+	return 1;
+}
+
+/* weir.date([t]): os.date("*t", t) without os: the local calendar time. */
+static int
+l_date(lua_State *L)
+{
+	static const char *const f[] = { "year", "month", "day", "hour", "min", "sec", "wday",
+					 "yday" };
+	double now = luaL_optnumber(L, 1, ctx_of(L)->now);
+	time_t t;
+	struct tm tm;
+	int v[8];
+
+	if (!(now >= 0 && now < 1e15))
+		return luaL_argerror(L, 1, "not a UNIX time");
+	t = (time_t)floor(now);
+	if (localtime_r(&t, &tm) == NULL)
+		return luaL_argerror(L, 1, "not a representable time");
+	v[0] = tm.tm_year + 1900;
+	v[1] = tm.tm_mon + 1;
+	v[2] = tm.tm_mday;
+	v[3] = tm.tm_hour;
+	v[4] = tm.tm_min;
+	v[5] = tm.tm_sec;
+	v[6] = tm.tm_wday + 1;
+	v[7] = tm.tm_yday + 1;
+	lua_createtable(L, 0, 9);
+	for (int i = 0; i < 8; i++) {
+		lua_pushinteger(L, v[i]);
+		lua_setfield(L, -2, f[i]);
+	}
+	lua_pushboolean(L, tm.tm_isdst > 0);
+	lua_setfield(L, -2, "isdst");
+	return 1;
+}
+
+/* ---- loading ---- */
+
 /* Protected: set up the sandbox, load the file as text and run it. */
 static int
 run_script(lua_State *L)
 {
 	static const luaL_Reg api[] = {
-		{ "link", l_link }, { "class", l_class }, { "rule", l_rule }, { NULL, NULL },
+		{ "link", l_link }, { "class", l_class }, { "rule", l_rule },
+		{ "set_class", l_set_class }, { "every", l_every }, { "at", l_at },
+		{ "on_flow", l_on_flow }, { "on_flow_end", l_on_flow_end },
+		{ "on_stats", l_on_stats }, { "time", l_time }, { "date", l_date },
+		{ NULL, NULL },
 	};
-	struct lua_ctx *x = lua_touserdata(L, 1);
+	struct weir_lua *x = lua_touserdata(L, 1);
 
 	sandbox_open(L);
 	luaL_newlibtable(L, api);
@@ -589,52 +905,15 @@ run_script(lua_State *L)
 	/* Text only: a bytecode chunk can crash the VM (it is not verified). */
 	if (luaL_loadfilex(L, x->path, "t") != LUA_OK)
 		return lua_error(L);
-	x->hook_step = x->insn_limit < HOOK_COUNT ? (int)x->insn_limit : HOOK_COUNT;
 	lua_sethook(L, sandbox_hook, LUA_MASKCOUNT | LUA_MASKLINE, x->hook_step);
 	lua_call(L, 0, 0);
 	lua_sethook(L, NULL, 0, 0);
 	return 0;
 }
 
-static void
-ctx_free(struct lua_ctx *x)
-{
-	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
-		free(x->classes[d]);
-		free(x->class_line[d]);
-	}
-	free(x->rules);
-	free(x->rule_line);
-}
-
-/* Map a builder error to the declaration it is about. */
-static void
-report_build(const struct lua_ctx *x, const struct weir_policy_err *e, char *err, size_t errlen)
-{
-	int line = 0;
-
-	switch (e->kind) {
-	case WEIR_POLICY_ERR_TREE:
-		line = x->link_line[e->dir];
-		break;
-	case WEIR_POLICY_ERR_CLASS:
-		if (e->index >= 0 && (unsigned int)e->index < x->n_classes[e->dir])
-			line = x->class_line[e->dir][e->index];
-		break;
-	case WEIR_POLICY_ERR_RULE:
-		if (e->index >= 0 && (unsigned int)e->index < x->n_rules)
-			line = x->rule_line[e->index];
-		snprintf(err, errlen, "%s:%d: rule %d: %s", x->path, line, e->index + 1, e->msg);
-		return;
-	default:
-		break;
-	}
-	snprintf(err, errlen, "%s:%d: %s", x->path, line, e->msg);
-}
-
 /* The script's outcome as one message; status is lua_pcall's. */
 static void
-report_run(lua_State *L, const struct lua_ctx *x, int status, char *err, size_t errlen)
+report_run(lua_State *L, const struct weir_lua *x, int status, char *err, size_t errlen)
 {
 	if (x->failed) {
 		snprintf(err, errlen, "%s", x->err);
@@ -658,55 +937,159 @@ report_run(lua_State *L, const struct lua_ctx *x, int status, char *err, size_t 
 	}
 }
 
-struct weir_policy *
-weir_policy_lua_load(const char *path, uint32_t epoch, const struct weir_policy_lua_limits *lim,
-		     char *err, size_t errlen)
+void
+weir_lua_close(struct weir_lua *x)
 {
-	struct lua_ctx *x;
-	struct weir_policy_conf pc = { 0 };
-	struct weir_policy_err e;
-	struct weir_policy *p = NULL;
-	lua_State *L;
+	if (x == NULL)
+		return;
+	if (x->L != NULL)
+		lua_close(x->L);
+	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
+		free(x->classes[d]);
+		free(x->class_line[d]);
+		free(x->good[d]);
+	}
+	free(x->rules);
+	free(x->rule_line);
+	free(x->undo);
+	free(x->timers);
+	free(x->path);
+	free(x);
+}
+
+struct weir_lua *
+weir_lua_open(const char *path, const struct weir_policy_lua_limits *lim, char *err, size_t errlen)
+{
+	struct weir_lua *x;
+	struct timespec ts;
 	int status;
 
 	/* On the heap: lua_newstate keeps a pointer to it for the allocator. */
 	x = calloc(1, sizeof(*x));
-	if (x == NULL) {
+	if (x == NULL || (x->path = strdup(path)) == NULL) {
 		snprintf(err, errlen, "%s:0: out of memory", path);
+		free(x);
 		return NULL;
 	}
-	x->path = path;
 	x->mem_limit = lim && lim->mem_bytes ? lim->mem_bytes : WEIR_POLICY_LUA_MEM_DEFAULT;
 	x->insn_limit = lim && lim->instructions ? lim->instructions : WEIR_POLICY_LUA_INSNS_DEFAULT;
+	x->hook_step = x->insn_limit < HOOK_COUNT ? (int)x->insn_limit : HOOK_COUNT;
 	x->default_limit = lim && lim->default_limit ? lim->default_limit
 						     : WEIR_POLICY_LUA_LIMIT_DEFAULT;
 	x->default_mode = lim ? lim->default_mode : WEIR_MODE_POSTACK;
 	if (x->default_mode >= WEIR_MODE__COUNT)
 		x->default_mode = WEIR_MODE_POSTACK;
+	if (lim && lim->start_time > 0) {
+		x->now = lim->start_time;
+	} else {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		x->now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	}
+	for (int h = 0; h < WEIR_LUA__HOOKS; h++)
+		x->hook_ref[h] = LUA_NOREF;
 
-	L = lua_newstate(sandbox_alloc, x);
-	if (L == NULL) {
+	x->L = lua_newstate(sandbox_alloc, x);
+	if (x->L == NULL) {
 		snprintf(err, errlen, "%s:0: cannot create a Lua state within %zu bytes", path,
 			 x->mem_limit);
-		goto out;
+		goto fail;
 	}
 	/* Everything, the library setup included, runs protected: an error
 	 * (memory above all) anywhere must come back here, never abort. */
-	lua_pushcfunction(L, run_script);
-	lua_pushlightuserdata(L, x);
-	status = lua_pcall(L, 1, 0, 0);
+	lua_pushcfunction(x->L, run_script);
+	lua_pushlightuserdata(x->L, x);
+	status = lua_pcall(x->L, 1, 0, 0);
 	if (status != LUA_OK || x->failed) {
-		report_run(L, x, status, err, errlen);
-		lua_close(L);
-		goto out;
+		report_run(x->L, x, status, err, errlen);
+		goto fail;
 	}
-	lua_close(L);
+	lua_settop(x->L, 0);
+	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
+		size_t n = x->n_classes[d] * sizeof(*x->good[d]);
+
+		if (n == 0)
+			continue;
+		x->good[d] = malloc(n);
+		if (x->good[d] == NULL) {
+			snprintf(err, errlen, "%s:0: out of memory", path);
+			goto fail;
+		}
+		memcpy(x->good[d], x->classes[d], n);
+	}
+	return x;
+fail:
+	weir_lua_close(x);
+	return NULL;
+}
+
+/* Map a builder error to the declaration it is about: the set_class that
+ * made it fail if there was one since the last compile (the last good
+ * compile had the same declarations without it). */
+static void
+report_build(const struct weir_lua *x, const struct weir_policy_err *e, char *err, size_t errlen)
+{
+	int line = 0;
+
+	switch (e->kind) {
+	case WEIR_POLICY_ERR_TREE:
+		line = x->link_line[e->dir];
+		break;
+	case WEIR_POLICY_ERR_CLASS:
+		if (e->index >= 0 && (unsigned int)e->index < x->n_classes[e->dir]) {
+			const struct class_line *cl = &x->class_line[e->dir][e->index];
+
+			line = cl->set ? cl->set : cl->decl;
+		}
+		break;
+	case WEIR_POLICY_ERR_RULE:
+		if (e->index >= 0 && (unsigned int)e->index < x->n_rules)
+			line = x->rule_line[e->index];
+		if (x->last_set_line != 0)
+			line = x->last_set_line;
+		snprintf(err, errlen, "%s:%d: rule %d: %s", x->path, line, e->index + 1, e->msg);
+		return;
+	default:
+		break;
+	}
+	if (x->last_set_line != 0 && (e->kind != WEIR_POLICY_ERR_CLASS || line == 0 ||
+				      line == x->class_line[e->dir][e->index].decl))
+		line = x->last_set_line;
+	snprintf(err, errlen, "%s:%d: %s", x->path, line, e->msg);
+}
+
+/* The classes as compiled become the ones to return to; or, after a
+ * failure, the classes return to them. */
+static void
+settle(struct weir_lua *x, bool good)
+{
+	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
+		size_t n = x->n_classes[d] * sizeof(*x->good[d]);
+
+		if (n == 0)
+			continue;
+		if (good)
+			memcpy(x->good[d], x->classes[d], n);
+		else
+			memcpy(x->classes[d], x->good[d], n);
+		for (unsigned int i = 0; i < x->n_classes[d]; i++)
+			x->class_line[d][i].set = 0;
+	}
+	x->last_set_line = 0;
+	x->dirty = false;
+}
+
+static struct weir_policy *
+compile(struct weir_lua *x, uint32_t epoch, char *err, size_t errlen)
+{
+	struct weir_policy_conf pc = { 0 };
+	struct weir_policy_err e;
+	struct weir_policy *p;
 
 	if (x->link_line[0] == 0 && x->link_line[1] == 0) {
 		snprintf(err, errlen, "%s:%d: the policy declares no weir.link{ dir = \"outbound\" "
-			 "or \"inbound\", rate = ... }: nothing to shape", path,
+			 "or \"inbound\", rate = ... }: nothing to shape", x->path,
 			 x->n_rules ? x->rule_line[0] : 0);
-		goto out;
+		return NULL;
 	}
 	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
 		struct weir_policy_tree_conf *tc = &pc.tree[d];
@@ -717,9 +1100,9 @@ weir_policy_lua_load(const char *path, uint32_t epoch, const struct weir_policy_
 		/* The config file's check, at the link's line. */
 		if (tc->n_classes > 0 && tc->default_class[0] == '\0') {
 			snprintf(err, errlen, "%s:%d: the %s link has classes, so it needs default = "
-				 "\"<class>\" for traffic no rule matches", path, x->link_line[d],
-				 dir_name[d]);
-			goto out;
+				 "\"<class>\" for traffic no rule matches", x->path,
+				 x->link_line[d], dir_name[d]);
+			return NULL;
 		}
 	}
 	pc.rules = x->rules;
@@ -727,8 +1110,370 @@ weir_policy_lua_load(const char *path, uint32_t epoch, const struct weir_policy_
 	p = weir_policy_build(&pc, epoch, &e);
 	if (p == NULL)
 		report_build(x, &e, err, errlen);
-out:
-	ctx_free(x);
-	free(x);
 	return p;
+}
+
+struct weir_policy *
+weir_lua_compile(struct weir_lua *x, uint32_t epoch, char *err, size_t errlen)
+{
+	char msg[MSG_LEN];
+	struct weir_policy *p = compile(x, epoch, msg, sizeof(msg));
+
+	x->cnt.compiles++;
+	if (p == NULL) {
+		x->cnt.compile_errors++;
+		snprintf(x->cnt.last_error, sizeof(x->cnt.last_error), "%s", msg);
+		snprintf(err, errlen, "%s", msg);
+	}
+	settle(x, p != NULL);
+	return p;
+}
+
+struct weir_policy *
+weir_policy_lua_load(const char *path, uint32_t epoch, const struct weir_policy_lua_limits *lim,
+		     char *err, size_t errlen)
+{
+	struct weir_lua *x = weir_lua_open(path, lim, err, errlen);
+	struct weir_policy *p;
+
+	if (x == NULL)
+		return NULL;
+	p = weir_lua_compile(x, epoch, err, errlen);
+	weir_lua_close(x);
+	return p;
+}
+
+/* ---- calling hooks ---- */
+
+struct call {
+	struct weir_lua *x;
+	enum weir_lua_hook kind;
+	int ref;
+	int line;                       /* where the hook was registered */
+	double now;                     /* WEIR_LUA_TIMER */
+	const struct weir_lua_flow *flow;
+	bool flow_end;
+	const struct weir_lua_stats *stats;
+};
+
+static void
+set_int(lua_State *L, const char *k, lua_Integer v)
+{
+	lua_pushinteger(L, v);
+	lua_setfield(L, -2, k);
+}
+
+static void
+set_str(lua_State *L, const char *k, const char *v)
+{
+	lua_pushstring(L, v);
+	lua_setfield(L, -2, k);
+}
+
+static void
+push_addr(lua_State *L, uint8_t family, const uint8_t *a)
+{
+	char buf[INET6_ADDRSTRLEN];
+
+	if (inet_ntop(family == AF_INET6 ? AF_INET6 : AF_INET, a, buf, sizeof(buf)) == NULL)
+		buf[0] = '\0';
+	lua_pushstring(L, buf);
+}
+
+static void
+push_flow(lua_State *L, const struct weir_lua_flow *f, bool end)
+{
+	lua_createtable(L, 0, end ? 17 : 12);
+	set_str(L, "dir", dir_name[f->dir ? 1 : 0]);
+	switch (f->proto) {
+	case IPPROTO_TCP:
+		set_str(L, "proto", "tcp");
+		break;
+	case IPPROTO_UDP:
+		set_str(L, "proto", "udp");
+		break;
+	case IPPROTO_ICMP:
+		set_str(L, "proto", "icmp");
+		break;
+	case IPPROTO_ICMPV6:
+		set_str(L, "proto", "icmpv6");
+		break;
+	default:
+		set_int(L, "proto", f->proto);
+		break;
+	}
+	set_int(L, "family", f->family == AF_INET6 ? 6 : 4);
+	push_addr(L, f->family, f->lan);
+	lua_setfield(L, -2, "lan");
+	push_addr(L, f->family, f->wan);
+	lua_setfield(L, -2, "wan");
+	set_int(L, "lan_port", f->lan_port);
+	set_int(L, "wan_port", f->wan_port);
+	set_int(L, "vlan", f->vlan);
+	set_int(L, "dscp", f->dscp);
+	lua_createtable(L, 0, WEIR_POLICY_DIRS);
+	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
+		char name[WEIR_POLICY_NAME_LEN];
+
+		/* not trusting the C side to have terminated it */
+		snprintf(name, sizeof(name), "%.*s", (int)sizeof(f->cls[d]), f->cls[d]);
+		if (name[0] != '\0')
+			set_str(L, dir_name[d], name);
+	}
+	lua_setfield(L, -2, "class");
+	if (!end)
+		return;
+	set_int(L, "bytes_out", (lua_Integer)f->bytes[0]);
+	set_int(L, "bytes_in", (lua_Integer)f->bytes[1]);
+	set_int(L, "packets_out", (lua_Integer)f->packets[0]);
+	set_int(L, "packets_in", (lua_Integer)f->packets[1]);
+	lua_pushnumber(L, f->duration);
+	lua_setfield(L, -2, "duration");
+}
+
+static void
+push_stats(lua_State *L, const struct weir_lua_stats *s)
+{
+	lua_createtable(L, 0, 3);
+	lua_pushnumber(L, s->now);
+	lua_setfield(L, -2, "now");
+	lua_createtable(L, 0, WEIR_POLICY_DIRS);
+	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
+		lua_createtable(L, 0, (int)s->n_classes[d]);
+		for (unsigned int i = 0; i < s->n_classes[d]; i++) {
+			const struct weir_lua_class_stats *c = &s->classes[d][i];
+
+			lua_createtable(L, 0, 4);
+			set_int(L, "bytes", (lua_Integer)c->bytes);
+			set_int(L, "pkts", (lua_Integer)c->pkts);
+			set_int(L, "drops", (lua_Integer)c->drops);
+			set_int(L, "rate_bps", (lua_Integer)c->rate_bps);
+			lua_pushlstring(L, c->name, strnlen(c->name, sizeof(c->name)));
+			lua_insert(L, -2);
+			lua_rawset(L, -3);
+		}
+		lua_setfield(L, -2, dir_name[d]);
+	}
+	lua_setfield(L, -2, "classes");
+	lua_createtable(L, 0, (int)s->n_hosts);
+	for (unsigned int i = 0; i < s->n_hosts; i++) {
+		const struct weir_lua_host_stats *h = &s->hosts[i];
+
+		push_addr(L, h->family, h->addr);
+		lua_createtable(L, 0, 2);
+		set_int(L, "bytes_out", (lua_Integer)h->bytes_out);
+		set_int(L, "bytes_in", (lua_Integer)h->bytes_in);
+		lua_rawset(L, -3);
+	}
+	lua_setfield(L, -2, "hosts");
+}
+
+/* A name a rule could send a flow to: a leaf of direction d's tree. */
+static bool
+is_leaf(const struct weir_lua *x, int d, const char *name)
+{
+	bool found = false;
+
+	if (x->link_line[d] == 0)
+		return false;
+	if (x->n_classes[d] == 0)
+		return strcmp(name, "default") == 0;
+	for (unsigned int i = 0; i < x->n_classes[d]; i++) {
+		if (strcmp(x->classes[d][i].parent, name) == 0)
+			return false;
+		found |= strcmp(x->classes[d][i].name, name) == 0;
+	}
+	return found;
+}
+
+/* Protected: build the hook's argument and run it with a fresh budget. */
+static int
+call_protected(lua_State *L)
+{
+	struct call *c = lua_touserdata(L, 1);
+	struct weir_lua *x = c->x;
+
+	lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
+	switch (c->kind) {
+	case WEIR_LUA_TIMER:
+		lua_pushnumber(L, c->now);
+		break;
+	case WEIR_LUA_FLOW:
+	case WEIR_LUA_FLOW_END:
+		push_flow(L, c->flow, c->flow_end);
+		break;
+	default:
+		push_stats(L, c->stats);
+		break;
+	}
+	x->insns = 0;
+	x->line = c->line;
+	lua_sethook(L, sandbox_hook, LUA_MASKCOUNT | LUA_MASKLINE, x->hook_step);
+	lua_call(L, 1, 1);
+	lua_sethook(L, NULL, 0, 0);
+	if (c->kind == WEIR_LUA_FLOW) {
+		const char *name;
+
+		if (lua_isnil(L, -1) || (lua_isboolean(L, -1) && !lua_toboolean(L, -1)))
+			return 0;
+		if (lua_type(L, -1) != LUA_TSTRING)
+			return luaL_error(L, "on_flow must return a class name or nil, not a %s",
+					  luaL_typename(L, -1));
+		name = lua_tostring(L, -1);
+		if (!is_leaf(x, 0, name) && !is_leaf(x, 1, name))
+			return luaL_error(L, "on_flow returned '%s', which is not a leaf class of "
+					  "either direction", name);
+	}
+	return 1;
+}
+
+/* Run one hook. 0 with its result on the stack (the caller clears it), or
+ * -1 with the error reported, counted, and its set_class calls undone. */
+static int
+call_hook(struct weir_lua *x, struct call *c, char *err, size_t errlen)
+{
+	lua_State *L = x->L;
+	bool dirty = x->dirty;
+	int set_line = x->last_set_line, status;
+
+	c->x = x;
+	x->cnt.hook[c->kind].calls++;
+	x->failed = false;
+	x->n_undo = 0;
+	x->in_hook = true;
+	lua_settop(L, 0);
+	lua_pushcfunction(L, call_protected);
+	lua_pushlightuserdata(L, c);
+	status = lua_pcall(L, 1, 1, 0);
+	/* after a runaway hook it still fires at every instruction */
+	lua_sethook(L, NULL, 0, 0);
+	x->in_hook = false;
+	if (status == LUA_OK && !x->failed)
+		return 0;
+	report_run(L, x, status, x->cnt.last_error, sizeof(x->cnt.last_error));
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, "%s", x->cnt.last_error);
+	x->cnt.hook[c->kind].errors++;
+	while (x->n_undo > 0) {
+		const struct undo *u = &x->undo[--x->n_undo];
+
+		x->classes[u->dir][u->index] = u->conf;
+		x->class_line[u->dir][u->index].set = u->set;
+	}
+	x->dirty = dirty;
+	x->last_set_line = set_line;
+	x->failed = false;
+	lua_settop(L, 0);
+	return -1;
+}
+
+double
+weir_lua_next_timer(const struct weir_lua *x)
+{
+	double t = INFINITY;
+
+	for (unsigned int i = 0; i < x->n_timers; i++)
+		if (x->timers[i].due < t)
+			t = x->timers[i].due;
+	return t;
+}
+
+int
+weir_lua_run_timers(struct weir_lua *x, double now, char *err, size_t errlen)
+{
+	int ran = 0;
+	bool failed = false;
+
+	x->now = now;
+	for (unsigned int i = 0; i < x->n_timers; i++) {
+		struct timer *t = &x->timers[i];
+		struct call c = { .kind = WEIR_LUA_TIMER, .ref = t->ref, .line = t->line,
+				  .now = now };
+
+		if (!(t->due <= now))
+			continue;
+		/* Once per call however late: a management lcore that was busy
+		 * for minutes must not run a minute timer a hundred times. */
+		if (t->minute >= 0) {
+			t->due = next_daily(now, t->minute);
+		} else {
+			t->due += t->period;
+			if (t->due <= now)
+				t->due = now + t->period;
+		}
+		if (call_hook(x, &c, failed ? NULL : err, errlen) < 0)
+			failed = true;
+		lua_settop(x->L, 0);
+		ran++;
+	}
+	return failed ? -1 : ran;
+}
+
+int
+weir_lua_on_flow(struct weir_lua *x, const struct weir_lua_flow *f, char *cls, size_t clslen,
+		 char *err, size_t errlen)
+{
+	struct call c = { .kind = WEIR_LUA_FLOW, .ref = x->hook_ref[WEIR_LUA_FLOW],
+			  .line = x->hook_line[WEIR_LUA_FLOW], .flow = f };
+	int r = 0;
+
+	if (c.ref == LUA_NOREF)
+		return 0;
+	if (call_hook(x, &c, err, errlen) < 0)
+		return -1;
+	if (lua_type(x->L, -1) == LUA_TSTRING) {
+		snprintf(cls, clslen, "%s", lua_tostring(x->L, -1));
+		r = 1;
+	}
+	lua_settop(x->L, 0);
+	return r;
+}
+
+int
+weir_lua_on_flow_end(struct weir_lua *x, const struct weir_lua_flow *f, char *err, size_t errlen)
+{
+	struct call c = { .kind = WEIR_LUA_FLOW_END, .ref = x->hook_ref[WEIR_LUA_FLOW_END],
+			  .line = x->hook_line[WEIR_LUA_FLOW_END], .flow = f, .flow_end = true };
+	int r;
+
+	if (c.ref == LUA_NOREF)
+		return 0;
+	r = call_hook(x, &c, err, errlen);
+	lua_settop(x->L, 0);
+	return r;
+}
+
+int
+weir_lua_on_stats(struct weir_lua *x, const struct weir_lua_stats *s, char *err, size_t errlen)
+{
+	struct call c = { .kind = WEIR_LUA_STATS, .ref = x->hook_ref[WEIR_LUA_STATS],
+			  .line = x->hook_line[WEIR_LUA_STATS], .stats = s };
+	int r;
+
+	x->now = s->now;
+	if (c.ref == LUA_NOREF)
+		return 0;
+	r = call_hook(x, &c, err, errlen);
+	lua_settop(x->L, 0);
+	return r;
+}
+
+bool
+weir_lua_dirty(const struct weir_lua *x)
+{
+	return x->dirty;
+}
+
+bool
+weir_lua_has(const struct weir_lua *x, enum weir_lua_hook h)
+{
+	if (h == WEIR_LUA_TIMER)
+		return x->n_timers > 0;
+	return h < WEIR_LUA__HOOKS && x->hook_ref[h] != LUA_NOREF;
+}
+
+const struct weir_lua_counters *
+weir_lua_counters(const struct weir_lua *x)
+{
+	return &x->cnt;
 }
