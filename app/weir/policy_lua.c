@@ -267,9 +267,12 @@ decl_fail(lua_State *L, int line, const char *fmt, ...)
 static void
 top_level_only(lua_State *L, int line, const char *fn)
 {
+	bool decl = strcmp(fn, "weir.link") == 0 || strcmp(fn, "weir.class") == 0 ||
+		    strcmp(fn, "weir.rule") == 0;
+
 	if (ctx_of(L)->in_hook)
-		decl_fail(L, line, "%s is only valid at the top level of the script, not in a hook "
-			  "(hooks change classes with weir.set_class)", fn);
+		decl_fail(L, line, "%s is only valid at the top level of the script, not in a "
+			  "hook%s", fn, decl ? " (hooks change classes with weir.set_class)" : "");
 }
 
 /* One table argument whose keys are all in `keys`. */
