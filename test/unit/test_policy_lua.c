@@ -5,10 +5,15 @@
  * about, and the sandbox holds (no io/os/load, instruction budget, memory
  * limit). No EAL: the policy builder allocates from libc.
  */
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "policy.h"
@@ -334,6 +339,544 @@ test_shipped_policy(void)
 	weir_policy_free(p);
 }
 
+/* ---- the live engine: hooks ---- */
+
+/* 2024-01-01 21:00:00 UTC, a Monday; the tests run with TZ=UTC. */
+#define T0 1704142800.0
+#define HOUR 3600.0
+
+static struct weir_lua *
+open_ok(const char *what, const char *path, double start, const struct weir_policy_lua_limits *lim)
+{
+	struct weir_policy_lua_limits l = lim != NULL ? *lim : (struct weir_policy_lua_limits){ 0 };
+	char err[512] = "";
+	struct weir_lua *e;
+
+	l.start_time = start;
+	e = weir_lua_open(path, &l, err, sizeof(err));
+	CHECK(e != NULL, "%s: opens: %s", what, err);
+	return e;
+}
+
+/* Compile and return class `name`'s conf in dir (zeroed if it fails). */
+static struct weir_cbq_class_conf
+compiled(struct weir_lua *e, int dir, const char *name)
+{
+	struct weir_cbq_class_conf c = { 0 };
+	char err[512] = "";
+	struct weir_policy *p = weir_lua_compile(e, 3, err, sizeof(err));
+	int i;
+
+	CHECK(p != NULL, "compiles: %s", err);
+	if (p == NULL)
+		return c;
+	i = weir_policy_class_find(p, dir, name);
+	CHECK(i > 0, "class %s compiled", name);
+	if (i > 0)
+		c = p->tree[dir].classes[i].cbq;
+	weir_policy_free(p);
+	return c;
+}
+
+static struct weir_lua_flow
+flow4(const char *lan, const char *wan, uint8_t proto, uint16_t wan_port)
+{
+	struct weir_lua_flow f = { .family = AF_INET, .proto = proto, .lan_port = 40000,
+				   .wan_port = wan_port };
+
+	inet_pton(AF_INET, lan, f.lan);
+	inet_pton(AF_INET, wan, f.wan);
+	return f;
+}
+
+/* err starts with path:line: and contains needle */
+static void
+expect_at(const char *what, const char *err, const char *path, int line, const char *needle)
+{
+	char prefix[160];
+
+	snprintf(prefix, sizeof(prefix), "%s:%d: ", path, line);
+	if (getenv("WEIR_TEST_VERBOSE") != NULL)
+		printf("%-24s %s\n", what, err);
+	CHECK(strncmp(err, prefix, strlen(prefix)) == 0, "%s: at line %d: got '%s'", what, line,
+	      err);
+	CHECK(strstr(err, needle) != NULL, "%s: message has '%s': got '%s'", what, needle, err);
+}
+
+static void
+test_every(void)
+{
+	static const char text[] =
+		"weir.link{ dir = 'outbound', rate = '30mbit', default = 'bulk' }\n"
+		"weir.class{ dir = 'outbound', name = 'bulk', rate = '10mbit' }\n"
+		"local n = 0\n"
+		"assert(weir.time() == 1000)\n"
+		"weir.every(60, function(now)\n"
+		"  n = n + 1\n"
+		"  assert(now == weir.time())\n"
+		"  weir.set_class{ dir = 'outbound', name = 'bulk', rate = (10 + n) * 1000000 }\n"
+		"end)\n"
+		"weir.every(0.5, function() end)\n";
+	char err[512] = "";
+	struct weir_lua *e = open_ok("every", script(text), 1000, NULL);
+
+	if (e == NULL)
+		return;
+	CHECK(weir_lua_has(e, WEIR_LUA_TIMER) && !weir_lua_has(e, WEIR_LUA_FLOW) &&
+	      !weir_lua_has(e, WEIR_LUA_FLOW_END) && !weir_lua_has(e, WEIR_LUA_STATS), "has");
+	CHECK(compiled(e, 0, "bulk").rate == 10000000, "10mbit at load");
+	CHECK(weir_lua_next_timer(e) == 1000.5, "first due: %f", weir_lua_next_timer(e));
+	CHECK(weir_lua_run_timers(e, 1000.4, err, sizeof(err)) == 0, "none due yet");
+	CHECK(weir_lua_run_timers(e, 1000.5, err, sizeof(err)) == 1, "the short one");
+	/* late: runs once, not 117 times */
+	CHECK(weir_lua_run_timers(e, 1059.9, err, sizeof(err)) == 1, "once however late");
+	CHECK(weir_lua_next_timer(e) == 1060, "next: %f", weir_lua_next_timer(e));
+	CHECK(!weir_lua_dirty(e), "nothing changed yet");
+	CHECK(weir_lua_run_timers(e, 1060, err, sizeof(err)) == 1, "the minute one: %s", err);
+	CHECK(weir_lua_dirty(e), "set_class made it dirty");
+	CHECK(compiled(e, 0, "bulk").rate == 11000000, "11mbit after the first minute");
+	CHECK(!weir_lua_dirty(e), "clean after the compile");
+	CHECK(weir_lua_run_timers(e, 1120, err, sizeof(err)) == 2, "both at 1120");
+	CHECK(compiled(e, 0, "bulk").rate == 12000000, "12mbit after the second");
+	CHECK(weir_lua_counters(e)->hook[WEIR_LUA_TIMER].calls == 5 &&
+	      weir_lua_counters(e)->hook[WEIR_LUA_TIMER].errors == 0, "counted");
+	weir_lua_close(e);
+}
+
+static void
+test_at(void)
+{
+	static const char text[] =
+		"weir.link{ dir = 'outbound', rate = '30mbit', default = 'bulk' }\n"
+		"weir.class{ dir = 'outbound', name = 'bulk', rate = '10mbit' }\n"
+		"local d = weir.date()\n"
+		"assert(d.year == 2024 and d.month == 1 and d.day == 1 and d.hour == 21 and\n"
+		"       d.min == 0 and d.sec == 0 and d.wday == 2 and d.yday == 1, 'date')\n"
+		"assert(weir.date(0).year == 1970)\n"
+		"weir.at('22:00', function(now)\n"
+		"  weir.set_class{ dir = 'outbound', name = 'bulk', rate = '20mbit' }\n"
+		"end)\n";
+	char err[512] = "";
+	struct weir_lua *e = open_ok("at", script(text), T0, NULL);
+
+	if (e == NULL)
+		return;
+	CHECK(weir_lua_next_timer(e) == T0 + HOUR, "22:00 today");
+	CHECK(weir_lua_run_timers(e, T0 + HOUR - 60, err, sizeof(err)) == 0, "not at 21:59");
+	CHECK(compiled(e, 0, "bulk").rate == 10000000, "10mbit at 21:59");
+	CHECK(weir_lua_run_timers(e, T0 + HOUR + 60, err, sizeof(err)) == 1, "at 22:01: %s", err);
+	CHECK(compiled(e, 0, "bulk").rate == 20000000, "20mbit at 22:01");
+	CHECK(weir_lua_next_timer(e) == T0 + HOUR + 86400, "22:00 tomorrow");
+	weir_lua_close(e);
+}
+
+static void
+test_schedule_example(void)
+{
+	const char *path = WEIR_SRC_DIR "/lua/examples/schedule.lua";
+	char err[512] = "";
+	struct weir_lua *e = open_ok("schedule.lua", path, T0, NULL);
+
+	if (e == NULL)
+		return;
+	CHECK(compiled(e, 0, "backup").rate == 10000000, "day rate at 21:00");
+	CHECK(weir_lua_run_timers(e, T0 + HOUR - 60, err, sizeof(err)) == 0, "21:59: nothing");
+	CHECK(weir_lua_run_timers(e, T0 + HOUR + 60, err, sizeof(err)) == 1, "22:01: %s", err);
+	CHECK(compiled(e, 0, "backup").rate == 60000000, "night rate at 22:01");
+	CHECK(compiled(e, 0, "office").rate == 40000000, "office gives way");
+	CHECK(weir_lua_run_timers(e, T0 + 9 * HOUR + 60, err, sizeof(err)) == 1, "06:01");
+	CHECK(compiled(e, 0, "backup").rate == 10000000, "day rate again");
+	weir_lua_close(e);
+	/* loaded in the night: night rates from the start */
+	e = open_ok("schedule.lua at 23:30", path, T0 + 2.5 * HOUR, NULL);
+	if (e == NULL)
+		return;
+	CHECK(compiled(e, 0, "backup").rate == 60000000, "night rate when loaded at 23:30");
+	weir_lua_close(e);
+}
+
+static void
+test_on_flow(void)
+{
+	static const char text[] =
+		"weir.link{ dir = 'outbound', rate = '30mbit', default = 'bulk' }\n"
+		"weir.class{ dir = 'outbound', name = 'bulk', rate = '10mbit' }\n"
+		"weir.class{ dir = 'outbound', name = 'staff', rate = '10mbit' }\n"
+		"weir.class{ dir = 'outbound', name = 'penalty', parent = 'staff', rate = 1e6 }\n"
+		"weir.link{ dir = 'inbound', rate = '30mbit' }\n"
+		"local total = 0\n"
+		"weir.on_flow(function(f)\n"
+		"  if f.wan_port == 443 then\n"
+		"    assert(f.dir == 'inbound' and f.proto == 'tcp' and f.family == 6, 'dir')\n"
+		"    assert(f.lan == '2001:db8::5' and f.wan == '2001:db8:1::1', f.lan)\n"
+		"    assert(f.lan_port == 40000 and f.vlan == 30 and f.dscp == 46, 'ports')\n"
+		"    assert(f.class.outbound == 'bulk' and f.class.inbound == nil, 'class')\n"
+		"    return 'bulk'\n"
+		"  end\n"
+		"  assert(f.dir == 'outbound' and f.family == 4 and f.lan == '10.0.0.5')\n"
+		"  if f.proto == 'udp' and f.wan_port == 5000 then return 'penalty' end\n"
+		"  if f.wan_port == 6000 then return 'default' end\n"
+		"  if f.wan_port == 7000 then return 'nosuch' end\n"
+		"  if f.wan_port == 7001 then return 42 end\n"
+		"  if f.wan_port == 7002 then return 'staff' end\n"
+		"  if f.wan_port == 9999 and total == 3000 then return 'penalty' end\n"
+		"  return nil\n"
+		"end)\n"
+		"weir.on_flow_end(function(f)\n"
+		"  assert(f.duration == 2.5 and f.packets_out == 3 and f.packets_in == 4)\n"
+		"  total = total + f.bytes_out + f.bytes_in\n"
+		"end)\n"
+		"weir.on_stats(function(s)\n"
+		"  assert(s.now == 5000 and weir.time() == 5000)\n"
+		"  local b = s.classes.outbound.bulk\n"
+		"  assert(b.bytes == 100 and b.pkts == 2 and b.drops == 1 and b.rate_bps == 8e6)\n"
+		"  assert(s.classes.inbound.default.bytes == 50 and next(s.hosts) ~= nil)\n"
+		"  local h = s.hosts['10.0.0.5']\n"
+		"  assert(h.bytes_out == 6 and h.bytes_in == 7)\n"
+		"end)\n";
+	const char *path = script(text);
+	struct weir_lua *e = open_ok("on_flow", path, 1000, NULL);
+	struct weir_lua_flow f = flow4("10.0.0.5", "192.0.2.1", IPPROTO_UDP, 5000), g;
+	const struct weir_lua_class_stats out[] = { { .name = "bulk", .bytes = 100, .pkts = 2,
+						      .drops = 1, .rate_bps = 8000000 } };
+	const struct weir_lua_class_stats in[] = { { .name = "default", .bytes = 50 } };
+	struct weir_lua_host_stats host = { .family = AF_INET, .bytes_out = 6, .bytes_in = 7 };
+	struct weir_lua_stats s = { .now = 5000, .classes = { out, in }, .n_classes = { 1, 1 },
+				    .hosts = &host, .n_hosts = 1 };
+	char cls[WEIR_POLICY_NAME_LEN], err[512] = "";
+
+	if (e == NULL)
+		return;
+	CHECK(weir_lua_has(e, WEIR_LUA_FLOW) && weir_lua_has(e, WEIR_LUA_FLOW_END) &&
+	      weir_lua_has(e, WEIR_LUA_STATS) && !weir_lua_has(e, WEIR_LUA_TIMER), "has");
+	CHECK(weir_lua_next_timer(e) == INFINITY, "no timers");
+	CHECK(weir_lua_on_flow(e, &f, cls, sizeof(cls), err, sizeof(err)) == 1 &&
+	      strcmp(cls, "penalty") == 0, "udp 5000 -> penalty: %s", err);
+	f.proto = IPPROTO_TCP;
+	CHECK(weir_lua_on_flow(e, &f, cls, sizeof(cls), err, sizeof(err)) == 0, "tcp 5000 kept: %s",
+	      err);
+	f.wan_port = 6000;
+	CHECK(weir_lua_on_flow(e, &f, cls, sizeof(cls), err, sizeof(err)) == 1 &&
+	      strcmp(cls, "default") == 0, "inbound's one leaf is a class too: %s", err);
+	f.wan_port = 7000;
+	CHECK(weir_lua_on_flow(e, &f, cls, sizeof(cls), err, sizeof(err)) == -1, "unknown class");
+	expect_at("unknown class", err, path, 18, "on_flow returned 'nosuch', which is not a leaf");
+	f.wan_port = 7001;
+	CHECK(weir_lua_on_flow(e, &f, cls, sizeof(cls), err, sizeof(err)) == -1, "a number");
+	expect_at("a number", err, path, 19, "must return a class name or nil, not a number");
+	f.wan_port = 7002;
+	CHECK(weir_lua_on_flow(e, &f, cls, sizeof(cls), err, sizeof(err)) == -1, "inner class");
+	expect_at("inner class", err, path, 20, "'staff', which is not a leaf");
+
+	g = (struct weir_lua_flow){ .dir = 1, .proto = IPPROTO_TCP, .family = AF_INET6,
+				    .lan_port = 40000, .wan_port = 443, .vlan = 30, .dscp = 46,
+				    .cls = { "bulk", "" } };
+	inet_pton(AF_INET6, "2001:db8::5", g.lan);
+	inet_pton(AF_INET6, "2001:db8:1::1", g.wan);
+	CHECK(weir_lua_on_flow(e, &g, cls, sizeof(cls), err, sizeof(err)) == 1 &&
+	      strcmp(cls, "bulk") == 0, "the flow's fields as the hook sees them: %s", err);
+
+	f.wan_port = 9999;
+	CHECK(weir_lua_on_flow(e, &f, cls, sizeof(cls), err, sizeof(err)) == 0, "before: %s", err);
+	f.bytes[0] = 1000;
+	f.bytes[1] = 2000;
+	f.packets[0] = 3;
+	f.packets[1] = 4;
+	f.duration = 2.5;
+	CHECK(weir_lua_on_flow_end(e, &f, err, sizeof(err)) == 0, "flow end: %s", err);
+	CHECK(weir_lua_on_flow(e, &f, cls, sizeof(cls), err, sizeof(err)) == 1 &&
+	      strcmp(cls, "penalty") == 0, "after the flow end: %s", err);
+
+	inet_pton(AF_INET, "10.0.0.5", host.addr);
+	CHECK(weir_lua_on_stats(e, &s, err, sizeof(err)) == 0, "stats: %s", err);
+	CHECK(weir_lua_counters(e)->hook[WEIR_LUA_FLOW].calls == 9 &&
+	      weir_lua_counters(e)->hook[WEIR_LUA_FLOW].errors == 3 &&
+	      weir_lua_counters(e)->hook[WEIR_LUA_FLOW_END].calls == 1 &&
+	      weir_lua_counters(e)->hook[WEIR_LUA_STATS].calls == 1, "counted");
+	weir_lua_close(e);
+}
+
+static void
+test_quota_example(void)
+{
+	const char *path = WEIR_SRC_DIR "/lua/examples/quota.lua";
+	struct weir_lua *e = open_ok("quota.lua", path, T0, NULL);
+	struct weir_lua_flow a = flow4("10.0.0.5", "192.0.2.1", IPPROTO_TCP, 443);
+	struct weir_lua_flow b = flow4("10.0.0.6", "192.0.2.1", IPPROTO_TCP, 443);
+	struct weir_lua_host_stats hb = { .family = AF_INET, .bytes_out = 1000000000ull,
+					  .bytes_in = 9500000000ull };
+	struct weir_lua_stats s = { .now = T0 + 60, .hosts = &hb, .n_hosts = 1 };
+	char cls[WEIR_POLICY_NAME_LEN], err[512] = "";
+
+	if (e == NULL)
+		return;
+	CHECK(weir_lua_on_flow(e, &a, cls, sizeof(cls), err, sizeof(err)) == 0, "a fresh host");
+	a.bytes[0] = 6000000000ull;
+	a.bytes[1] = 3000000000ull;
+	CHECK(weir_lua_on_flow_end(e, &a, err, sizeof(err)) == 0, "9 GB: %s", err);
+	CHECK(weir_lua_on_flow(e, &a, cls, sizeof(cls), err, sizeof(err)) == 0, "under the quota");
+	a.bytes[0] = 1500000000ull;
+	a.bytes[1] = 0;
+	CHECK(weir_lua_on_flow_end(e, &a, err, sizeof(err)) == 0, "10.5 GB: %s", err);
+	CHECK(weir_lua_on_flow(e, &a, cls, sizeof(cls), err, sizeof(err)) == 1 &&
+	      strcmp(cls, "slow") == 0, "over the quota: slow");
+	CHECK(weir_lua_on_flow(e, &b, cls, sizeof(cls), err, sizeof(err)) == 0, "not b");
+	/* b's open flows alone pass the limit */
+	inet_pton(AF_INET, "10.0.0.6", hb.addr);
+	CHECK(weir_lua_on_stats(e, &s, err, sizeof(err)) == 0, "stats: %s", err);
+	CHECK(weir_lua_on_flow(e, &b, cls, sizeof(cls), err, sizeof(err)) == 1 &&
+	      strcmp(cls, "slow") == 0, "open flows count");
+	/* its flows end without moving more: counted once, not twice */
+	b.bytes[0] = 1000000000ull;
+	b.bytes[1] = 9500000000ull;
+	CHECK(weir_lua_on_flow_end(e, &b, err, sizeof(err)) == 0, "b's flow ends");
+	CHECK(weir_lua_on_flow(e, &b, cls, sizeof(cls), err, sizeof(err)) == 1, "still over");
+	b.bytes[1] = 0;
+	hb.bytes_in = 0;
+	hb.bytes_out = 0;
+	/* midnight: everyone starts over */
+	CHECK(weir_lua_next_timer(e) == T0 + 3 * HOUR, "reset due at midnight");
+	CHECK(weir_lua_run_timers(e, T0 + 3 * HOUR, err, sizeof(err)) == 1, "reset: %s", err);
+	CHECK(weir_lua_on_flow(e, &a, cls, sizeof(cls), err, sizeof(err)) == 0, "a starts over");
+	CHECK(weir_lua_on_flow(e, &b, cls, sizeof(cls), err, sizeof(err)) == 0, "b starts over");
+	CHECK(!weir_lua_dirty(e), "the trees never changed");
+	weir_lua_close(e);
+}
+
+static void
+test_hook_errors(void)
+{
+	static const char text[] =
+		"weir.link{ dir = 'outbound', rate = '30mbit', default = 'bulk' }\n"
+		"weir.class{ dir = 'outbound', name = 'bulk', rate = '10mbit' }\n"
+		"weir.class{ dir = 'outbound', name = 'web', rate = '10mbit' }\n"
+		"weir.on_flow(function(f)\n"
+		"  if f.wan_port == 1 then\n"
+		"    local t = nil; return t.x\n"
+		"  elseif f.wan_port == 2 then\n"
+		"    while true do end\n"
+		"  elseif f.wan_port == 3 then\n"
+		"    weir.class{ dir = 'outbound', name = 'x', rate = 1e6 }\n"
+		"  elseif f.wan_port == 4 then\n"
+		"    weir.set_class{ dir = 'outbound', name = 'web', rate = '5mbit' }\n"
+		"    error('changed my mind')\n"
+		"  elseif f.wan_port == 5 then\n"
+		"    local s = string.rep('x', 1 << 24)\n"
+		"  elseif f.wan_port == 6 then\n"
+		"    weir.set_class{ dir = 'outbound', name = 'nosuch', rate = '5mbit' }\n"
+		"  elseif f.wan_port == 7 then\n"
+		"    pcall(function() while true do end end); return 'web'\n"
+		"  elseif f.wan_port == 8 then\n"
+		"    weir.on_stats(function() end)\n"
+		"  elseif f.wan_port == 9 then\n"
+		"    pcall(weir.rule, { class = 'web' }); return 'web'\n"
+		"  end\n"
+		"  return 'web'\n"
+		"end)\n"
+		"weir.every(1, function() error({}) end)\n"
+		"weir.every(2, function()\n"
+		"  weir.set_class{ dir = 'outbound', name = 'bulk', rate = 2e6 } end)\n";
+	static const struct {
+		uint16_t port;
+		int line;
+		const char *msg;
+	} bad[] = {
+		{ 1, 6, "attempt to index a nil value" },
+		{ 2, 8, "instruction budget exhausted" },
+		{ 3, 10, "weir.class is only valid at the top level" },
+		{ 4, 13, "changed my mind" },
+		{ 5, 15, "not enough memory" },
+		{ 6, 17, "the outbound tree has no class 'nosuch'" },
+		{ 7, 19, "instruction budget exhausted" },
+		{ 8, 21, "weir.on_stats is only valid at the top level" },
+		{ 9, 23, "weir.rule is only valid at the top level" },
+	};
+	const struct weir_policy_lua_limits lim = { .instructions = 100000, .mem_bytes = 4u << 20 };
+	const char *path = script(text);
+	struct weir_lua *e = open_ok("hook errors", path, 1000, &lim);
+	struct weir_lua_flow f = flow4("10.0.0.5", "192.0.2.1", IPPROTO_TCP, 0);
+	const struct weir_lua_counters *c;
+	char cls[WEIR_POLICY_NAME_LEN], err[512];
+
+	if (e == NULL)
+		return;
+	c = weir_lua_counters(e);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f.wan_port = bad[i].port;
+		err[0] = '\0';
+		CHECK(weir_lua_on_flow(e, &f, cls, sizeof(cls), err, sizeof(err)) == -1,
+		      "port %u fails", bad[i].port);
+		expect_at(bad[i].msg, err, path, bad[i].line, bad[i].msg);
+		CHECK(strcmp(c->last_error, err) == 0, "last_error: %s", c->last_error);
+		/* and the state is fine for the next call */
+		f.wan_port = 80;
+		cls[0] = '\0';
+		CHECK(weir_lua_on_flow(e, &f, cls, sizeof(cls), err, sizeof(err)) == 1 &&
+		      strcmp(cls, "web") == 0, "after port %u: %s", bad[i].port, err);
+	}
+	CHECK(c->hook[WEIR_LUA_FLOW].calls == 18 && c->hook[WEIR_LUA_FLOW].errors == 9,
+	      "counted: %llu calls %llu errors", (unsigned long long)c->hook[WEIR_LUA_FLOW].calls,
+	      (unsigned long long)c->hook[WEIR_LUA_FLOW].errors);
+	/* port 4's set_class was undone with its failed call */
+	CHECK(!weir_lua_dirty(e), "a failed hook leaves nothing to compile");
+	CHECK(compiled(e, 0, "web").rate == 10000000, "web unchanged");
+	/* one timer fails, the other still runs */
+	CHECK(weir_lua_run_timers(e, 1002, err, sizeof(err)) == -1, "a timer failed");
+	expect_at("error({})", err, path, 27, "error raised with a table value");
+	CHECK(weir_lua_dirty(e) && compiled(e, 0, "bulk").rate == 2000000, "the other one ran");
+	CHECK(c->hook[WEIR_LUA_TIMER].calls == 2 && c->hook[WEIR_LUA_TIMER].errors == 1,
+	      "timers counted");
+	weir_lua_close(e);
+}
+
+static void
+test_set_class_compile(void)
+{
+	static const char text[] =
+		"weir.link{ dir = 'outbound', rate = '30mbit', default = 'web' }\n"
+		"weir.class{ dir = 'outbound', name = 'staff', rate = '20mbit' }\n"
+		"weir.class{ dir = 'outbound', name = 'web', parent = 'staff', rate = '10mbit' }\n"
+		"weir.on_stats(function(s)\n"
+		"  if s.now == 1 then\n"
+		"    weir.set_class{ dir = 'outbound', name = 'web', rate = '25mbit' }\n"
+		"  elseif s.now == 2 then\n"
+		"    weir.set_class{ dir = 'outbound', name = 'staff', rate = '5mbit' }\n"
+		"  elseif s.now == 3 then\n"
+		"    weir.set_class{ dir = 'outbound', name = 'web', rate = '15mbit', prio = 2,\n"
+		"                    ceil = '20mbit', limit = 300, mode = 'pfq' }\n"
+		"  elseif s.now == 4 then\n"
+		"    weir.set_class{ dir = 'outbound', name = 'web', flow_min = '20mbit' }\n"
+		"  end\n"
+		"end)\n";
+	const char *path = script(text);
+	struct weir_lua *e = open_ok("set_class", path, 1000, NULL);
+	struct weir_lua_stats s = { 0 };
+	struct weir_policy *p;
+	struct weir_cbq_class_conf web;
+	char err[512] = "";
+
+	if (e == NULL)
+		return;
+	CHECK(compiled(e, 0, "web").rate == 10000000, "10mbit at load");
+	for (int now = 1; now <= 2; now++) {
+		s.now = now;
+		CHECK(weir_lua_on_stats(e, &s, err, sizeof(err)) == 0, "hook runs: %s", err);
+		CHECK(weir_lua_dirty(e), "dirty");
+		p = weir_lua_compile(e, 4, err, sizeof(err));
+		CHECK(p == NULL, "the change makes the policy invalid");
+		weir_policy_free(p);
+		/* web's own change; or staff's, which web's rate then exceeds */
+		expect_at("invalid set_class", err, path, now == 1 ? 6 : 8,
+			  "class 'web': rate exceeds its parent's ('staff') rate");
+		CHECK(!weir_lua_dirty(e), "rolled back");
+		CHECK(compiled(e, 0, "web").rate == 10000000, "the last good policy again");
+		CHECK(compiled(e, 0, "staff").rate == 20000000, "staff as it was");
+	}
+	s.now = 3;
+	CHECK(weir_lua_on_stats(e, &s, err, sizeof(err)) == 0, "hook runs: %s", err);
+	web = compiled(e, 0, "web");
+	CHECK(web.rate == 15000000 && web.prio == 2 && web.ceil == 20000000 && web.limit == 300,
+	      "every key changed");
+	s.now = 4;
+	CHECK(weir_lua_on_stats(e, &s, err, sizeof(err)) == 0, "hook runs: %s", err);
+	CHECK(weir_lua_compile(e, 5, err, sizeof(err)) == NULL, "flow_min above rate");
+	expect_at("flow_min", err, path, 13, "flow_min exceeds the class rate");
+	web = compiled(e, 0, "web");
+	CHECK(web.rate == 15000000 && web.prio == 2, "back to the last good, not to the load's");
+	CHECK(weir_lua_counters(e)->compile_errors == 3, "compile errors counted");
+	weir_lua_close(e);
+}
+
+static void
+test_registration_errors(void)
+{
+	expect_error("set_class unknown", LINK BULK
+		     "weir.set_class{ dir = 'outbound', name = 'gold', rate = 1e6 }\n", NULL, 3,
+		     "the outbound tree has no class 'gold'");
+	expect_error("set_class bad key", LINK BULK
+		     "weir.set_class{ dir = 'outbound', name = 'bulk', parent = 'x' }\n", NULL, 3,
+		     "weir.set_class: unknown key 'parent'");
+	expect_error("set_class bad rate", LINK BULK
+		     "weir.set_class{ dir = 'outbound', name = 'bulk', rate = '1 mile' }\n", NULL, 3,
+		     "'rate' must be a rate");
+	expect_error("set_class top level, bad result", LINK BULK
+		     "weir.class{ dir = 'outbound', name = 'web', rate = 1e6, ceil = '2mbit' }\n"
+		     "weir.set_class{ dir = 'outbound', name = 'web', rate = '3mbit' }\n", NULL, 4,
+		     "ceil (2000000 bit/s) is below its rate");
+	expect_error("every too often", LINK BULK "weir.every(0.01, function() end)\n", NULL, 3,
+		     "the period is 0.01 seconds; it must be between 0.1 and a year");
+	expect_error("every no function", LINK BULK "weir.every(1)\n", NULL, 3,
+		     "weir.every takes seconds and a function");
+	expect_error("at bad time", LINK BULK "weir.at('24:00', function() end)\n", NULL, 3,
+		     "'24:00' is not a time of day");
+	expect_error("at junk", LINK BULK "weir.at('1:00pm', function() end)\n", NULL, 3,
+		     "'1:00pm' is not a time of day");
+	expect_error("on_flow twice", LINK BULK "weir.on_flow(function() end)\n\n"
+		     "weir.on_flow(function() end)\n", NULL, 5,
+		     "weir.on_flow: the hook is already set at line 3");
+	expect_error("on_stats not a function", LINK BULK "weir.on_stats({})\n", NULL, 3,
+		     "weir.on_stats takes a function");
+	weir_policy_free(expect_ok("top-level set_class", LINK BULK
+		  "weir.set_class{ dir = 'outbound', name = 'bulk', rate = '12mbit' }\n"
+		  "weir.at('07:30', function() end)\n"
+		  "weir.on_flow_end(function() end)\n", NULL));
+}
+
+static void
+test_examples(void)
+{
+	static const char *const names[] = { "paper", "office", "schedule", "quota" };
+	struct weir_policy *p;
+	char path[256], err[512];
+	int i;
+
+	for (size_t n = 0; n < sizeof(names) / sizeof(names[0]); n++) {
+		snprintf(path, sizeof(path), "%s/lua/examples/%s.lua", WEIR_SRC_DIR, names[n]);
+		err[0] = '\0';
+		p = weir_policy_lua_load(path, 1, NULL, err, sizeof(err));
+		CHECK(p != NULL, "%s compiles: %s", names[n], err);
+		if (p == NULL)
+			continue;
+		if (strcmp(names[n], "paper") == 0) {
+			i = weir_policy_class_find(p, 0, "ftp");
+			CHECK(p->tree[0].classes[0].cbq.rate == 12500000, "paper: 12.5 Mbit/s");
+			CHECK(i > 0 && p->tree[0].classes[i].cbq.rate == 3500000 &&
+			      p->tree[0].classes[i].flow_min == 1000000 &&
+			      p->tree[0].classes[i].admit == WEIR_ADMIT_DROP, "paper: ftp");
+			i = weir_policy_class_find(p, 1, "voip");
+			CHECK(i > 0 && p->tree[1].classes[i].cbq.rate == 9000000, "paper: voip");
+		} else if (strcmp(names[n], "office") == 0) {
+			i = weir_policy_class_find(p, 0, "guest");
+			CHECK(i > 0 && p->tree[0].classes[i].cbq.ceil == 5000000 &&
+			      p->tree[0].classes[i].cbq.rate == 5000000, "office: guest capped");
+			i = weir_policy_class_find(p, 1, "voip");
+			CHECK(i > 0 && p->tree[1].classes[i].cbq.prio == 0, "office: voip first");
+		}
+		weir_policy_free(p);
+	}
+}
+
+static void
+test_office_example(void)
+{
+	const char *path = WEIR_SRC_DIR "/lua/examples/office.lua";
+	struct weir_lua *e = open_ok("office.lua", path, T0, NULL);
+	struct weir_lua_flow f = flow4("10.0.0.5", "192.0.2.1", IPPROTO_TCP, 443);
+	char cls[WEIR_POLICY_NAME_LEN], err[512] = "";
+	int moved = 0;
+
+	if (e == NULL)
+		return;
+	snprintf(f.cls[0], sizeof(f.cls[0]), "web");
+	for (int i = 0; i < 25; i++)
+		moved += weir_lua_on_flow(e, &f, cls, sizeof(cls), err, sizeof(err)) == 1;
+	CHECK(moved == 5 && strcmp(cls, "bulk") == 0, "flows 21-25 go bulk: %d %s", moved, err);
+	for (int i = 0; i < 10; i++)
+		weir_lua_on_flow_end(e, &f, err, sizeof(err));
+	CHECK(weir_lua_on_flow(e, &f, cls, sizeof(cls), err, sizeof(err)) == 0, "room again");
+	weir_lua_close(e);
+}
+
 int
 main(void)
 {
@@ -349,6 +892,19 @@ main(void)
 	test_lua_errors();
 	test_limits();
 	test_shipped_policy();
+	/* weir.at and weir.date in a known time zone */
+	setenv("TZ", "UTC", 1);
+	tzset();
+	test_every();
+	test_at();
+	test_schedule_example();
+	test_on_flow();
+	test_quota_example();
+	test_hook_errors();
+	test_set_class_compile();
+	test_registration_errors();
+	test_examples();
+	test_office_example();
 	for (unsigned int i = 1; i <= n_scripts; i++) {
 		char path[128];
 
