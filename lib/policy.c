@@ -342,6 +342,12 @@ weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch, struct we
 		rules[r] = rc->match;
 		rules[r].class_id = (uint16_t)t;
 	}
+	/* A target (weight 1) for every leaf, so a policy hook can move a flow to
+	 * any leaf by name, not only to those a rule names. */
+	for (d = 0; d < WEIR_POLICY_DIRS; d++)
+		for (uint16_t i = 0; i < p->tree[d].n_classes; i++)
+			if (p->tree[d].classes[i].is_leaf)
+				(void)target_get(p, p->tree[d].classes[i].name, 1);
 	p->classifier = weir_classifier_build(rules, conf->n_rules, WEIR_TARGET_DEFAULT,
 					      cerr, sizeof(cerr));
 	free(rules);
@@ -387,4 +393,13 @@ weir_policy_cbq_classes(const struct weir_policy *p, int dir, uint64_t num, uint
 			out[i].ceil = out[i].rate;
 	}
 	return t->n_classes;
+}
+
+int
+weir_policy_target_find(const struct weir_policy *p, const char *name)
+{
+	for (int i = 1; i < p->n_targets; i++)
+		if (p->targets[i].weight == 1 && strcmp(p->targets[i].name, name) == 0)
+			return i;
+	return strcmp(name, "default") == 0 ? WEIR_TARGET_DEFAULT : -1;
 }

@@ -155,6 +155,10 @@ void weir_policy_free(struct weir_policy *p);
 uint16_t weir_policy_cbq_classes(const struct weir_policy *p, int dir, uint64_t num, uint64_t den,
 				 struct weir_cbq_class_conf *out);
 
+/* The target that puts a flow in leaf `name` (weight 1; each direction
+ * resolves it as a rule's class would), or -1. Every leaf has one. */
+int weir_policy_target_find(const struct weir_policy *p, const char *name);
+
 /* Class index by name in direction dir's tree, or -1. */
 int weir_policy_class_find(const struct weir_policy *p, int dir, const char *name);
 

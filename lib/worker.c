@@ -582,6 +582,92 @@ admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 	return true;
 }
 
+/* ---- flow events for the policy hooks (once per flow, never per packet) ---- */
+
+/* May one more event go now? A token bucket of one second's worth. */
+static bool
+event_budget(struct weir_worker *w, uint64_t now)
+{
+	const uint64_t cap = (uint64_t)w->conf.events_per_s << 20;
+
+	if (w->conf.events_per_s == 0)
+		return true;
+	if (now - w->ev_tsc >= w->tsc_hz)
+		w->ev_tokens = cap;
+	else
+		w->ev_tokens = RTE_MIN(cap, w->ev_tokens + (uint64_t)((unsigned __int128)(now - w->ev_tsc) *
+								       cap / w->tsc_hz));
+	w->ev_tsc = now;
+	if (w->ev_tokens < (1u << 20))
+		return false;
+	w->ev_tokens -= 1u << 20;
+	return true;
+}
+
+static void
+event_post(struct weir_worker *w, const struct weir_flow_event *ev, uint64_t now)
+{
+	if (!event_budget(w, now) ||
+	    rte_ring_sp_enqueue_elem(w->conf.events, (void *)(uintptr_t)ev, sizeof(*ev)) != 0) {
+		w->events_dropped++;
+		return;
+	}
+	w->events_sent++;
+}
+
+static inline void
+put_be64(uint8_t *b, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		b[i] = (uint8_t)v;
+}
+
+/* A new flow, classified: tell the hooks, and remember which side of its
+ * key is the LAN (for its end event). */
+static void
+event_new(struct weir_worker *w, struct weir_flow *f, const struct weir_cls_tuple *t,
+	  const uint8_t *frame, const struct weir_pkt *p)
+{
+	struct weir_flow_event ev = {
+		.type = WEIR_FEV_NEW, .init_dir = t->init_dir, .proto = t->proto,
+		.family = t->family, .dscp = t->dscp, .vlan = t->vlan,
+		.lan_port = t->port[0], .wan_port = t->port[1],
+		.slot = weir_flow_slot(w->flows, f), .target = f->class_id,
+		.epoch = w->policy->epoch, .first_tsc = f->first_tsc, .last_tsc = f->last_tsc,
+	};
+	struct weir_flow_key key;
+
+	put_be64(ev.lan, t->addr[0][0]);
+	put_be64(ev.lan + 8, t->addr[0][1]);
+	put_be64(ev.wan, t->addr[1][0]);
+	put_be64(ev.wan + 8, t->addr[1][1]);
+	if (w->conf.end_flow_events && weir_flow_key_make(frame, p, &key) == 0 &&
+	    memcmp(key.addr_hi, ev.lan, 16) == 0 && memcmp(key.addr_lo, ev.lan, 16) != 0)
+		f->shape |= WEIR_FSH_LAN_HI;
+	if (w->conf.new_flow_events)
+		event_post(w, &ev, f->last_tsc);
+}
+
+/* A flow leaves the table: its totals for the hooks. */
+static void
+event_end(struct weir_worker *w, struct weir_flow *f, const struct weir_flow_key *key)
+{
+	const int hi = !!(f->shape & WEIR_FSH_LAN_HI);
+	struct weir_flow_event ev = {
+		.type = WEIR_FEV_END, .init_dir = (f->shape & WEIR_FSH_INIT_IN) ? WEIR_DIR_IN : WEIR_DIR_OUT,
+		.proto = key->proto, .family = key->family, .vlan = key->vlan,
+		.lan_port = hi ? key->port_hi : key->port_lo, .wan_port = hi ? key->port_lo : key->port_hi,
+		.slot = weir_flow_slot(w->flows, f), .target = f->class_id,
+		.epoch = f->class_gen == w->gen8 ? w->policy->epoch : 0,
+		.first_tsc = f->first_tsc, .last_tsc = f->last_tsc,
+		.bytes = { f->bytes[0], f->bytes[1] }, .pkts = { f->pkts[0], f->pkts[1] },
+	};
+
+	memcpy(ev.lan, hi ? key->addr_hi : key->addr_lo, 16);
+	memcpy(ev.wan, hi ? key->addr_lo : key->addr_hi, 16);
+	event_post(w, &ev, rte_rdtsc());
+}
+
 /* Classify a new flow (or one whose policy changed) by this packet. */
 static bool
 classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,
@@ -604,10 +690,15 @@ classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,
 	} else {
 		t.init_dir = (f->shape & WEIR_FSH_INIT_IN) ? WEIR_DIR_IN : WEIR_DIR_OUT;
 	}
+	bool first = f->policy_epoch == 0, ok;
+
 	flow_uncount(w, f);
-	f->shape &= (uint8_t)~WEIR_FSH_REFUSED;
+	f->shape &= (uint8_t)~(WEIR_FSH_REFUSED | (first ? WEIR_FSH_LAN_HI : 0));
 	f->policy_epoch = w->epoch16;
-	return admit_flow(w, f, weir_classify_tuple(w->policy->classifier, &t));
+	ok = admit_flow(w, f, weir_classify_tuple(w->policy->classifier, &t));
+	if (first && w->conf.events != NULL)
+		event_new(w, f, &t, frame, p);
+	return ok;
 }
 
 /* Shaping state of a managed packet's flow after tracking it: classify
@@ -886,13 +977,21 @@ evict_flow(struct weir_flow *f, const struct weir_flow_key *key, void *arg)
 {
 	struct weir_worker *w = arg;
 
-	RTE_SET_USED(key);
 	if (w->policy == NULL)
 		return;
 	if (w->pa != NULL)
 		postack_flush_flow(w, weir_flow_slot(w->flows, f));
 	drain_queue(w, f, true);
 	flow_uncount(w, f);
+	if (w->conf.end_flow_events && f->policy_epoch != 0)
+		event_end(w, f, key);
+	f->first_tsc = 0;       /* a late hook command for this slot must not match */
+}
+
+unsigned int
+weir_worker_expire(struct weir_worker *w, uint64_t now, unsigned int budget)
+{
+	return weir_flow_expire(w->flows, now, budget, evict_flow, w);
 }
 
 static int
@@ -1096,6 +1195,34 @@ weir_worker_policy_take(struct weir_worker *w)
 	return 1;
 }
 
+/* Hook decisions from the management lcore: move flows to other classes. */
+unsigned int
+weir_worker_cmds(struct weir_worker *w)
+{
+	struct weir_flow_cmd c[32];
+	unsigned int n = rte_ring_sc_dequeue_burst_elem(w->conf.cmds, c, sizeof(c[0]), RTE_DIM(c),
+							NULL);
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct weir_flow *f;
+
+		if (c[i].slot >= w->unmanaged_qid || c[i].epoch != w->policy->epoch ||
+		    c[i].target >= w->policy->n_targets ||
+		    (f = weir_flow_by_slot(w->flows, c[i].slot))->first_tsc != c[i].first_tsc ||
+		    f->first_tsc == 0) {
+			w->cmds_stale++;
+			continue;
+		}
+		if (f->class_id != c[i].target || f->class_gen != w->gen8) {
+			flow_uncount(w, f);
+			f->shape &= (uint8_t)~WEIR_FSH_REFUSED;
+			admit_flow(w, f, c[i].target);  /* moves what it has queued, in order */
+		}
+		w->cmds_applied++;
+	}
+	return n;
+}
+
 unsigned int
 weir_worker_share_apply(struct weir_worker *w)
 {
@@ -1160,6 +1287,8 @@ weir_worker_main(void *arg)
 		got += weir_worker_postack_idle(w, now);
 		if (unlikely(__atomic_load_n(&w->pending, __ATOMIC_ACQUIRE) != NULL))
 			weir_worker_policy_take(w);
+		if (w->conf.cmds != NULL && !rte_ring_empty(w->conf.cmds))
+			got += weir_worker_cmds(w);
 		if (w->conf.share_box != NULL &&
 		    __atomic_load_n(&w->conf.share_box->seq, __ATOMIC_ACQUIRE) != w->share_seq)
 			weir_worker_share_apply(w);
@@ -1171,12 +1300,12 @@ weir_worker_main(void *arg)
 			/* Bounded expiry work rides along with traffic, so a
 			 * busy worker still reclaims idle flows. */
 			if (w->flows != NULL && (w->ctr.loops & 63) == 0)
-				weir_flow_expire(w->flows, now, w->conf.expire_budget, evict_flow, w);
+				weir_worker_expire(w, now, w->conf.expire_budget);
 			continue;
 		}
 		w->ctr.idle_loops++;
 		if (w->flows != NULL)
-			weir_flow_expire(w->flows, now, w->conf.expire_budget, evict_flow, w);
+			weir_worker_expire(w, now, w->conf.expire_budget);
 		idle_backoff(w, sleep_cap_us(w, now), &idle, &sleep_us);
 	}
 	return 0;

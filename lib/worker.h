@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <rte_mbuf.h>
+#include <rte_ring.h>
 
 #include "cbq.h"
 #include "counters.h"
@@ -24,6 +25,47 @@
 #include "tcr.h"
 
 #define WEIR_BURST_MAX 64
+
+/*
+ * Flow events for the management lcore's policy hooks: a worker with an
+ * event ring posts one when it classifies a new flow and one when a flow
+ * ends (expires or is evicted), rate-limited and never blocking: a full
+ * ring or an exhausted budget drops the event, counted. Addresses are
+ * network order, LAN and WAN side apart; IPv4 in the first 4 bytes.
+ */
+enum weir_flow_event_type { WEIR_FEV_NEW = 1, WEIR_FEV_END = 2 };
+
+struct weir_flow_event {
+	uint8_t type;
+	uint8_t init_dir;       /* enum weir_dir: who opened the flow */
+	uint8_t proto;
+	uint8_t family;         /* 4 or 6 */
+	uint8_t dscp;
+	uint8_t _pad;
+	uint16_t vlan;
+	uint16_t lan_port, wan_port;
+	uint32_t slot;          /* with first_tsc: which flow (slots are reused) */
+	uint16_t target;        /* the policy target it was classified to */
+	uint16_t _pad2;
+	uint32_t epoch;         /* of that policy */
+	uint8_t lan[16], wan[16];
+	uint64_t first_tsc;
+	uint64_t last_tsc;
+	uint64_t bytes[2];      /* by enum weir_dir (end events) */
+	uint32_t pkts[2];
+};
+
+/* The management lcore's answer to a new-flow event: put the flow in
+ * `target` of policy `epoch` (ignored if the policy changed since or the
+ * slot holds another flow by now). */
+struct weir_flow_cmd {
+	uint32_t slot;
+	uint16_t target;
+	uint16_t _pad;
+	uint32_t epoch;
+	uint32_t _pad2;
+	uint64_t first_tsc;
+};
 
 struct weir_worker_conf {
 	uint16_t port_id[WEIR_PORT__COUNT];   /* DPDK port ids of LAN and WAN */
@@ -45,6 +87,15 @@ struct weir_worker_conf {
 	 * worker's share of each class's rate (lib/share.h). NULL = keep the
 	 * rates the trees were created with. */
 	const struct weir_share_box *share_box;
+	/* Policy hooks (NULL: none): events out (elements of struct
+	 * weir_flow_event, single producer: this worker), commands in (struct
+	 * weir_flow_cmd, single consumer). new_flow_events: post new-flow
+	 * events (there is an on_flow hook); events_per_s caps them. */
+	struct rte_ring *events;
+	struct rte_ring *cmds;
+	bool new_flow_events;
+	bool end_flow_events;
+	uint32_t events_per_s;
 };
 
 /*
@@ -104,6 +155,13 @@ struct weir_worker {
 	uint8_t gen8;                          /* policy generation flows' class_gen refer to */
 	uint64_t policy_switches;
 	uint64_t requeued;                     /* packets moved into new trees by switches */
+	/* Flow events and hook commands. */
+	uint64_t ev_tokens;                    /* events that may go now, << 20 */
+	uint64_t ev_tsc;
+	uint64_t events_sent;
+	uint64_t events_dropped;               /* ring full or over events_per_s */
+	uint64_t cmds_applied;
+	uint64_t cmds_stale;                   /* the flow or the policy had changed */
 } __rte_cache_aligned;
 
 /* Create a worker (allocated on `socket_id`); flows may be NULL (bridge
@@ -139,6 +197,14 @@ uint16_t weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uin
 int weir_worker_policy_post(struct weir_worker *w, struct weir_policy_switch *sw);
 /* Worker side (its loop calls it): take a posted switch. 1 if one was applied. */
 int weir_worker_policy_take(struct weir_worker *w);
+
+/* Expire idle flows (at most `budget` slots looked at): their queues and
+ * held ACKs go on, their end events are posted. The loop calls it. */
+unsigned int weir_worker_expire(struct weir_worker *w, uint64_t now, unsigned int budget);
+
+/* Take hook commands (struct weir_flow_cmd) from conf.cmds and apply them;
+ * the loop calls it. Returns commands taken. */
+unsigned int weir_worker_cmds(struct weir_worker *w);
 
 /* Apply new class rates from the share box if the management lcore
  * posted any (called by the loop; returns classes changed). */

@@ -58,8 +58,12 @@ test_targets(void)
 	CHECK(!p->tree[0].classes[1].is_leaf && p->tree[0].classes[2].is_leaf, "staff is inner");
 	CHECK(p->tree[0].classes[3].cbq.ceil == 30000000, "ceil defaults to the parent's ceil");
 	CHECK(p->tree[0].classes[1].cbq.ceil == 30000000, "top class ceil defaults to the link");
-	/* default, gold/1, guest/4, gold/4 */
-	CHECK(p->n_targets == 4, "one target per (class, weight): %u", p->n_targets);
+	/* default, gold/1, guest/4, gold/4 from the rules; then a weight-1 target
+	 * for each leaf without one (bulk, guest, other: for policy hooks) */
+	CHECK(p->n_targets == 7, "one target per (class, weight): %u", p->n_targets);
+	CHECK(weir_policy_target_find(p, "other") >= 4 && weir_policy_target_find(p, "guest") >= 4 &&
+	      weir_policy_target_find(p, "gold") == 1 && weir_policy_target_find(p, "staff") < 0,
+	      "every leaf can be found by name, inner classes not");
 	CHECK(p->targets[0].leaf[0] == 4 && p->targets[0].leaf[1] == 2, "default target");
 	CHECK(p->targets[1].leaf[0] == 2 && p->targets[1].leaf[1] == 1, "gold in both trees");
 	CHECK(p->targets[2].leaf[0] == 4 && p->targets[2].leaf[1] == 2 && p->targets[2].weight == 4,

@@ -117,8 +117,9 @@ test_two_classes(void)
 	CHECK(p->tree[1].classes[0].cbq.rate == 30000000, "inbound link rate from a float");
 	CHECK(weir_classifier_n_rules(p->classifier) == 4, "4 rules: %u",
 	      weir_classifier_n_rules(p->classifier));
-	/* default + (gold, 1) + (bulk, 2) */
-	CHECK(p->n_targets == 3, "targets: %u", p->n_targets);
+	/* default + (gold, 1) + (bulk, 2), then (bulk, 1) and the inbound leaf
+	 * (default, 1): every leaf has a weight-1 target for the hooks */
+	CHECK(p->n_targets == 5, "targets: %u", p->n_targets);
 out:
 	weir_policy_free(p);
 }

@@ -10,6 +10,8 @@
 #include <rte_common.h>
 #include <rte_eal.h>
 #include <rte_malloc.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
 
 #include "unit.h"
 #include "rig.h"
@@ -163,6 +165,91 @@ test_switch_moves_queues(void)
 	rig_free(&r);
 }
 
+/* The hooks' plumbing: a new flow's event, a command moving it (with what
+ * it has queued) to another class, a stale command ignored, the end event
+ * with the flow's totals. */
+static void
+test_flow_events_and_moves(void)
+{
+	struct weir_policy_rule_conf rules[1] = { port_rule("web", 80) };
+	const struct weir_policy_conf pc = {
+		.tree = { { .rate = 10 * MBIT, .n_classes = 2, .classes = OLD_CLS, .default_class = "rest" },
+			  { .rate = 10 * MBIT, .n_classes = 2, .classes = OLD_CLS, .default_class = "rest" } },
+		.n_rules = 1, .rules = rules,
+	};
+	struct rig r;
+	const uint64_t now = rte_get_tsc_hz();
+	struct rte_ring *ev = rte_ring_create_elem("t_ev", sizeof(struct weir_flow_event), 64,
+						   SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	struct rte_ring *cmd = rte_ring_create_elem("t_cmd", sizeof(struct weir_flow_cmd), 64,
+						    SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	struct weir_flow_event e;
+	int web, rest, t_rest;
+
+	if (ev == NULL || cmd == NULL || rig_make(&r, &pc, "ev_rig") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	web = weir_policy_class_find(r.p, 0, "web");
+	rest = weir_policy_class_find(r.p, 0, "rest");
+	t_rest = weir_policy_target_find(r.p, "rest");
+	CHECK(t_rest > 0 && weir_policy_target_find(r.p, "nope") < 0, "every leaf has a target");
+	r.w->conf.events = ev;
+	r.w->conf.cmds = cmd;
+	r.w->conf.new_flow_events = true;
+	r.w->conf.end_flow_events = true;
+	for (uint32_t seq = 1; seq <= 3; seq++)
+		feed(&r, tcp_frame(0, 7, 4321, 9, 80, ACK, seq, 100), 0, now);
+	feed(&r, tcp_frame(0, 7, 4322, 9, 443, ACK, 1, 100), 0, now);
+	CHECK(rte_ring_count(ev) == 2, "one event per new flow (%u)", rte_ring_count(ev));
+	CHECK(rte_ring_sc_dequeue_elem(ev, &e, sizeof(e)) == 0 && e.type == WEIR_FEV_NEW &&
+	      e.lan_port == 4321 && e.wan_port == 80 && e.proto == IPPROTO_TCP && e.family == 4 &&
+	      e.lan[0] == 10 && e.lan[3] == 7 && e.wan[0] == 192 && e.wan[3] == 9 &&
+	      e.init_dir == WEIR_DIR_OUT && r.p->targets[e.target].leaf[0] == web,
+	      "the event: LAN/WAN sides, ports, its class");
+	CHECK(qlen(&r, 0, (uint16_t)web) == 3, "3 packets in web");
+	{
+		struct weir_flow_cmd c = { .slot = e.slot, .target = (uint16_t)t_rest,
+					   .epoch = e.epoch, .first_tsc = e.first_tsc + 1 };
+
+		rte_ring_sp_enqueue_elem(cmd, &c, sizeof(c));
+		c.first_tsc = e.first_tsc;
+		rte_ring_sp_enqueue_elem(cmd, &c, sizeof(c));
+	}
+	CHECK(weir_worker_cmds(r.w) == 2 && r.w->cmds_stale == 1 && r.w->cmds_applied == 1,
+	      "a stale command ignored, the right one applied");
+	CHECK(qlen(&r, 0, (uint16_t)web) == 0 && qlen(&r, 0, (uint16_t)rest) == 4,
+	      "the flow moved to rest with its 3 packets (%u, %u)", qlen(&r, 0, (uint16_t)web),
+	      qlen(&r, 0, (uint16_t)rest));
+	CHECK(r.w->cls_ctr[0][web].flows == 0 && r.w->cls_ctr[0][rest].flows == 2,
+	      "class flow counts follow");
+	rte_ring_sc_dequeue_elem(ev, &e, sizeof(e));
+	/* Both flows expire: end events with their totals. */
+	{
+		struct rte_mbuf *m[8];
+		uint16_t n = weir_worker_dequeue(r.w, WEIR_PORT_LAN, now + rte_get_tsc_hz(), m, 8);
+
+		rte_pktmbuf_free_bulk(m, n);
+	}
+	CHECK(weir_worker_expire(r.w, now + 1000 * rte_get_tsc_hz(), 4 * CAP) == 2, "both expire");
+	CHECK(rte_ring_count(ev) == 2, "an end event each (%u)", rte_ring_count(ev));
+	{
+		int found = 0;
+
+		while (rte_ring_sc_dequeue_elem(ev, &e, sizeof(e)) == 0) {
+			if (e.type == WEIR_FEV_END && e.lan_port == 4321 && e.wan_port == 80 &&
+			    e.lan[3] == 7 && e.wan[3] == 9 && e.pkts[WEIR_DIR_OUT] == 3 &&
+			    e.bytes[WEIR_DIR_OUT] == 3 * 154 && e.pkts[WEIR_DIR_IN] == 0 &&
+			    r.p->targets[e.target].leaf[0] == rest)
+				found++;
+		}
+		CHECK(found == 1, "the moved flow's end: LAN/WAN sides, 3 packets out, in rest");
+	}
+	rig_free(&r);
+	rte_ring_free(ev);
+	rte_ring_free(cmd);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -170,6 +257,7 @@ main(int argc, char **argv)
 	unit_eal_init(argv[0], "switch", "256");
 	rig_mempool("switch_test");
 	test_switch_moves_queues();
+	test_flow_events_and_moves();
 	rte_eal_cleanup();
 	return unit_report();
 }
