@@ -10,6 +10,7 @@
 #include "config.h"
 #include "ports.h"
 #include "share.h"
+#include "policy_lua.h"
 #include "worker.h"
 
 struct weir_app {
@@ -28,6 +29,16 @@ struct weir_app {
 	uint64_t reload_failures;
 	char reload_error[512];         /* why the last reload failed ("" = it did not) */
 	volatile sig_atomic_t reload;   /* SIGHUP: re-read the policy */
+	/* The Lua policy's live engine and its hooks (hooks.c); NULL without
+	 * policy.script. */
+	struct weir_lua *lua;
+	struct rte_ring *ev_ring[WEIR_MAX_WORKERS];
+	struct rte_ring *cmd_ring[WEIR_MAX_WORKERS];
+	uint64_t hook_errors;           /* hooks, recompiles and switches that failed */
+	char hook_error[512];
+	uint64_t hook_log_tsc;
+	uint64_t hook_moves;            /* flows on_flow sent to another class */
+	uint64_t hook_moves_dropped;    /* a worker's command ring was full */
 	volatile sig_atomic_t quit;
 };
 

@@ -390,7 +390,8 @@ static int
 load_script(struct loader *ld, const config_setting_t *root, const config_setting_t *shaping,
 	    struct weir_config *cfg)
 {
-	static const char *const keys[] = { "script", "instructions", "memory_mb", NULL };
+	static const char *const keys[] = { "script", "instructions", "memory_mb", "events_per_s",
+					    NULL };
 	const config_setting_t *pg = cfg_group(ld, root, "policy", false);
 	struct weir_policy_lua_limits lim = { 0 };
 	char script[sizeof(cfg->policy_script)], dir[sizeof(cfg->path)];
@@ -408,6 +409,9 @@ load_script(struct loader *ld, const config_setting_t *root, const config_settin
 	if (cfg_int(ld, pg, "memory_mb", 64, 1, 4096, &v) < 0)
 		return -1;
 	cfg->policy_memory = (uint64_t)v << 20;
+	if (cfg_int(ld, pg, "events_per_s", 10000, 0, 10000000, &v) < 0)
+		return -1;
+	cfg->policy_events_per_s = (uint32_t)v;
 	for (const char *const *k = (const char *const[]){ "outbound", "inbound", NULL }; *k; k++)
 		if (shaping != NULL && config_setting_get_member(shaping, *k) != NULL)
 			return cfg_fail(ld, config_setting_get_member(shaping, *k),

@@ -26,6 +26,7 @@
 #include "app.h"
 #include "rebalance.h"
 #include "reload.h"
+#include "hooks.h"
 #include "mbuf_meta.h"
 
 static struct weir_app app;
@@ -133,6 +134,8 @@ build_eal_argv(const struct weir_config *cfg, char *argv0, char **cl, int ncl, c
 static int
 start_workers(struct weir_app *a, char *err, size_t errlen)
 {
+	if (weir_hooks_init(a, err, errlen) != 0)
+		return -1;
 	if (weir_rebalance_init(a) != 0) {
 		snprintf(err, errlen, "cannot allocate the rate-sharing state for %u workers",
 			 a->cfg.n_workers);
@@ -158,6 +161,8 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 			.policy = a->cfg.policy,
 			.share_box = a->share_box[i],
 		};
+
+		weir_hooks_worker_conf(a, i, &wc);
 
 		struct weir_cbq *shaper[WEIR_PORT__COUNT] = { NULL, NULL };
 
@@ -322,6 +327,7 @@ out_ports:
 	}
 	rte_mempool_free(app.mp);
 	weir_rebalance_free(&app);
+	weir_hooks_free(&app);
 out_eal:
 	rte_eal_cleanup();
 	weir_config_free(&app.cfg);

@@ -16,6 +16,8 @@
 
 #include "reload.h"
 #include "rebalance.h"
+#include "hooks.h"
+#include "policy_lua.h"
 
 #define ACK_WAIT_US 5000000     /* a worker polls every few microseconds; 5 s is "stuck" */
 
@@ -146,12 +148,40 @@ weir_reload(struct weir_app *a, char *err, size_t errlen)
 	struct weir_config nc;
 	int rc;
 
+	struct weir_lua *l = NULL;
+	struct weir_policy *np;
+
 	err[0] = '\0';
 	if (weir_config_load(a->cfg.path, &nc, err, errlen) < 0)
 		return -1;
-	rc = weir_policy_apply(a, nc.policy, &nc, err, errlen);
-	if (rc == 0)
-		nc.policy = NULL;       /* in force now: not nc's to free */
+	np = nc.policy;
+	if (nc.policy_script[0] != '\0') {
+		/* A Lua policy: its live engine (hooks) and the engine's compile. */
+		const struct weir_policy_lua_limits lim = {
+			.mem_bytes = (size_t)nc.policy_memory, .instructions = nc.policy_instructions,
+			.default_limit = nc.mbufs / (4 * nc.n_workers), .default_mode = nc.shape_mode,
+		};
+
+		l = weir_lua_open(nc.policy_script, &lim, err, errlen);
+		np = l != NULL ? weir_lua_compile(l, 0, err, errlen) : NULL;
+		if (np == NULL) {
+			weir_lua_close(l);
+			weir_config_free(&nc);
+			return -1;
+		}
+	}
+	rc = weir_policy_apply(a, np, &nc, err, errlen);
+	if (rc == 0) {
+		if (np == nc.policy)
+			nc.policy = NULL;       /* in force now: not nc's to free */
+		snprintf(a->cfg.policy_script, sizeof(a->cfg.policy_script), "%s", nc.policy_script);
+		a->cfg.policy_events_per_s = nc.policy_events_per_s;
+		weir_hooks_replace(a, l);
+	} else {
+		if (np != nc.policy)
+			weir_policy_free(np);
+		weir_lua_close(l);
+	}
 	weir_config_free(&nc);
 	return rc;
 }

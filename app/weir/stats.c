@@ -13,6 +13,7 @@
 #include "app.h"
 #include "rebalance.h"
 #include "reload.h"
+#include "hooks.h"
 
 static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
 
@@ -163,6 +164,44 @@ shaping_json(const struct weir_app *app, int dir)
 }
 
 /* PostACK's ACK queues, summed over the workers. */
+/* The Lua policy's hooks: calls and errors per kind, what they moved, and
+ * the workers' flow events; null without policy.script. */
+static json_t *
+hooks_json(const struct weir_app *app)
+{
+	static const char *const kind[WEIR_LUA__HOOKS] = { "timer", "on_flow", "on_flow_end",
+							    "on_stats" };
+	const struct weir_lua_counters *lc;
+	uint64_t sent = 0, dropped = 0, applied = 0, stale = 0;
+	json_t *o, *k;
+
+	if (app->lua == NULL)
+		return json_null();
+	lc = weir_lua_counters(app->lua);
+	k = json_object();
+	for (int h = 0; h < WEIR_LUA__HOOKS; h++)
+		if (weir_lua_has(app->lua, (enum weir_lua_hook)h))
+			json_object_set_new(k, kind[h], json_pack("{s:I, s:I}",
+				"calls", (json_int_t)lc->hook[h].calls,
+				"errors", (json_int_t)lc->hook[h].errors));
+	for (unsigned int i = 0; i < app->n_workers; i++) {
+		const struct weir_worker *w = app->workers[i];
+
+		sent += w->events_sent;
+		dropped += w->events_dropped;
+		applied += w->cmds_applied;
+		stale += w->cmds_stale;
+	}
+	o = json_pack("{s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"script", app->cfg.policy_script, "hooks", k,
+		"errors", (json_int_t)app->hook_errors, "last_error", app->hook_error,
+		"events_sent", (json_int_t)sent, "events_dropped", (json_int_t)dropped,
+		"moves", (json_int_t)app->hook_moves,
+		"moves_dropped", (json_int_t)app->hook_moves_dropped,
+		"moves_applied", (json_int_t)applied, "moves_stale", (json_int_t)stale);
+	return o;
+}
+
 static json_t *
 postack_json(const struct weir_app *app)
 {
@@ -225,7 +264,7 @@ stats_json(const struct weir_app *app)
 			"rate_updates", (json_int_t)w->share_seq / 2));
 	}
 	return json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:I, "
-			 "s:{s:I, s:I, s:I, s:s}, s:{s:I, s:I}}",
+			 "s:o, s:{s:I, s:I, s:I, s:s}, s:{s:I, s:I}}",
 		"version", WEIR_VERSION,
 		"uptime_s", (double)(rte_rdtsc() - app->start_tsc) / hz,
 		"ports", ports,
@@ -238,6 +277,7 @@ stats_json(const struct weir_app *app)
 			 "full", (json_int_t)fs.full, "lookups", (json_int_t)fs.lookups,
 		"workers", workers,
 		"rebalances", (json_int_t)app->rebalances,
+		"hooks", hooks_json(app),
 		"policy", "epoch", (json_int_t)(app->cfg.policy ? app->cfg.policy->epoch : 0),
 			  "reloads", (json_int_t)app->reloads,
 			  "reload_failures", (json_int_t)app->reload_failures,
@@ -326,9 +366,11 @@ weir_mgmt_loop(struct weir_app *app)
 			reload(app);
 		}
 		weir_rebalance(app);
+		weir_hooks_poll(app);
 		if (rte_rdtsc() < next)
 			continue;
 		next += period;
+		weir_hooks_stats(app);
 		if (weir_stats_write_file(app) != 0)
 			RTE_LOG(WARNING, USER1, "cannot write stats file %s\n", app->cfg.stats_file);
 		if (app->cfg.stats_print)
