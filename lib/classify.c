@@ -18,6 +18,7 @@
 #include <rte_common.h>
 
 #include "classify.h"
+#include "classify_acl.h"
 
 /* Large enough for any real policy, small enough that a typo in a generated
  * config (a million rules) fails loudly at build time rather than making
@@ -29,25 +30,12 @@
 
 /* The fields every rule test reads come first (one cache line with the
  * ports); prefixes, read only by rules that get that far, follow. */
-struct cls_rule {
-	uint64_t dscp_mask;
-	uint16_t vlan;          /* 0 any, else the tuple's vlan value it needs */
-	uint16_t class_id;
-	uint8_t proto;
-	uint8_t family;         /* 0 any */
-	uint8_t init_dir;       /* 0 any, else enum weir_dir + 1 */
-	uint8_t pfx_used;       /* bit per enum weir_cls_side */
-	uint8_t port_used;
-	uint16_t plo[WEIR_CLS__SIDES];
-	uint16_t phi[WEIR_CLS__SIDES];
-	uint64_t mask[WEIR_CLS__SIDES][2];
-	uint64_t val[WEIR_CLS__SIDES][2];
-};
 
 struct weir_classifier {
 	unsigned int n;
 	uint16_t default_class;
-	struct cls_rule rules[];
+	struct weir_cls_acl *acl;       /* NULL: scan the rules */
+	struct weir_cls_acl_rule rules[];
 };
 
 static const char *const side_name[WEIR_CLS__SIDES] = { "src", "dst", "lan", "wan" };
@@ -92,7 +80,7 @@ set_err(char *err, size_t errlen, const char *fmt, ...)
 
 /* Compile rule i into *o; on a problem write "rule i: ..." and return -1. */
 static int
-compile_rule(unsigned int i, const struct weir_classify_rule *r, struct cls_rule *o,
+compile_rule(unsigned int i, const struct weir_classify_rule *r, struct weir_cls_acl_rule *o,
 	     char *err, size_t errlen)
 {
 	static const uint8_t zero[16];
@@ -220,9 +208,27 @@ weir_classifier_build(const struct weir_classify_rule *rules, unsigned int n, ui
 	return c;
 }
 
+int
+weir_classifier_accelerate(struct weir_classifier *c, int socket_id, char *err, size_t errlen)
+{
+	set_err(err, errlen, "%s", "");
+	if (c == NULL || c->acl != NULL || c->n < WEIR_CLS_ACL_MIN)
+		return 0;
+	c->acl = weir_cls_acl_build(c->rules, c->n, socket_id, err, errlen);
+	return c->acl != NULL ? 1 : -1;
+}
+
+bool
+weir_classifier_accelerated(const struct weir_classifier *c)
+{
+	return c->acl != NULL;
+}
+
 void
 weir_classifier_free(struct weir_classifier *c)
 {
+	if (c != NULL)
+		weir_cls_acl_free(c->acl);
 	free(c);
 }
 
@@ -273,7 +279,7 @@ weir_classify_tuple_make(const uint8_t *frame, const struct weir_pkt *p, enum we
 }
 
 static inline int
-rule_matches(const struct cls_rule *r, const struct weir_cls_tuple *t, const uint8_t side_idx[],
+rule_matches(const struct weir_cls_acl_rule *r, const struct weir_cls_tuple *t, const uint8_t side_idx[],
 	     uint16_t tvlan)
 {
 	if (r->family != 0 && r->family != t->family)
@@ -308,6 +314,14 @@ rule_matches(const struct cls_rule *r, const struct weir_cls_tuple *t, const uin
 
 int
 weir_classify_rule_index(const struct weir_classifier *c, const struct weir_cls_tuple *t)
+{
+	if (c->acl != NULL)
+		return weir_cls_acl_lookup(c->acl, t);
+	return weir_classify_scan(c, t);
+}
+
+int
+weir_classify_scan(const struct weir_classifier *c, const struct weir_cls_tuple *t)
 {
 	/* Where each side of a rule is found in the tuple: src is the LAN side
 	 * when the flow was opened from the LAN, and the WAN side otherwise. */

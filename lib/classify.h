@@ -27,6 +27,7 @@
 #ifndef WEIR_CLASSIFY_H
 #define WEIR_CLASSIFY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -131,5 +132,16 @@ uint16_t weir_classify(const struct weir_classifier *c, const uint8_t *frame,
 
 /* Index of the first matching rule, or -1 (for tests and "why this class"). */
 int weir_classify_rule_index(const struct weir_classifier *c, const struct weir_cls_tuple *t);
+/* The same by scanning the rules in order, ACL or not (the reference). */
+int weir_classify_scan(const struct weir_classifier *c, const struct weir_cls_tuple *t);
+
+/*
+ * Match with DPDK ACL tries from now on (needs EAL; lib/classify_acl.c)
+ * when there are WEIR_CLS_ACL_MIN rules or more. Returns 1 when built, 0
+ * when not needed, -1 on failure (err says why; the scan stays in use).
+ * Call before the classifier is shared with workers.
+ */
+int weir_classifier_accelerate(struct weir_classifier *c, int socket_id, char *err, size_t errlen);
+bool weir_classifier_accelerated(const struct weir_classifier *c);
 
 #endif /* WEIR_CLASSIFY_H */

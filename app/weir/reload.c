@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <rte_cycles.h>
 #include <rte_lcore.h>
+#include <rte_log.h>
 #include <rte_malloc.h>
 
 #include "reload.h"
@@ -40,6 +42,22 @@ weir_app_shaper(const struct weir_config *cfg, const struct weir_policy *pol, in
 	};
 
 	return weir_cbq_create(&conf);
+}
+
+void
+weir_policy_accelerate(struct weir_policy *p)
+{
+	char err[256];
+	uint64_t t0 = rte_rdtsc();
+	int rc = weir_classifier_accelerate(p->classifier, (int)rte_socket_id(), err, sizeof(err));
+
+	if (rc < 0)
+		RTE_LOG(WARNING, USER1, "policy %u: %u rules stay on the first-match scan: %s\n",
+			p->epoch, weir_classifier_n_rules(p->classifier), err);
+	else if (rc > 0)
+		RTE_LOG(INFO, USER1, "policy %u: %u rules compiled into ACL tries in %.1f ms\n",
+			p->epoch, weir_classifier_n_rules(p->classifier),
+			(double)(rte_rdtsc() - t0) * 1e3 / (double)rte_get_tsc_hz());
 }
 
 static void
@@ -72,6 +90,7 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 			return -1;
 		}
 	np->epoch = op->epoch + 1;
+	weir_policy_accelerate(np);
 	/* The trees follow the new file's tree parameters but keep the running
 	 * flow capacity and worker count (those need a restart). */
 	tcfg = *src;

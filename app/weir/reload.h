@@ -14,6 +14,11 @@
 struct weir_cbq *weir_app_shaper(const struct weir_config *cfg, const struct weir_policy *pol,
 				 int dir, int socket);
 
+/* Give a policy's classifier its ACL tries when it has enough rules (needs
+ * EAL; before the policy reaches the workers). A failure is logged and the
+ * scan stays. */
+void weir_policy_accelerate(struct weir_policy *p);
+
 /* Re-read the configuration file and switch every worker to its policy.
  * On any error (the file's, or a change that needs a restart) the running
  * policy stays and err says why (FILE:LINE: ... for the file's errors). */

@@ -495,10 +495,139 @@ report_speed(unsigned int n_rules)
 			for (unsigned int k = 0; k < NPKT; k += 16)
 				sink += weir_classify(c, frames[k], &pk[k], WEIR_DIR_OUT);
 		double ns = (now_ns() - t0) / ((double)iters * (NPKT / 16));
-		printf("classify: %4u rules, %s: %.1f ns per classification\n", n_rules,
-		       pass == 0 ? "no match (full scan)" : "last rule matches  ", ns);
+		printf("classify: %4u rules, %s: %.1f ns per classification (%s)\n", n_rules,
+		       pass == 0 ? "no match (full scan)" : "last rule matches  ", ns,
+		       weir_classifier_accelerated(c) ? "ACL" : "scan");
+		if (pass == 1 && !weir_classifier_accelerated(c)) {
+			char err[128];
+
+			if (weir_classifier_accelerate(c, SOCKET_ID_ANY, err, sizeof(err)) == 1) {
+				CHECK(cls(c, &last, WEIR_DIR_OUT) == n_rules + 1,
+				      "%u rules, ACL: the last rule matches", n_rules);
+				pass = -1;      /* both passes again, through the tries */
+			}
+		}
 	}
 	(void)sink;
+	weir_classifier_free(c);
+	free(r);
+}
+
+/* ---- the ACL form against the scan ---- */
+
+static const char *const V4_POOL[] = { "10.0.0.1", "10.0.0.2", "10.0.1.7", "10.9.0.3",
+				       "192.0.2.1", "192.0.2.77", "198.51.100.5", "203.0.113.9" };
+static const char *const V6_POOL[] = { "2001:db8::1", "2001:db8::2", "2001:db8:1::7",
+				       "2001:db8:ff::3", "fd00::1", "fd00:1::5", "2001:db8::8:1",
+				       "fe80::9" };
+static const uint16_t PORT_POOL[] = { 22, 53, 80, 443, 5000, 5001, 5060, 8080 };
+
+static int
+rnd(int n)
+{
+	return rand() % n;
+}
+
+static struct weir_cls_prefix
+rnd_prefix(int fam)
+{
+	struct weir_cls_prefix px = pfx(fam, fam == 4 ? V4_POOL[rnd(8)] : V6_POOL[rnd(8)], 0);
+
+	px.len = (uint8_t)(fam == 4 ? 8 + rnd(25) : 16 + rnd(113));
+	mask_prefix(&px);
+	return px;
+}
+
+static void
+rnd_rule(struct weir_classify_rule *r, uint16_t id)
+{
+	static const uint8_t protos[] = { 0, 0, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMP };
+	int fam = rnd(3) == 0 ? 0 : (rnd(2) ? 4 : 6);
+
+	memset(r, 0, sizeof(*r));
+	r->class_id = id;
+	r->proto = protos[rnd(5)];
+	for (int s = 0; s < WEIR_CLS__SIDES; s++) {
+		if (fam != 0 && rnd(10) < 3)
+			r->prefix[s] = rnd_prefix(fam);
+		if (r->proto != IPPROTO_ICMP && rnd(10) < 2) {
+			uint16_t lo = PORT_POOL[rnd(8)];
+
+			r->port[s] = (struct weir_cls_ports){ lo, (uint16_t)(lo + rnd(3) * rnd(3000)) };
+		}
+	}
+	if (rnd(5) == 0)
+		r->dscp_mask = ((uint64_t)rand() << 32 | (uint64_t)rand()) & (rnd(2) ? 0xff00ff00ffull : ~0ull);
+	if (rnd(10) == 0)
+		r->vlan = rnd(3) == 0 ? WEIR_CLS_VLAN_UNTAGGED : (uint16_t)(10 * (1 + rnd(2)));
+	r->dir = (uint8_t)rnd(3);
+}
+
+static void
+rnd_tuple(struct weir_cls_tuple *t)
+{
+	static const uint8_t protos[] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMP };
+	int fam = rnd(2) ? 4 : 6;
+	uint8_t a[16];
+
+	memset(t, 0, sizeof(*t));
+	t->family = (uint8_t)fam;
+	for (int side = 0; side < 2; side++) {
+		uint64_t w[2] = { 0, 0 };
+
+		memset(a, 0, sizeof(a));
+		parse_addr(fam, fam == 4 ? V4_POOL[rnd(8)] : V6_POOL[rnd(8)], a);
+		for (int k = 0; k < 16; k++)
+			w[k / 8] = w[k / 8] << 8 | a[k];
+		t->addr[side][0] = w[0];
+		t->addr[side][1] = w[1];
+	}
+	t->proto = protos[rnd(3)];
+	t->has_ports = t->proto != IPPROTO_ICMP;
+	t->port[0] = rnd(2) ? PORT_POOL[rnd(8)] : (uint16_t)(1024 + rnd(60000));
+	t->port[1] = rnd(2) ? PORT_POOL[rnd(8)] : (uint16_t)rnd(65536);
+	t->vlan = rnd(3) == 0 ? (uint16_t)(10 * rnd(3)) : 0;
+	t->dscp = (uint8_t)(rnd(2) ? rnd(64) : 0);
+	t->init_dir = (uint8_t)rnd(2);
+}
+
+/* Random rules and tuples: the ACL tries must pick exactly the rule the
+ * first-match scan picks, every time. */
+static void
+test_acl_matches_scan(void)
+{
+	enum { NR = 400, NT = 200000 };
+	struct weir_classify_rule *r = calloc(NR, sizeof(*r));
+	unsigned int diff = 0, matched = 0;
+	struct weir_classifier *c;
+	char err[256];
+
+	srand(7);
+	for (unsigned int i = 0; i < NR; i++)
+		rnd_rule(&r[i], (uint16_t)(i + 1));
+	c = build_cls(r, NR, 0);
+	CHECK(weir_classifier_accelerate(c, SOCKET_ID_ANY, err, sizeof(err)) == 1 &&
+	      weir_classifier_accelerated(c), "400 rules: ACL built (%s)", err);
+	for (unsigned int k = 0; k < NT; k++) {
+		struct weir_cls_tuple t;
+		int a, b;
+
+		rnd_tuple(&t);
+		a = weir_classify_scan(c, &t);
+		b = weir_classify_rule_index(c, &t);
+		matched += a >= 0;
+		if (a != b && diff++ < 5)
+			printf("  differ: scan %d acl %d (fam %u proto %u dir %u vlan %u dscp %u ports %u/%u)\n",
+			       a, b, t.family, t.proto, t.init_dir, t.vlan, t.dscp, t.port[0], t.port[1]);
+	}
+	CHECK(diff == 0, "ACL == scan on %u random tuples (%u matched a rule, %u differ)", NT,
+	      matched, diff);
+	CHECK(matched > NT / 10, "the tuples exercise the rules (%u matched)", matched);
+	weir_classifier_free(c);
+	/* Below the threshold nothing is built. */
+	c = build_cls(r, 8, 0);
+	CHECK(weir_classifier_accelerate(c, SOCKET_ID_ANY, err, sizeof(err)) == 0 &&
+	      !weir_classifier_accelerated(c), "8 rules: the scan stays");
 	weir_classifier_free(c);
 	free(r);
 }
@@ -507,7 +636,7 @@ int
 main(int argc, char **argv)
 {
 	(void)argc;
-	unit_eal_init(argv[0], "classify", "64");
+	unit_eal_init(argv[0], "classify", "256");
 	test_prefixes();
 	test_ports();
 	test_proto();
@@ -517,6 +646,7 @@ main(int argc, char **argv)
 	test_first_match_and_default();
 	test_both_directions();
 	test_invalid();
+	test_acl_matches_scan();
 	report_speed(10);
 	report_speed(100);
 	report_speed(1000);
