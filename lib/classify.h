@@ -99,7 +99,7 @@ struct weir_cls_tuple {
 
 struct weir_classifier;
 
-#define WEIR_CLS_MAX_RULES 65536u
+#define WEIR_CLS_MAX_RULES (1u << 20)
 
 /*
  * Validate and compile n rules. Returns NULL on error with "rule I: problem"
