@@ -5,6 +5,7 @@
 #define WEIR_APP_H
 
 #include <signal.h>
+#include <jansson.h>
 #include <rte_mempool.h>
 
 #include "config.h"
@@ -12,6 +13,8 @@
 #include "share.h"
 #include "policy_lua.h"
 #include "worker.h"
+
+struct weir_rest;
 
 struct weir_app {
 	struct weir_config cfg;
@@ -39,6 +42,7 @@ struct weir_app {
 	uint64_t hook_log_tsc;
 	uint64_t hook_moves;            /* flows on_flow sent to another class */
 	uint64_t hook_moves_dropped;    /* a worker's command ring was full */
+	struct weir_rest *rest;         /* the REST API's server (rest.c); NULL = none */
 	volatile sig_atomic_t quit;
 };
 
@@ -47,6 +51,13 @@ void weir_mgmt_loop(struct weir_app *app);
 
 /* Print the counters in the one human-readable form the appliance uses. */
 void weir_stats_print(const struct weir_app *app, FILE *out);
+
+/* The whole counters snapshot (what the stats file holds), new reference. */
+json_t *weir_stats_json(const struct weir_app *app);
+
+/* Re-read the config and switch to its policy now, as SIGHUP does: 0, or
+ * -1 with the running policy kept and app->reload_error saying why. */
+int weir_mgmt_reload(struct weir_app *app);
 
 /* Write the counters as JSON to cfg.stats_file (atomically: temp + rename). */
 int weir_stats_write_file(const struct weir_app *app);

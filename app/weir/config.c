@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include <arpa/inet.h>
 #include <libconfig.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
@@ -193,7 +194,7 @@ load_top(struct loader *ld, const config_setting_t *root, struct weir_config *cf
 {
 	static const char *const keys[] = { "eal", "log_level", "lcores", "ports", "mempool",
 					    "rings", "worker", "flows", "shaping", "rules",
-					    "policy", "stats", NULL };
+					    "policy", "stats", "management", NULL };
 	const config_setting_t *eal = config_setting_get_member(root, "eal");
 	char level[16];
 
@@ -394,6 +395,55 @@ load_stats(struct loader *ld, const config_setting_t *root, struct weir_config *
 	return 0;
 }
 
+/* management = { listen; port; token_file; }: the REST API (rest.c). The
+ * token is read now so a missing or empty file is a config error. */
+static int
+load_management(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
+{
+	static const char *const keys[] = { "listen", "port", "token_file", NULL };
+	const config_setting_t *g = cfg_group(ld, root, "management", false);
+	const config_setting_t *tf;
+	unsigned char addr[16];
+	char path[sizeof(cfg->mgmt_token_file)], dir[sizeof(cfg->path)];
+	FILE *f;
+	long long v;
+
+	if (ld->failed || (g && cfg_check_keys(ld, g, keys) < 0))
+		return -1;
+	cfg->mgmt_line = g ? config_setting_source_line(g) : 0;
+	if (cfg_str(ld, g, "listen", "127.0.0.1", cfg->mgmt_listen, sizeof(cfg->mgmt_listen)) < 0 ||
+	    cfg_int(ld, g, "port", 8080, 0, 65535, &v) < 0 ||
+	    cfg_str(ld, g, "token_file", "", path, sizeof(path)) < 0)
+		return -1;
+	cfg->mgmt_port = (uint16_t)v;
+	if (inet_pton(AF_INET, cfg->mgmt_listen, addr) != 1 &&
+	    inet_pton(AF_INET6, cfg->mgmt_listen, addr) != 1)
+		return cfg_fail(ld, config_setting_get_member(g, "listen"),
+			       "'management.listen' is \"%s\"; it must be an IPv4 or IPv6 address",
+			       cfg->mgmt_listen);
+	if (path[0] == '\0')
+		return 0;
+	tf = config_setting_get_member(g, "token_file");
+	snprintf(dir, sizeof(dir), "%s", cfg->path);
+	if (path[0] == '/')
+		snprintf(cfg->mgmt_token_file, sizeof(cfg->mgmt_token_file), "%s", path);
+	else if (snprintf(cfg->mgmt_token_file, sizeof(cfg->mgmt_token_file), "%s/%s", dirname(dir),
+			  path) >= (int)sizeof(cfg->mgmt_token_file))
+		return cfg_fail(ld, tf, "'management.token_file': path too long");
+	f = fopen(cfg->mgmt_token_file, "r");
+	if (f == NULL)
+		return cfg_fail(ld, tf, "cannot read 'management.token_file' %s: %s",
+			       cfg->mgmt_token_file, strerror(errno));
+	if (fgets(cfg->mgmt_token, sizeof(cfg->mgmt_token), f) == NULL)
+		cfg->mgmt_token[0] = '\0';
+	fclose(f);
+	cfg->mgmt_token[strcspn(cfg->mgmt_token, "\r\n")] = '\0';
+	if (strlen(cfg->mgmt_token) < 16 || strlen(cfg->mgmt_token) >= sizeof(cfg->mgmt_token) - 1)
+		return cfg_fail(ld, tf, "the token in %s must be 16 to %zu characters on its first line",
+			       cfg->mgmt_token_file, sizeof(cfg->mgmt_token) - 2);
+	return 0;
+}
+
 /* The mempool must cover every descriptor ring plus what is in flight in
  * bursts and per-lcore caches, or rx stalls with "no mbufs" under load. */
 static int
@@ -444,7 +494,7 @@ weir_config_load(const char *path, struct weir_config *cfg, char *err, size_t er
 	if (load_top(&ld, root, cfg) < 0 || load_lcores(&ld, root, cfg) < 0 ||
 	    load_ports(&ld, root, cfg) < 0 || load_sizes(&ld, root, cfg) < 0 ||
 	    load_flows(&ld, root, cfg) < 0 || cfg_load_policy(&ld, root, cfg) < 0 ||
-	    load_stats(&ld, root, cfg) < 0 ||
+	    load_stats(&ld, root, cfg) < 0 || load_management(&ld, root, cfg) < 0 ||
 	    check_mbuf_budget(&ld, root, cfg) < 0)
 		goto out;
 	rc = 0;

@@ -74,6 +74,13 @@ struct weir_config {
 	double stats_interval;                  /* seconds */
 	char stats_file[4096];                  /* empty: none */
 	bool stats_print;                       /* one line per interval on stdout */
+
+	/* management = { ... }: the REST API and /metrics (rest.c). */
+	char mgmt_listen[64];                   /* IPv4 or IPv6 address */
+	uint16_t mgmt_port;                     /* 0 = no server */
+	char mgmt_token_file[4096];             /* resolved path; "" = no token asked */
+	char mgmt_token[256];                   /* its first line */
+	int mgmt_line;
 };
 
 /* Load and validate `path`. On error, returns -1 with "FILE:LINE: message" in err. */

@@ -27,6 +27,7 @@
 #include "rebalance.h"
 #include "reload.h"
 #include "hooks.h"
+#include "rest.h"
 #include "mbuf_meta.h"
 
 static struct weir_app app;
@@ -295,7 +296,8 @@ main(int argc, char **argv)
 		goto out_eal;
 	}
 	if (weir_ports_init(&app.cfg, app.mp, &app.ports, err, sizeof(err)) < 0 ||
-	    start_workers(&app, err, sizeof(err)) < 0) {
+	    start_workers(&app, err, sizeof(err)) < 0 ||
+	    weir_rest_start(&app, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
 		goto out_ports;
 	}
@@ -314,6 +316,7 @@ main(int argc, char **argv)
 	weir_stats_write_file(&app);
 	status = EXIT_SUCCESS;
 out_ports:
+	weir_rest_stop(&app);
 	stop_workers(&app);
 	weir_ports_close(&app.ports);
 	if (app.mp != NULL) {

@@ -14,6 +14,7 @@
 #include "rebalance.h"
 #include "reload.h"
 #include "hooks.h"
+#include "rest.h"
 
 static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
 
@@ -240,8 +241,8 @@ postack_json(const struct weir_app *app)
 		"bytes_per_ack", (json_int_t)weir_postack_bytes_per_ack());
 }
 
-static json_t *
-stats_json(const struct weir_app *app)
+json_t *
+weir_stats_json(const struct weir_app *app)
 {
 	struct weir_worker_counters sum;
 	struct weir_flow_stats fs;
@@ -296,7 +297,7 @@ weir_stats_write_file(const struct weir_app *app)
 	if (app->cfg.stats_file[0] == '\0')
 		return 0;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", app->cfg.stats_file);
-	j = stats_json(app);
+	j = weir_stats_json(app);
 	rc = json_dump_file(j, tmp, JSON_INDENT(1) | JSON_SORT_KEYS);
 	json_decref(j);
 	/* Readers never see a half-written file. */
@@ -331,10 +332,10 @@ weir_stats_print(const struct weir_app *app, FILE *out)
 	fflush(out);
 }
 
-/* SIGHUP: switch to the file's policy now, or keep the running one and
- * say why. */
-static void
-reload(struct weir_app *app)
+/* SIGHUP or POST /api/v1/policy/reload: switch to the file's policy now,
+ * or keep the running one and say why. */
+int
+weir_mgmt_reload(struct weir_app *app)
 {
 	char err[sizeof(app->reload_error)];
 
@@ -342,12 +343,13 @@ reload(struct weir_app *app)
 		app->reload_error[0] = '\0';
 		RTE_LOG(NOTICE, USER1, "policy %u in force (reload %" PRIu64 ")\n",
 			app->cfg.policy->epoch, app->reloads);
-		return;
+		return 0;
 	}
 	app->reload_failures++;
 	snprintf(app->reload_error, sizeof(app->reload_error), "%s", err);
 	RTE_LOG(ERR, USER1, "reload failed, policy %u stays in force: %s\n",
 		app->cfg.policy ? app->cfg.policy->epoch : 0, err);
+	return -1;
 }
 
 void
@@ -359,11 +361,12 @@ weir_mgmt_loop(struct weir_app *app)
 
 	while (!app->quit) {
 		/* The management lcore is not a poller: it wakes every 10 ms,
-		 * which bounds the latency of signals and later of commands. */
-		usleep(10000);
+		 * which bounds the latency of signals, and serves REST requests
+		 * as they come in between. */
+		weir_rest_wait(app, 10000);
 		if (app->reload) {
 			app->reload = 0;
-			reload(app);
+			weir_mgmt_reload(app);
 		}
 		weir_rebalance(app);
 		weir_hooks_poll(app);

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: Prometheus metrics. Built from the same snapshot as the stats file
+ * (weir_stats_json), so the two never disagree, plus a walk of the flow
+ * tables for flows by state.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "metrics.h"
+#include "flow.h"
+
+/* One metric family being written: its HELP and TYPE go out before its
+ * first sample, once. */
+struct fam {
+	FILE *out;
+	const char *name;
+	bool started;
+};
+
+static void
+fam_begin(struct fam *f, FILE *out, const char *name, const char *type, const char *help)
+{
+	f->out = out;
+	f->name = name;
+	f->started = true;
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value as the exposition format wants it: \, " and newline escaped. */
+static void
+put_label_value(FILE *out, const char *v)
+{
+	for (; *v != '\0'; v++) {
+		if (*v == '\\' || *v == '"')
+			fprintf(out, "\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", out);
+		else
+			fputc(*v, out);
+	}
+}
+
+/* A sample with up to three labels (name, value pairs; NULL name ends). */
+static void
+sample(struct fam *f, double v, const char *k1, const char *v1, const char *k2, const char *v2,
+       const char *k3, const char *v3)
+{
+	const char *k[3] = { k1, k2, k3 }, *val[3] = { v1, v2, v3 };
+
+	fputs(f->name, f->out);
+	for (int i = 0; i < 3 && k[i] != NULL; i++) {
+		fprintf(f->out, "%s%s=\"", i == 0 ? "{" : ",", k[i]);
+		put_label_value(f->out, val[i]);
+		fputc('"', f->out);
+		if (i == 2 || k[i + 1] == NULL)
+			fputc('}', f->out);
+	}
+	/* %.17g keeps 64-bit counters exact up to 2^53. */
+	fprintf(f->out, " %.17g\n", v);
+}
+
+static double
+num(const json_t *o, const char *key)
+{
+	return json_number_value(json_object_get(o, key));
+}
+
+static const char *const port_role[2] = { "lan", "wan" };
+static const char *const dir_name[2] = { "outbound", "inbound" };
+
+static void
+port_metrics(FILE *out, const json_t *ports)
+{
+	static const struct {
+		const char *key;
+		const char *reason;
+	} drops[] = {
+		{ "tx_full", "tx_full" }, { "dropped", "queue_full" }, { "refused", "admission" },
+		{ "pmd_rx_missed", "pmd_rx_missed" }, { "pmd_rx_nombuf", "pmd_rx_nombuf" },
+	}, unmanaged[] = {
+		{ "non_ip", "non_ip" }, { "fragments", "fragment" }, { "malformed", "malformed" },
+		{ "flow_full", "flow_table_full" },
+	};
+	struct fam f;
+
+	fam_begin(&f, out, "weir_port_packets_total", "counter",
+		  "Frames received (dir=rx) and sent (dir=tx) on a port.");
+	for (int r = 0; r < 2; r++) {
+		const json_t *p = json_object_get(ports, port_role[r]);
+
+		sample(&f, num(p, "rx"), "port", port_role[r], "dir", "rx", NULL, NULL);
+		sample(&f, num(p, "tx"), "port", port_role[r], "dir", "tx", NULL, NULL);
+	}
+	fam_begin(&f, out, "weir_port_bytes_total", "counter",
+		  "Bytes received (dir=rx) and sent (dir=tx) on a port.");
+	for (int r = 0; r < 2; r++) {
+		const json_t *p = json_object_get(ports, port_role[r]);
+
+		sample(&f, num(p, "rx_bytes"), "port", port_role[r], "dir", "rx", NULL, NULL);
+		sample(&f, num(p, "tx_bytes"), "port", port_role[r], "dir", "tx", NULL, NULL);
+	}
+	fam_begin(&f, out, "weir_port_dropped_total", "counter",
+		  "Frames received on a port and dropped, by reason.");
+	for (int r = 0; r < 2; r++) {
+		const json_t *p = json_object_get(ports, port_role[r]);
+
+		for (size_t i = 0; i < RTE_DIM(drops); i++)
+			if (json_object_get(p, drops[i].key) != NULL)
+				sample(&f, num(p, drops[i].key), "port", port_role[r],
+				       "reason", drops[i].reason, NULL, NULL);
+	}
+	fam_begin(&f, out, "weir_port_unmanaged_total", "counter",
+		  "Frames bridged without a flow (not shaped), by reason.");
+	for (int r = 0; r < 2; r++) {
+		const json_t *p = json_object_get(ports, port_role[r]);
+
+		for (size_t i = 0; i < RTE_DIM(unmanaged); i++)
+			sample(&f, num(p, unmanaged[i].key), "port", port_role[r],
+			       "reason", unmanaged[i].reason, NULL, NULL);
+	}
+}
+
+/* Every class of both directions: one family at a time, so each family's
+ * samples stay together as the format requires. */
+static void
+class_family(FILE *out, const json_t *shaping, const char *name, const char *type,
+	     const char *help, const char *key, const char *key2, bool leaf_only)
+{
+	struct fam f = { .started = false };
+
+	for (int d = 0; d < 2; d++) {
+		const json_t *t = json_object_get(shaping, dir_name[d]);
+		const json_t *classes = json_object_get(t, "classes");
+		const char *cname;
+		json_t *c;
+
+		if (!json_is_object(t))
+			continue;
+		json_object_foreach((json_t *)classes, cname, c) {
+			if (leaf_only && json_object_get(c, "flows") == NULL)
+				continue;
+			if (!f.started)
+				fam_begin(&f, out, name, type, help);
+			if (key2 == NULL) {
+				sample(&f, num(c, key), "direction", dir_name[d], "class", cname,
+				       NULL, NULL);
+			} else {
+				sample(&f, num(c, key), "direction", dir_name[d], "class", cname,
+				       "reason", "flow_queue_full");
+				sample(&f, num(c, key2), "direction", dir_name[d], "class", cname,
+				       "reason", "class_limit");
+			}
+		}
+	}
+}
+
+static void
+class_metrics(FILE *out, const json_t *shaping)
+{
+	class_family(out, shaping, "weir_class_bytes_total", "counter",
+		     "Bytes a class sent (a parent counts its children's).", "bytes", NULL, false);
+	class_family(out, shaping, "weir_class_packets_total", "counter",
+		     "Packets a class sent (a parent counts its children's).", "pkts", NULL, false);
+	class_family(out, shaping, "weir_class_drops_total", "counter",
+		     "Packets a leaf class refused, by reason.", "drops_flow", "drops_class", true);
+	class_family(out, shaping, "weir_class_borrowed_bytes_total", "counter",
+		     "Bytes a class sent above its rate, borrowed from its parent.", "borrowed_bytes",
+		     NULL, false);
+	class_family(out, shaping, "weir_class_queue_packets", "gauge",
+		     "Packets queued in a leaf class now.", "queued_pkts", NULL, true);
+	class_family(out, shaping, "weir_class_queue_bytes", "gauge",
+		     "Wire bytes queued in a leaf class now.", "queued_bytes", NULL, true);
+	class_family(out, shaping, "weir_class_rate_bps", "gauge",
+		     "A class's configured guaranteed rate, bit/s.", "rate_bps", NULL, false);
+	class_family(out, shaping, "weir_class_ceil_bps", "gauge",
+		     "A class's configured ceiling, bit/s.", "ceil_bps", NULL, false);
+	class_family(out, shaping, "weir_class_flows", "gauge",
+		     "Flows classified into a leaf class now.", "flows", NULL, true);
+	class_family(out, shaping, "weir_class_admission_refused_total", "counter",
+		     "Flows a leaf class refused admission.", "refused", NULL, true);
+}
+
+static int
+count_state(const struct weir_flow *f, const struct weir_flow_key *key, void *arg)
+{
+	uint64_t *by_state = arg;
+
+	by_state[f->state < WEIR_FS__COUNT ? f->state : 0]++;
+	return 0;
+}
+
+static void
+flow_metrics(FILE *out, const struct weir_app *a, const json_t *flows)
+{
+	uint64_t by_state[WEIR_FS__COUNT] = { 0 };
+	struct fam f;
+
+	fam_begin(&f, out, "weir_flows_active", "gauge", "Flows in the flow tables now.");
+	sample(&f, num(flows, "active"), NULL, NULL, NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_flows_capacity", "gauge", "Flows the flow tables can hold.");
+	sample(&f, num(flows, "capacity"), NULL, NULL, NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_flows_inserted_total", "counter", "Flows created.");
+	sample(&f, num(flows, "inserted"), NULL, NULL, NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_flows_expired_total", "counter", "Flows removed when idle.");
+	sample(&f, num(flows, "expired"), NULL, NULL, NULL, NULL, NULL, NULL);
+	/* A snapshot of tables the workers change as we read: each entry is
+	 * counted once, in the state it had when read. */
+	for (unsigned int i = 0; i < a->n_workers; i++)
+		weir_flow_walk(a->flows[i], count_state, by_state);
+	fam_begin(&f, out, "weir_flows", "gauge", "Flows in the flow tables now, by state.");
+	for (unsigned int s = 0; s < WEIR_FS__COUNT; s++)
+		sample(&f, (double)by_state[s], "state", weir_flow_state_name(s), NULL, NULL,
+		       NULL, NULL);
+}
+
+static void
+worker_metrics(FILE *out, const json_t *workers)
+{
+	static const struct {
+		const char *name, *type, *help, *key;
+	} fams[] = {
+		{ "weir_worker_busy_seconds_total", "counter",
+		  "Time a worker spent in loops that moved packets.", "busy_s" },
+		{ "weir_worker_loops_total", "counter", "A worker's poll loops.", "loops" },
+		{ "weir_worker_idle_loops_total", "counter", "A worker's loops that received nothing.",
+		  "idle_loops" },
+		{ "weir_worker_flows_active", "gauge", "Flows in a worker's table now.",
+		  "flows_active" },
+	};
+	struct fam f;
+
+	for (size_t k = 0; k < RTE_DIM(fams); k++) {
+		fam_begin(&f, out, fams[k].name, fams[k].type, fams[k].help);
+		for (size_t i = 0; i < json_array_size(workers); i++) {
+			char id[24];
+
+			snprintf(id, sizeof(id), "%zu", i);
+			sample(&f, num(json_array_get(workers, i), fams[k].key), "worker", id,
+			       NULL, NULL, NULL, NULL);
+		}
+	}
+}
+
+char *
+weir_metrics_text(const struct weir_app *a, size_t *len)
+{
+	json_t *s = weir_stats_json(a);
+	const json_t *pa = json_object_get(s, "postack");
+	const json_t *pol = json_object_get(s, "policy");
+	char *buf = NULL;
+	struct fam f;
+	FILE *out;
+
+	*len = 0;
+	out = open_memstream(&buf, len);
+	if (s == NULL || out == NULL) {
+		json_decref(s);
+		if (out != NULL)
+			fclose(out);
+		free(buf);
+		return NULL;
+	}
+	fam_begin(&f, out, "weir_build_info", "gauge", "The running weir's version (always 1).");
+	sample(&f, 1, "version", WEIR_VERSION, NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_uptime_seconds", "gauge", "Seconds since weir started.");
+	sample(&f, num(s, "uptime_s"), NULL, NULL, NULL, NULL, NULL, NULL);
+	port_metrics(out, json_object_get(s, "ports"));
+	class_metrics(out, json_object_get(s, "shaping"));
+	flow_metrics(out, a, json_object_get(s, "flows"));
+	worker_metrics(out, json_object_get(s, "workers"));
+	if (json_is_object(pa)) {
+		fam_begin(&f, out, "weir_postack_acks_held", "gauge",
+			  "ACKs PostACK holds now, all workers.");
+		sample(&f, num(pa, "acks_held"), NULL, NULL, NULL, NULL, NULL, NULL);
+		fam_begin(&f, out, "weir_postack_acks_held_total", "counter",
+			  "ACKs PostACK has held.");
+		sample(&f, num(pa, "held"), NULL, NULL, NULL, NULL, NULL, NULL);
+		fam_begin(&f, out, "weir_postack_pool_full_total", "counter",
+			  "ACKs sent on unheld: no free record.");
+		sample(&f, num(pa, "pool_full"), NULL, NULL, NULL, NULL, NULL, NULL);
+	}
+	fam_begin(&f, out, "weir_mbufs_in_use", "gauge", "Packet buffers out of the pool now.");
+	sample(&f, num(json_object_get(s, "mbufs"), "in_use"), NULL, NULL, NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_mbufs", "gauge", "Packet buffers in the pool.");
+	sample(&f, num(json_object_get(s, "mbufs"), "total"), NULL, NULL, NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_policy_epoch", "gauge", "Epoch of the policy in force.");
+	sample(&f, num(pol, "epoch"), NULL, NULL, NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_policy_reloads_total", "counter", "Policies switched to live.");
+	sample(&f, num(pol, "reloads"), NULL, NULL, NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_policy_reload_failures_total", "counter",
+		  "Reloads refused (the running policy stayed).");
+	sample(&f, num(pol, "reload_failures"), NULL, NULL, NULL, NULL, NULL, NULL);
+	json_decref(s);
+	if (fclose(out) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}

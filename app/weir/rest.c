@@ -1,0 +1,956 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: the management REST API and /metrics on libmicrohttpd.
+ *
+ * The daemon runs in MHD's "external select" mode with epoll: the
+ * management loop waits on its epoll fd and calls MHD_run, which runs the
+ * handlers below on the management lcore. A slow or stalled client only
+ * holds a connection slot (bounded, and timed out), never the loop.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_log.h>
+
+#include "rest.h"
+#include "metrics.h"
+#include "policy.h"
+
+#define REST_BODY_MAX (64 * 1024)       /* request bodies above this get 413 */
+#define REST_CONN_LIMIT 64              /* connections open at once */
+#define REST_CONN_TIMEOUT_S 10          /* idle or stalled connections are closed */
+#define REST_SCRIPT_MAX (1024 * 1024)   /* largest policy script GET policy returns */
+#define FLOWS_LIMIT_DEFAULT 100
+#define FLOWS_LIMIT_MAX 1000
+
+/* docs/openapi.json, embedded at build time (embed.py). */
+extern const char weir_openapi_json[];
+extern const size_t weir_openapi_json_len;
+
+struct weir_rest {
+	struct MHD_Daemon *d;
+	int epfd;                       /* MHD's epoll fd, waited on by the management loop */
+};
+
+/* What a handler answers: a JSON document or a text body. */
+struct reply {
+	unsigned int status;
+	json_t *json;                   /* owned; or */
+	char *text;                     /* malloc'ed, with text_len and ctype */
+	size_t text_len;
+	const char *ctype;
+	const char *persistent;         /* static body (the OpenAPI document) */
+	size_t persistent_len;
+};
+
+/* One request as MHD hands it over in several calls (headers, body
+ * chunks, end). */
+struct req {
+	const struct route *route;
+	char *body;
+	size_t len;
+	bool too_big;
+};
+
+typedef void (*handler_fn)(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
+			   struct reply *r);
+
+struct route {
+	const char *path;
+	const char *method;             /* GET routes answer HEAD too */
+	handler_fn fn;
+	const char *const *query;       /* query parameters accepted (NULL: none) */
+};
+
+static void
+reply_error(struct reply *r, unsigned int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+reply_error(struct reply *r, unsigned int status, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_decref(r->json);
+	r->status = status;
+	r->json = json_pack("{s:{s:i, s:s}}", "error", "code", (int)status, "message", msg);
+}
+
+static void
+reply_json(struct reply *r, json_t *j)
+{
+	r->status = j != NULL ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR;
+	r->json = j;
+	if (j == NULL)
+		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+}
+
+static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
+static const char *const dir_name[WEIR_POLICY_DIRS] = { "outbound", "inbound" };
+
+/* ---- GET /api/v1/status ---- */
+
+static void
+h_status(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+{
+	json_t *s = weir_stats_json(a);
+	json_t *ports = json_object(), *workers = json_array(), *o;
+	json_t *sp = json_object_get(s, "ports"), *sw = json_object_get(s, "workers");
+
+	for (int role = 0; role < WEIR_PORT__COUNT; role++) {
+		const json_t *p = json_object_get(sp, role_name[role]);
+		struct rte_eth_link link = { 0 };
+		json_t *lj;
+
+		if (a->ports.started[role] && rte_eth_link_get_nowait(a->ports.id[role], &link) == 0)
+			lj = json_pack("{s:b, s:I, s:s, s:b}", "up", link.link_status == RTE_ETH_LINK_UP,
+				       "speed_mbps", (json_int_t)(link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN
+								   ? 0 : link.link_speed),
+				       "duplex", link.link_duplex == RTE_ETH_LINK_FULL_DUPLEX ? "full" : "half",
+				       "autoneg", link.link_autoneg == RTE_ETH_LINK_AUTONEG);
+		else
+			lj = json_pack("{s:b, s:I, s:s, s:b}", "up", 0, "speed_mbps", (json_int_t)0,
+				       "duplex", "half", "autoneg", 0);
+		json_object_set_new(ports, role_name[role], json_pack(
+			"{s:s, s:i, s:o, s:O, s:O, s:O, s:O, s:I}",
+			"device", a->cfg.port[role].device, "port_id", (int)a->ports.id[role],
+			"link", lj,
+			"rx", json_object_get(p, "rx"), "tx", json_object_get(p, "tx"),
+			"rx_bytes", json_object_get(p, "rx_bytes"),
+			"tx_bytes", json_object_get(p, "tx_bytes"),
+			"dropped", json_integer_value(json_object_get(p, "tx_full")) +
+				   json_integer_value(json_object_get(p, "dropped")) +
+				   json_integer_value(json_object_get(p, "refused"))));
+	}
+	for (size_t i = 0; i < json_array_size(sw); i++) {
+		const json_t *w = json_array_get(sw, i);
+
+		json_array_append_new(workers, json_pack("{s:i, s:O, s:O, s:O}", "id", (int)i,
+			"lcore", json_object_get(w, "lcore"), "busy_s", json_object_get(w, "busy_s"),
+			"flows_active", json_object_get(w, "flows_active")));
+	}
+	o = json_pack("{s:s, s:O, s:o, s:o, s:{s:O, s:O}, s:O, s:{s:I, s:s}, s:b}",
+		"version", WEIR_VERSION, "uptime_s", json_object_get(s, "uptime_s"),
+		"ports", ports, "workers", workers,
+		"flows", "active", json_object_get(json_object_get(s, "flows"), "active"),
+			 "capacity", json_object_get(json_object_get(s, "flows"), "capacity"),
+		"mbufs", json_object_get(s, "mbufs"),
+		"policy", "epoch", (json_int_t)(a->cfg.policy ? a->cfg.policy->epoch : 0),
+			  "source", a->cfg.policy_script[0] != '\0' ? "script" : "config",
+		"shaping", a->cfg.policy != NULL);
+	json_decref(s);
+	reply_json(r, o);
+}
+
+/* ---- GET /api/v1/classes ---- */
+
+static void
+h_classes(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+{
+	const struct weir_policy *p = a->cfg.policy;
+	json_t *s = weir_stats_json(a);
+	json_t *o = json_object();
+
+	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
+		const json_t *sd = json_object_get(json_object_get(s, "shaping"), dir_name[d]);
+		const struct weir_policy_tree *t;
+		json_t *list;
+
+		if (p == NULL || p->tree[d].n_classes == 0 || !json_is_object(sd)) {
+			json_object_set_new(o, dir_name[d], json_null());
+			continue;
+		}
+		t = &p->tree[d];
+		list = json_array();
+		for (uint16_t k = 1; k < t->n_classes; k++) {
+			const struct weir_policy_class *pc = &t->classes[k];
+			/* The counters the stats snapshot computed for this class,
+			 * with what the tree says about it. */
+			json_t *cj = json_deep_copy(json_object_get(json_object_get(sd, "classes"),
+								   pc->name));
+
+			if (cj == NULL)
+				cj = json_object();
+			json_object_set_new(cj, "name", json_string(pc->name));
+			json_object_set_new(cj, "parent", pc->cbq.parent == 0 ? json_null()
+					    : json_string(t->classes[pc->cbq.parent].name));
+			json_object_set_new(cj, "leaf", json_boolean(pc->is_leaf));
+			json_object_set_new(cj, "mode", pc->is_leaf
+					    ? json_string(weir_shape_mode_name(pc->mode)) : json_null());
+			json_array_append_new(list, cj);
+		}
+		json_object_set_new(o, dir_name[d], json_pack("{s:O, s:O, s:O, s:O, s:O, s:O, s:o}",
+			"rate_bps", json_object_get(sd, "rate_bps"),
+			"default", json_object_get(sd, "default"),
+			"bytes", json_object_get(sd, "bytes"), "pkts", json_object_get(sd, "pkts"),
+			"queued_pkts", json_object_get(sd, "queued_pkts"),
+			"queued_bytes", json_object_get(sd, "queued_bytes"),
+			"classes", list));
+	}
+	json_object_set_new(o, "epoch", json_integer(p ? p->epoch : 0));
+	json_decref(s);
+	reply_json(r, o);
+}
+
+/* ---- GET /api/v1/counters ---- */
+
+static void
+h_counters(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+{
+	reply_json(r, weir_stats_json(a));
+}
+
+/* ---- GET /api/v1/flows ---- */
+
+struct flow_filter {
+	int cls[WEIR_POLICY_DIRS];      /* class index per direction; -1 = that tree lacks it */
+	bool by_class;
+	bool by_host;
+	uint8_t family;
+	uint8_t host[16];
+	unsigned int host_bits;
+	int port;                       /* -1 = any */
+	int proto;                      /* -1 = any */
+};
+
+struct flow_walk {
+	struct weir_app *a;
+	const struct weir_worker *w;
+	unsigned int worker;
+	const struct flow_filter *flt;
+	uint64_t now, hz;
+	uint64_t matched;
+	uint64_t offset, limit;
+	json_t *list;
+};
+
+static const char *
+proto_name(uint8_t proto)
+{
+	switch (proto) {
+	case IPPROTO_TCP: return "tcp";
+	case IPPROTO_UDP: return "udp";
+	case IPPROTO_ICMP: return "icmp";
+	case IPPROTO_ICMPV6: return "icmpv6";
+	case IPPROTO_SCTP: return "sctp";
+	default: return NULL;
+	}
+}
+
+static bool
+prefix_match(const uint8_t *addr, const uint8_t *pfx, unsigned int bits)
+{
+	unsigned int whole = bits / 8, rest = bits % 8;
+
+	if (memcmp(addr, pfx, whole) != 0)
+		return false;
+	return rest == 0 || ((addr[whole] ^ pfx[whole]) & (uint8_t)(0xff << (8 - rest))) == 0;
+}
+
+/* The flow's class in direction d, if it was classified under the policy
+ * in force (class_gen == the worker's generation); -1 otherwise. Checked
+ * against the policy's bounds: the entry may change as we read it. */
+static int
+flow_class(const struct weir_app *a, const struct weir_worker *w, const struct weir_flow *f, int d)
+{
+	const struct weir_policy *p = a->cfg.policy;
+	uint16_t leaf;
+
+	if (p == NULL || f->class_gen == 0 || f->class_gen != w->gen8 ||
+	    f->class_id >= p->n_targets || p->tree[d].n_classes == 0)
+		return -1;
+	leaf = p->targets[f->class_id].leaf[d];
+	return leaf < p->tree[d].n_classes ? leaf : -1;
+}
+
+static json_t *
+endpoint_json(const struct weir_flow_key *k, bool hi, uint16_t port)
+{
+	char buf[INET6_ADDRSTRLEN];
+
+	inet_ntop(k->family == 6 ? AF_INET6 : AF_INET, hi ? k->addr_hi : k->addr_lo, buf, sizeof(buf));
+	return json_pack("{s:s, s:i}", "addr", buf, "port", (int)port);
+}
+
+static json_t *
+flow_dir_json(struct flow_walk *fw, const struct weir_flow *f, uint32_t slot, int d)
+{
+	const struct weir_policy *p = fw->a->cfg.policy;
+	const struct weir_worker *w = fw->w;
+	int cls = flow_class(fw->a, w, f, d);
+	json_t *o = json_pack("{s:I, s:I}", "bytes", (json_int_t)f->bytes[d],
+			      "pkts", (json_int_t)f->pkts[d]);
+
+	json_object_set_new(o, "class", cls >= 0 ? json_string(p->tree[d].classes[cls].name)
+			    : json_null());
+	json_object_set_new(o, "mode", cls >= 0 ? json_string(weir_shape_mode_name(
+			    p->targets[f->class_id].mode[d])) : json_null());
+	/* Cheap per-slot reads of the worker's queues: a snapshot. */
+	if (w->shaper[d] != NULL)
+		json_object_set_new(o, "queued_pkts", json_integer(
+			weir_drr_qlen(weir_cbq_qtab(w->shaper[d]), slot)));
+	if (w->pa != NULL) {
+		uint32_t rtt = w->pa->q[d][slot].rtt;
+
+		json_object_set_new(o, "acks_held", json_integer(weir_postack_len(w->pa, d, slot)));
+		json_object_set_new(o, "rtt_ms", rtt ? json_real((double)rtt * 1e3 / (double)fw->hz)
+				    : json_null());
+	}
+	return o;
+}
+
+static int
+flow_visit(const struct weir_flow *f, const struct weir_flow_key *k, void *arg)
+{
+	struct flow_walk *fw = arg;
+	const struct flow_filter *flt = fw->flt;
+	bool lan_hi = (f->shape & WEIR_FSH_LAN_HI) != 0;
+	uint32_t slot;
+	const char *pn;
+	json_t *o;
+
+	if (flt->proto >= 0 && k->proto != flt->proto)
+		return 0;
+	if (flt->port >= 0 && k->port_lo != flt->port && k->port_hi != flt->port)
+		return 0;
+	if (flt->by_host && (k->family != flt->family ||
+			     (!prefix_match(k->addr_lo, flt->host, flt->host_bits) &&
+			      !prefix_match(k->addr_hi, flt->host, flt->host_bits))))
+		return 0;
+	if (flt->by_class) {
+		bool hit = false;
+
+		for (int d = 0; d < WEIR_POLICY_DIRS; d++)
+			hit |= flt->cls[d] >= 0 && flow_class(fw->a, fw->w, f, d) == flt->cls[d];
+		if (!hit)
+			return 0;
+	}
+	if (fw->matched++ < fw->offset || json_array_size(fw->list) >= fw->limit)
+		return 0;       /* counted for "total", not listed */
+	slot = weir_flow_slot(fw->a->flows[fw->worker], f);
+	pn = proto_name(k->proto);
+	o = json_pack("{s:i, s:i, s:i, s:o, s:i, s:i, s:o, s:o, s:s, s:s, s:f, s:f, s:o, s:o}",
+		"worker", (int)fw->worker, "slot", (int)slot, "family", (int)k->family,
+		"proto", pn != NULL ? json_string(pn) : json_integer(k->proto),
+		"proto_num", (int)k->proto, "vlan", (int)k->vlan,
+		"lan", endpoint_json(k, lan_hi, lan_hi ? k->port_hi : k->port_lo),
+		"wan", endpoint_json(k, !lan_hi, lan_hi ? k->port_lo : k->port_hi),
+		"state", weir_flow_state_name(f->state),
+		"opened_by", f->shape & WEIR_FSH_INIT_IN ? "wan" : "lan",
+		"age_s", fw->now > f->first_tsc ? (double)(fw->now - f->first_tsc) / (double)fw->hz : 0.0,
+		"idle_s", fw->now > f->last_tsc ? (double)(fw->now - f->last_tsc) / (double)fw->hz : 0.0,
+		"out", flow_dir_json(fw, f, slot, WEIR_DIR_OUT),
+		"in", flow_dir_json(fw, f, slot, WEIR_DIR_IN));
+	json_array_append_new(fw->list, o);
+	return 0;
+}
+
+static bool
+parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+
+	if (s == NULL || *s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return errno == 0 && *end == '\0' && *out <= max;
+}
+
+/* 0, or -1 with the 400 reply made. */
+static int
+flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *flt,
+	     uint64_t *limit, uint64_t *offset, struct reply *r)
+{
+	const char *v;
+	uint64_t u;
+
+	memset(flt, 0, sizeof(*flt));
+	flt->port = flt->proto = -1;
+	*limit = FLOWS_LIMIT_DEFAULT;
+	*offset = 0;
+	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
+	if (v != NULL && (!parse_uint(v, FLOWS_LIMIT_MAX, limit) || *limit == 0)) {
+		reply_error(r, MHD_HTTP_BAD_REQUEST, "'limit' must be an integer from 1 to %d",
+			    FLOWS_LIMIT_MAX);
+		return -1;
+	}
+	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset");
+	if (v != NULL && !parse_uint(v, UINT32_MAX, offset)) {
+		reply_error(r, MHD_HTTP_BAD_REQUEST, "'offset' must be a non-negative integer");
+		return -1;
+	}
+	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "port");
+	if (v != NULL) {
+		if (!parse_uint(v, 65535, &u)) {
+			reply_error(r, MHD_HTTP_BAD_REQUEST, "'port' must be an integer from 0 to 65535");
+			return -1;
+		}
+		flt->port = (int)u;
+	}
+	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "proto");
+	if (v != NULL) {
+		static const struct { const char *n; int p; } names[] = {
+			{ "tcp", IPPROTO_TCP }, { "udp", IPPROTO_UDP }, { "icmp", IPPROTO_ICMP },
+			{ "icmpv6", IPPROTO_ICMPV6 }, { "sctp", IPPROTO_SCTP },
+		};
+
+		for (size_t i = 0; i < RTE_DIM(names); i++)
+			if (strcasecmp(v, names[i].n) == 0)
+				flt->proto = names[i].p;
+		if (flt->proto < 0) {
+			if (!parse_uint(v, 255, &u)) {
+				reply_error(r, MHD_HTTP_BAD_REQUEST, "'proto' must be tcp, udp, icmp, "
+					    "icmpv6, sctp or a protocol number from 0 to 255");
+				return -1;
+			}
+			flt->proto = (int)u;
+		}
+	}
+	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "host");
+	if (v != NULL) {
+		char addr[INET6_ADDRSTRLEN + 1];
+		const char *slash = strchr(v, '/');
+		size_t alen = slash != NULL ? (size_t)(slash - v) : strlen(v);
+		unsigned int maxbits;
+
+		if (alen >= sizeof(addr))
+			goto bad_host;
+		memcpy(addr, v, alen);
+		addr[alen] = '\0';
+		memset(flt->host, 0, sizeof(flt->host));
+		if (inet_pton(AF_INET, addr, flt->host) == 1)
+			flt->family = 4, maxbits = 32;
+		else if (inet_pton(AF_INET6, addr, flt->host) == 1)
+			flt->family = 6, maxbits = 128;
+		else
+			goto bad_host;
+		flt->host_bits = maxbits;
+		if (slash != NULL) {
+			if (!parse_uint(slash + 1, maxbits, &u))
+				goto bad_host;
+			flt->host_bits = (unsigned int)u;
+		}
+		flt->by_host = true;
+	}
+	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "class");
+	if (v != NULL) {
+		bool found = false;
+
+		for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
+			flt->cls[d] = a->cfg.policy ? weir_policy_class_find(a->cfg.policy, d, v) : -1;
+			found |= flt->cls[d] >= 0;
+		}
+		if (!found) {
+			reply_error(r, MHD_HTTP_BAD_REQUEST, "no class '%s' in the policy in force", v);
+			return -1;
+		}
+		flt->by_class = true;
+	}
+	return 0;
+bad_host:
+	reply_error(r, MHD_HTTP_BAD_REQUEST, "'host' must be an IPv4 or IPv6 address, "
+		    "optionally with a /prefix length");
+	return -1;
+}
+
+static void
+h_flows(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+{
+	struct flow_filter flt;
+	struct flow_walk fw = { .a = a, .flt = &flt, .now = rte_rdtsc(), .hz = rte_get_tsc_hz() };
+
+	if (flows_filter(a, c, &flt, &fw.limit, &fw.offset, r) < 0)
+		return;
+	fw.list = json_array();
+	for (unsigned int i = 0; i < a->n_workers; i++) {
+		fw.w = a->workers[i];
+		fw.worker = i;
+		weir_flow_walk(a->flows[i], flow_visit, &fw);
+	}
+	reply_json(r, json_pack("{s:I, s:I, s:I, s:o}", "total", (json_int_t)fw.matched,
+				"offset", (json_int_t)fw.offset, "limit", (json_int_t)fw.limit,
+				"flows", fw.list));
+}
+
+/* ---- GET /api/v1/policy, POST /api/v1/policy/reload ---- */
+
+static json_t *
+script_text(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	size_t n;
+	json_t *j;
+
+	if (f == NULL)
+		return json_null();
+	buf = malloc(REST_SCRIPT_MAX);
+	n = buf != NULL ? fread(buf, 1, REST_SCRIPT_MAX, f) : 0;
+	fclose(f);
+	/* Not UTF-8 (or too long to return whole): say so with null. */
+	j = buf != NULL && n < REST_SCRIPT_MAX ? json_stringn(buf, n) : NULL;
+	free(buf);
+	return j != NULL ? j : json_null();
+}
+
+static void
+h_policy(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+{
+	bool script = a->cfg.policy_script[0] != '\0';
+
+	reply_json(r, json_pack("{s:I, s:s, s:s, s:o, s:o, s:I, s:I, s:s}",
+		"epoch", (json_int_t)(a->cfg.policy ? a->cfg.policy->epoch : 0),
+		"source", script ? "script" : "config",
+		"config", a->cfg.path,
+		"script", script ? json_string(a->cfg.policy_script) : json_null(),
+		"script_text", script ? script_text(a->cfg.policy_script) : json_null(),
+		"reloads", (json_int_t)a->reloads, "reload_failures", (json_int_t)a->reload_failures,
+		"last_error", a->reload_error));
+}
+
+/* Check the config file (and its script) as a reload would, changing nothing. */
+static int
+reload_check(struct weir_app *a, char *err, size_t errlen)
+{
+	struct weir_config nc;
+	int rc = 0;
+
+	if (weir_config_load(a->cfg.path, &nc, err, errlen) < 0)
+		return -1;
+	for (int d = 0; d < WEIR_POLICY_DIRS && a->cfg.policy != NULL; d++) {
+		bool now = a->cfg.policy->tree[d].n_classes != 0;
+		bool then = nc.policy != NULL && nc.policy->tree[d].n_classes != 0;
+
+		if (now != then) {
+			snprintf(err, errlen, "%.300s: shaping the %s direction or not needs a restart",
+				 nc.path, dir_name[d]);
+			rc = -1;
+			break;
+		}
+	}
+	if (a->cfg.policy == NULL) {
+		snprintf(err, errlen, "%.300s: turning shaping on or off needs a restart", nc.path);
+		rc = -1;
+	}
+	weir_config_free(&nc);
+	return rc;
+}
+
+/* Parse the request body: absent, or a JSON object of known fields of the
+ * right types. 0, or -1 with the 400/415 reply made. */
+static int
+body_object(struct MHD_Connection *c, struct req *rq, struct reply *r, json_t **out)
+{
+	const char *ct;
+	json_error_t jerr;
+	json_t *j;
+
+	*out = NULL;
+	if (rq->len == 0)
+		return 0;
+	ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (ct == NULL || strncasecmp(ct, "application/json", 16) != 0 ||
+	    (ct[16] != '\0' && ct[16] != ';' && ct[16] != ' ')) {
+		reply_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+			    "the body must be application/json");
+		return -1;
+	}
+	j = json_loadb(rq->body, rq->len, JSON_REJECT_DUPLICATES, &jerr);
+	if (j == NULL) {
+		reply_error(r, MHD_HTTP_BAD_REQUEST, "malformed JSON at line %d, column %d: %s",
+			    jerr.line, jerr.column, jerr.text);
+		return -1;
+	}
+	if (!json_is_object(j)) {
+		json_decref(j);
+		reply_error(r, MHD_HTTP_BAD_REQUEST, "the body must be a JSON object");
+		return -1;
+	}
+	*out = j;
+	return 0;
+}
+
+static void
+h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+{
+	char err[sizeof(a->reload_error)];
+	bool dry_run = false;
+	const char *key;
+	json_t *body, *v;
+	int rc;
+
+	if (body_object(c, rq, r, &body) < 0)
+		return;
+	json_object_foreach(body, key, v) {
+		if (strcmp(key, "dry_run") != 0) {
+			reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%s'", key);
+			json_decref(body);
+			return;
+		}
+		if (!json_is_boolean(v)) {
+			reply_error(r, MHD_HTTP_BAD_REQUEST, "'dry_run' must be true or false");
+			json_decref(body);
+			return;
+		}
+		dry_run = json_is_true(v);
+	}
+	json_decref(body);
+	if (dry_run) {
+		rc = reload_check(a, err, sizeof(err));
+	} else {
+		rc = weir_mgmt_reload(a);
+		snprintf(err, sizeof(err), "%s", a->reload_error);
+	}
+	if (rc != 0) {
+		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s", err);
+		/* Which policy stayed in force. */
+		json_object_set_new(json_object_get(r->json, "error"), "epoch",
+				    json_integer(a->cfg.policy ? a->cfg.policy->epoch : 0));
+		return;
+	}
+	reply_json(r, json_pack("{s:I, s:b, s:I}",
+		"epoch", (json_int_t)(a->cfg.policy ? a->cfg.policy->epoch : 0),
+		"dry_run", dry_run, "reloads", (json_int_t)a->reloads));
+}
+
+/* ---- GET /api/v1/openapi.json, GET /metrics ---- */
+
+static void
+h_openapi(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+{
+	r->status = MHD_HTTP_OK;
+	r->persistent = weir_openapi_json;
+	r->persistent_len = weir_openapi_json_len;
+	r->ctype = "application/json";
+}
+
+static void
+h_metrics(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+{
+	r->text = weir_metrics_text(a, &r->text_len);
+	if (r->text == NULL) {
+		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		return;
+	}
+	r->status = MHD_HTTP_OK;
+	r->ctype = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+static const char *const flows_query[] = { "limit", "offset", "class", "host", "port", "proto",
+					   NULL };
+
+static const struct route routes[] = {
+	{ "/api/v1/status", "GET", h_status, NULL },
+	{ "/api/v1/classes", "GET", h_classes, NULL },
+	{ "/api/v1/counters", "GET", h_counters, NULL },
+	{ "/api/v1/flows", "GET", h_flows, flows_query },
+	{ "/api/v1/policy", "GET", h_policy, NULL },
+	{ "/api/v1/policy/reload", "POST", h_policy_reload, NULL },
+	{ "/api/v1/openapi.json", "GET", h_openapi, NULL },
+	{ "/metrics", "GET", h_metrics, NULL },
+};
+
+/* ---- dispatch ---- */
+
+static enum MHD_Result
+send_reply(struct MHD_Connection *c, struct reply *r, const char *allow)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	if (r->json != NULL) {
+		char *s = json_dumps(r->json, JSON_COMPACT | JSON_ENSURE_ASCII);
+
+		json_decref(r->json);
+		r->json = NULL;
+		if (s == NULL)
+			return MHD_NO;
+		free(r->text);
+		r->text = s;
+		r->text_len = strlen(s);
+		r->ctype = "application/json";
+	}
+	if (r->persistent != NULL)
+		resp = MHD_create_response_from_buffer(r->persistent_len, (void *)r->persistent,
+						       MHD_RESPMEM_PERSISTENT);
+	else
+		resp = MHD_create_response_from_buffer(r->text_len, r->text, MHD_RESPMEM_MUST_FREE);
+	if (resp == NULL) {
+		free(r->text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->ctype);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (allow != NULL)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+	if (r->status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"weir\"");
+	ret = MHD_queue_response(c, r->status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+/* Compare the whole of both strings whatever they hold: the time taken
+ * tells nothing about how much of a guess was right. */
+static bool
+token_ok(const char *want, const char *auth)
+{
+	static const char prefix[] = "Bearer ";
+	size_t wl = strlen(want), gl;
+	unsigned char diff;
+
+	if (auth == NULL || strncasecmp(auth, prefix, sizeof(prefix) - 1) != 0)
+		return false;
+	auth += sizeof(prefix) - 1;
+	gl = strlen(auth);
+	diff = wl != gl;
+	for (size_t i = 0; i < wl; i++)
+		diff |= (unsigned char)(want[i] ^ (i < gl ? auth[i] : 0));
+	return diff == 0;
+}
+
+struct query_check {
+	const char *const *allowed;
+	const char *bad;
+};
+
+static enum MHD_Result
+query_key(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct query_check *qc = cls;
+
+	for (const char *const *k = qc->allowed; k != NULL && *k != NULL; k++)
+		if (strcmp(*k, key) == 0)
+			return MHD_YES;
+	qc->bad = key;
+	return MHD_NO;
+}
+
+/* Whatever can be refused from the request line and headers alone is
+ * refused before any body is read: a client without the token cannot
+ * make us buffer anything. true: r holds the refusal. */
+static bool
+refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, const char *method,
+	     struct req *rq, struct reply *r, const char **allow)
+{
+	const char *cl;
+	bool path_known = false;
+	struct query_check qc = { 0 };
+	uint64_t n;
+
+	if (a->cfg.mgmt_token[0] != '\0' &&
+	    !token_ok(a->cfg.mgmt_token, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+								      MHD_HTTP_HEADER_AUTHORIZATION))) {
+		reply_error(r, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token");
+		return true;
+	}
+	for (size_t i = 0; i < RTE_DIM(routes); i++) {
+		if (strcmp(routes[i].path, url) != 0)
+			continue;
+		path_known = true;
+		*allow = strcmp(routes[i].method, "GET") == 0 ? "GET, HEAD" : routes[i].method;
+		if (strcmp(routes[i].method, method) == 0 ||
+		    (strcmp(routes[i].method, "GET") == 0 && strcmp(method, "HEAD") == 0))
+			rq->route = &routes[i];
+	}
+	if (!path_known) {
+		*allow = NULL;
+		reply_error(r, MHD_HTTP_NOT_FOUND, "no such resource: %s", url);
+		return true;
+	}
+	if (rq->route == NULL) {
+		reply_error(r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s is not allowed on %s (use %s)",
+			    method, url, *allow);
+		return true;
+	}
+	*allow = NULL;
+	qc.allowed = rq->route->query;
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_key, &qc);
+	if (qc.bad != NULL) {
+		reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown query parameter '%s'", qc.bad);
+		return true;
+	}
+	cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl != NULL && parse_uint(cl, UINT64_MAX, &n) && n > REST_BODY_MAX) {
+		reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %d bytes", REST_BODY_MAX);
+		return true;
+	}
+	return false;
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+	   const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	struct weir_app *a = cls;
+	struct req *rq = *con_cls;
+	struct reply r = { .status = MHD_HTTP_OK };
+	const char *allow = NULL;
+
+	if (rq == NULL) {
+		rq = calloc(1, sizeof(*rq));
+		if (rq == NULL)
+			return MHD_NO;
+		*con_cls = rq;
+		if (refuse_early(a, c, url, method, rq, &r, &allow))
+			return send_reply(c, &r, allow);
+		return MHD_YES;         /* the body, if any, comes in the next calls */
+	}
+	if (*upload_data_size != 0) {
+		/* Bodies without a Content-Length (chunked) are cut here. */
+		if (!rq->too_big && rq->len + *upload_data_size <= REST_BODY_MAX) {
+			char *nb = realloc(rq->body, rq->len + *upload_data_size);
+
+			if (nb == NULL)
+				return MHD_NO;
+			memcpy(nb + rq->len, upload_data, *upload_data_size);
+			rq->body = nb;
+			rq->len += *upload_data_size;
+		} else {
+			rq->too_big = true;
+		}
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (rq->too_big)
+		reply_error(&r, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %d bytes", REST_BODY_MAX);
+	else
+		rq->route->fn(a, c, rq, &r);
+	return send_reply(c, &r, NULL);
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct req *rq = *con_cls;
+
+	if (rq != NULL) {
+		free(rq->body);
+		free(rq);
+		*con_cls = NULL;
+	}
+}
+
+static void
+on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	RTE_LOG(WARNING, USER1, "rest: %s", msg);
+}
+
+int
+weir_rest_start(struct weir_app *a, char *err, size_t errlen)
+{
+	const struct weir_config *cfg = &a->cfg;
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in s4 = { .sin_family = AF_INET };
+	const struct sockaddr *sa;
+	unsigned int flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	struct weir_rest *r;
+	const union MHD_DaemonInfo *info;
+
+	a->rest = NULL;
+	if (cfg->mgmt_port == 0)
+		return 0;
+	if (inet_pton(AF_INET, cfg->mgmt_listen, &s4.sin_addr) == 1) {
+		s4.sin_port = htons(cfg->mgmt_port);
+		sa = (const struct sockaddr *)&s4;
+	} else {
+		inet_pton(AF_INET6, cfg->mgmt_listen, &s6.sin6_addr);   /* checked by the loader */
+		s6.sin6_port = htons(cfg->mgmt_port);
+		sa = (const struct sockaddr *)&s6;
+		flags |= MHD_USE_IPv6;
+	}
+	r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		snprintf(err, errlen, "out of memory starting the REST server");
+		return -1;
+	}
+	/* The logger first, so MHD's messages about the other options reach it. */
+	r->d = MHD_start_daemon(flags, cfg->mgmt_port, NULL, NULL, on_request, a,
+		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+		MHD_OPTION_SOCK_ADDR, sa,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)REST_CONN_LIMIT,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)REST_CONN_TIMEOUT_S,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+		MHD_OPTION_END);
+	if (r->d == NULL) {
+		snprintf(err, errlen, "%s:%d: cannot serve the REST API on %s port %u: %s "
+			 "(management.port = 0 runs without it)", cfg->path, cfg->mgmt_line,
+			 cfg->mgmt_listen, cfg->mgmt_port, errno ? strerror(errno) : "libmicrohttpd failed");
+		free(r);
+		return -1;
+	}
+	info = MHD_get_daemon_info(r->d, MHD_DAEMON_INFO_EPOLL_FD);
+	if (info == NULL) {
+		snprintf(err, errlen, "libmicrohttpd gave no epoll fd");
+		MHD_stop_daemon(r->d);
+		free(r);
+		return -1;
+	}
+	r->epfd = info->epoll_fd;
+	a->rest = r;
+	RTE_LOG(NOTICE, USER1, "REST API on %s port %u%s\n", cfg->mgmt_listen, cfg->mgmt_port,
+		cfg->mgmt_token[0] != '\0' ? " (bearer token required)" : "");
+	return 0;
+}
+
+void
+weir_rest_wait(struct weir_app *a, unsigned int us)
+{
+	struct weir_rest *r = a->rest;
+	uint64_t hz = rte_get_tsc_hz();
+	uint64_t end = rte_rdtsc() + (uint64_t)us * hz / 1000000;
+
+	if (r == NULL) {
+		usleep(us);
+		return;
+	}
+	while (!a->quit) {
+		uint64_t now = rte_rdtsc();
+		MHD_UNSIGNED_LONG_LONG mhd_ms;
+		struct pollfd pfd = { .fd = r->epfd, .events = POLLIN };
+		int ms;
+
+		if (now >= end)
+			break;
+		/* Round up: a 0 ms wait would spin for the last millisecond. */
+		ms = (int)(((end - now) * 1000 + hz - 1) / hz);
+		if (MHD_get_timeout(r->d, &mhd_ms) == MHD_YES && mhd_ms < (MHD_UNSIGNED_LONG_LONG)ms)
+			ms = (int)mhd_ms;
+		/* poll, not epoll_wait: MHD's sockets are edge-triggered, and
+		 * taking their events here would hide them from MHD_run. */
+		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+			usleep(1000);   /* cannot happen on a valid fd; do not spin */
+		MHD_run(r->d);
+	}
+}
+
+void
+weir_rest_stop(struct weir_app *a)
+{
+	if (a->rest == NULL)
+		return;
+	MHD_stop_daemon(a->rest->d);
+	free(a->rest);
+	a->rest = NULL;
+}
