@@ -1,0 +1,605 @@
+"""The management REST API and /metrics, on a real weir with net_pcap ports (no namespaces,
+no NIC): what each endpoint answers, every class of bad request with its status and JSON
+error body, the bearer token, many and slow clients, and docs/openapi.json against what the
+server does."""
+import http.client
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("WEIR_BUILD_DIR", REPO / "build"))
+WEIR = BUILD / "app" / "weir" / "weir"
+OPENAPI = REPO / "docs" / "openapi.json"
+
+pytestmark = [pytest.mark.skipif(not WEIR.exists(), reason=f"weir not built at {WEIR}"),
+              pytest.mark.skipif(os.geteuid() != 0, reason="weir on net_pcap ports is run as root")]
+
+CFG = """\
+eal = ["--no-huge", "-m", "256", "--no-pci", "--file-prefix=wrest-{tag}-{pid}", "--log-level=error"];
+log_level = "error";
+lcores = {{ management = 0; workers = [1]; }};
+ports = {{
+  lan = {{ device = "net_pcap0,rx_pcap={lan},tx_pcap={lan_out}"; }};
+  wan = {{ device = "net_pcap1,rx_pcap={empty},tx_pcap={wan_out}"; }};
+}};
+mempool = {{ mbufs = 8191; cache = 128; }};
+flows = {{ capacity = 1024; }};
+shaping = {{
+  outbound = {{
+    rate = "30mbit";
+    default = "bulk";
+    classes = (
+      {{ name = "gold"; rate = "20mbit"; prio = 0; }},
+      {{ name = "bulk"; rate = "10mbit"; prio = 1; }}
+    );
+  }};
+  inbound = "30mbit";
+}};
+rules = (
+  {{ class = "gold"; proto = "tcp"; wan_port = "443"; }}
+);
+management = {{ port = {port};{extra} }};
+"""
+
+# The LAN side opens these; the pcap is replayed once, so the flows then sit in the
+# table until they time out (30 s and more), long enough for the tests.
+FLOWS = [("10.0.0.1", 40001, "192.0.2.1", 443, "tcp"),
+         ("10.0.0.2", 40002, "192.0.2.1", 80, "tcp"),
+         ("10.0.0.3", 40003, "192.0.2.2", 80, "tcp"),
+         ("10.0.0.4", 5000, "192.0.2.9", 53, "udp"),
+         ("2001:db8::4", 5001, "2001:db8:1::9", 53, "udp")]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_pcaps(d):
+    from scapy.layers.inet import IP, TCP, UDP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
+    from scapy.utils import wrpcap
+
+    frames = []
+    for lan, lport, wan, wport, proto in FLOWS:
+        ip = IPv6(src=lan, dst=wan) if ":" in lan else IP(src=lan, dst=wan)
+        l4 = TCP(sport=lport, dport=wport, flags="S") if proto == "tcp" else \
+            UDP(sport=lport, dport=wport) / (b"x" * 20)
+        frames.append(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / ip / l4)
+    wrpcap(str(d / "lan.pcap"), frames)
+    wrpcap(str(d / "empty.pcap"), [], linktype=1)
+
+
+class Weir:
+    def __init__(self, d, tag, extra=""):
+        self.dir = d
+        self.port = free_port()
+        self.token = None
+        write_pcaps(d)
+        self.cfg = d / "weir.cfg"
+        self.text = CFG.format(tag=tag, pid=os.getpid(), port=self.port, extra=extra,
+                               lan=d / "lan.pcap", empty=d / "empty.pcap",
+                               lan_out=d / "lan_out.pcap", wan_out=d / "wan_out.pcap")
+        self.cfg.write_text(self.text)
+        self.p = subprocess.Popen(["nice", "-n", "19", str(WEIR), "--", "--config", str(self.cfg)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            assert self.p.poll() is None, self.p.communicate()
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError("weir's REST API did not come up")
+
+    def request(self, method, path, body=None, headers=None, token=True, timeout=10):
+        h = dict(headers or {})
+        if token and self.token:
+            h.setdefault("Authorization", f"Bearer {self.token}")
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+            h.setdefault("Content-Type", "application/json")
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            c.request(method, path, body=body, headers=h)
+            r = c.getresponse()
+            data = r.read()
+            return r.status, dict(r.getheaders()), data
+        finally:
+            c.close()
+
+    def get(self, path, **kw):
+        status, headers, data = self.request("GET", path, **kw)
+        ctype = headers.get("Content-Type", "")
+        return status, (json.loads(data) if ctype.startswith("application/json") else data.decode())
+
+    def stop(self):
+        self.p.terminate()
+        out, err = self.p.communicate(timeout=30)
+        assert self.p.returncode == 0, err
+        assert re.search(r"mbufs in use after shutdown: 0 of", out), out
+
+
+@pytest.fixture(scope="module")
+def weir(tmp_path_factory):
+    w = Weir(tmp_path_factory.mktemp("rest"), "main")
+    # Until the worker has the pcap's flows in its table.
+    deadline = time.time() + 20
+    while time.time() < deadline and w.get("/api/v1/flows")[1]["total"] < len(FLOWS):
+        time.sleep(0.1)
+    yield w
+    w.stop()
+
+
+def assert_error(status, headers, data, code):
+    assert status == code, (status, data)
+    assert headers["Content-Type"] == "application/json"
+    body = json.loads(data)
+    assert set(body) == {"error"}
+    assert body["error"]["code"] == code and isinstance(body["error"]["message"], str)
+    assert body["error"]["message"]
+    return body["error"]
+
+
+# ---- what each endpoint answers ----
+
+def test_status(weir):
+    status, s = weir.get("/api/v1/status")
+    assert status == 200
+    assert re.match(r"^\d+\.\d+\.\d+", s["version"]) and s["uptime_s"] > 0
+    for role in ("lan", "wan"):
+        p = s["ports"][role]
+        assert p["device"].startswith("net_pcap")
+        assert isinstance(p["link"]["up"], bool) and p["link"]["speed_mbps"] >= 0
+        assert {"rx", "tx", "rx_bytes", "tx_bytes", "dropped"} <= set(p)
+    assert s["ports"]["lan"]["rx"] == len(FLOWS)
+    assert [w["lcore"] for w in s["workers"]] == [1]
+    assert s["flows"] == {"active": len(FLOWS), "capacity": 1024}
+    assert 0 <= s["mbufs"]["in_use"] <= s["mbufs"]["total"] == 8191
+    assert s["policy"]["epoch"] >= 1 and s["policy"]["source"] == "config"
+
+
+def test_classes(weir):
+    status, c = weir.get("/api/v1/classes")
+    assert status == 200
+    out = c["outbound"]
+    assert out["rate_bps"] == 30_000_000 and out["default"] == "bulk"
+    by = {k["name"]: k for k in out["classes"]}
+    assert set(by) == {"gold", "bulk"}
+    assert by["gold"]["rate_bps"] == 20_000_000 and by["gold"]["prio"] == 0
+    assert by["bulk"]["rate_bps"] == 10_000_000 and by["bulk"]["prio"] == 1
+    for k in by.values():
+        assert k["parent"] is None and k["leaf"] is True and k["mode"] == "postack"
+        assert k["ceil_bps"] == 30_000_000
+    # The pcap's one TCP flow to port 443 went through gold, the other four through bulk.
+    assert by["gold"]["pkts"] == 1 and by["gold"]["flows"] == 1
+    assert by["bulk"]["pkts"] == 4
+    assert [k["name"] for k in c["inbound"]["classes"]] == ["default"]
+
+
+def test_counters_is_the_stats_snapshot(weir):
+    status, c = weir.get("/api/v1/counters")
+    assert status == 200
+    assert {"version", "uptime_s", "ports", "shaping", "postack", "flows", "workers", "policy",
+            "mbufs"} <= set(c)
+    assert c["ports"]["lan"]["managed"] == len(FLOWS)
+    assert set(c["shaping"]["outbound"]["classes"]) == {"gold", "bulk"}
+
+
+def test_flows_list(weir):
+    status, f = weir.get("/api/v1/flows")
+    assert status == 200
+    assert f["total"] == len(FLOWS) and f["offset"] == 0 and f["limit"] == 100
+    got = {(x["lan"]["addr"], x["lan"]["port"], x["wan"]["addr"], x["wan"]["port"], x["proto"])
+           for x in f["flows"]}
+    assert got == set(FLOWS)
+    for x in f["flows"]:
+        assert x["out"]["pkts"] == 1 and x["in"]["pkts"] == 0 and x["opened_by"] == "lan"
+        assert x["state"] == ("syn_sent" if x["proto"] == "tcp" else "none")
+        assert x["family"] == (6 if ":" in x["lan"]["addr"] else 4)
+        assert x["out"]["class"] == ("gold" if x["wan"]["port"] == 443 else "bulk")
+        assert x["in"]["class"] == "default" and x["out"]["mode"] == "postack"
+        assert x["age_s"] >= x["idle_s"] >= 0
+
+
+@pytest.mark.parametrize("query,expect", [
+    ("proto=tcp", 3), ("proto=17", 2), ("proto=UDP", 2), ("port=443", 1), ("port=53", 2),
+    ("host=10.0.0.1", 1), ("host=10.0.0.0/24", 4), ("host=192.0.2.1", 2),
+    ("host=2001:db8::/32", 1), ("class=gold", 1), ("class=bulk", 4), ("class=default", 5),
+    ("proto=tcp&port=80&host=192.0.2.2", 1), ("host=10.9.9.9", 0)])
+def test_flows_filters(weir, query, expect):
+    status, f = weir.get(f"/api/v1/flows?{query}")
+    assert status == 200, f
+    assert f["total"] == expect == len(f["flows"])
+
+
+def test_flows_paging(weir):
+    seen = []
+    for off in range(0, 6, 2):
+        status, f = weir.get(f"/api/v1/flows?limit=2&offset={off}")
+        assert status == 200 and f["total"] == len(FLOWS)
+        assert f["limit"] == 2 and f["offset"] == off
+        assert len(f["flows"]) == min(2, len(FLOWS) - off)
+        seen += [(x["worker"], x["slot"]) for x in f["flows"]]
+    assert len(set(seen)) == len(FLOWS)
+
+
+@pytest.mark.parametrize("query", [
+    "limit=0", "limit=1001", "limit=abc", "limit=-1", "limit=", "offset=-1", "offset=1.5",
+    "port=65536", "port=x", "proto=bogus", "proto=256", "host=10.0.0", "host=10.0.0.0/33",
+    "host=::1/129", "class=nosuch", "sort=bytes"])
+def test_flows_bad_query(weir, query):
+    assert_error(*weir.request("GET", f"/api/v1/flows?{query}"), 400)
+
+
+def test_policy_get(weir):
+    status, p = weir.get("/api/v1/policy")
+    assert status == 200
+    assert p["source"] == "config" and p["config"] == str(weir.cfg)
+    assert p["script"] is None and p["script_text"] is None
+    assert p["epoch"] >= 1
+
+
+def test_policy_reload_good_and_broken(weir):
+    epoch = weir.get("/api/v1/policy")[1]["epoch"]
+    status, h, data = weir.request("POST", "/api/v1/policy/reload")
+    assert status == 200, data
+    r = json.loads(data)
+    assert r["epoch"] == epoch + 1 and r["dry_run"] is False
+    # A dry run checks without switching.
+    status, h, data = weir.request("POST", "/api/v1/policy/reload", body={"dry_run": True})
+    assert status == 200 and json.loads(data) == {"epoch": epoch + 1, "dry_run": True,
+                                                  "reloads": r["reloads"]}
+    broken = weir.text.replace('rate = "20mbit"', 'rate = "20 parsecs"')
+    line = next(i for i, l in enumerate(broken.splitlines(), 1) if "parsecs" in l)
+    weir.cfg.write_text(broken)
+    try:
+        for body in (None, {"dry_run": True}):
+            e = assert_error(*weir.request("POST", "/api/v1/policy/reload", body=body), 422)
+            assert e["message"].startswith(f"{weir.cfg}:{line}: "), e
+            assert e["epoch"] == epoch + 1
+        status, p = weir.get("/api/v1/policy")
+        assert p["epoch"] == epoch + 1 and p["last_error"].startswith(f"{weir.cfg}:{line}: ")
+        assert p["reload_failures"] == 1      # the dry run is not a failed reload
+    finally:
+        weir.cfg.write_text(weir.text)
+    assert weir.request("POST", "/api/v1/policy/reload")[0] == 200
+    status, p = weir.get("/api/v1/policy")
+    assert p["epoch"] == epoch + 2 and p["last_error"] == ""
+
+
+# ---- /metrics ----
+
+METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\["\\n])*)"')
+
+
+def parse_exposition(text):
+    """The text format 0.0.4, strictly: every sample's family has HELP and TYPE first,
+    families are contiguous, names and labels valid, values floats. Returns
+    {(name, frozenset(labels)): value} and {name: type}."""
+    types, samples, done, current = {}, {}, set(), None
+    assert text.endswith("\n")
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            name = line.split(" ", 3)[2]
+            assert METRIC_NAME.match(name) and name not in done and name not in types, line
+            current = name
+            continue
+        if line.startswith("# TYPE "):
+            _, _, name, typ = line.split(" ")
+            assert name == current and typ in ("counter", "gauge", "untyped"), line
+            types[name] = typ
+            continue
+        assert not line.startswith("#") and line, line
+        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$", line)
+        assert m, line
+        name, labels, value = m.group(1), m.group(3) or "", m.group(4)
+        assert name == current and name in types, f"sample before its TYPE: {line}"
+        pairs = LABEL.findall(labels)
+        assert ",".join(f'{k}="{v}"' for k, v in pairs) == labels, line
+        v = float(value)
+        assert not math.isnan(v)
+        if types[name] == "counter":
+            assert v >= 0 and name.endswith("_total"), line
+        key = (name, frozenset(pairs))
+        assert key not in samples, f"duplicate sample {line}"
+        samples[key] = v
+        if current is not None:
+            done.add(current)
+    return samples, types
+
+
+def test_metrics(weir):
+    status, h, data = weir.request("GET", "/metrics")
+    assert status == 200
+    assert h["Content-Type"].startswith("text/plain; version=0.0.4")
+    samples, types = parse_exposition(data.decode())
+
+    def val(name, **labels):
+        return samples[(name, frozenset(labels.items()))]
+
+    assert val("weir_port_packets_total", port="lan", dir="rx") == len(FLOWS)
+    assert val("weir_port_dropped_total", port="lan", reason="queue_full") >= 0
+    # (A reload earlier in this module started the class counters afresh.)
+    gold = frozenset({("direction", "outbound"), ("class", "gold")})
+    assert samples[("weir_class_bytes_total", gold)] >= 0
+    assert samples[("weir_class_packets_total", gold)] >= 0
+    assert ("weir_class_drops_total", frozenset({("direction", "outbound"), ("class", "bulk"),
+                                                 ("reason", "class_limit")})) in samples
+    assert types["weir_class_queue_packets"] == "gauge"
+    assert types["weir_class_rate_bps"] == "gauge"
+    assert samples[("weir_class_rate_bps",
+                    frozenset({("direction", "outbound"), ("class", "gold")}))] == 20e6
+    assert val("weir_flows_active") == len(FLOWS)
+    assert val("weir_flows", state="syn_sent") == 3 and val("weir_flows", state="none") == 2
+    assert types["weir_postack_acks_held"] == "gauge"
+    assert val("weir_worker_busy_seconds_total", worker="0") >= 0
+    assert val("weir_build_info", version=weir.get("/api/v1/status")[1]["version"]) == 1
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        return
+    fams = {f.name: f for f in text_string_to_metric_families(data.decode())}
+    assert "weir_port_packets" in fams and fams["weir_port_packets"].type == "counter"
+
+
+def test_metrics_parser_rejects_bad_text():
+    for bad in ("x 1\n", "# HELP a b\n# TYPE a gauge\na{l=\"x} 1\n",
+                "# HELP a b\n# TYPE a counter\na 1\n", "# HELP a_total b\n# TYPE a_total gauge\n"
+                "a_total nope\n"):
+        with pytest.raises((AssertionError, ValueError)):
+            parse_exposition(bad)
+
+
+# ---- bad requests ----
+
+def test_unknown_path_and_method(weir):
+    for path in ("/", "/api/v1", "/api/v1/statusx", "/api/v2/status", "/api/v1/status/"):
+        assert_error(*weir.request("GET", path), 404)
+    status, h, data = weir.request("DELETE", "/api/v1/status")
+    assert_error(status, h, data, 405)
+    assert h["Allow"] == "GET, HEAD"
+    status, h, data = weir.request("GET", "/api/v1/policy/reload")
+    assert_error(status, h, data, 405)
+    assert h["Allow"] == "POST"
+    assert_error(*weir.request("PUT", "/metrics", body="x"), 405)
+    status, h, data = weir.request("HEAD", "/api/v1/status")
+    assert status == 200 and data == b""
+
+
+@pytest.mark.parametrize("body,ctype,code", [
+    ("{", "application/json", 400),
+    ("{\"dry_run\": true} x", "application/json", 400),
+    ("[]", "application/json", 400),
+    ("\"dry_run\"", "application/json", 400),
+    ("{\"dry_run\": true, \"dry_run\": false}", "application/json", 400),
+    ("{\"dry_run\": \"yes\"}", "application/json", 400),
+    ("{\"dry_run\": 1}", "application/json", 400),
+    ("{\"force\": true}", "application/json", 400),
+    ("{\"dry_run\": true}", "text/plain", 415),
+    ("{\"dry_run\": true}", None, 415),
+    ("{\"dry_run\": true}", "application/jsonx", 415),
+])
+def test_bad_bodies(weir, body, ctype, code):
+    epoch = weir.get("/api/v1/policy")[1]["epoch"]
+    headers = {"Content-Type": ctype} if ctype else {}
+    assert_error(*weir.request("POST", "/api/v1/policy/reload", body=body, headers=headers), code)
+    assert weir.get("/api/v1/policy")[1]["epoch"] == epoch
+
+
+def test_json_content_type_with_charset(weir):
+    status, h, data = weir.request("POST", "/api/v1/policy/reload", body='{"dry_run": true}',
+                                   headers={"Content-Type": "application/json; charset=utf-8"})
+    assert status == 200, data
+
+
+def test_oversized_body(weir):
+    big = json.dumps({"dry_run": True, "pad": "x" * 70000})
+    assert_error(*weir.request("POST", "/api/v1/policy/reload", body=big,
+                               headers={"Content-Type": "application/json"}), 413)
+    # Without a Content-Length (chunked), cut while reading.
+    c = http.client.HTTPConnection("127.0.0.1", weir.port, timeout=10)
+    try:
+        c.request("POST", "/api/v1/policy/reload", body=iter([b"{\"pad\": \"", b"y" * 70000, b"\"}"]),
+                  headers={"Content-Type": "application/json"}, encode_chunked=True)
+        r = c.getresponse()
+        assert_error(r.status, dict(r.getheaders()), r.read(), 413)
+    finally:
+        c.close()
+
+
+# ---- many clients, slow clients ----
+
+def test_concurrent_and_slow_clients(weir):
+    slow = socket.create_connection(("127.0.0.1", weir.port))
+    slow.sendall(b"GET /api/v1/status HTTP/1.1\r\nHost: x\r\nX-Slow: ")   # and stalls
+    half_body = socket.create_connection(("127.0.0.1", weir.port))
+    half_body.sendall(b"POST /api/v1/policy/reload HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"dry")
+    errors, stop = [], threading.Event()
+
+    def client():
+        while not stop.is_set():
+            try:
+                status, _ = weir.get("/api/v1/status")
+                if status != 200:
+                    errors.append(status)
+            except Exception as e:      # noqa: BLE001 - reported below
+                errors.append(repr(e))
+
+    threads = [threading.Thread(target=client) for _ in range(20)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.5)
+        for path in ("/api/v1/status", "/metrics", "/api/v1/flows"):
+            t0 = time.monotonic()
+            status, _, _ = weir.request("GET", path, timeout=5)
+            assert status == 200 and time.monotonic() - t0 < 1.0, (path, time.monotonic() - t0)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        slow.close()
+        half_body.close()
+    assert not errors, errors[:5]
+
+
+# ---- the OpenAPI document ----
+
+IMPLEMENTED = {("/api/v1/status", "get"), ("/api/v1/classes", "get"), ("/api/v1/counters", "get"),
+               ("/api/v1/flows", "get"), ("/api/v1/policy", "get"),
+               ("/api/v1/policy/reload", "post"), ("/api/v1/openapi.json", "get"),
+               ("/metrics", "get")}
+
+
+def test_openapi_served_is_the_repository_file(weir):
+    status, h, data = weir.request("GET", "/api/v1/openapi.json")
+    assert status == 200 and h["Content-Type"] == "application/json"
+    assert data == OPENAPI.read_bytes()
+
+
+def test_openapi_matches_the_server(weir):
+    doc = json.loads(OPENAPI.read_text())
+    assert doc["openapi"].startswith("3.")
+    documented = {(p, m) for p, ops in doc["paths"].items() for m in ops}
+    assert IMPLEMENTED <= documented, IMPLEMENTED - documented
+    for path, method in documented:
+        body = {"dry_run": True} if method == "post" else None
+        status, h, data = weir.request(method.upper(), path, body=body)
+        assert status != 404, (path, method)
+        assert str(status) in doc["paths"][path][method]["responses"], (path, method, status)
+
+
+def validate(doc, schema, instance):
+    """Against a schema of the document (a {"$ref": ...} or inline), its components beside
+    it so references resolve."""
+    import jsonschema
+    jsonschema.Draft202012Validator({**schema, "components": doc["components"]}).validate(instance)
+
+
+def test_openapi_schemas_validate_responses(weir):
+    pytest.importorskip("jsonschema")
+    doc = json.loads(OPENAPI.read_text())
+
+    def schema_of(path, method, code):
+        resp = doc["paths"][path][method]["responses"][str(code)]
+        if "$ref" in resp:
+            resp = doc["components"]["responses"][resp["$ref"].rsplit("/", 1)[1]]
+        return resp["content"]["application/json"]["schema"]
+
+    for path, method in sorted(IMPLEMENTED):
+        if method != "get" or path == "/metrics":
+            continue
+        status, body = weir.get(path)
+        assert status == 200
+        validate(doc, schema_of(path, "get", 200), body)
+    validate(doc, schema_of("/api/v1/policy/reload", "post", 200),
+             json.loads(weir.request("POST", "/api/v1/policy/reload", body={"dry_run": True})[2]))
+    for path, method, req, code in [("/api/v1/flows?limit=0", "get", None, 400),
+                                    ("/api/v1/policy/reload", "post", {"x": 1}, 400),
+                                    ("/api/v1/status", "delete", None, 405),
+                                    ("/api/v1/policy/reload", "post", "x" * 70000, 413)]:
+        status, h, data = weir.request(method.upper(), path, body=req,
+                                       headers={"Content-Type": "application/json"})
+        assert status == code
+        spath = path.split("?")[0]
+        schema = (schema_of(spath, method, code) if method in doc["paths"][spath]
+                  else {"$ref": "#/components/schemas/Error"})
+        validate(doc, schema, json.loads(data))
+    # The schemas are strict enough to catch a wrong answer.
+    import jsonschema
+    with pytest.raises(jsonschema.ValidationError):
+        validate(doc, {"$ref": "#/components/schemas/Flows"}, {"total": 1, "offset": 0, "limit": 1,
+                                                     "flows": [{"proto": "tcp"}]})
+
+
+# ---- the bearer token ----
+
+def test_token(tmp_path):
+    token = "s3cret-token-0123456789"
+    (tmp_path / "token").write_text(token + "\n")
+    w = Weir(tmp_path, "token", extra=' token_file = "token";')
+    try:
+        for path in ("/api/v1/status", "/metrics", "/api/v1/openapi.json", "/nope"):
+            status, h, data = w.request("GET", path)
+            assert_error(status, h, data, 401)
+            assert h["WWW-Authenticate"].startswith("Bearer")
+        for wrong in ("Bearer " + token[:-1], "Bearer " + token + "x", "Basic " + token, token,
+                      "Bearer", "Bearer " + token.upper()):
+            assert_error(*w.request("GET", "/api/v1/status", headers={"Authorization": wrong}),
+                         401)
+        # Refused before the body is read.
+        assert_error(*w.request("POST", "/api/v1/policy/reload", body={"dry_run": True}), 401)
+        w.token = token
+        assert w.get("/api/v1/status")[0] == 200
+        assert w.request("GET", "/metrics")[0] == 200
+        assert_error(*w.request("GET", "/nope"), 404)
+    finally:
+        w.stop()
+
+
+# ---- configuration ----
+
+def check(tmp_path, management, files=()):
+    for name, text in files:
+        (tmp_path / name).write_text(text)
+    cfg = tmp_path / "weir.cfg"
+    text = CFG.format(tag="chk", pid=0, port=0, extra="", lan="a", empty="b", lan_out="c",
+                      wan_out="d").replace("management = { port = 0; };", management)
+    cfg.write_text(text)
+    p = subprocess.run([str(WEIR), "--", "--config", str(cfg), "--check"], capture_output=True,
+                       text=True, timeout=30)
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if "management = {" in l)
+    return p, f"{cfg}:{line}: "
+
+
+@pytest.mark.parametrize("management,message", [
+    ('management = { listen = "localhost"; };', "must be an IPv4 or IPv6 address"),
+    ("management = { port = 65536; };", "'management.port' is 65536"),
+    ("management = { port = \"80\"; };", "'management.port' must be an integer"),
+    ("management = { bind = \"::\"; };", "unknown setting 'management.bind'"),
+    ('management = { token_file = "missing"; };', "cannot read 'management.token_file'"),
+    ('management = { token_file = "short"; };', "must be 16 to"),
+])
+def test_config_errors(tmp_path, management, message):
+    p, where = check(tmp_path, management, files=[("short", "abc\n")])
+    assert p.returncode != 0
+    assert p.stderr.startswith(where) and message in p.stderr, p.stderr
+
+
+def test_config_good(tmp_path):
+    p, _ = check(tmp_path, 'management = { listen = "::1"; port = 9000; token_file = "t"; };',
+                 files=[("t", "0123456789abcdef\n")])
+    assert p.returncode == 0, p.stderr
+
+
+def test_port_in_use(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        write_pcaps(tmp_path)
+        cfg = tmp_path / "weir.cfg"
+        cfg.write_text(CFG.format(tag="busy", pid=os.getpid(), port=port, extra="",
+                                  lan=tmp_path / "lan.pcap", empty=tmp_path / "empty.pcap",
+                                  lan_out=tmp_path / "lo.pcap", wan_out=tmp_path / "wo.pcap"))
+        p = subprocess.run(["nice", "-n", "19", str(WEIR), "--", "--config", str(cfg)],
+                           capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0
+    assert f"cannot serve the REST API on 127.0.0.1 port {port}" in p.stderr, p.stderr
+    assert re.search(r"mbufs in use after shutdown: 0 of", p.stdout), p.stdout
