@@ -118,15 +118,15 @@ h_status(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct re
 		struct rte_eth_link link = { 0 };
 		json_t *lj;
 
-		if (a->ports.started[role] && rte_eth_link_get_nowait(a->ports.id[role], &link) == 0)
-			lj = json_pack("{s:b, s:I, s:s, s:b}", "up", link.link_status == RTE_ETH_LINK_UP,
-				       "speed_mbps", (json_int_t)(link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN
-								   ? 0 : link.link_speed),
-				       "duplex", link.link_duplex == RTE_ETH_LINK_FULL_DUPLEX ? "full" : "half",
-				       "autoneg", link.link_autoneg == RTE_ETH_LINK_AUTONEG);
-		else
-			lj = json_pack("{s:b, s:I, s:s, s:b}", "up", 0, "speed_mbps", (json_int_t)0,
-				       "duplex", "half", "autoneg", 0);
+		/* Never blocks: the management loop must not wait on a PHY. */
+		if (!a->ports.started[role] ||
+		    rte_eth_link_get_nowait(a->ports.id[role], &link) != 0)
+			memset(&link, 0, sizeof(link));
+		lj = json_pack("{s:b, s:I, s:s, s:b}", "up", link.link_status == RTE_ETH_LINK_UP,
+			"speed_mbps", (json_int_t)(link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN
+						   ? 0 : link.link_speed),
+			"duplex", link.link_duplex == RTE_ETH_LINK_FULL_DUPLEX ? "full" : "half",
+			"autoneg", link.link_autoneg == RTE_ETH_LINK_AUTONEG);
 		json_object_set_new(ports, role_name[role], json_pack(
 			"{s:s, s:i, s:o, s:O, s:O, s:O, s:O, s:I}",
 			"device", a->cfg.port[role].device, "port_id", (int)a->ports.id[role],
@@ -284,7 +284,8 @@ endpoint_json(const struct weir_flow_key *k, bool hi, uint16_t port)
 {
 	char buf[INET6_ADDRSTRLEN];
 
-	inet_ntop(k->family == 6 ? AF_INET6 : AF_INET, hi ? k->addr_hi : k->addr_lo, buf, sizeof(buf));
+	inet_ntop(k->family == 6 ? AF_INET6 : AF_INET, hi ? k->addr_hi : k->addr_lo, buf,
+		  sizeof(buf));
 	return json_pack("{s:s, s:i}", "addr", buf, "port", (int)port);
 }
 
@@ -323,6 +324,7 @@ flow_visit(const struct weir_flow *f, const struct weir_flow_key *k, void *arg)
 	bool lan_hi = (f->shape & WEIR_FSH_LAN_HI) != 0;
 	uint32_t slot;
 	const char *pn;
+	double age, idle;
 	json_t *o;
 
 	if (flt->proto >= 0 && k->proto != flt->proto)
@@ -345,6 +347,8 @@ flow_visit(const struct weir_flow *f, const struct weir_flow_key *k, void *arg)
 		return 0;       /* counted for "total", not listed */
 	slot = weir_flow_slot(fw->a->flows[fw->worker], f);
 	pn = proto_name(k->proto);
+	age = fw->now > f->first_tsc ? (double)(fw->now - f->first_tsc) / (double)fw->hz : 0.0;
+	idle = fw->now > f->last_tsc ? (double)(fw->now - f->last_tsc) / (double)fw->hz : 0.0;
 	o = json_pack("{s:i, s:i, s:i, s:o, s:i, s:i, s:o, s:o, s:s, s:s, s:f, s:f, s:o, s:o}",
 		"worker", (int)fw->worker, "slot", (int)slot, "family", (int)k->family,
 		"proto", pn != NULL ? json_string(pn) : json_integer(k->proto),
@@ -353,8 +357,7 @@ flow_visit(const struct weir_flow *f, const struct weir_flow_key *k, void *arg)
 		"wan", endpoint_json(k, !lan_hi, lan_hi ? k->port_lo : k->port_hi),
 		"state", weir_flow_state_name(f->state),
 		"opened_by", f->shape & WEIR_FSH_INIT_IN ? "wan" : "lan",
-		"age_s", fw->now > f->first_tsc ? (double)(fw->now - f->first_tsc) / (double)fw->hz : 0.0,
-		"idle_s", fw->now > f->last_tsc ? (double)(fw->now - f->last_tsc) / (double)fw->hz : 0.0,
+		"age_s", age, "idle_s", idle,
 		"out", flow_dir_json(fw, f, slot, WEIR_DIR_OUT),
 		"in", flow_dir_json(fw, f, slot, WEIR_DIR_IN));
 	json_array_append_new(fw->list, o);
@@ -701,7 +704,8 @@ send_reply(struct MHD_Connection *c, struct reply *r, const char *allow)
 	if (allow != NULL)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
 	if (r->status == MHD_HTTP_UNAUTHORIZED)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"weir\"");
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					"Bearer realm=\"weir\"");
 	ret = MHD_queue_response(c, r->status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -837,7 +841,8 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 }
 
 static void
-on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+	     enum MHD_RequestTerminationCode toe)
 {
 	struct req *rq = *con_cls;
 
@@ -896,7 +901,8 @@ weir_rest_start(struct weir_app *a, char *err, size_t errlen)
 	if (r->d == NULL) {
 		snprintf(err, errlen, "%s:%d: cannot serve the REST API on %s port %u: %s "
 			 "(management.port = 0 runs without it)", cfg->path, cfg->mgmt_line,
-			 cfg->mgmt_listen, cfg->mgmt_port, errno ? strerror(errno) : "libmicrohttpd failed");
+			 cfg->mgmt_listen, cfg->mgmt_port,
+			 errno ? strerror(errno) : "libmicrohttpd failed");
 		free(r);
 		return -1;
 	}

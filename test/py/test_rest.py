@@ -485,6 +485,11 @@ def test_openapi_matches_the_server(weir):
         assert str(status) in doc["paths"][path][method]["responses"], (path, method, status)
 
 
+def test_openapi_document_is_valid():
+    validator = pytest.importorskip("openapi_spec_validator")
+    validator.validate(json.loads(OPENAPI.read_text()))
+
+
 def validate(doc, schema, instance):
     """Against a schema of the document (a {"$ref": ...} or inline), its components beside
     it so references resolve."""
