@@ -82,15 +82,15 @@ def write_pcaps(d):
 
 
 class Weir:
-    def __init__(self, d, tag, extra=""):
+    def __init__(self, d, tag, extra="", edit=lambda text: text):
         self.dir = d
         self.port = free_port()
         self.token = None
         write_pcaps(d)
         self.cfg = d / "weir.cfg"
-        self.text = CFG.format(tag=tag, pid=os.getpid(), port=self.port, extra=extra,
-                               lan=d / "lan.pcap", empty=d / "empty.pcap",
-                               lan_out=d / "lan_out.pcap", wan_out=d / "wan_out.pcap")
+        self.text = edit(CFG.format(tag=tag, pid=os.getpid(), port=self.port, extra=extra,
+                                    lan=d / "lan.pcap", empty=d / "empty.pcap",
+                                    lan_out=d / "lan_out.pcap", wan_out=d / "wan_out.pcap"))
         self.cfg.write_text(self.text)
         self.p = subprocess.Popen(["nice", "-n", "19", str(WEIR), "--", "--config", str(self.cfg)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -279,6 +279,32 @@ def test_policy_reload_good_and_broken(weir):
     assert weir.request("POST", "/api/v1/policy/reload")[0] == 200
     status, p = weir.get("/api/v1/policy")
     assert p["epoch"] == epoch + 2 and p["last_error"] == ""
+
+
+def test_policy_from_a_script(tmp_path):
+    script = REPO / "lua" / "policy.lua"
+
+    def lua(text):
+        return (text[:text.index("shaping = {")] + text[text.index("management = {"):] +
+                f'policy = {{ script = "{script}"; }};\n')
+
+    w = Weir(tmp_path, "lua", edit=lua)
+    try:
+        status, p = w.get("/api/v1/policy")
+        assert status == 200
+        assert p["source"] == "script" and p["script"] == str(script)
+        assert p["script_text"] == script.read_text()
+        status, c = w.get("/api/v1/classes")
+        assert status == 200 and c["epoch"] == p["epoch"]
+        by = {k["name"]: k for k in c["outbound"]["classes"]}
+        assert by["staff"]["parent"] is None and by["staff"]["leaf"] is False
+        assert by["staff"]["mode"] is None and "flows" not in by["staff"]
+        assert by["voip"]["parent"] == "staff" and by["voip"]["leaf"] is True
+        assert by["voip"]["flow_min_bps"] == 100_000 and by["voip"]["ceil_bps"] == 2_000_000
+        assert w.request("POST", "/api/v1/policy/reload")[0] == 200
+        assert w.get("/api/v1/policy")[1]["epoch"] == p["epoch"] + 1
+    finally:
+        w.stop()
 
 
 # ---- /metrics ----
