@@ -79,6 +79,7 @@ struct weir_flow {
 #define WEIR_FSH_REFUSED        0x02  /* admission refused: its packets are dropped */
 #define WEIR_FSH_INIT_IN        0x04  /* opened by a WAN host (for re-classification) */
 #define WEIR_FSH_LAN_HI         0x20  /* the LAN endpoint is the key's addr_hi (flow events) */
+#define WEIR_FSH_HOOKED         0x40  /* a policy hook moved it: ask again after a policy switch */
 #define WEIR_FSH_HELD(d)        (0x08 << (d))  /* ACKs of data direction d may be held
 						* (set on hold, cleared when seen empty) */
 

@@ -641,7 +641,8 @@ event_new(struct weir_worker *w, struct weir_flow *f, const struct weir_cls_tupl
 	put_be64(ev.lan + 8, t->addr[0][1]);
 	put_be64(ev.wan, t->addr[1][0]);
 	put_be64(ev.wan + 8, t->addr[1][1]);
-	if (w->conf.end_flow_events && weir_flow_key_make(frame, p, &key) == 0 &&
+	if (w->conf.end_flow_events && !(f->shape & WEIR_FSH_LAN_HI) &&
+	    weir_flow_key_make(frame, p, &key) == 0 &&
 	    memcmp(key.addr_hi, ev.lan, 16) == 0 && memcmp(key.addr_lo, ev.lan, 16) != 0)
 		f->shape |= WEIR_FSH_LAN_HI;
 	if (w->conf.new_flow_events)
@@ -693,10 +694,13 @@ classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,
 	bool first = f->policy_epoch == 0, ok;
 
 	flow_uncount(w, f);
-	f->shape &= (uint8_t)~(WEIR_FSH_REFUSED | (first ? WEIR_FSH_LAN_HI : 0));
+	f->shape &= (uint8_t)~(WEIR_FSH_REFUSED | (first ? WEIR_FSH_LAN_HI | WEIR_FSH_HOOKED : 0));
 	f->policy_epoch = w->epoch16;
 	ok = admit_flow(w, f, weir_classify_tuple(w->policy->classifier, &t));
-	if (first && w->conf.events != NULL)
+	/* The hooks hear of every new flow, and again of a flow they moved
+	 * when a new policy re-classified it by its rules (their decision
+	 * was for the old one). */
+	if (w->conf.events != NULL && (first || (f->shape & WEIR_FSH_HOOKED)))
 		event_new(w, f, &t, frame, p);
 	return ok;
 }
@@ -1218,6 +1222,7 @@ weir_worker_cmds(struct weir_worker *w)
 			f->shape &= (uint8_t)~WEIR_FSH_REFUSED;
 			admit_flow(w, f, c[i].target);  /* moves what it has queued, in order */
 		}
+		f->shape |= WEIR_FSH_HOOKED;
 		w->cmds_applied++;
 	}
 	return n;

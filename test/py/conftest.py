@@ -6,6 +6,7 @@ Environment:  WEIR_BUILD_DIR   build directory (default <repo>/build)
               WEIRTB_EMU       wanemu (default) | bridge       - bridge = no WAN emulation
 """
 
+import contextlib
 import os
 import signal
 import sys
@@ -44,3 +45,30 @@ def testbed():
     finally:
         tb.down()
         signal.signal(signal.SIGTERM, old)
+
+
+@contextlib.contextmanager
+def weir_testbed(cfg, **kw):
+    """A testbed (Testbed(**kw): hosts, paths) whose weir runs config file cfg;
+    skips when not root or the testbed cannot run here. For module fixtures:
+
+        with weir_testbed(path, lan=2, wan=2, paths=[...]) as tb:
+            yield tb
+    """
+    if os.geteuid() != 0:
+        pytest.skip("testbed needs root (network namespaces)")
+    old = os.environ.get("WEIR_TESTBED_CFG")
+    os.environ["WEIR_TESTBED_CFG"] = str(cfg)
+    tb = weirtb.Testbed(**{"gateway": "weir", "emu": "wanemu", **kw})
+    why = tb.check_prerequisites()
+    if why:
+        pytest.skip("testbed unavailable: " + "; ".join(why))
+    try:
+        tb.claim().up()
+        yield tb
+    finally:
+        tb.down()
+        if old is None:
+            os.environ.pop("WEIR_TESTBED_CFG", None)
+        else:
+            os.environ["WEIR_TESTBED_CFG"] = old

@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
+from conftest import weir_testbed  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
 from weirtb.traffic import PYTHON, BULK_SCRIPT, _dst_addr  # noqa: E402
 
@@ -105,28 +106,12 @@ def start_flows(tb, specs):
 
 @pytest.fixture(scope="module")
 def classes_tb(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("testbed needs root (network namespaces)")
     d = tmp_path_factory.mktemp("classes")
     cfg = write_config(d / "twoclass.cfg", body_file="testbed-twoclass.cfg")
-    old = os.environ.get("WEIR_TESTBED_CFG")
-    os.environ["WEIR_TESTBED_CFG"] = str(cfg)
     # Equal 10 ms RTT paths: this checks the scheduler, not TCP's RTT bias.
-    tb = weirtb.Testbed(lan=2, wan=2, gateway="weir", emu="wanemu",
-                        paths=[PathSpec(delay=5), PathSpec(delay=5)])
-    why = tb.check_prerequisites()
-    if why:
-        pytest.skip("testbed unavailable: " + "; ".join(why))
-    try:
-        tb.claim().up()
+    with weir_testbed(cfg, lan=2, wan=2, paths=[PathSpec(delay=5), PathSpec(delay=5)]) as tb:
         tb.cfg_dir = d
         yield tb
-    finally:
-        tb.down()
-        if old is None:
-            os.environ.pop("WEIR_TESTBED_CFG", None)
-        else:
-            os.environ["WEIR_TESTBED_CFG"] = old
 
 
 def restart_weir(tb, cfg):

@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
+from conftest import weir_testbed  # noqa: E402
 
 RATE = "10mbit"
 STATS_INTERVAL = 0.2
@@ -37,25 +38,10 @@ def config(path, mode):
 
 @pytest.fixture(scope="module")
 def pa_tb(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("testbed needs root (network namespaces)")
     d = tmp_path_factory.mktemp("postack")
-    old = os.environ.get("WEIR_TESTBED_CFG")
-    os.environ["WEIR_TESTBED_CFG"] = str(config(d / "postack.cfg", "postack"))
-    tb = weirtb.Testbed(lan=2, wan=3, gateway="weir", emu="wanemu")
-    why = tb.check_prerequisites()
-    if why:
-        pytest.skip("testbed unavailable: " + "; ".join(why))
-    try:
-        tb.claim().up()
+    with weir_testbed(config(d / "postack.cfg", "postack"), lan=2, wan=3) as tb:
         tb.cfg_dir = d
         yield tb
-    finally:
-        tb.down()
-        if old is None:
-            os.environ.pop("WEIR_TESTBED_CFG", None)
-        else:
-            os.environ["WEIR_TESTBED_CFG"] = old
 
 
 def run_mode(tb, mode, reverse):

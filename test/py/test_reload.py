@@ -20,33 +20,18 @@ sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "test" / "py"))
 
 import weirtb  # noqa: E402
+from conftest import weir_testbed  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
 from test_classes import BULK_PORT, LINK, Sampler, start_flows, write_config  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def reload_tb(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("testbed needs root (network namespaces)")
     d = tmp_path_factory.mktemp("reload")
     cfg = write_config(d / "reload.cfg", body_file="testbed-twoclass.cfg")
-    old = os.environ.get("WEIR_TESTBED_CFG")
-    os.environ["WEIR_TESTBED_CFG"] = str(cfg)
-    tb = weirtb.Testbed(lan=2, wan=2, gateway="weir", emu="wanemu",
-                        paths=[PathSpec(delay=5), PathSpec(delay=5)])
-    why = tb.check_prerequisites()
-    if why:
-        pytest.skip("testbed unavailable: " + "; ".join(why))
-    try:
-        tb.claim().up()
+    with weir_testbed(cfg, lan=2, wan=2, paths=[PathSpec(delay=5), PathSpec(delay=5)]) as tb:
         tb.cfg = cfg
         yield tb
-    finally:
-        tb.down()
-        if old is None:
-            os.environ.pop("WEIR_TESTBED_CFG", None)
-        else:
-            os.environ["WEIR_TESTBED_CFG"] = old
 
 
 def wait_epoch(tb, epoch, timeout=5.0):

@@ -1,7 +1,6 @@
 """Link shaping in the testbed: weir holds each direction to its configured link rate with
 real Linux TCP, and shares it fairly among flows (per-flow DRR queues in one default class,
 before the classifier exists). Loose bounds: these run on a busy 2-core machine."""
-import os
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
+from conftest import weir_testbed  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
 
 RATE_MBIT = 20
@@ -25,28 +25,12 @@ def jain(xs):
 
 @pytest.fixture(scope="module")
 def shaped(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("testbed needs root (network namespaces)")
     cfg = tmp_path_factory.mktemp("shaping") / "weir.cfg"
     cfg.write_text((REPO / "conf" / "testbed.cfg").read_text() +
                    f'\nshaping = {{ outbound = "{RATE_MBIT}mbit"; inbound = "{RATE_MBIT}mbit"; }};\n')
-    old = os.environ.get("WEIR_TESTBED_CFG")
-    os.environ["WEIR_TESTBED_CFG"] = str(cfg)
     # Equal 10 ms paths: this checks the shaper, not TCP's RTT unfairness.
-    tb = weirtb.Testbed(lan=2, wan=2, gateway="weir", emu="wanemu",
-                        paths=[PathSpec(delay=5), PathSpec(delay=5)])
-    why = tb.check_prerequisites()
-    if why:
-        pytest.skip("testbed unavailable: " + "; ".join(why))
-    try:
-        tb.claim().up()
+    with weir_testbed(cfg, lan=2, wan=2, paths=[PathSpec(delay=5), PathSpec(delay=5)]) as tb:
         yield tb
-    finally:
-        tb.down()
-        if old is None:
-            os.environ.pop("WEIR_TESTBED_CFG", None)
-        else:
-            os.environ["WEIR_TESTBED_CFG"] = old
 
 
 @pytest.mark.parametrize("reverse", [False, True], ids=["outbound", "inbound"])

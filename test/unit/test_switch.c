@@ -56,6 +56,25 @@ port_of(struct rte_mbuf *m)
 	return (uint16_t)(f[36] << 8 | f[37]);      /* outbound: the WAN port */
 }
 
+/* New trees (flow limit 4) and counters for np, as the management lcore
+ * builds them for a worker. */
+static void
+make_switch(const struct weir_policy *np, struct weir_policy_switch *sw)
+{
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		struct weir_cbq_class_conf cc[WEIR_CBQ_MAX_CLASSES];
+		struct weir_cbq_conf conf = {
+			.socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(), .classes = cc,
+			.n_queues = CAP + 1 + WEIR_POLICY_QUEUES_EXTRA(np), .flow_limit = 4,
+		};
+
+		conf.n_classes = weir_policy_cbq_classes(np, d, 1, 1, cc);
+		sw->shaper[d] = weir_cbq_create(&conf);
+		sw->cls_ctr[d] = rte_zmalloc(NULL, np->tree[d].n_classes * sizeof(*sw->cls_ctr[d]), 0);
+	}
+	sw->policy = np;
+}
+
 static void
 test_switch_moves_queues(void)
 {
@@ -102,18 +121,7 @@ test_switch_moves_queues(void)
 	CHECK(np != NULL, "new policy builds");
 	video = weir_policy_class_find(np, 0, "video");
 	bulk = weir_policy_class_find(np, 0, "bulk");
-	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		struct weir_cbq_class_conf cc[WEIR_CBQ_MAX_CLASSES];
-		struct weir_cbq_conf conf = {
-			.socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(), .classes = cc,
-			.n_queues = CAP + 1 + WEIR_POLICY_QUEUES_EXTRA(np), .flow_limit = 4,
-		};
-
-		conf.n_classes = weir_policy_cbq_classes(np, d, 1, 1, cc);
-		sw.shaper[d] = weir_cbq_create(&conf);
-		sw.cls_ctr[d] = rte_zmalloc(NULL, np->tree[d].n_classes * sizeof(*sw.cls_ctr[d]), 0);
-	}
-	sw.policy = np;
+	make_switch(np, &sw);
 	{
 		struct weir_policy_switch bad = sw;
 
@@ -224,6 +232,26 @@ test_flow_events_and_moves(void)
 	CHECK(r.w->cls_ctr[0][web].flows == 0 && r.w->cls_ctr[0][rest].flows == 2,
 	      "class flow counts follow");
 	rte_ring_sc_dequeue_elem(ev, &e, sizeof(e));
+	/* A new policy re-classifies flows by its rules: the hooks are asked
+	 * again about the flow they moved, not about the other. */
+	{
+		struct weir_policy_err pe;
+		struct weir_policy *np = weir_policy_build(&pc, 5, &pe);
+		struct weir_policy_switch sw = { 0 };
+
+		make_switch(np, &sw);
+		CHECK(weir_worker_policy_post(r.w, &sw) == 0 && weir_worker_policy_take(r.w) == 1,
+		      "a policy switch");
+		weir_policy_free(r.p);
+		r.p = np;
+		feed(&r, tcp_frame(0, 7, 4321, 9, 80, ACK, 4, 100), 0, now);
+		feed(&r, tcp_frame(0, 7, 4322, 9, 443, ACK, 2, 100), 0, now);
+		CHECK(rte_ring_count(ev) == 1 && rte_ring_sc_dequeue_elem(ev, &e, sizeof(e)) == 0 &&
+		      e.type == WEIR_FEV_NEW && e.lan_port == 4321 && e.epoch == 5,
+		      "asked again about the moved flow only");
+		web = weir_policy_class_find(r.p, 0, "web");
+		rest = weir_policy_class_find(r.p, 0, "rest");
+	}
 	/* Both flows expire: end events with their totals. */
 	{
 		struct rte_mbuf *m[8];
@@ -238,12 +266,13 @@ test_flow_events_and_moves(void)
 
 		while (rte_ring_sc_dequeue_elem(ev, &e, sizeof(e)) == 0) {
 			if (e.type == WEIR_FEV_END && e.lan_port == 4321 && e.wan_port == 80 &&
-			    e.lan[3] == 7 && e.wan[3] == 9 && e.pkts[WEIR_DIR_OUT] == 3 &&
-			    e.bytes[WEIR_DIR_OUT] == 3 * 154 && e.pkts[WEIR_DIR_IN] == 0 &&
-			    r.p->targets[e.target].leaf[0] == rest)
+			    e.lan[3] == 7 && e.wan[3] == 9 && e.pkts[WEIR_DIR_OUT] == 4 &&
+			    e.bytes[WEIR_DIR_OUT] == 4 * 154 && e.pkts[WEIR_DIR_IN] == 0 &&
+			    r.p->targets[e.target].leaf[0] == web)
 				found++;
 		}
-		CHECK(found == 1, "the moved flow's end: LAN/WAN sides, 3 packets out, in rest");
+		CHECK(found == 1, "the moved flow's end: LAN/WAN sides, 4 packets out, back in web "
+		      "by the new policy's rules (no hook answered)");
 	}
 	rig_free(&r);
 	rte_ring_free(ev);
