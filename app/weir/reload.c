@@ -77,6 +77,7 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 	struct weir_policy_switch *sw;
 	struct weir_config tcfg;
 	unsigned int i, waited;
+	uint64_t t0 = rte_rdtsc(), t_post;
 
 	err[0] = '\0';
 	if (op == NULL || np == NULL) {
@@ -114,6 +115,7 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 				goto nomem;
 		}
 	}
+	t_post = rte_rdtsc();
 	for (i = 0; i < a->n_workers; i++)
 		if (weir_worker_policy_post(a->workers[i], &sw[i]) != 0) {
 			/* Only one switch is ever in flight (we wait below), and
@@ -138,6 +140,10 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 		free(sw);
 		return -1;
 	}
+	/* Preparing (ACL tries, trees) and the workers' taking it: what a
+	 * switch costs, for the stats file. */
+	a->switch_prepare_us = (rte_rdtsc() - t0 - (rte_rdtsc() - t_post)) * 1000000 / rte_get_tsc_hz();
+	a->switch_take_us = (rte_rdtsc() - t_post) * 1000000 / rte_get_tsc_hz();
 	a->cfg.policy = np;
 	a->cfg.shape_flow_limit = src->shape_flow_limit;
 	a->cfg.shape_flow_quantum = src->shape_flow_quantum;
