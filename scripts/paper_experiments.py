@@ -43,6 +43,10 @@ def config(path, mode, rate_kBps, limit=0):
     """weir's testbed config with an experiment class of rate_kBps KB/s in `mode`."""
     base = (REPO / "conf" / "testbed.cfg").read_text().replace("interval = 1.0;",
                                                                  f"interval = {STATS_INTERVAL};")
+    # The testbed's connectivity ping (before each run) is ICMP like the probe:
+    # let its flow expire within the warm-up, or TCR would count it as one of
+    # the class's n flows and give each TCP flow half its share.
+    base = base.replace("other = 30;", "other = 2;")
     lim = f" limit = {limit};" if limit else ""
     rate = kbyte_s(rate_kBps)
     link = f"{int(rate_kBps * 8) + 2000}kbit"
@@ -417,11 +421,11 @@ def report(out, quick):
                          ("ACKs held peak", "acks_held_peak"), ("drops", "drops")],
                     {"goodput_kBps": "{:.0f}", "retx_ratio": "{:.4f}", "data_pkts_mean": "{:.1f}"}), ""]
         n = max(int(r["flows"]) for r in f8)
-        doc += [f"Target: full goodput with under 10 data packets buffered at {n} flows "
-                "(the best limit per mode):", ""]
+        doc += [f"Target: full goodput (90 % or more, under 5 % retransmitted) with under 10 "
+                f"data packets buffered at {n} flows (the best limit per mode):", ""]
         for m in ("tcr", "postack", "fifo", "htb"):
             sub = [r for r in f8 if r["mode"] == m and int(r["flows"]) == n and
-                   float(r["goodput_kBps"]) >= 0.9 * 500]
+                   float(r["goodput_kBps"]) >= 0.9 * 500 and float(r["retx_ratio"]) < 0.05]
             if sub:
                 best = min(sub, key=lambda r: float(r["data_pkts_mean"]))
                 doc.append(f"- {m}: {float(best['goodput_kBps']):.0f} KB/s with "
@@ -429,7 +433,7 @@ def report(out, quick):
                            f"(limit {best['limit']}): "
                            f"{'met' if float(best['data_pkts_mean']) < 10 else 'not met'}")
             else:
-                doc.append(f"- {m}: no limit reached 90 % of the rate")
+                doc.append(f"- {m}: no limit reached 90 % of the rate with under 5 % retransmitted")
         doc.append("")
     f9 = _read(out, "fig9")
     if f9:
