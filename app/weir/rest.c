@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -32,6 +34,7 @@
 #define REST_CONN_LIMIT 64              /* connections open at once */
 #define REST_CONN_TIMEOUT_S 10          /* idle or stalled connections are closed */
 #define REST_SCRIPT_MAX (1024 * 1024)   /* largest policy script GET policy returns */
+#define REST_UPLOAD_MAX (1024 * 1024)   /* PUT /api/v1/policy: a script, not a JSON document */
 #define FLOWS_LIMIT_DEFAULT 100
 #define FLOWS_LIMIT_MAX 1000
 
@@ -42,6 +45,8 @@ extern const size_t weir_openapi_json_len;
 struct weir_rest {
 	struct MHD_Daemon *d;
 	int epfd;                       /* MHD's epoll fd, waited on by the management loop */
+	char *prev;                     /* the script text before the last upload (rollback) */
+	size_t prev_len;
 };
 
 /* What a handler answers: a JSON document or a text body. */
@@ -62,6 +67,7 @@ struct req {
 	char *body;
 	size_t len;
 	bool too_big;
+	char allow[32];                 /* the Allow header of a 405 */
 };
 
 typedef void (*handler_fn)(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
@@ -72,7 +78,14 @@ struct route {
 	const char *method;             /* GET routes answer HEAD too */
 	handler_fn fn;
 	const char *const *query;       /* query parameters accepted (NULL: none) */
+	size_t body_max;                /* 0: REST_BODY_MAX */
 };
+
+static size_t
+body_max(const struct req *rq)
+{
+	return rq->route != NULL && rq->route->body_max != 0 ? rq->route->body_max : REST_BODY_MAX;
+}
 
 static void
 reply_error(struct reply *r, unsigned int status, const char *fmt, ...)
@@ -633,6 +646,228 @@ h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, st
 		"dry_run", dry_run, "reloads", (json_int_t)a->reloads));
 }
 
+/* ---- PUT /api/v1/policy, POST /api/v1/policy/rollback ---- */
+
+/* The whole file, or NULL (missing, unreadable, or over REST_UPLOAD_MAX). */
+static char *
+file_read(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+
+	if (f == NULL)
+		return NULL;
+	buf = malloc(REST_UPLOAD_MAX + 1);
+	*len = buf != NULL ? fread(buf, 1, REST_UPLOAD_MAX + 1, f) : 0;
+	if (ferror(f) || *len > REST_UPLOAD_MAX) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+/* Write data to path, flushed to disk, with mode (readers see all of it
+ * or, before the rename that follows, none). 0 or -1 with errno. */
+static int
+file_write(const char *path, const char *data, size_t len, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	size_t off = 0;
+	int e;
+
+	if (fd < 0)
+		return -1;
+	while (off < len) {
+		ssize_t n = write(fd, data + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		off += (size_t)n;
+	}
+	if (fchmod(fd, mode) != 0 || fsync(fd) != 0)
+		goto fail;
+	return close(fd);
+fail:
+	e = errno;
+	close(fd);
+	unlink(path);
+	errno = e;
+	return -1;
+}
+
+/* Every "from" in s becomes "to" (the validation ran on a temp file; the
+ * administrator knows the script by its own name). */
+static void
+str_replace_all(char *s, size_t size, const char *from, const char *to)
+{
+	char out[1024];
+	size_t fl = strlen(from), o = 0;
+
+	for (const char *p = s; *p != '\0' && o + 1 < sizeof(out);) {
+		if (strncmp(p, from, fl) == 0) {
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s", to);
+			p += fl;
+		} else {
+			out[o++] = *p++;
+		}
+	}
+	o = RTE_MIN(o, RTE_MIN(sizeof(out), size) - 1);
+	memcpy(s, out, o);
+	s[o] = '\0';
+}
+
+static void
+reply_policy_error(struct weir_app *a, struct reply *r, unsigned int status, const char *msg)
+{
+	reply_error(r, status, "%s", msg);
+	json_object_set_new(json_object_get(r->json, "error"), "epoch",
+			    json_integer(a->cfg.policy ? a->cfg.policy->epoch : 0));
+}
+
+/* Put text in place of the policy script and switch to it: checked in the
+ * sandbox first (nothing changes if it fails), then renamed over the
+ * script, then reloaded so the workers, the hooks' engine and the file
+ * agree. The replaced text becomes the one rollback restores. 0, or -1
+ * with r made. */
+static int
+script_install(struct weir_app *a, const char *text, size_t len, struct reply *r)
+{
+	const char *path = a->cfg.policy_script;
+	const struct weir_policy_lua_limits lim = {
+		.mem_bytes = (size_t)a->cfg.policy_memory, .instructions = a->cfg.policy_instructions,
+		.default_limit = a->cfg.mbufs / (4 * a->cfg.n_workers),
+		.default_mode = a->cfg.shape_mode,
+	};
+	char tmp[sizeof(a->cfg.policy_script) + 16], prev[sizeof(tmp)], prev_tmp[sizeof(tmp)];
+	char err[sizeof(a->reload_error)];
+	struct weir_lua *l;
+	struct weir_policy *np = NULL;
+	struct stat st;
+	mode_t mode = 0644;
+	size_t old_len = 0;
+	char *old;
+
+	snprintf(tmp, sizeof(tmp), "%s.upload", path);
+	snprintf(prev, sizeof(prev), "%s.prev", path);
+	snprintf(prev_tmp, sizeof(prev_tmp), "%s.prev.tmp", path);
+	if (stat(path, &st) == 0)
+		mode = st.st_mode & 0777;
+	if (file_write(tmp, text, len, mode) != 0) {
+		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot write %s: %s", tmp,
+			    strerror(errno));
+		return -1;
+	}
+	l = weir_lua_open(tmp, &lim, err, sizeof(err));
+	if (l != NULL)
+		np = weir_lua_compile(l, 0, err, sizeof(err));
+	weir_policy_free(np);
+	weir_lua_close(l);
+	if (np == NULL) {
+		unlink(tmp);
+		str_replace_all(err, sizeof(err), tmp, path);
+		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
+		return -1;
+	}
+	old = file_read(path, &old_len);
+	if (old == NULL || file_write(prev_tmp, old, old_len, mode) != 0 ||
+	    rename(tmp, path) != 0) {
+		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot replace %s: %s", path,
+			    old == NULL ? "cannot read it" : strerror(errno));
+		unlink(tmp);
+		unlink(prev_tmp);
+		free(old);
+		return -1;
+	}
+	if (weir_mgmt_reload(a) != 0) {
+		/* The script is fine but the switch is not (a change that needs a
+		 * restart, or the config file's own error): the old file goes back. */
+		if (file_write(tmp, old, old_len, mode) != 0 || rename(tmp, path) != 0)
+			RTE_LOG(ERR, USER1, "rest: cannot put %s back: %s\n", path, strerror(errno));
+		unlink(prev_tmp);
+		free(old);
+		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, a->reload_error);
+		return -1;
+	}
+	if (rename(prev_tmp, prev) != 0)
+		RTE_LOG(WARNING, USER1, "rest: cannot write %s: %s\n", prev, strerror(errno));
+	free(a->rest->prev);
+	a->rest->prev = old;
+	a->rest->prev_len = old_len;
+	reply_json(r, json_pack("{s:I, s:s, s:s, s:I}",
+		"epoch", (json_int_t)a->cfg.policy->epoch, "script", path, "previous", prev,
+		"reloads", (json_int_t)a->reloads));
+	return 0;
+}
+
+static bool
+script_configured(struct weir_app *a, struct reply *r)
+{
+	if (a->cfg.policy_script[0] != '\0')
+		return true;
+	reply_error(r, MHD_HTTP_CONFLICT, "the policy comes from %s's shaping and rules, not a "
+		    "script: uploads need policy = { script = \"FILE\"; } in the config", a->cfg.path);
+	return false;
+}
+
+static bool
+ctype_is(const char *ct, const char *want)
+{
+	size_t n = strlen(want);
+
+	return ct != NULL && strncasecmp(ct, want, n) == 0 &&
+	       (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+static void
+h_policy_put(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+{
+	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						      MHD_HTTP_HEADER_CONTENT_TYPE);
+
+	if (!script_configured(a, r))
+		return;
+	if (!ctype_is(ct, "text/x-lua") && !ctype_is(ct, "text/plain")) {
+		reply_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+			    "the body must be a Lua script (text/x-lua or text/plain)");
+		return;
+	}
+	if (rq->len == 0) {
+		reply_error(r, MHD_HTTP_BAD_REQUEST, "the body must be a Lua script, not empty");
+		return;
+	}
+	script_install(a, rq->body, rq->len, r);
+}
+
+static void
+h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
+		  struct reply *r)
+{
+	char *text = a->rest->prev;
+
+	if (!script_configured(a, r))
+		return;
+	if (text == NULL) {
+		reply_error(r, MHD_HTTP_CONFLICT, "no previous script to roll back to: none was "
+			    "uploaded since weir started");
+		return;
+	}
+	if (rq->len != 0) {
+		reply_error(r, MHD_HTTP_BAD_REQUEST, "rollback takes no body");
+		return;
+	}
+	/* Held here while installing: a success makes the replaced text the
+	 * next rollback's, so two rollbacks toggle. */
+	a->rest->prev = NULL;
+	if (script_install(a, text, a->rest->prev_len, r) == 0) {
+		free(text);
+		return;
+	}
+	a->rest->prev = text;
+}
+
 /* ---- GET /api/v1/openapi.json, GET /metrics ---- */
 
 static void
@@ -665,7 +900,9 @@ static const struct route routes[] = {
 	{ "/api/v1/counters", "GET", h_counters, NULL },
 	{ "/api/v1/flows", "GET", h_flows, flows_query },
 	{ "/api/v1/policy", "GET", h_policy, NULL },
+	{ "/api/v1/policy", "PUT", h_policy_put, NULL, REST_UPLOAD_MAX },
 	{ "/api/v1/policy/reload", "POST", h_policy_reload, NULL },
+	{ "/api/v1/policy/rollback", "POST", h_policy_rollback, NULL },
 	{ "/api/v1/openapi.json", "GET", h_openapi, NULL },
 	{ "/metrics", "GET", h_metrics, NULL },
 };
@@ -768,8 +1005,12 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 	for (size_t i = 0; i < RTE_DIM(routes); i++) {
 		if (strcmp(routes[i].path, url) != 0)
 			continue;
+		/* One path may take several methods: the Allow header lists them all. */
+		snprintf(rq->allow + strlen(rq->allow), sizeof(rq->allow) - strlen(rq->allow),
+			 "%s%s", path_known ? ", " : "",
+			 strcmp(routes[i].method, "GET") == 0 ? "GET, HEAD" : routes[i].method);
+		*allow = rq->allow;
 		path_known = true;
-		*allow = strcmp(routes[i].method, "GET") == 0 ? "GET, HEAD" : routes[i].method;
 		if (strcmp(routes[i].method, method) == 0 ||
 		    (strcmp(routes[i].method, "GET") == 0 && strcmp(method, "HEAD") == 0))
 			rq->route = &routes[i];
@@ -792,8 +1033,8 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 		return true;
 	}
 	cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if (cl != NULL && parse_uint(cl, UINT64_MAX, &n) && n > REST_BODY_MAX) {
-		reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %d bytes", REST_BODY_MAX);
+	if (cl != NULL && parse_uint(cl, UINT64_MAX, &n) && n > body_max(rq)) {
+		reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %zu bytes", body_max(rq));
 		return true;
 	}
 	return false;
@@ -819,7 +1060,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 	}
 	if (*upload_data_size != 0) {
 		/* Bodies without a Content-Length (chunked) are cut here. */
-		if (!rq->too_big && rq->len + *upload_data_size <= REST_BODY_MAX) {
+		if (!rq->too_big && rq->len + *upload_data_size <= body_max(rq)) {
 			char *nb = realloc(rq->body, rq->len + *upload_data_size);
 
 			if (nb == NULL)
@@ -834,7 +1075,8 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		return MHD_YES;
 	}
 	if (rq->too_big)
-		reply_error(&r, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %d bytes", REST_BODY_MAX);
+		reply_error(&r, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %zu bytes",
+			    body_max(rq));
 	else
 		rq->route->fn(a, c, rq, &r);
 	return send_reply(c, &r, NULL);
@@ -957,6 +1199,7 @@ weir_rest_stop(struct weir_app *a)
 	if (a->rest == NULL)
 		return;
 	MHD_stop_daemon(a->rest->d);
+	free(a->rest->prev);
 	free(a->rest);
 	a->rest = NULL;
 }

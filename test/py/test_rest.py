@@ -307,6 +307,104 @@ def test_policy_from_a_script(tmp_path):
         w.stop()
 
 
+def script_weir(d, tag):
+    """A weir whose policy is a copy of lua/policy.lua in d (uploads replace the copy)."""
+    script = d / "policy.lua"
+    script.write_text((REPO / "lua" / "policy.lua").read_text())
+
+    def lua(text):
+        return (text[:text.index("shaping = {")] + text[text.index("management = {"):] +
+                f'policy = {{ script = "{script}"; }};\n')
+
+    return Weir(d, tag, edit=lua), script
+
+
+def put_script(w, text, ctype="text/x-lua"):
+    return w.request("PUT", "/api/v1/policy", body=text.encode(), headers={"Content-Type": ctype})
+
+
+def outbound_classes(w):
+    return {k["name"] for k in w.get("/api/v1/classes")[1]["outbound"]["classes"]}
+
+
+def test_policy_upload_and_rollback(tmp_path):
+    w, script = script_weir(tmp_path, "upload")
+    original = script.read_text()
+    try:
+        # Nothing uploaded yet: nothing to roll back to.
+        assert_error(*w.request("POST", "/api/v1/policy/rollback"), 409)
+        epoch = w.get("/api/v1/policy")[1]["epoch"]
+        assert "bulk" in outbound_classes(w)
+
+        new = original.replace('"bulk"', '"guests"')
+        status, h, data = put_script(w, new)
+        assert status == 200, data
+        r = json.loads(data)
+        assert r["epoch"] == epoch + 1 and r["script"] == str(script)
+        assert r["previous"] == f"{script}.prev"
+        assert script.read_text() == new and Path(f"{script}.prev").read_text() == original
+        assert "guests" in outbound_classes(w) and "bulk" not in outbound_classes(w)
+        assert w.get("/api/v1/policy")[1]["script_text"] == new
+
+        # A broken script: 422 naming the script's own path and line; nothing changes.
+        broken = new + 'weir.class{ dir = "outbound", name = "x", rate = "lots" }\n'
+        line = len(broken.splitlines())
+        e = assert_error(*put_script(w, broken, "text/plain; charset=utf-8"), 422)
+        assert e["message"].startswith(f"{script}:{line}: "), e
+        assert e["epoch"] == epoch + 1
+        e = assert_error(*put_script(w, "weir.link{ dir = \n"), 422)
+        assert e["message"].startswith(f"{script}:"), e
+        assert script.read_text() == new and not Path(f"{script}.upload").exists()
+        assert w.get("/api/v1/policy")[1]["epoch"] == epoch + 1
+        assert "guests" in outbound_classes(w)
+
+        # A good script the running appliance cannot switch to (no inbound tree): the
+        # file goes back.
+        outbound_only = new[:new.index("-- WAN -> LAN")] + \
+            new[new.index("-- First match"):].replace('weir.rule{ class = "guests", vlan', '-- ')
+        e = assert_error(*put_script(w, outbound_only), 422)
+        assert "restart" in e["message"] and script.read_text() == new
+
+        assert_error(*put_script(w, original, "application/json"), 415)
+        assert_error(*put_script(w, ""), 400)
+
+        # Rollback restores the text before the upload; a second one toggles back.
+        status, h, data = w.request("POST", "/api/v1/policy/rollback")
+        assert status == 200, data
+        assert json.loads(data)["epoch"] == epoch + 2
+        assert script.read_text() == original and "bulk" in outbound_classes(w)
+        assert Path(f"{script}.prev").read_text() == new
+        assert w.request("POST", "/api/v1/policy/rollback")[0] == 200
+        assert script.read_text() == new and "guests" in outbound_classes(w)
+    finally:
+        w.stop()
+
+
+def test_policy_upload_needs_a_script_config(weir):
+    epoch = weir.get("/api/v1/policy")[1]["epoch"]
+    e = assert_error(*put_script(weir, "weir.link{}"), 409)
+    assert "script" in e["message"]
+    assert_error(*weir.request("POST", "/api/v1/policy/rollback"), 409)
+    # The upload limit is the route's own, 1 MiB, not the 64 KiB of JSON bodies.
+    assert_error(*put_script(weir, "-" * 100_000), 409)
+    # Refused on the header alone, before the body (which is not sent: the server does not
+    # read it).
+    c = http.client.HTTPConnection("127.0.0.1", weir.port, timeout=10)
+    try:
+        c.putrequest("PUT", "/api/v1/policy")
+        c.putheader("Content-Type", "text/x-lua")
+        c.putheader("Content-Length", str(1024 * 1024 + 1))
+        c.endheaders()
+        r = c.getresponse()
+        assert_error(r.status, dict(r.getheaders()), r.read(), 413)
+    finally:
+        c.close()
+    status, h, data = weir.request("DELETE", "/api/v1/policy")
+    assert_error(status, h, data, 405)
+    assert h["Allow"] == "GET, HEAD, PUT"
+    assert weir.get("/api/v1/policy")[1]["epoch"] == epoch
+
+
 # ---- /metrics ----
 
 METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
@@ -488,9 +586,9 @@ def test_concurrent_and_slow_clients(weir):
 # ---- the OpenAPI document ----
 
 IMPLEMENTED = {("/api/v1/status", "get"), ("/api/v1/classes", "get"), ("/api/v1/counters", "get"),
-               ("/api/v1/flows", "get"), ("/api/v1/policy", "get"),
-               ("/api/v1/policy/reload", "post"), ("/api/v1/openapi.json", "get"),
-               ("/metrics", "get")}
+               ("/api/v1/flows", "get"), ("/api/v1/policy", "get"), ("/api/v1/policy", "put"),
+               ("/api/v1/policy/reload", "post"), ("/api/v1/policy/rollback", "post"),
+               ("/api/v1/openapi.json", "get"), ("/metrics", "get")}
 
 
 def test_openapi_served_is_the_repository_file(weir):
