@@ -47,6 +47,8 @@ struct weir_rest {
 	int epfd;                       /* MHD's epoll fd, waited on by the management loop */
 	char *prev;                     /* the script text before the last upload (rollback) */
 	size_t prev_len;
+	json_t *baseline;               /* the stats at the last counters reset; NULL = none */
+	uint64_t resets;
 };
 
 /* What a handler answers: a JSON document or a text body. */
@@ -117,6 +119,98 @@ reply_json(struct reply *r, json_t *j)
 static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
 static const char *const dir_name[WEIR_POLICY_DIRS] = { "outbound", "inbound" };
 
+/* ---- counters since POST /api/v1/counters/reset ---- */
+
+/* Integer keys of the stats JSON that are levels, not running totals: a
+ * reset leaves them alone. Every other integer counts up. */
+static const char *const gauge_keys[] = {
+	"rate_bps", "ceil_bps", "worker_rate_bps", "worker_ceil_bps", "flow_min_bps", "prio",
+	"queued_pkts", "queued_bytes", "backlogged_flows", "flows", "flows_active", "active",
+	"capacity", "acks_held", "acks_held_peak", "records", "bytes_per_ack", "epoch", "lcore",
+	"queue", "total", "in_use", "switch_prepare_us", "switch_take_us",
+};
+
+static bool
+is_gauge(const char *key)
+{
+	for (size_t i = 0; i < RTE_DIM(gauge_keys); i++)
+		if (strcmp(gauge_keys[i], key) == 0)
+			return true;
+	return false;
+}
+
+static void subtract(json_t *cur, const json_t *base);
+
+static void
+subtract_value(json_t *cur, const char *key, json_t *v, const json_t *b)
+{
+	json_int_t now, then;
+
+	if (b == NULL)
+		return;         /* new since the reset (a class, a worker): all of it counts */
+	if (json_is_object(v) || json_is_array(v)) {
+		subtract(v, b);
+		return;
+	}
+	if (!json_is_integer(v) || !json_is_integer(b) || (key != NULL && is_gauge(key)))
+		return;
+	now = json_integer_value(v);
+	then = json_integer_value(b);
+	/* Smaller than at the reset: it restarted since (a class tree rebuilt
+	 * by a policy switch), so all of it is newer than the reset. */
+	if (now >= then)
+		json_integer_set(v, now - then);
+}
+
+/* cur -= base, key by key and index by index, for the counters only. */
+static void
+subtract(json_t *cur, const json_t *base)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	if (json_is_object(cur) && json_is_object(base)) {
+		json_object_foreach(cur, key, v)
+			subtract_value(cur, key, v, json_object_get(base, key));
+	} else if (json_is_array(cur) && json_is_array(base)) {
+		json_array_foreach(cur, i, v)
+			subtract_value(cur, NULL, v, json_array_get(base, i));
+	}
+}
+
+/* The stats snapshot with the counters counted from the last reset. */
+static json_t *
+stats_since_reset(struct weir_app *a)
+{
+	json_t *s = weir_stats_json(a);
+
+	if (s != NULL && a->rest->baseline != NULL)
+		subtract(s, a->rest->baseline);
+	return s;
+}
+
+static void
+h_counters_reset(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+{
+	json_t *s;
+
+	if (rq->len != 0) {
+		reply_error(r, MHD_HTTP_BAD_REQUEST, "reset takes no body");
+		return;
+	}
+	s = weir_stats_json(a);
+	if (s == NULL) {
+		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		return;
+	}
+	json_decref(a->rest->baseline);
+	a->rest->baseline = s;
+	a->rest->resets++;
+	reply_json(r, json_pack("{s:O, s:I}", "uptime_s", json_object_get(s, "uptime_s"),
+				"resets", (json_int_t)a->rest->resets));
+}
+
 /* ---- GET /api/v1/status ---- */
 
 static void
@@ -177,7 +271,7 @@ static void
 h_classes(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
 {
 	const struct weir_policy *p = a->cfg.policy;
-	json_t *s = weir_stats_json(a);
+	json_t *s = stats_since_reset(a);
 	json_t *o = json_object();
 
 	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
@@ -226,7 +320,15 @@ h_classes(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct r
 static void
 h_counters(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
 {
-	reply_json(r, weir_stats_json(a));
+	json_t *s = stats_since_reset(a);
+	const json_t *b = a->rest->baseline;
+
+	/* Which counters these are: since the start, or since the reset. */
+	if (s != NULL)
+		json_object_set_new(s, "since_reset_s", b == NULL ? json_null() : json_real(
+			json_real_value(json_object_get(s, "uptime_s")) -
+			json_real_value(json_object_get(b, "uptime_s"))));
+	reply_json(r, s);
 }
 
 /* ---- GET /api/v1/flows ---- */
@@ -898,6 +1000,7 @@ static const struct route routes[] = {
 	{ "/api/v1/status", "GET", h_status, NULL },
 	{ "/api/v1/classes", "GET", h_classes, NULL },
 	{ "/api/v1/counters", "GET", h_counters, NULL },
+	{ "/api/v1/counters/reset", "POST", h_counters_reset, NULL },
 	{ "/api/v1/flows", "GET", h_flows, flows_query },
 	{ "/api/v1/policy", "GET", h_policy, NULL },
 	{ "/api/v1/policy", "PUT", h_policy_put, NULL, REST_UPLOAD_MAX },
@@ -1200,6 +1303,7 @@ weir_rest_stop(struct weir_app *a)
 		return;
 	MHD_stop_daemon(a->rest->d);
 	free(a->rest->prev);
+	json_decref(a->rest->baseline);
 	free(a->rest);
 	a->rest = NULL;
 }

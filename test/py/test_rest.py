@@ -307,6 +307,52 @@ def test_policy_from_a_script(tmp_path):
         w.stop()
 
 
+def test_counters_reset(tmp_path):
+    w = Weir(tmp_path, "reset")
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and w.get("/api/v1/flows")[1]["total"] < len(FLOWS):
+            time.sleep(0.1)
+        status, before = w.get("/api/v1/counters")
+        assert status == 200 and before["since_reset_s"] is None
+        assert before["ports"]["lan"]["rx"] == len(FLOWS)
+        assert_error(*w.request("POST", "/api/v1/counters/reset", body={"x": 1}), 400)
+        status, h, data = w.request("POST", "/api/v1/counters/reset")
+        assert status == 200, data
+        assert json.loads(data)["resets"] == 1
+        status, c = w.get("/api/v1/counters")
+        assert 0 <= c["since_reset_s"] < c["uptime_s"]
+        # Running totals start again from zero ...
+        lan = c["ports"]["lan"]
+        assert lan["rx"] == lan["rx_bytes"] == lan["managed"] == lan["forwarded"] == 0
+        assert c["flows"]["inserted"] == 0 and c["flows"]["lookups"] == 0
+        assert c["workers"][0]["loops"] < before["workers"][0]["loops"]
+        gold = c["shaping"]["outbound"]["classes"]["gold"]
+        assert gold["pkts"] == gold["bytes"] == 0
+        assert c["policy"]["reloads"] == 0
+        # ... levels do not.
+        assert c["flows"]["active"] == len(FLOWS) and c["flows"]["capacity"] == 1024
+        assert gold["rate_bps"] == 20_000_000 and gold["flows"] == 1
+        assert c["workers"][0]["flows_active"] == len(FLOWS)
+        assert c["mbufs"]["total"] == 8191
+        by = {k["name"]: k for k in w.get("/api/v1/classes")[1]["outbound"]["classes"]}
+        assert by["gold"]["pkts"] == 0 and by["gold"]["flows"] == 1
+        assert by["gold"]["ceil_bps"] == 30_000_000
+        # Prometheus counters and the status page never go back.
+        samples, _ = parse_exposition(w.get("/metrics")[1])
+        assert samples[("weir_port_packets_total",
+                        frozenset({("port", "lan"), ("dir", "rx")}))] == len(FLOWS)
+        assert w.get("/api/v1/status")[1]["ports"]["lan"]["rx"] == len(FLOWS)
+        # A policy switch rebuilds the class trees: their counters restart below the
+        # baseline and are shown whole, never negative.
+        assert w.request("POST", "/api/v1/policy/reload")[0] == 200
+        c = w.get("/api/v1/counters")[1]
+        assert c["policy"]["reloads"] == 1
+        assert all(v >= 0 for v in c["ports"]["lan"].values() if isinstance(v, int))
+    finally:
+        w.stop()
+
+
 def script_weir(d, tag):
     """A weir whose policy is a copy of lua/policy.lua in d (uploads replace the copy)."""
     script = d / "policy.lua"
@@ -586,7 +632,7 @@ def test_concurrent_and_slow_clients(weir):
 # ---- the OpenAPI document ----
 
 IMPLEMENTED = {("/api/v1/status", "get"), ("/api/v1/classes", "get"), ("/api/v1/counters", "get"),
-               ("/api/v1/flows", "get"), ("/api/v1/policy", "get"), ("/api/v1/policy", "put"),
+               ("/api/v1/counters/reset", "post"), ("/api/v1/flows", "get"), ("/api/v1/policy", "get"), ("/api/v1/policy", "put"),
                ("/api/v1/policy/reload", "post"), ("/api/v1/policy/rollback", "post"),
                ("/api/v1/openapi.json", "get"), ("/metrics", "get")}
 
