@@ -28,6 +28,7 @@
 #include "reload.h"
 #include "hooks.h"
 #include "rest.h"
+#include "telemetry.h"
 #include "mbuf_meta.h"
 
 static struct weir_app app;
@@ -301,6 +302,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err);
 		goto out_ports;
 	}
+	weir_telemetry_init(&app);
 	printf("weir %s: bridging %s (lan, port %u) <-> %s (wan, port %u) with %u worker(s)\n",
 	       WEIR_VERSION, app.cfg.port[0].device, app.ports.id[0], app.cfg.port[1].device,
 	       app.ports.id[1], app.n_workers);
@@ -316,6 +318,7 @@ main(int argc, char **argv)
 	weir_stats_write_file(&app);
 	status = EXIT_SUCCESS;
 out_ports:
+	weir_telemetry_stop();
 	weir_rest_stop(&app);
 	stop_workers(&app);
 	weir_ports_close(&app.ports);

@@ -15,6 +15,7 @@
 #include "reload.h"
 #include "hooks.h"
 #include "rest.h"
+#include "telemetry.h"
 
 static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
 
@@ -378,6 +379,7 @@ weir_mgmt_loop(struct weir_app *app)
 		weir_hooks_stats(app);
 		if (weir_stats_write_file(app) != 0)
 			RTE_LOG(WARNING, USER1, "cannot write stats file %s\n", app->cfg.stats_file);
+		weir_telemetry_publish(app);
 		if (app->cfg.stats_print)
 			weir_stats_print(app, stdout);
 	}

@@ -632,7 +632,8 @@ def test_concurrent_and_slow_clients(weir):
 # ---- the OpenAPI document ----
 
 IMPLEMENTED = {("/api/v1/status", "get"), ("/api/v1/classes", "get"), ("/api/v1/counters", "get"),
-               ("/api/v1/counters/reset", "post"), ("/api/v1/flows", "get"), ("/api/v1/policy", "get"), ("/api/v1/policy", "put"),
+               ("/api/v1/counters/reset", "post"), ("/api/v1/flows", "get"),
+               ("/api/v1/policy", "get"), ("/api/v1/policy", "put"),
                ("/api/v1/policy/reload", "post"), ("/api/v1/policy/rollback", "post"),
                ("/api/v1/openapi.json", "get"), ("/metrics", "get")}
 
@@ -778,3 +779,41 @@ def test_port_in_use(tmp_path):
     assert p.returncode != 0
     assert f"cannot serve the REST API on 127.0.0.1 port {port}" in p.stderr, p.stderr
     assert re.search(r"mbufs in use after shutdown: 0 of", p.stdout), p.stdout
+
+
+# ---- DPDK telemetry ----
+
+def telemetry(w, tag, *cmds):
+    """Each command's answer on the EAL's telemetry socket (SOCK_SEQPACKET, JSON)."""
+    path = f"/var/run/dpdk/wrest-{tag}-{os.getpid()}/dpdk_telemetry.v2"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.settimeout(10)
+        s.connect(path)
+        assert "version" in json.loads(s.recv(65536))
+        out = []
+        for cmd in cmds:
+            s.send(cmd.encode())
+            out.append(json.loads(s.recv(1 << 20))[cmd.split(",")[0]])
+        return out
+
+
+def test_telemetry(weir):
+    cmds, status, classes, counters, gold, bad = telemetry(
+        weir, "main", "/", "/weir/status", "/weir/classes", "/weir/counters",
+        "/weir/counters,shaping/outbound/classes/gold", "/weir/counters,nosuch")
+    assert {"/weir/status", "/weir/classes", "/weir/counters"} <= set(cmds)
+    # The snapshot of the last stats interval (1 s): the pcap was replayed before.
+    assert status["version"] == weir.get("/api/v1/status")[1]["version"]
+    assert status["flows/active"] == len(FLOWS) and status["flows/capacity"] == 1024
+    assert status["ports/lan/rx"] == len(FLOWS) and status["mbufs/total"] == 8191
+    assert float(status["uptime_s"]) > 0 and status["policy/epoch"] >= 1
+    assert set(classes) == {"outbound/gold", "outbound/bulk", "inbound/default"}
+    assert classes["outbound/gold"]["rate_bps"] == 20_000_000
+    # (Their counts restart with every policy switch the tests above made.)
+    assert classes["outbound/bulk"]["rate_bps"] == 10_000_000
+    assert {"pkts", "bytes", "drops_flow", "queued_pkts", "flows"} <= \
+        set(classes["inbound/default"])
+    assert counters["ports"]["lan/rx"] == len(FLOWS) and counters["flows"]["active"] == len(FLOWS)
+    assert counters["workers"]["0/lcore"] == 1
+    assert gold == classes["outbound/gold"]
+    assert bad is None
