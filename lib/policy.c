@@ -252,6 +252,8 @@ target_get(struct weir_policy *p, const char *name, uint8_t weight)
 	return p->n_targets++;
 }
 
+static int conf_copy(struct weir_policy_src *dst, const struct weir_policy_conf *c);
+
 struct weir_policy *
 weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch, struct weir_policy_err *err)
 {
@@ -362,7 +364,81 @@ weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch, struct we
 		}
 		return fail(p, err, WEIR_POLICY_ERR_GENERAL, 0, -1, "%s", cerr);
 	}
+	if (conf_copy(&p->src, conf) != 0)
+		return fail(p, err, WEIR_POLICY_ERR_GENERAL, 0, -1, "out of memory");
 	return p;
+}
+
+/* What the policy was built from, kept so a run-time change to one class
+ * can rebuild it through the same validation (weir_policy_with_class). */
+static int
+conf_copy(struct weir_policy_src *dst, const struct weir_policy_conf *c)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->conf = *c;
+	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
+		size_t n = c->tree[d].n_classes;
+
+		if (n == 0)
+			continue;
+		dst->classes[d] = malloc(n * sizeof(*dst->classes[d]));
+		if (dst->classes[d] == NULL)
+			return -1;
+		memcpy(dst->classes[d], c->tree[d].classes, n * sizeof(*dst->classes[d]));
+		dst->conf.tree[d].classes = dst->classes[d];
+	}
+	if (c->n_rules > 0) {
+		dst->rules = malloc(c->n_rules * sizeof(*dst->rules));
+		if (dst->rules == NULL)
+			return -1;
+		memcpy(dst->rules, c->rules, c->n_rules * sizeof(*dst->rules));
+	}
+	dst->conf.rules = dst->rules;
+	return 0;
+}
+
+struct weir_policy *
+weir_policy_with_class(const struct weir_policy *p, int dir, const char *name,
+		       const struct weir_policy_class_change *chg, uint32_t epoch,
+		       struct weir_policy_err *err)
+{
+	struct weir_policy_class_conf *cls, *k = NULL;
+	struct weir_policy_conf c = p->src.conf;
+	struct weir_policy *np;
+	size_t n;
+
+	memset(err, 0, sizeof(*err));
+	if (dir < 0 || dir >= WEIR_POLICY_DIRS || c.tree[dir].n_classes == 0) {
+		snprintf(err->msg, sizeof(err->msg), "the %s direction has no classes",
+			 dir == 0 ? "outbound" : "inbound");
+		return NULL;
+	}
+	n = c.tree[dir].n_classes;
+	cls = malloc(n * sizeof(*cls));
+	if (cls == NULL) {
+		snprintf(err->msg, sizeof(err->msg), "out of memory");
+		return NULL;
+	}
+	memcpy(cls, c.tree[dir].classes, n * sizeof(*cls));
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(cls[i].name, name) == 0)
+			k = &cls[i];
+	if (k == NULL) {
+		snprintf(err->msg, sizeof(err->msg), "no class '%s' in the %s tree", name,
+			 dir_name[dir]);
+		free(cls);
+		return NULL;
+	}
+	if (chg->rate)
+		k->rate = chg->rate;
+	if (chg->ceil)
+		k->ceil = chg->ceil;
+	if (chg->mode >= 0)
+		k->mode = (uint8_t)chg->mode;
+	c.tree[dir].classes = cls;
+	np = weir_policy_build(&c, epoch, err);
+	free(cls);
+	return np;
 }
 
 void
@@ -371,8 +447,11 @@ weir_policy_free(struct weir_policy *p)
 	if (p == NULL)
 		return;
 	weir_classifier_free(p->classifier);
-	for (int d = 0; d < WEIR_POLICY_DIRS; d++)
+	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
 		free(p->tree[d].classes);
+		free(p->src.classes[d]);
+	}
+	free(p->src.rules);
 	free(p->targets);
 	free(p);
 }

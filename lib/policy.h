@@ -131,13 +131,33 @@ struct weir_policy_tree {
 	struct weir_policy_class *classes;
 };
 
+/* A policy's own copy of what it was built from. */
+struct weir_policy_src {
+	struct weir_policy_conf conf;           /* its arrays point at the two below */
+	struct weir_policy_class_conf *classes[WEIR_POLICY_DIRS];
+	struct weir_policy_rule_conf *rules;
+};
+
 struct weir_policy {
 	uint32_t epoch;                         /* flows classified under an older epoch are re-classified */
 	uint16_t n_targets;
 	struct weir_policy_target *targets;
 	struct weir_policy_tree tree[WEIR_POLICY_DIRS];
 	struct weir_classifier *classifier;     /* rule results are target indices */
+	struct weir_policy_src src;
 };
+
+/* A change to one class at run time: 0 / -1 leave a field as it is. */
+struct weir_policy_class_change {
+	uint64_t rate, ceil;                    /* bit/s, 0 = unchanged */
+	int mode;                               /* enum weir_shape_mode, -1 = unchanged */
+};
+
+/* p rebuilt (validated like any policy) with class `name` of direction dir
+ * changed; NULL with err (an unknown class, a child above its parent...). */
+struct weir_policy *weir_policy_with_class(const struct weir_policy *p, int dir, const char *name,
+					   const struct weir_policy_class_change *chg,
+					   uint32_t epoch, struct weir_policy_err *err);
 
 /* Validate and compile. NULL on error, with err filled. */
 struct weir_policy *weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch,

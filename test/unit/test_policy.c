@@ -71,6 +71,24 @@ test_targets(void)
 	CHECK(p->targets[3].weight == 4 && p->targets[3].leaf[0] == 2, "gold weight 4");
 	CHECK(weir_policy_cbq_classes(p, 0, 1, 2, cc) == 5 && cc[0].rate == 15000000 &&
 	      cc[2].rate == 7500000 && cc[2].ceil == 15000000, "worker share: rates halved");
+	/* A run-time change to one class: rebuilt and validated like any policy. */
+	{
+		struct weir_policy_class_change chg = { .rate = 12000000, .ceil = 25000000, .mode = WEIR_MODE_PFQ };
+		struct weir_policy *q = weir_policy_with_class(p, 0, "gold", &chg, 2, &e);
+		int g = q ? weir_policy_class_find(q, 0, "gold") : -1;
+
+		CHECK(q != NULL && q->epoch == 2 && g > 0 && q->tree[0].classes[g].cbq.rate == 12000000 &&
+		      q->tree[0].classes[g].cbq.ceil == 25000000 &&
+		      q->tree[0].classes[g].mode == WEIR_MODE_PFQ && q->n_targets == p->n_targets &&
+		      weir_classifier_n_rules(q->classifier) == 3, "gold changed, rules kept (%s)", e.msg);
+		weir_policy_free(q);
+		chg = (struct weir_policy_class_change){ .rate = 25000000, .mode = -1 };
+		q = weir_policy_with_class(p, 0, "gold", &chg, 2, &e);
+		CHECK(q == NULL && strstr(e.msg, "gold") != NULL, "gold above staff refused: %s", e.msg);
+		q = weir_policy_with_class(p, 1, "staff", &chg, 2, &e);
+		CHECK(q == NULL && strstr(e.msg, "no class 'staff' in the inbound tree") != NULL,
+		      "unknown class: %s", e.msg);
+	}
 	weir_policy_free(p);
 }
 
