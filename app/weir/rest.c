@@ -29,6 +29,8 @@
 #include "rest.h"
 #include "metrics.h"
 #include "policy.h"
+#include "policy_values.h"
+#include "reload.h"
 
 #define REST_BODY_MAX (64 * 1024)       /* request bodies above this get 413 */
 #define REST_CONN_LIMIT 64              /* connections open at once */
@@ -70,6 +72,7 @@ struct req {
 	size_t len;
 	bool too_big;
 	char allow[32];                 /* the Allow header of a 405 */
+	char sub[128];                  /* a prefix route: the URL after its path */
 };
 
 typedef void (*handler_fn)(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
@@ -81,6 +84,7 @@ struct route {
 	handler_fn fn;
 	const char *const *query;       /* query parameters accepted (NULL: none) */
 	size_t body_max;                /* 0: REST_BODY_MAX */
+	bool prefix;                    /* path is a prefix: .../{direction}/{name} */
 };
 
 static size_t
@@ -970,6 +974,166 @@ h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
 	a->rest->prev = text;
 }
 
+/* ---- PATCH /api/v1/classes/{direction}/{name} ---- */
+
+/* A rate field of the body: bit/s as an integer or "20mbit". 0, or -1 with
+ * the reply made (400: wrong type, 422: a value weir refuses). */
+static int
+class_rate(const char *key, const json_t *v, uint64_t *out, struct reply *r)
+{
+	struct weir_value val = { .type = WEIR_VALUE_OTHER };
+	char err[256];
+
+	if (json_is_integer(v)) {
+		val.type = WEIR_VALUE_INT;
+		val.i = json_integer_value(v);
+	} else if (json_is_string(v)) {
+		val.type = WEIR_VALUE_STR;
+		val.s = json_string_value(v);
+	} else {
+		reply_error(r, MHD_HTTP_BAD_REQUEST, "'%s' must be a rate: bit/s as an integer "
+			    "or a string such as \"20mbit\"", key);
+		return -1;
+	}
+	if (weir_value_rate(key, &val, out, err, sizeof(err)) != 0) {
+		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s", err);
+		return -1;
+	}
+	if (*out == 0) {
+		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "'%s' must be above 0", key);
+		return -1;
+	}
+	return 0;
+}
+
+/* The body's change: 0, or -1 with the 400/415/422 reply made. */
+static int
+class_change(struct MHD_Connection *c, struct req *rq, struct reply *r,
+	     struct weir_policy_class_change *chg)
+{
+	const char *key;
+	json_t *body, *v;
+	char err[256];
+	int rc = 0;
+
+	memset(chg, 0, sizeof(*chg));
+	chg->mode = -1;
+	if (body_object(c, rq, r, &body) < 0)
+		return -1;
+	if (body == NULL || json_object_size(body) == 0) {
+		reply_error(r, MHD_HTTP_BAD_REQUEST, "the body must be a JSON object with at least "
+			    "one of rate, ceil, mode");
+		json_decref(body);
+		return -1;
+	}
+	json_object_foreach(body, key, v) {
+		if (strcmp(key, "rate") == 0) {
+			rc = class_rate("rate", v, &chg->rate, r);
+		} else if (strcmp(key, "ceil") == 0) {
+			rc = class_rate("ceil", v, &chg->ceil, r);
+		} else if (strcmp(key, "mode") == 0) {
+			uint8_t m;
+
+			if (!json_is_string(v)) {
+				reply_error(r, MHD_HTTP_BAD_REQUEST, "'mode' must be a string: "
+					    "postack, pfq, fifo or tcr");
+				rc = -1;
+			} else if (weir_value_mode(json_string_value(v), &m, err, sizeof(err)) != 0) {
+				reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s", err);
+				rc = -1;
+			} else {
+				chg->mode = m;
+			}
+		} else {
+			reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%s' (rate, ceil and mode "
+				    "can be changed)", key);
+			rc = -1;
+		}
+		if (rc != 0)
+			break;
+	}
+	json_decref(body);
+	return rc;
+}
+
+static json_t *
+class_conf_json(const struct weir_policy *p, int d, int k)
+{
+	const struct weir_policy_tree *t = &p->tree[d];
+	const struct weir_policy_class *pc = &t->classes[k];
+
+	return json_pack("{s:s, s:o, s:b, s:o, s:I, s:I, s:i}", "name", pc->name,
+		"parent", pc->cbq.parent == 0 ? json_null() : json_string(t->classes[pc->cbq.parent].name),
+		"leaf", pc->is_leaf,
+		"mode", pc->is_leaf ? json_string(weir_shape_mode_name(pc->mode)) : json_null(),
+		"rate_bps", (json_int_t)pc->cbq.rate, "ceil_bps", (json_int_t)pc->cbq.ceil,
+		"prio", (int)pc->cbq.prio);
+}
+
+/* Rebuild the policy with one class changed and switch to it as a reload
+ * does: atomically, every worker at once, nothing changed on any error. */
+static void
+h_class_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+{
+	const struct weir_policy *p = a->cfg.policy;
+	struct weir_policy_class_change chg;
+	struct weir_policy_err perr;
+	struct weir_policy *np;
+	char err[sizeof(a->reload_error)];
+	const char *name = strchr(rq->sub, '/');
+	size_t dlen = name != NULL ? (size_t)(name - rq->sub) : strlen(rq->sub);
+	int d, k = -1;
+
+	if (class_change(c, rq, r, &chg) < 0) {
+		/* Which policy stayed in force, as with every 422 of a policy. */
+		if (r->status == MHD_HTTP_UNPROCESSABLE_CONTENT)
+			json_object_set_new(json_object_get(r->json, "error"), "epoch",
+					    json_integer(p != NULL ? p->epoch : 0));
+		return;
+	}
+	for (d = 0; d < WEIR_POLICY_DIRS; d++)
+		if (strlen(dir_name[d]) == dlen && strncmp(rq->sub, dir_name[d], dlen) == 0)
+			break;
+	if (d == WEIR_POLICY_DIRS) {
+		reply_error(r, MHD_HTTP_NOT_FOUND, "no direction '%.*s' (outbound or inbound)",
+			    (int)RTE_MIN(dlen, 64u), rq->sub);
+		return;
+	}
+	if (name != NULL && p != NULL && p->tree[d].n_classes != 0)
+		k = weir_policy_class_find(p, d, name + 1);
+	if (k < 0) {
+		reply_error(r, MHD_HTTP_NOT_FOUND, "no class '%s' in the %s tree in force",
+			    name != NULL ? name + 1 : "", dir_name[d]);
+		return;
+	}
+	if (a->cfg.policy_script[0] != '\0') {
+		/* A hook's next recompile of the script would undo the change. */
+		reply_error(r, MHD_HTTP_CONFLICT, "the policy comes from %s: change the script "
+			    "(PUT /api/v1/policy)", a->cfg.policy_script);
+		return;
+	}
+	np = weir_policy_with_class(p, d, name + 1, &chg, 0, &perr);
+	if (np == NULL) {
+		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, perr.msg);
+		return;
+	}
+	if (weir_policy_apply(a, np, &a->cfg, err, sizeof(err)) != 0) {
+		/* Taken anyway when a stuck worker made the switch half-done. */
+		if (a->cfg.policy != np)
+			weir_policy_free(np);
+		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
+		return;
+	}
+	p = a->cfg.policy;
+	k = weir_policy_class_find(p, d, name + 1);
+	RTE_LOG(NOTICE, USER1, "policy %u in force (%s class %s changed through the API)\n",
+		p->epoch, dir_name[d], name + 1);
+	/* The class trees are new: every class's counters start over. */
+	reply_json(r, json_pack("{s:I, s:s, s:o, s:b}", "epoch", (json_int_t)p->epoch,
+				"direction", dir_name[d], "class", class_conf_json(p, d, k),
+				"counters_restarted", 1));
+}
+
 /* ---- GET /api/v1/openapi.json, GET /metrics ---- */
 
 static void
@@ -999,6 +1163,7 @@ static const char *const flows_query[] = { "limit", "offset", "class", "host", "
 static const struct route routes[] = {
 	{ "/api/v1/status", "GET", h_status, NULL },
 	{ "/api/v1/classes", "GET", h_classes, NULL },
+	{ "/api/v1/classes/", "PATCH", h_class_patch, NULL, 0, true },
 	{ "/api/v1/counters", "GET", h_counters, NULL },
 	{ "/api/v1/counters/reset", "POST", h_counters_reset, NULL },
 	{ "/api/v1/flows", "GET", h_flows, flows_query },
@@ -1106,8 +1271,16 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 		return true;
 	}
 	for (size_t i = 0; i < RTE_DIM(routes); i++) {
-		if (strcmp(routes[i].path, url) != 0)
+		size_t pl = strlen(routes[i].path);
+
+		/* A prefix route needs something after its path, and no more
+		 * than fits (a class name is short). */
+		if (routes[i].prefix ? strncmp(routes[i].path, url, pl) != 0 || url[pl] == '\0' ||
+				       strlen(url + pl) >= sizeof(rq->sub)
+				     : strcmp(routes[i].path, url) != 0)
 			continue;
+		if (routes[i].prefix)
+			snprintf(rq->sub, sizeof(rq->sub), "%s", url + pl);
 		/* One path may take several methods: the Allow header lists them all. */
 		snprintf(rq->allow + strlen(rq->allow), sizeof(rq->allow) - strlen(rq->allow),
 			 "%s%s", path_known ? ", " : "",

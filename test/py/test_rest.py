@@ -451,6 +451,76 @@ def test_policy_upload_needs_a_script_config(weir):
     assert weir.get("/api/v1/policy")[1]["epoch"] == epoch
 
 
+# ---- PATCH /api/v1/classes/{direction}/{name} ----
+
+def patch_class(w, path, body, **kw):
+    return w.request("PATCH", f"/api/v1/classes/{path}", body=body, **kw)
+
+
+def test_class_change(tmp_path):
+    w = Weir(tmp_path, "patch")
+    try:
+        epoch = w.get("/api/v1/policy")[1]["epoch"]
+        status, h, data = patch_class(w, "outbound/gold", {"rate": "15mbit"})
+        assert status == 200, data
+        r = json.loads(data)
+        assert r == {"epoch": epoch + 1, "direction": "outbound", "counters_restarted": True,
+                     "class": {"name": "gold", "parent": None, "leaf": True, "mode": "postack",
+                               "rate_bps": 15_000_000, "ceil_bps": 30_000_000, "prio": 0}}
+        by = {k["name"]: k for k in w.get("/api/v1/classes")[1]["outbound"]["classes"]}
+        assert by["gold"]["rate_bps"] == 15_000_000 and by["bulk"]["rate_bps"] == 10_000_000
+        c = w.get("/api/v1/counters")[1]
+        assert c["shaping"]["outbound"]["classes"]["gold"]["rate_bps"] == 15_000_000
+        assert c["policy"]["epoch"] == epoch + 1
+        # An integer of bit/s, the ceiling and the mode, together.
+        status, h, data = patch_class(w, "outbound/bulk",
+                                      {"rate": 8_000_000, "ceil": "25mbit", "mode": "pfq"})
+        assert status == 200, data
+        k = json.loads(data)["class"]
+        assert (k["rate_bps"], k["ceil_bps"], k["mode"]) == (8_000_000, 25_000_000, "pfq")
+        by = {k["name"]: k for k in w.get("/api/v1/classes")[1]["outbound"]["classes"]}
+        assert by["bulk"]["ceil_bps"] == 25_000_000 and by["bulk"]["mode"] == "pfq"
+        epoch += 2
+        # Values weir refuses, or a policy that does not validate: 422, nothing changes.
+        for body in ({"rate": "20 parsecs"}, {"mode": "bogus"}, {"rate": 0},
+                     {"ceil": "10mbit"}, {"rate": "40mbit"}):
+            e = assert_error(*patch_class(w, "outbound/gold", body), 422)
+            assert e["epoch"] == epoch, (body, e)
+        # Unknown fields, wrong types, no change at all: 400.
+        for body in ({}, {"prio": 1}, {"rate": True}, {"rate": 1.5}, {"mode": 2},
+                     {"rate": "15mbit", "x": 1}, [], None):
+            assert_error(*patch_class(w, "outbound/gold", body), 400)
+        assert_error(*patch_class(w, "outbound/gold", '{"rate": "1mbit"}',
+                                  headers={"Content-Type": "text/plain"}), 415)
+        # No such direction or class: 404.
+        for path in ("sideways/gold", "outbound/nosuch", "inbound/gold", "outbound/",
+                     "outbound", "outbound/gold/x"):
+            assert_error(*patch_class(w, path, {"rate": "1mbit"}), 404)
+        status, h, data = w.request("GET", "/api/v1/classes/outbound/gold")
+        assert_error(status, h, data, 405)
+        assert h["Allow"] == "PATCH"
+        assert w.get("/api/v1/policy")[1]["epoch"] == epoch
+        by = {k["name"]: k for k in w.get("/api/v1/classes")[1]["outbound"]["classes"]}
+        assert by["gold"]["rate_bps"] == 15_000_000
+        # A reload goes back to the file.
+        assert w.request("POST", "/api/v1/policy/reload")[0] == 200
+        by = {k["name"]: k for k in w.get("/api/v1/classes")[1]["outbound"]["classes"]}
+        assert by["gold"]["rate_bps"] == 20_000_000 and by["bulk"]["mode"] == "postack"
+    finally:
+        w.stop()
+
+
+def test_class_change_of_a_script_policy(tmp_path):
+    w, script = script_weir(tmp_path, "patchlua")
+    try:
+        epoch = w.get("/api/v1/policy")[1]["epoch"]
+        e = assert_error(*patch_class(w, "outbound/voip", {"rate": "1mbit"}), 409)
+        assert str(script) in e["message"] and "PUT /api/v1/policy" in e["message"]
+        assert w.get("/api/v1/policy")[1]["epoch"] == epoch
+    finally:
+        w.stop()
+
+
 # ---- /metrics ----
 
 METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
@@ -633,6 +703,7 @@ def test_concurrent_and_slow_clients(weir):
 
 IMPLEMENTED = {("/api/v1/status", "get"), ("/api/v1/classes", "get"), ("/api/v1/counters", "get"),
                ("/api/v1/counters/reset", "post"), ("/api/v1/flows", "get"),
+               ("/api/v1/classes/{direction}/{name}", "patch"),
                ("/api/v1/policy", "get"), ("/api/v1/policy", "put"),
                ("/api/v1/policy/reload", "post"), ("/api/v1/policy/rollback", "post"),
                ("/api/v1/openapi.json", "get"), ("/metrics", "get")}

@@ -148,6 +148,29 @@ def test_policy(tmp_path):
         w.stop()
 
 
+def test_class_set(tmp_path):
+    w = Weir(tmp_path, "ctlclass")
+    try:
+        out = ok(w, "class", "set", "outbound", "gold", "--rate", "15mbit")
+        assert out == ("policy 2 in force: outbound class gold rate 15Mbit, ceil 30Mbit, "
+                       "mode postack (class counters start over)\n"), out
+        r = json.loads(ok(w, "--json", "class", "set", "outbound", "bulk", "--rate", "8000000",
+                          "--ceil", "25mbit", "--mode", "pfq"))
+        assert r["epoch"] == 3 and r["class"]["rate_bps"] == 8_000_000
+        assert r["class"]["ceil_bps"] == 25_000_000 and r["class"]["mode"] == "pfq"
+        rows = {l.split()[1]: l.split() for l in ok(w, "classes").splitlines()[1:]}
+        assert rows["gold"][2] == "15Mbit" and rows["bulk"][2:4] == ["8Mbit", "25Mbit"]
+        rc, out, err = ctl(w, "class", "set", "outbound", "gold", "--rate", "40mbit")
+        assert rc == 1 and err.startswith("weirctl: 422 "), err
+        rc, out, err = ctl(w, "class", "set", "outbound", "nosuch", "--rate", "1mbit")
+        assert rc == 1 and err.startswith("weirctl: 404 "), err
+        rc, out, err = ctl(w, "class", "set", "outbound", "gold")
+        assert rc == 2 and "at least one of" in err
+        assert json.loads(ok(w, "--json", "status"))["policy"]["epoch"] == 3
+    finally:
+        w.stop()
+
+
 def test_errors(weir, tmp_path):
     rc, out, err = ctl(weir, "policy", "rollback")
     assert rc == 1 and err.startswith("weirctl: 409 ") and "script" in err
