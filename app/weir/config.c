@@ -395,12 +395,43 @@ load_stats(struct loader *ld, const config_setting_t *root, struct weir_config *
 	return 0;
 }
 
-/* management = { listen; port; token_file; }: the REST API (rest.c). The
- * token is read now so a missing or empty file is a config error. */
+/* management.<key>, a file named relative to the config's directory:
+ * resolved into out and checked readable now. "" when not set. */
+static int
+mgmt_file(struct loader *ld, const config_setting_t *g, const char *key,
+	  const struct weir_config *cfg, char *out, size_t outlen)
+{
+	const config_setting_t *s;
+	char path[4096], dir[sizeof(cfg->path)];
+	FILE *f;
+
+	out[0] = '\0';
+	if (cfg_str(ld, g, key, "", path, sizeof(path)) < 0)
+		return -1;
+	if (path[0] == '\0')
+		return 0;
+	s = config_setting_get_member(g, key);
+	snprintf(dir, sizeof(dir), "%s", cfg->path);
+	if (path[0] == '/')
+		snprintf(out, outlen, "%s", path);
+	else if (snprintf(out, outlen, "%s/%s", dirname(dir), path) >= (int)outlen)
+		return cfg_fail(ld, s, "'management.%s': path too long", key);
+	f = fopen(out, "r");
+	if (f == NULL)
+		return cfg_fail(ld, s, "cannot read 'management.%s' %s: %s", key, out,
+				strerror(errno));
+	fclose(f);
+	return 0;
+}
+
+/* management = { listen; port; token_file; tls_cert; tls_key; }: the REST
+ * API (rest.c). The token is read now so a missing or empty file is a
+ * config error; the TLS files are checked readable (rest.c reads them). */
 static int
 load_management(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
-	static const char *const keys[] = { "listen", "port", "token_file", NULL };
+	static const char *const keys[] = { "listen", "port", "token_file", "tls_cert", "tls_key",
+					    NULL };
 	const config_setting_t *g = cfg_group(ld, root, "management", false);
 	const config_setting_t *tf;
 	unsigned char addr[16];
@@ -421,6 +452,14 @@ load_management(struct loader *ld, const config_setting_t *root, struct weir_con
 		return cfg_fail(ld, config_setting_get_member(g, "listen"),
 			       "'management.listen' is \"%s\"; it must be an IPv4 or IPv6 address",
 			       cfg->mgmt_listen);
+	if (mgmt_file(ld, g, "tls_cert", cfg, cfg->mgmt_tls_cert, sizeof(cfg->mgmt_tls_cert)) < 0 ||
+	    mgmt_file(ld, g, "tls_key", cfg, cfg->mgmt_tls_key, sizeof(cfg->mgmt_tls_key)) < 0)
+		return -1;
+	if ((cfg->mgmt_tls_cert[0] == '\0') != (cfg->mgmt_tls_key[0] == '\0'))
+		return cfg_fail(ld, config_setting_get_member(g, cfg->mgmt_tls_cert[0] != '\0'
+							      ? "tls_cert" : "tls_key"),
+				"'management.tls_cert' and 'management.tls_key' go together: "
+				"give both (HTTPS) or neither (HTTP)");
 	if (path[0] == '\0')
 		return 0;
 	tf = config_setting_get_member(g, "token_file");

@@ -80,6 +80,8 @@ struct weir_config {
 	uint16_t mgmt_port;                     /* 0 = no server */
 	char mgmt_token_file[4096];             /* resolved path; "" = no token asked */
 	char mgmt_token[256];                   /* its first line */
+	char mgmt_tls_cert[4096];               /* resolved PEM paths; both "" = plain HTTP */
+	char mgmt_tls_key[4096];
 	int mgmt_line;
 };
 

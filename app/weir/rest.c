@@ -51,6 +51,7 @@ struct weir_rest {
 	size_t prev_len;
 	json_t *baseline;               /* the stats at the last counters reset; NULL = none */
 	uint64_t resets;
+	char *tls_cert, *tls_key;       /* PEM text MHD reads while it runs; NULL = plain HTTP */
 };
 
 /* What a handler answers: a JSON document or a text body. */
@@ -1380,6 +1381,53 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 	RTE_LOG(WARNING, USER1, "rest: %s", msg);
 }
 
+static void
+rest_free(struct weir_rest *r)
+{
+	free(r->prev);
+	json_decref(r->baseline);
+	free(r->tls_cert);
+	free(r->tls_key);
+	free(r);
+}
+
+/* The PEM text of a file the config loader found readable, NUL-ended. */
+static char *
+pem_read(const struct weir_config *cfg, const char *key, const char *path, char *err,
+	 size_t errlen)
+{
+	size_t len;
+	char *buf = file_read(path, &len);
+
+	if (buf == NULL || len == 0) {
+		snprintf(err, errlen, "%s:%d: cannot read 'management.%s' %s: %s", cfg->path,
+			 cfg->mgmt_line, key, path, buf == NULL ? "unreadable or over 1 MiB" : "empty");
+		free(buf);
+		return NULL;
+	}
+	buf[len] = '\0';               /* file_read leaves a byte for it */
+	return buf;
+}
+
+/* management.tls_cert and tls_key into r (both or neither: the loader
+ * checked). 0, or -1 with err. */
+static int
+tls_load(const struct weir_config *cfg, struct weir_rest *r, char *err, size_t errlen)
+{
+	if (cfg->mgmt_tls_cert[0] == '\0')
+		return 0;
+	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		snprintf(err, errlen, "%s:%d: 'management.tls_cert': this libmicrohttpd was built "
+			 "without TLS", cfg->path, cfg->mgmt_line);
+		return -1;
+	}
+	r->tls_cert = pem_read(cfg, "tls_cert", cfg->mgmt_tls_cert, err, errlen);
+	if (r->tls_cert == NULL)
+		return -1;
+	r->tls_key = pem_read(cfg, "tls_key", cfg->mgmt_tls_key, err, errlen);
+	return r->tls_key != NULL ? 0 : -1;
+}
+
 int
 weir_rest_start(struct weir_app *a, char *err, size_t errlen)
 {
@@ -1390,6 +1438,9 @@ weir_rest_start(struct weir_app *a, char *err, size_t errlen)
 	unsigned int flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
 	struct weir_rest *r;
 	const union MHD_DaemonInfo *info;
+	struct MHD_OptionItem tls[3] = {
+		{ MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL },
+	};
 
 	a->rest = NULL;
 	if (cfg->mgmt_port == 0)
@@ -1408,32 +1459,46 @@ weir_rest_start(struct weir_app *a, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory starting the REST server");
 		return -1;
 	}
+	if (tls_load(cfg, r, err, errlen) < 0) {
+		rest_free(r);
+		return -1;
+	}
+	if (r->tls_cert != NULL) {
+		flags |= MHD_USE_TLS;
+		tls[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, r->tls_key };
+		tls[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, r->tls_cert };
+	}
 	/* The logger first, so MHD's messages about the other options reach it. */
+	errno = 0;
 	r->d = MHD_start_daemon(flags, cfg->mgmt_port, NULL, NULL, on_request, a,
 		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 		MHD_OPTION_SOCK_ADDR, sa,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)REST_CONN_LIMIT,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)REST_CONN_TIMEOUT_S,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+		MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_END);
 	if (r->d == NULL) {
 		snprintf(err, errlen, "%s:%d: cannot serve the REST API on %s port %u: %s "
 			 "(management.port = 0 runs without it)", cfg->path, cfg->mgmt_line,
 			 cfg->mgmt_listen, cfg->mgmt_port,
-			 errno ? strerror(errno) : "libmicrohttpd failed");
-		free(r);
+			 errno ? strerror(errno) : r->tls_cert != NULL
+			 ? "libmicrohttpd failed (is the TLS key the certificate's?)"
+			 : "libmicrohttpd failed");
+		rest_free(r);
 		return -1;
 	}
 	info = MHD_get_daemon_info(r->d, MHD_DAEMON_INFO_EPOLL_FD);
 	if (info == NULL) {
 		snprintf(err, errlen, "libmicrohttpd gave no epoll fd");
 		MHD_stop_daemon(r->d);
-		free(r);
+		rest_free(r);
 		return -1;
 	}
 	r->epfd = info->epoll_fd;
 	a->rest = r;
-	RTE_LOG(NOTICE, USER1, "REST API on %s port %u%s\n", cfg->mgmt_listen, cfg->mgmt_port,
+	RTE_LOG(NOTICE, USER1, "REST API on %s port %u%s%s\n", cfg->mgmt_listen, cfg->mgmt_port,
+		r->tls_cert != NULL ? " (HTTPS)" : "",
 		cfg->mgmt_token[0] != '\0' ? " (bearer token required)" : "");
 	return 0;
 }
@@ -1475,8 +1540,6 @@ weir_rest_stop(struct weir_app *a)
 	if (a->rest == NULL)
 		return;
 	MHD_stop_daemon(a->rest->d);
-	free(a->rest->prev);
-	json_decref(a->rest->baseline);
-	free(a->rest);
+	rest_free(a->rest);
 	a->rest = NULL;
 }

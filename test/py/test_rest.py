@@ -800,6 +800,52 @@ def test_token(tmp_path):
         w.stop()
 
 
+# ---- TLS ----
+
+def make_cert(d):
+    """A self-signed certificate for 127.0.0.1 (cert.pem, key.pem in d), valid a day."""
+    import shutil
+    if not shutil.which("openssl"):
+        pytest.skip("no openssl command to make a certificate")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1",
+                    "-keyout", str(d / "key.pem"), "-out", str(d / "cert.pem")],
+                   check=True, capture_output=True, timeout=60)
+    return d / "cert.pem"
+
+
+def https_get(w, path, cafile):
+    import ssl
+    ctx = ssl.create_default_context(cafile=str(cafile))
+    c = http.client.HTTPSConnection("127.0.0.1", w.port, timeout=10, context=ctx)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, json.loads(r.read())
+    finally:
+        c.close()
+
+
+def test_tls(tmp_path):
+    import ssl
+    cert = make_cert(tmp_path)
+    w = Weir(tmp_path, "tls", extra=' tls_cert = "cert.pem"; tls_key = "key.pem";')
+    try:
+        status, s = https_get(w, "/api/v1/status", cert)
+        assert status == 200 and s["ports"]["lan"]["device"].startswith("net_pcap")
+        # Plain HTTP to the TLS port gets no HTTP answer.
+        with pytest.raises((http.client.HTTPException, OSError)):
+            w.get("/api/v1/status")
+        # A client that does not trust the certificate refuses it.
+        other = tmp_path / "other"
+        other.mkdir()
+        with pytest.raises(ssl.SSLError):
+            https_get(w, "/api/v1/status", make_cert(other))
+        assert https_get(w, "/api/v1/classes", cert)[0] == 200
+    finally:
+        w.stop()
+
+
 # ---- configuration ----
 
 def check(tmp_path, management, files=()):
@@ -822,6 +868,12 @@ def check(tmp_path, management, files=()):
     ("management = { bind = \"::\"; };", "unknown setting 'management.bind'"),
     ('management = { token_file = "missing"; };', "cannot read 'management.token_file'"),
     ('management = { token_file = "short"; };', "must be 16 to"),
+    ('management = { tls_cert = "missing.pem"; tls_key = "short"; };',
+     "cannot read 'management.tls_cert'"),
+    ('management = { tls_cert = "short"; tls_key = "missing.pem"; };',
+     "cannot read 'management.tls_key'"),
+    ('management = { tls_cert = "short"; };', "'management.tls_cert' and 'management.tls_key' go"),
+    ('management = { tls_key = "short"; };', "'management.tls_cert' and 'management.tls_key' go"),
 ])
 def test_config_errors(tmp_path, management, message):
     p, where = check(tmp_path, management, files=[("short", "abc\n")])

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from test_rest import FLOWS, REPO, Weir, script_weir, weir  # noqa: F401 (weir: a fixture)
+from test_rest import FLOWS, REPO, Weir, make_cert, script_weir, weir  # noqa: F401 (weir: a fixture)
 
 WEIRCTL = REPO / "scripts" / "weirctl"
 
@@ -196,5 +196,24 @@ def test_token(tmp_path):
         rc, out, err = ctl(w, "status")
         assert rc == 1 and err.startswith("weirctl: 401 ")
         assert ok(w, "status", token_file=token).startswith("weir ")
+    finally:
+        w.stop()
+
+
+def test_https(tmp_path):
+    cert = make_cert(tmp_path)
+    w = Weir(tmp_path, "ctltls", extra=' tls_cert = "cert.pem"; tls_key = "key.pem";')
+    try:
+        base = [sys.executable, str(WEIRCTL), "--url", f"https://127.0.0.1:{w.port}"]
+        p = subprocess.run(base + ["--cafile", str(cert), "--json", "status"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout)["flows"]["capacity"] == 1024
+        # Without the certificate as a CA: the system's CAs do not know it.
+        p = subprocess.run(base + ["status"], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and "certificate" in p.stderr, p.stderr
+        p = subprocess.run(base + ["--cafile", str(tmp_path / "none.pem"), "status"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and "cannot use --cafile" in p.stderr, p.stderr
     finally:
         w.stop()
