@@ -72,3 +72,16 @@ def weir_testbed(cfg, **kw):
             os.environ.pop("WEIR_TESTBED_CFG", None)
         else:
             os.environ["WEIR_TESTBED_CFG"] = old
+
+
+def measure_twice(run, good):
+    """run() a throughput measurement; when good(result) is false, run it once
+    more and return the second result. This machine is a shared 2-core VM: a
+    run now and then loses ~10 % of its throughput to whatever else runs on
+    it. A real regression fails both runs; the first result is printed so a
+    retry is never silent."""
+    first = run()
+    if good(first):
+        return first
+    print(f"measure_twice: first run out of bounds, measuring again: {first!r}"[:400])
+    return run()
