@@ -170,44 +170,38 @@ fill_rule(struct acl_rule6 *o, int fam, const struct weir_cls_acl_rule *r, const
 		vlo = vhi = 0;
 	else if (r->vlan != 0)
 		vlo = vhi = r->vlan;
+	/* Both layouts: the protocol first; ports, VLAN, DSCP and flags last,
+	 * in that order (F4_LPORT.. and F6_LPORT..); the addresses between. */
+	struct rte_acl_field *tail = &o->field[fam == 0 ? F4_LPORT : F6_LPORT];
+
+	RTE_BUILD_BUG_ON(F4_PROTO != 0 || F6_PROTO != 0 || F4_FLAGS != F4_LPORT + 4 ||
+			 F6_FLAGS != F6_LPORT + 4);
+	o->field[0].value.u8 = r->proto;
+	o->field[0].mask_range.u8 = r->proto ? 0xff : 0;
+	tail[0].value.u16 = s[0].plo;
+	tail[0].mask_range.u16 = s[0].phi;
+	tail[1].value.u16 = s[1].plo;
+	tail[1].mask_range.u16 = s[1].phi;
+	tail[2].value.u16 = vlo;
+	tail[2].mask_range.u16 = vhi;
+	tail[3].value.u8 = dlo;
+	tail[3].mask_range.u8 = dhi;
+	tail[4].value.u8 = flags_val;
+	tail[4].mask_range.u8 = flags_mask;
 	if (fam == 0) {
-		o->field[F4_PROTO].value.u8 = r->proto;
-		o->field[F4_PROTO].mask_range.u8 = r->proto ? 0xff : 0;
 		/* IPv4 addresses are the top 32 bits of the first word. */
 		o->field[F4_LAN].value.u32 = (uint32_t)(s[0].val[0] >> 32);
 		o->field[F4_LAN].mask_range.u32 = RTE_MIN(lan_len, 32u);
 		o->field[F4_WAN].value.u32 = (uint32_t)(s[1].val[0] >> 32);
 		o->field[F4_WAN].mask_range.u32 = RTE_MIN(wan_len, 32u);
-		o->field[F4_LPORT].value.u16 = s[0].plo;
-		o->field[F4_LPORT].mask_range.u16 = s[0].phi;
-		o->field[F4_WPORT].value.u16 = s[1].plo;
-		o->field[F4_WPORT].mask_range.u16 = s[1].phi;
-		o->field[F4_VLAN].value.u16 = vlo;
-		o->field[F4_VLAN].mask_range.u16 = vhi;
-		o->field[F4_DSCP].value.u8 = dlo;
-		o->field[F4_DSCP].mask_range.u8 = dhi;
-		o->field[F4_FLAGS].value.u8 = flags_val;
-		o->field[F4_FLAGS].mask_range.u8 = flags_mask;
 		return;
 	}
-	o->field[F6_PROTO].value.u8 = r->proto;
-	o->field[F6_PROTO].mask_range.u8 = r->proto ? 0xff : 0;
 	for (unsigned int w = 0; w < 4; w++) {
 		word_of(s[0].val, lan_len, w, &o->field[F6_LAN + w].value.u32,
 			&o->field[F6_LAN + w].mask_range.u32);
 		word_of(s[1].val, wan_len, w, &o->field[F6_WAN + w].value.u32,
 			&o->field[F6_WAN + w].mask_range.u32);
 	}
-	o->field[F6_LPORT].value.u16 = s[0].plo;
-	o->field[F6_LPORT].mask_range.u16 = s[0].phi;
-	o->field[F6_WPORT].value.u16 = s[1].plo;
-	o->field[F6_WPORT].mask_range.u16 = s[1].phi;
-	o->field[F6_VLAN].value.u16 = vlo;
-	o->field[F6_VLAN].mask_range.u16 = vhi;
-	o->field[F6_DSCP].value.u8 = dlo;
-	o->field[F6_DSCP].mask_range.u8 = dhi;
-	o->field[F6_FLAGS].value.u8 = flags_val;
-	o->field[F6_FLAGS].mask_range.u8 = flags_mask;
 }
 
 /* Add rule i's ACL rules for family index fam (0 v4, 1 v6) to ctx (NULL:
