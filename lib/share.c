@@ -169,3 +169,31 @@ weir_share_publish(struct weir_share_box *b, uint32_t epoch, struct weir_share *
 	}
 	__atomic_store_n(&b->seq, seq + 2, __ATOMIC_RELEASE);
 }
+
+/* Moved by more than 1/64 (1.6 %) of the value in force, or none yet. */
+static bool
+moved(uint64_t now, uint64_t split)
+{
+	uint64_t d = now > split ? now - split : split - now;
+
+	return now == 0 || d > now / 64;
+}
+
+bool
+weir_share_moved(const struct weir_share_box *b, uint32_t epoch, struct weir_share *const s[2],
+		 unsigned int w)
+{
+	if (__atomic_load_n(&b->seq, __ATOMIC_RELAXED) == 0 || b->epoch != epoch)
+		return true;
+	for (int d = 0; d < 2; d++) {
+		uint16_t n = s[d] != NULL ? s[d]->n_classes : 0;
+
+		if (b->n_classes[d] != n)
+			return true;
+		for (uint16_t c = 0; c < n; c++)
+			if (moved(b->rate[d][c], weir_share_rate(s[d], w, c)) ||
+			    moved(b->ceil[d][c], weir_share_ceil(s[d], w, c)))
+				return true;
+	}
+	return false;
+}

@@ -28,6 +28,7 @@
 #ifndef WEIR_SHARE_H
 #define WEIR_SHARE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <rte_common.h>
 
@@ -91,5 +92,12 @@ struct weir_share_box {
  * that direction is unshaped). */
 void weir_share_publish(struct weir_share_box *b, uint32_t epoch, struct weir_share *const s[2],
 			unsigned int w);
+
+/* Whether s[dir]'s split for worker w differs from what its box holds by
+ * enough to post (1/64 of a class's rate or ceiling): the EWMA moves a
+ * little every round, and each post costs the worker a pass over its
+ * classes. The management lcore is the box's only writer. */
+bool weir_share_moved(const struct weir_share_box *b, uint32_t epoch,
+		      struct weir_share *const s[2], unsigned int w);
 
 #endif /* WEIR_SHARE_H */

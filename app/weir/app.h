@@ -27,7 +27,7 @@ struct weir_app {
 	/* Class rates divided among workers (NULL with one worker). */
 	struct weir_share *share[WEIR_PORT__COUNT];
 	struct weir_share_box *share_box[WEIR_MAX_WORKERS];
-	uint64_t rebalances;
+	uint64_t rebalances;            /* new rates posted to a worker (only when they moved) */
 	uint64_t reloads;               /* policies switched to while running */
 	uint64_t reload_failures;
 	uint64_t switch_prepare_us;     /* last switch: ACL tries and trees built */

@@ -57,8 +57,10 @@ weir_rebalance(struct weir_app *a)
 		weir_share_split(s);
 	}
 	for (unsigned int w = 0; w < a->n_workers; w++)
-		weir_share_publish(a->share_box[w], pol->epoch, a->share, w);
-	a->rebalances++;
+		if (weir_share_moved(a->share_box[w], pol->epoch, a->share, w)) {
+			weir_share_publish(a->share_box[w], pol->epoch, a->share, w);
+			a->rebalances++;
+		}
 }
 
 void

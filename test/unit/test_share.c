@@ -104,10 +104,24 @@ test_split(void)
 		struct weir_share *both[2] = { s, NULL };
 		struct weir_share_box *box = rte_zmalloc(NULL, sizeof(*box), 0);
 
+		CHECK(weir_share_moved(box, 7, both, 1), "an empty box: post");
 		weir_share_publish(box, 7, both, 1);
 		CHECK(box->seq == 2 && box->epoch == 7 && box->n_classes[0] == 3 &&
 		      box->n_classes[1] == 0 && box->rate[0][b] == weir_share_rate(s, 1, (uint16_t)b) &&
 		      box->ceil[0][0] == weir_share_ceil(s, 1, 0), "published: seq even, values");
+		CHECK(!weir_share_moved(box, 7, both, 1) && weir_share_moved(box, 8, both, 1),
+		      "the same split: nothing to post; another policy: post");
+		weir_share_sample(s, 0, (uint16_t)a, 3);        /* the same demand again */
+		weir_share_sample(s, 1, (uint16_t)a, 1);
+		weir_share_split(s);
+		CHECK(!weir_share_moved(box, 7, both, 1), "a steady demand: nothing posted");
+		for (int i = 0; i < 20; i++)
+			weir_share_sample(s, 1, (uint16_t)a, 3);
+		weir_share_split(s);
+		CHECK(weir_share_moved(box, 7, both, 1), "a's demand tripled: post");
+		for (int i = 0; i < 40; i++)    /* back to 3:1 for what follows */
+			weir_share_sample(s, 1, (uint16_t)a, 1);
+
 		rte_free(box);
 	}
 	/* b goes idle: its 4 Mbit/s is split where a's demand is (3:1). */
