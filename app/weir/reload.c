@@ -90,6 +90,15 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 				 src->path, d == WEIR_PORT_LAN ? "outbound" : "inbound");
 			return -1;
 		}
+	/* One switch at a time: the management lcore is the only poster, so a
+	 * worker still holding a posted switch (one that did not take the last
+	 * within ACK_WAIT_US) is found here, before anything is built or posted. */
+	for (i = 0; i < a->n_workers; i++)
+		if (__atomic_load_n(&a->workers[i]->pending, __ATOMIC_ACQUIRE) != NULL) {
+			snprintf(err, errlen, "worker %u has not taken policy %u yet: try again", i,
+				 op->epoch);
+			return -1;
+		}
 	np->epoch = op->epoch + 1;
 	weir_policy_accelerate(np);
 	/* The trees follow the new file's tree parameters but keep the running
@@ -116,13 +125,9 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 		}
 	}
 	t_post = rte_rdtsc();
+	/* Cannot fail: the directions were checked and no switch is pending. */
 	for (i = 0; i < a->n_workers; i++)
-		if (weir_worker_policy_post(a->workers[i], &sw[i]) != 0) {
-			/* Only one switch is ever in flight (we wait below), and
-			 * the directions were checked: cannot happen. */
-			snprintf(err, errlen, "worker %u refused the new policy", i);
-			goto undo;
-		}
+		(void)weir_worker_policy_post(a->workers[i], &sw[i]);
 	for (waited = 0; waited < ACK_WAIT_US; waited += 1000) {
 		for (i = 0; i < a->n_workers; i++)
 			if (__atomic_load_n(&a->workers[i]->policy_acked, __ATOMIC_ACQUIRE) != np->epoch)
@@ -137,12 +142,11 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 		snprintf(err, errlen, "worker %u did not take policy %u within %u ms; the old "
 			 "policy is kept in memory", i, np->epoch, ACK_WAIT_US / 1000);
 		a->cfg.policy = np;
-		free(sw);
-		return -1;
+		return -1;      /* sw too: a stuck worker may still take its entry */
 	}
 	/* Preparing (ACL tries, trees) and the workers' taking it: what a
 	 * switch costs, for the stats file. */
-	a->switch_prepare_us = (rte_rdtsc() - t0 - (rte_rdtsc() - t_post)) * 1000000 / rte_get_tsc_hz();
+	a->switch_prepare_us = (t_post - t0) * 1000000 / rte_get_tsc_hz();
 	a->switch_take_us = (rte_rdtsc() - t_post) * 1000000 / rte_get_tsc_hz();
 	a->cfg.policy = np;
 	a->cfg.shape_flow_limit = src->shape_flow_limit;
@@ -153,9 +157,6 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 	weir_rebalance_policy(a);
 	a->reloads++;
 	return 0;
-undo:
-	/* Workers that took theirs would need the old one posted back; since
-	 * post cannot fail here, nothing was taken. */
 nomem:
 	if (sw != NULL) {
 		for (i = 0; i < a->n_workers; i++)
