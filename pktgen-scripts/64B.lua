@@ -3,7 +3,9 @@
 --
 -- Loads: RATE_PCT percent of the port's link speed in PKT_SIZE-byte frames over FLOWS
 -- flows (UDP source ports 1024 .. 1024+FLOWS-1; 1 flow sends Pktgen's prebuilt single
--- packet, more use Pktgen's range mode; at most 65536, flows-1m.lua goes further).
+-- packet, more use Pktgen's range mode). At most 24576: Pktgen 23.03 builds range
+-- packets once, into a pool of that many mbufs, and sends those over and over
+-- (flows-1m.lua refills the pool to go further).
 -- Watch in weir's counters: ports.lan.forwarded equal to what Pktgen received on RX_PORT,
 -- ports.lan.tx_full (the WAN port's transmit ring was full: weir could not keep up on
 -- transmit) and pmd_rx_missed/pmd_rx_nombuf (frames lost before weir polled them),
@@ -21,7 +23,7 @@ RX_PORT = RX_PORT or 1
 PCAP_DIR = PCAP_DIR or "pktgen-scripts/pcap"
 
 local tx, rx = tostring(TX_PORT), tostring(RX_PORT)
-if FLOWS < 1 or FLOWS > 65536 then error("64B.lua: FLOWS must be 1..65536") end
+if FLOWS < 1 or FLOWS > 24576 then error("64B.lua: FLOWS must be 1..24576") end
 
 -- Frames go to the far port's MAC, as they would through a real bridge.
 local far = pktgen.pktStats(rx)[RX_PORT]
