@@ -591,6 +591,12 @@ weir_cbq_backlog(const struct weir_cbq *c)
 	return c->backlog;
 }
 
+uint32_t
+weir_cbq_leaf_qlen(const struct weir_cbq *c, uint16_t leaf)
+{
+	return leaf < c->n && c->cls[leaf].is_leaf ? c->cls[leaf].drr.pkts : 0;
+}
+
 struct weir_drr_qtab *
 weir_cbq_qtab(struct weir_cbq *c)
 {

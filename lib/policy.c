@@ -34,7 +34,7 @@ weir_shape_mode_name(unsigned int mode)
 {
 	static const char *const names[WEIR_MODE__COUNT] = {
 		[WEIR_MODE_POSTACK] = "postack", [WEIR_MODE_PFQ] = "pfq", [WEIR_MODE_FIFO] = "fifo",
-		[WEIR_MODE_TCR] = "tcr",
+		[WEIR_MODE_TCR] = "tcr", [WEIR_MODE_PACED] = "postack-paced",
 	};
 
 	return mode < WEIR_MODE__COUNT ? names[mode] : "?";

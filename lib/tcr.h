@@ -31,6 +31,10 @@ struct weir_tcr_flow {
 	uint64_t sample_tsc;    /* when the timed segment left; 0 = no sample running */
 	uint32_t sample_seq;    /* an ACK at or past this ends the sample */
 	uint32_t srtt;          /* WAN round trip, ticks; 0 = unknown */
+	/* postack-paced (Fig. 4's i.out): data packets queued since the
+	 * flow's last released ACK, less the turns it passed up since. */
+	uint32_t out;
+	uint32_t _pad;
 };
 
 struct weir_tcr {

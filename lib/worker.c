@@ -354,6 +354,14 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 	return hold_ack(w, f, d, slot, m, now, out, 0);
 }
 
+/* One MSS at the class's fair share on this worker, TSC ticks. */
+static inline uint64_t
+pace_gap(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t leaf)
+{
+	return ((uint64_t)(f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460) *
+		w->cls_ctr[d][leaf].share_ticks_per_byte) >> 16;
+}
+
 /* Is the flow's next paced ACK due (one per MSS at its class's fair
  * share)? Advances the clock when it is. TCR (starving == 0) lets a late
  * clock keep up to one gap of credit. For a starving PostACK flow holding
@@ -366,8 +374,7 @@ pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
 	 uint64_t now, uint32_t starving)
 {
 	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
-	uint64_t gap = ((uint64_t)(f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460) *
-			w->cls_ctr[d][leaf].share_ticks_per_byte) >> 16;
+	uint64_t gap = pace_gap(w, f, d, leaf);
 	const int bank = starving == 0;
 
 	if (starving)
@@ -380,6 +387,77 @@ pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
 		return 0;
 	tf->next_release = RTE_MAX(tf->next_release + gap, bank ? now - gap : now);
 	return 1;
+}
+
+#define WEIR_PACED_BACKLOG 4u      /* packets a postack-paced class may have queued, at least */
+
+/*
+ * postack-paced: the paper's first efficient PostACK (Sec. 3.2, Fig. 4),
+ * an on-off variant of ACK pacing. Each flow's ACKs leave one per MSS at
+ * its share of the class, and a flow that sent more than one data packet
+ * for an ACK (slow start, delayed ACKs) has its next ticks skipped, one
+ * per extra packet (`out`, Fig. 4's i.out), so the data arriving for the
+ * class matches what it sends and each flow gets its share in packets.
+ * Two departures from Fig. 4, both measured (docs/postack.md):
+ *  - the share is the class rate over the flows holding ACKs (at most the
+ *    class's flows), not over every live flow: counting idle connections
+ *    is what makes TCR slow, and a paced flow is one holding ACKs;
+ *  - a class clock spaces all releases one MSS at the class rate apart,
+ *    and none is made while the class has a few packets queued (or a
+ *    millisecond of them): the flows' ticks alone fire together and leave
+ *    the backlog a random walk (open loop).
+ * The pace does not follow borrowing. Returns 1 when an ACK may go now.
+ */
+static inline uint32_t
+paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
+	   uint64_t now, bool arrival)
+{
+	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
+	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
+	const uint32_t flows = c->flows ? c->flows : 1;
+	uint64_t cgap, fgap;
+
+	if (now < tf->next_release)
+		return 0;
+	cgap = pace_gap(w, f, d, leaf) / flows;
+	fgap = cgap * RTE_MIN(flows, RTE_MAX(w->pa->ring_n, 1u));
+	if (tf->out <= 1) {
+		if (now < c->pace_next)
+			return 0;       /* the flow keeps its tick */
+		if (w->shaper[d] != NULL &&
+		    weir_cbq_leaf_qlen(w->shaper[d], leaf) >=
+		    WEIR_PACED_BACKLOG + w->tsc_hz / 1000 / (cgap | 1))
+			return 0;
+		c->pace_next = RTE_MAX(c->pace_next + cgap, now - cgap);
+	}
+	/* An ACK arriving with nothing held banks no credit for a quiet flow;
+	 * the watchdog keeps up to one tick of it for a held one. */
+	tf->next_release = arrival ? now + fgap : RTE_MAX(tf->next_release + fgap, now - fgap);
+	if (tf->out > 1) {
+		tf->out--;      /* Fig. 4 line 03: quench this tick */
+		return 0;
+	}
+	tf->out = 0;
+	return 1;
+}
+
+/* postack-paced for a pure ACK travelling a: it goes on at once when
+ * nothing of its flow is held and its pacing tick is due, else it
+ * waits in the ACK store, window clamped as PostACK's, for the watchdog's
+ * ticks. */
+static bool
+paced_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
+	  int a, uint32_t slot, uint64_t now, uint32_t held, uint16_t leaf)
+{
+	const int d = a ^ 1;
+	struct rte_mbuf *out[2];
+
+	if (data_qlen(w, a, slot) != 0 || (held == 0 && paced_tick(w, f, d, slot, leaf, now, true))) {
+		postack_note_edge(w, f, p, a, slot);
+		return false;   /* behind a frame of its own direction (order), or due */
+	}
+	postack_clamp(w, f, m, p, a, d, slot);
+	return hold_ack(w, f, d, slot, m, now, out, 0);
 }
 
 /* The watchdog's verdict on a flow holding ACKs: TCR releases one when its
@@ -397,6 +475,10 @@ ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 		*why = WEIR_PA_PACED;
 		/* Keep the clock, but do not bank credit while nothing was held. */
 		return pace_due(w, f, d, slot, t->leaf[d], now, 0);
+	}
+	if (t->mode[d] == WEIR_MODE_PACED && t->leaf[d] != WEIR_CBQ_NONE) {
+		*why = WEIR_PA_PACED;
+		return paced_tick(w, f, d, slot, t->leaf[d], now, false);
 	}
 	if (data_qlen(w, d, slot) != 0) {
 		w->tcr->f[d][slot].next_release = 0;    /* restart the clock below when it starves */
@@ -462,6 +544,8 @@ postack_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, e
 		return false;
 	if (t->mode[d] == WEIR_MODE_TCR)
 		return tcr_ack(w, f, m, p, a, slot, now, held);
+	if (t->mode[d] == WEIR_MODE_PACED)
+		return paced_ack(w, f, m, p, a, slot, now, held, t->leaf[d]);
 	if (t->mode[d] != WEIR_MODE_POSTACK)
 		return false;
 	if (data_qlen(w, a, slot) != 0 || (held == 0 && data_qlen(w, d, slot) == 0)) {
@@ -758,6 +842,10 @@ enqueue_shaped(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf 
 		if (unlikely(weir_cbq_enqueue(sh, leaf, qid, pkts[i], now) != 0)) {
 			rte_pktmbuf_free(pkts[i]);
 			pc->dropped++;
+		} else if (unlikely(t->mode[from] == WEIR_MODE_PACED) && f != NULL &&
+			   w->tcr != NULL && weir_mbuf_meta(pkts[i])->pkt.l4proto == IPPROTO_TCP &&
+			   weir_mbuf_meta(pkts[i])->pkt.payload_len > 0) {
+			w->tcr->f[from][qid].out++;     /* Fig. 4 line 13 */
 		}
 	}
 	w->next_tsc[from] = 0;  /* new backlog: ask the tree on the next turn */

@@ -128,6 +128,10 @@ struct weir_class_counters {
 	 * fixed point, recomputed when `flows` changes. */
 	uint64_t share_bytes_per_tick;  /* << 32 */
 	uint64_t share_ticks_per_byte;  /* << 16 */
+	/* postack-paced: TSC the class's next paced ACK may go. The flows'
+	 * own ticks alone fire together (they start together, with one
+	 * gap), and their data would then arrive as a burst of n packets. */
+	uint64_t pace_next;
 };
 
 struct weir_worker {

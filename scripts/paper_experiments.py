@@ -206,6 +206,13 @@ def iperf_cport(tb, pairs, duration, cc, probe_thread):
     return out
 
 
+MODES = None   # --modes: run only these
+
+
+def only(modes):
+    return [m for m in modes if m in MODES] if MODES else modes
+
+
 def testbed(paths, nlan=2):
     for c in ("reno", "cubic", "bbr"):
         weirtb.topology.allow_congestion_control(c)
@@ -242,7 +249,7 @@ def fig8(out, quick, cfgdir):
     """Buffer requirement: 500 KB/s, 50 ms RTT, 1-32 flows, class queue limit 1-243."""
     flows = [1, 8, 32] if quick else [1, 2, 4, 8, 16, 32]
     limits = [3, 27, 243] if quick else [1, 3, 9, 27, 81, 243]
-    modes = ["fifo", "tcr", "postack", "htb"]
+    modes = only(["fifo", "tcr", "postack", "postack-paced", "htb"])
     tb = testbed([PathSpec(delay=25)])
     rows = []
     try:
@@ -279,7 +286,7 @@ def fig8(out, quick, cfgdir):
 def fig9(out, quick, cfgdir):
     """WAN loss: one flow in a 200 KB/s class, random loss 0-5 %."""
     losses = [0, 1, 3] if quick else [0, 0.5, 1, 2, 3, 4, 5]
-    modes = ["pfq", "tcr", "postack", "htb"]
+    modes = only(["pfq", "tcr", "postack", "postack-paced", "htb"])
     rows = []
     for loss in losses:
         tb = testbed([PathSpec(delay=25, loss=loss)])
@@ -309,7 +316,7 @@ def fig9(out, quick, cfgdir):
 
 def fig10(out, quick, cfgdir):
     """Fairness: three flows on 10, 50 and 150 ms paths in a 200 KB/s class."""
-    modes = ["fifo", "tcr", "postack", "htb"] if quick else ["fifo", "pfq", "tcr", "postack", "htb"]
+    modes = only(["fifo", "tcr", "postack", "postack-paced", "htb"] if quick else ["fifo", "pfq", "tcr", "postack", "postack-paced", "htb"])
     tb = testbed(weirtb.paper_paths(3))
     rows = []
     try:
@@ -342,7 +349,7 @@ def fig11(out, quick, cfgdir):
     """Robustness: 10 KB/s with periodic loss 1/40, 100 KB/s with 1/100; reno, cubic, bbr."""
     cases = [(10, 40), (100, 100)]
     ccs = ["reno", "cubic", "bbr"]
-    modes = ["tcr", "postack", "htb"]
+    modes = only(["tcr", "postack", "postack-paced", "htb"])
     rows = []
     for rate, every in cases:
         tb = testbed([PathSpec(delay=25, ploss=every)])
@@ -429,7 +436,7 @@ def report(out, quick):
         n = max(int(r["flows"]) for r in f8)
         doc += [f"Target: full goodput (90 % or more, under 5 % retransmitted) with under 10 "
                 f"data packets buffered at {n} flows (the best limit per mode):", ""]
-        for m in ("tcr", "postack", "fifo", "htb"):
+        for m in ("tcr", "postack", "postack-paced", "fifo", "htb"):
             sub = [r for r in f8 if r["mode"] == m and int(r["flows"]) == n and
                    float(r["goodput_kBps"]) >= 0.9 * 500 and float(r["retx_ratio"]) < 0.05]
             if sub:
@@ -478,7 +485,10 @@ def main():
     ap.add_argument("fig", choices=["fig8", "fig9", "fig10", "fig11", "all", "report"])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(REPO / "docs" / "results"))
+    ap.add_argument("--modes", help="comma-separated: run only these modes (e.g. postack-paced)")
     a = ap.parse_args()
+    global MODES
+    MODES = a.modes.split(",") if a.modes else None
     out = Path(a.out).resolve()
     if a.fig == "report":
         report(out, a.quick)

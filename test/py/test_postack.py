@@ -100,6 +100,25 @@ def test_postack_holds_acks_not_data(pa_tb, reverse):
     assert pa[4]["postack"]["released"] > 0 and pa[4]["postack"]["pool_full"] == 0
 
 
+def test_postack_paced_upload(pa_tb):
+    """postack-paced (Fig. 4's on-off ACK pacing): the class near its rate,
+    fair, with a fraction of pfq's data queued."""
+    def ok(res):
+        return sum(res["postack-paced"][0]) >= 0.9 * sum(res["pfq"][0])
+
+    res = measure_twice(lambda: {m: run_mode(pa_tb, m, False) for m in ("pfq", "postack-paced")},
+                        ok)
+    for m, (steady, qmean, qmax, acks, st) in res.items():
+        print(f"upload {m}: {sum(steady) / 1e6:.2f} Mbit/s, Jain {jain(steady):.4f} "
+              f"{[round(x / 1e6, 2) for x in steady]}, data queued mean {qmean:.1f} max {qmax}, "
+              f"ACKs held max {acks}; postack {st['postack']}")
+    pfq, pa = res["pfq"], res["postack-paced"]
+    assert sum(pa[0]) >= 0.9 * sum(pfq[0]), (sum(pa[0]), sum(pfq[0]))
+    assert jain(pa[0]) >= 0.95, pa[0]
+    assert pa[1] <= 0.4 * pfq[1], (pa[1], pfq[1])
+    assert pa[3] > 0 and pa[4]["postack"]["paced"] > 0 and pa[4]["postack"]["pool_full"] == 0
+
+
 def test_postack_transfer_is_byte_exact(pa_tb):
     os.environ["WEIR_TESTBED_CFG"] = str(config(pa_tb.cfg_dir / "postack.cfg", "postack"))
     pa_tb.start_gateway("weir")

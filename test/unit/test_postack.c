@@ -638,6 +638,62 @@ test_tcr(void)
 	rig_free(&r);
 }
 
+/* postack-paced (Fig. 4): a flow's ACKs paced one MSS at its share apart
+ * (the class over the flows holding ACKs), a tick skipped for each data
+ * packet past the first an ACK brought, the window clamped as PostACK's,
+ * not cut to a BDP. */
+static void
+test_paced(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_PACED }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, us = ms / 1000, t0 = hz;
+	const uint64_t t1 = t0 + 41 * ms;       /* class tick: 1460 B at 1 MB/s = 1.46 ms */
+
+	if (rig_make_pa(&r, &pc, "pa_paced", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	/* Two flows in the class, one of them idle. */
+	feed(&r, syn_frame(0, SYN, 1460, 0), 0, t0);
+	feed(&r, tcp_frame(0, 2, 4001, 1, 80, SYN, 0, 0), 0, t0);
+	while (pull1(&r, t0))
+		;
+	feed(&r, syn_frame(1, SYN | ACK, 1460, 0), 1, t0 + 40 * ms);
+	feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1, 0), 0, t0 + 40 * ms);
+	pull1(&r, t0 + 40 * ms);
+	rig_emitted_free(&r);
+	CHECK(feed(&r, ack_frame(1, 1000, 65535), 1, t1) == 1 && r.n_emitted == 0,
+	      "an ACK with nothing held and its tick due passes");
+	/* That ACK brought two data packets: out = 2. */
+	feed(&r, UP(1000, 1000), 0, t1 + 500 * us);
+	feed(&r, UP(2000, 1000), 0, t1 + 500 * us);
+	CHECK(r.w->tcr->f[0][0].out == 2, "data queued since the release counted (%u)",
+	      r.w->tcr->f[0][0].out);
+	while (pull1(&r, t1 + 600 * us))
+		;
+	rig_emitted_free(&r);
+	/* One flow holds ACKs: its tick is the class's, 1.46 ms. */
+	feed(&r, ack_frame(2, 2000, 65535), 1, t1 + 600 * us);
+	feed(&r, ack_frame(3, 3000, 65535), 1, t1 + 600 * us);
+	feed(&r, ack_frame(4, 4000, 65535), 1, t1 + 600 * us);
+	CHECK(weir_postack_len(r.w->pa, 0, 0) == 3, "ACKs before the flow's next tick are held");
+	CHECK(weir_worker_postack_idle(r.w, t1 + 1000 * us) == 0 &&
+	      weir_worker_postack_idle(r.w, t1 + 1500 * us) == 0 && r.w->tcr->f[0][0].out == 1,
+	      "the first tick is skipped: one extra data packet");
+	CHECK(weir_worker_postack_idle(r.w, t1 + 3000 * us) == 1 &&
+	      weir_worker_postack_idle(r.w, t1 + 3100 * us) == 0 &&
+	      weir_worker_postack_idle(r.w, t1 + 4400 * us) == 1 &&
+	      weir_worker_postack_idle(r.w, t1 + 5900 * us) == 1, "then one ACK a tick");
+	CHECK(r.n_emitted == 3 && tag_of(r.emitted[0]) == 2 && tag_of(r.emitted[1]) == 3 &&
+	      tag_of(r.emitted[2]) == 4 && win_of(r.emitted[0]) > 20000 && cksum4_ok(r.emitted[0]) &&
+	      weir_postack_stats(r.w->pa)->paced == 3,
+	      "paced in order, window not cut to a BDP (%u)", r.n_emitted ? win_of(r.emitted[0]) : 0);
+	rig_free(&r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -653,6 +709,7 @@ main(int argc, char **argv)
 	test_cksum_ipv6();
 	test_window_clamp();
 	test_tcr();
+	test_paced();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
 	      rte_mempool_in_use_count(mp));
 	return unit_report();
