@@ -44,8 +44,10 @@ PCAP_DIR = PCAP_DIR or "pktgen-scripts/pcap"
 
 local tx = tostring(TX_PORT)
 
-pktgen.set(tx, "rate", RATE_PCT)
+-- pcap mode first: turning it on resets the port's pacing (no rate limit at all), and the
+-- rate is computed from the pcap's average frame only then.
 pktgen.pcap(tx, "on")
+pktgen.set(tx, "rate", RATE_PCT)
 pktgen.start(tx)
 pktgen.delay(math.floor(DURATION * 1000))
 pktgen.stop(tx)

@@ -16,6 +16,11 @@
 -- port) sends tcp-acks.pcap, the same 5-tuples reversed: each flow's SYN+ACK (window scale
 -- 9) and one pure ACK per two segments (timestamps; every other ACK carries a SACK block),
 -- at the rate that makes it one pass of ACKs per pass of data (ACK_PCT below, printed).
+-- Pktgen 23.03 paces all ports of one lcore by the first one's rate (pktgen.c: the loop
+-- reads infos[0]->tx_cycles) and each port sends its own burst per tick, so the ACK port
+-- gets half the data port's burst (DATA_BURST, ACK_BURST) and a rate giving the same tick:
+-- one ACK per two data frames whichever port paces. The ratio holds only while Pktgen
+-- reaches the rate: memif ports report 100 Gbit/s, so keep RATE_PCT at 10 or below there.
 -- weir learns each flow's scales and MSS from the SYN and SYN+ACK, which every pass
 -- repeats (a SYN on a live flow changes nothing but the scale it restates): the order
 -- the two ports start in does not matter. Sequence numbers repeat each pass: the ACK
@@ -31,7 +36,7 @@
 --   offered above it: Pktgen does not slow down for held ACKs, so weir drops the excess);
 --   ports.wan.forwarded (ACKs passed or released) and ports.lan.forwarded.
 -- With conf/pktgen.cfg (no shaping) nothing is held: postack is null, every frame forwarded.
-RATE_PCT = RATE_PCT or 100
+RATE_PCT = RATE_PCT or 5
 PKT_SIZE = PKT_SIZE or 1518
 FLOWS = FLOWS or 64
 DURATION = DURATION or 10
@@ -40,6 +45,7 @@ RX_PORT = RX_PORT or 1
 PCAP_DIR = PCAP_DIR or "pktgen-scripts/pcap"
 
 local ROUNDS = 16                   -- data segments per flow per pass (make-pcaps)
+local DATA_BURST = 64               -- frames per tick, data port (Pktgen's default burst)
 local OVERHEAD = 24                 -- what Pktgen adds to a frame to rate it: FCS, preamble, gap
 
 -- The pcaps' average frame sizes (without FCS), as make-pcaps builds them: data = SYN (74),
@@ -51,6 +57,7 @@ local data_avg = (74 + 66 + ROUNDS * (PKT_SIZE - 4)) / data_frames
 local ack_avg = (74 + (ROUNDS // 2) * 72) / ack_frames
 -- Pktgen paces a pcap port by its average frame: one pass of ACKs per pass of data.
 local ACK_PCT = RATE_PCT * (ack_avg + OVERHEAD) / (data_avg + OVERHEAD) * ack_frames / data_frames
+local ACK_BURST = DATA_BURST * ack_frames // data_frames    -- exactly half: 1 + R/2 of 2 + R
 
 -- make-pcaps records what it built: say so when it does not match.
 local f = io.open(PCAP_DIR .. "/tcp-bulk-acks.info", "r")
@@ -74,10 +81,14 @@ local tx, rx = tostring(TX_PORT), tostring(RX_PORT)
 print(string.format("tcp-bulk-acks: %d flows, data at %.3f %%, ACKs at %.3f %% of the link",
     FLOWS, RATE_PCT, ACK_PCT))
 
-pktgen.set(tx, "rate", RATE_PCT)
-pktgen.set(rx, "rate", ACK_PCT)
+-- pcap mode first: turning it on resets the port's pacing (enable_pcap() zeroes tx_cycles:
+-- no rate limit at all), and the rate is computed from the pcap's average frame only then.
 pktgen.pcap(tx, "on")
 pktgen.pcap(rx, "on")
+pktgen.set(tx, "burst", DATA_BURST)
+pktgen.set(rx, "burst", ACK_BURST)
+pktgen.set(tx, "rate", RATE_PCT)
+pktgen.set(rx, "rate", ACK_PCT)
 pktgen.start(tx)
 pktgen.start(rx)
 pktgen.delay(math.floor(DURATION * 1000))
