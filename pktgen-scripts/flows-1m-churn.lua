@@ -30,7 +30,7 @@ TX_PORT = TX_PORT or 0
 RX_PORT = RX_PORT or 1
 PCAP_DIR = PCAP_DIR or "pktgen-scripts/pcap"
 CHURN_PCT = CHURN_PCT or 10
-LINK_MBPS = LINK_MBPS or 10000
+LINK_MBPS = LINK_MBPS or 100000
 REARM_MS = REARM_MS or nil          -- nil: computed from the rate, as in flows-1m.lua
 
 local N_PORT_MAX = 4093             -- prime: coprime with any N_IP below it

@@ -27,8 +27,8 @@
 -- So this script marks them stale every REARM_MS ms (pktgen.set(port, "ttl", 64): it
 -- touches only the single-packet template) and Pktgen refills the pool with the next
 -- 24576 tuples of the sequence. REARM_MS leaves time for the pool to go out at least once
--- at the rate asked (LINK_MBPS: the link speed Pktgen rates against; memif/af_packet
--- ports it cannot read are taken as 10 Gbit/s).
+-- at the rate asked (LINK_MBPS: the link speed Pktgen rates against; memif ports report
+-- 100 Gbit/s; a port whose speed Pktgen cannot read is taken as 10 Gbit/s).
 RATE_PCT = RATE_PCT or 100
 PKT_SIZE = PKT_SIZE or 64
 FLOWS = FLOWS or 1000000
@@ -36,7 +36,7 @@ DURATION = DURATION or 10
 TX_PORT = TX_PORT or 0
 RX_PORT = RX_PORT or 1
 PCAP_DIR = PCAP_DIR or "pktgen-scripts/pcap"
-LINK_MBPS = LINK_MBPS or 10000
+LINK_MBPS = LINK_MBPS or 100000
 REARM_MS = REARM_MS or nil          -- nil: computed from the rate below
 
 local N_PORT_MAX = 4093             -- prime: coprime with any N_IP below it
