@@ -7,20 +7,21 @@
 -- source ports, N_IP x N_PORT >= FLOWS. Once a second the address window slides up by
 -- SHIFT = ceil(N_IP x CHURN_PCT / 100) addresses: the SHIFT x N_PORT tuples of the
 -- addresses that left it are never sent again, SHIFT x N_PORT new ones begin (about
--- 100,000 a second at the defaults). While its address is in the window a tuple is sent
--- about once every ceil(N_IP x N_PORT / 24576) x REARM_MS ms (~4 s at the defaults), so
--- a new one starts within that time. RX_PORT only receives.
+-- 100,000 a second at the defaults). But Pktgen builds only 24576 tuples per refill of
+-- its range pool, a refill every REARM_MS (default 400: a refill costs it ~0.24 s here),
+-- so ~61,000 tuples a second are sent, walking through the window: weir sees ~61,000 new
+-- flows a second (each tuple of the window in turn, the window moving on) and the old ones
+-- idle until they expire. RX_PORT only receives.
 --
 -- Watch in weir's stats (counters of the stats file):
---   flows.inserted   N_IP x N_PORT in the first seconds, then + SHIFT x N_PORT a second;
+--   flows.inserted   + 24576 a refill (~61,000 a second), the rate of new flows;
 --   flows.expired    the stopped tuples, once idle past flows.timeouts.udp (default 60 s:
 --                    beyond a short run; give timeouts = { udp = 2; } to see them within it);
---   flows.active     live entries: grows by the new tuples until the stopped ones expire,
---                    then stays near N_IP x N_PORT (plus what the timeout keeps);
+--   flows.active     grows by ~61,000 a second while nothing expires: conf/pktgen.cfg's
+--                    1,048,576 entries are full after ~17 s;
 --   flows.full, ports.lan.flow_full   packets of new tuples that found the table full:
---                    weir never evicts a live entry, so with a timeout longer than the run
---                    the table fills (capacity < N_IP x N_PORT x (1 + CHURN_PCT/100 x
---                    DURATION)) and new flows are bridged unmanaged;
+--                    weir never evicts a live entry, so until the oldest expire the new
+--                    flows are bridged unmanaged;
 --   ports.lan.rx, ports.lan.managed, ports.lan.forwarded, ports.wan.tx, pmd_rx_missed.
 RATE_PCT = RATE_PCT or 100
 PKT_SIZE = PKT_SIZE or 64
@@ -31,7 +32,7 @@ RX_PORT = RX_PORT or 1
 PCAP_DIR = PCAP_DIR or "pktgen-scripts/pcap"
 CHURN_PCT = CHURN_PCT or 10
 LINK_MBPS = LINK_MBPS or 100000
-REARM_MS = REARM_MS or nil          -- nil: computed from the rate, as in flows-1m.lua
+REARM_MS = REARM_MS or nil          -- nil: 400, or more at low rates, as in flows-1m.lua
 
 local N_PORT_MAX = 4093             -- prime: coprime with any N_IP below it
 local PORT_MIN = 1024
@@ -50,7 +51,7 @@ local shift = math.max(1, math.ceil(n_ip * CHURN_PCT / 100))
 assert(n_ip < IP_SPAN // 2, "FLOWS too large for a sliding window in 10.0.0.0/16")
 local pool = (pktgen.info and pktgen.info.maxMbufsPerPort) or 24576
 local pps = RATE_PCT / 100 * LINK_MBPS * 1e6 / ((PKT_SIZE + 20) * 8)
-local rearm = math.floor(REARM_MS or math.max(100, math.ceil(2 * pool / pps * 1000)))
+local rearm = math.floor(REARM_MS or math.max(400, 240 + math.ceil(2 * pool / pps * 1000)))
 
 local tx = tostring(TX_PORT)
 

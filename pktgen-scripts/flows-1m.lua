@@ -3,11 +3,15 @@
 -- Loads: UDP frames of PKT_SIZE bytes at RATE_PCT % of the link from TX_PORT (weir's LAN
 -- port) to 198.18.0.1:5001, from N_IP source addresses in 10.0.0.0/16 times N_PORT source
 -- ports (1024 up), N_IP x N_PORT >= FLOWS distinct 5-tuples (1,002,785 for 10^6). RX_PORT
--- only receives. Every tuple is sent again about every ceil(FLOWS / pool) x REARM_MS ms
--- (pool: below), far inside weir's UDP idle timeout, so all of them are live at once.
---
+-- only receives. Pktgen holds only 24576 of them at a time (below): every REARM_MS it
+-- builds the next 24576, so all of them have been sent once after ceil(FLOWS / 24576)
+-- refills (41 for 10^6: ~16 s at the default 400 ms, hence DURATION 20), and weir holds
+-- them all at once (its UDP idle timeout is 60 s). Measured here (2 vCPUs, memif, 6 s
+-- runs): no refill 6.2 Mpps over 24,576 flows; a refill a second 5.0 Mpps, 147,456 flows;
+-- a refill costs Pktgen ~0.24 s of sending, so with REARM_MS much below that nearly
+-- nothing is sent (100 ms: 5,312 frames in 10 s).
 -- Watch in weir's stats (counters of the stats file):
---   flows.inserted   climbs by ~N_IP x N_PORT within the first ~4 s, then stays flat;
+--   flows.inserted   climbs by 24576 a refill to N_IP x N_PORT, then stays flat;
 --   flows.active     = N_IP x N_PORT if flows.capacity allows it, else the capacity;
 --   flows.full, ports.lan.flow_full   packets of tuples that found the table full (weir
 --                    never evicts a live entry: they are bridged unmanaged); 0 when
@@ -26,18 +30,19 @@
 -- a setting marks the port's packets stale; it then sends those same mbufs over and over.
 -- So this script marks them stale every REARM_MS ms (pktgen.set(port, "ttl", 64): it
 -- touches only the single-packet template) and Pktgen refills the pool with the next
--- 24576 tuples of the sequence. REARM_MS leaves time for the pool to go out at least once
--- at the rate asked (LINK_MBPS: the link speed Pktgen rates against; memif ports report
--- 100 Gbit/s; a port whose speed Pktgen cannot read is taken as 10 Gbit/s).
+-- 24576 tuples of the sequence. REARM_MS (default 400) must leave the pool time to go out
+-- at least once after its refill: ~0.24 s of refill here, plus 2 x pool / rate at the rate
+-- asked (LINK_MBPS: the link speed Pktgen rates against; memif ports report 100 Gbit/s;
+-- a port whose speed Pktgen cannot read is taken as 10 Gbit/s).
 RATE_PCT = RATE_PCT or 100
 PKT_SIZE = PKT_SIZE or 64
 FLOWS = FLOWS or 1000000
-DURATION = DURATION or 10
+DURATION = DURATION or 20
 TX_PORT = TX_PORT or 0
 RX_PORT = RX_PORT or 1
 PCAP_DIR = PCAP_DIR or "pktgen-scripts/pcap"
 LINK_MBPS = LINK_MBPS or 100000
-REARM_MS = REARM_MS or nil          -- nil: computed from the rate below
+REARM_MS = REARM_MS or nil          -- nil: 400, or more at low rates (below)
 
 local N_PORT_MAX = 4093             -- prime: coprime with any N_IP below it
 local PORT_MIN = 1024
@@ -54,7 +59,7 @@ local n_ip = (flows + n_port - 1) // n_port
 assert(n_ip < 65534, "FLOWS too large for 10.0.0.0/16 x 4093 ports")
 local pool = (pktgen.info and pktgen.info.maxMbufsPerPort) or 24576
 local pps = RATE_PCT / 100 * LINK_MBPS * 1e6 / ((PKT_SIZE + 20) * 8)
-local rearm = math.floor(REARM_MS or math.max(100, math.ceil(2 * pool / pps * 1000)))
+local rearm = math.floor(REARM_MS or math.max(400, 240 + math.ceil(2 * pool / pps * 1000)))
 
 local tx, rx = tostring(TX_PORT), tostring(RX_PORT)
 print(string.format("flows-1m: %d source addresses x %d source ports = %d tuples; pool %d, re-arm every %d ms",
