@@ -59,6 +59,7 @@ class FlowResult:
     retransmits: int | None = None
     mean_rtt_ms: float | None = None   # the sender's smoothed RTT (iperf3, Linux), when known
     bytes_received: int = 0
+    seconds_received: float = 0.0   # how long the receiver saw the test run
     error: str | None = None
 
     @property
@@ -151,6 +152,7 @@ def _parse_flow(i, lan, wan, reverse, cc, out, err, interval):
     end = j.get("end", {})
     recv = end.get("sum_received", {})
     r.bytes_received = recv.get("bytes", 0)
+    r.seconds_received = recv.get("seconds", 0.0)
     r.goodput_bps = recv.get("bits_per_second", 0.0)
     r.retransmits = end.get("sum_sent", {}).get("retransmits")
     # The sender's view of the round trip (queueing at the gateway included):
