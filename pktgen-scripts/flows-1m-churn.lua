@@ -11,7 +11,9 @@
 -- its range pool, a refill every REARM_MS (default 400: a refill costs it ~0.24 s here),
 -- so ~61,000 tuples a second are sent, walking through the window: weir sees ~61,000 new
 -- flows a second (each tuple of the window in turn, the window moving on) and the old ones
--- idle until they expire. RX_PORT only receives.
+-- idle until they expire. RX_PORT only receives. Measured through weir with
+-- conf/pktgen.cfg, 15 s: 3.70 Mpps, flows.inserted 1,006,297 (67,000 new flows a second),
+-- flows.full 0, flows.expired 59,750 by the time weir stopped, well after Pktgen.
 --
 -- Watch in weir's stats (counters of the stats file):
 --   flows.inserted   + 24576 a refill (~61,000 a second), the rate of new flows;
