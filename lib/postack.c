@@ -37,6 +37,7 @@ weir_postack_create(const struct weir_postack_conf *c)
 	pa->n_flows = c->n_flows;
 	pa->n_acks = c->n_acks;
 	pa->ack_limit = c->ack_limit;
+	pa->mbuf_cap = c->mbuf_cap;
 	pa->idle_tsc = c->tsc_hz / 1000000 * c->idle_us;
 	pa->rtt_unknown = c->tsc_hz / 1000000 * (c->rtt_unknown_us ? c->rtt_unknown_us : 200000);
 	pa->mp = c->mp;
@@ -160,7 +161,12 @@ weir_postack_hold(struct weir_postack *pa, int d, uint32_t slot, struct rte_mbuf
 	rec = &pa->rec[r];
 	pa->free_head = rec->next;
 	rec->next = WEIR_POSTACK_NONE;
-	if (likely(m->nb_segs == 1 && m->data_len <= WEIR_POSTACK_REC_BYTES)) {
+	if (pa->st.mbufs < pa->mbuf_cap) {
+		rec->len = 0;
+		rec->m = m;
+		pa->st.kept_mbuf++;
+		pa->st.mbufs++;
+	} else if (likely(m->nb_segs == 1 && m->data_len <= WEIR_POSTACK_REC_BYTES)) {
 		rec->len = m->data_len;
 		memcpy(rec->bytes, rte_pktmbuf_mtod(m, const void *), m->data_len);
 		rte_pktmbuf_free(m);
@@ -168,6 +174,7 @@ weir_postack_hold(struct weir_postack *pa, int d, uint32_t slot, struct rte_mbuf
 		rec->len = 0;
 		rec->m = m;
 		pa->st.as_mbuf++;
+		pa->st.mbufs++;
 	}
 	if (q->tail == WEIR_POSTACK_NONE)
 		q->head = r;
@@ -196,6 +203,8 @@ weir_postack_release(struct weir_postack *pa, int d, uint32_t slot, struct rte_m
 			pa->st.nombuf++;
 			break;
 		}
+		if (pa->rec[q->head].len == 0)
+			pa->st.mbufs--;
 		free_rec(pa, pop_rec(pa, q));
 		out[n++] = m;
 	}

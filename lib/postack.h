@@ -20,7 +20,9 @@
  * Compact storage: a held ACK is copied into a 128-byte record from a
  * fixed per-worker pool and its mbuf is freed at once, so thousands of
  * held ACKs cost kilobytes of records, not megabytes of mbufs, and can
- * never starve reception of mbufs. Release allocates a fresh mbuf and
+ * never starve reception of mbufs. The first `mbuf_cap` held at once keep
+ * their mbufs instead (linked from a record, no copy): copying costs
+ * cycles, and a few thousand mbufs out of a large pool cost nothing. Release allocates a fresh mbuf and
  * copies the bytes back, bit-exact. Frames that do not fit (long option
  * lists over IPv6 with extension headers) or are chained are kept as
  * mbufs in the record. When the pool is empty the caller does not hold
@@ -57,6 +59,9 @@ struct weir_postack_conf {
 				 * ack_limit segments (lib/worker.c) */
 	uint32_t idle_us;       /* data idle this long past 2 x its round trip: release the flow's ACKs */
 	uint32_t rtt_unknown_us;        /* round trip assumed when no handshake was seen; 0 = 200 ms */
+	/* ACKs that may stay in their own mbufs at once (no copy either way:
+	 * the fast path while the mempool has plenty); past it, records. */
+	uint32_t mbuf_cap;
 	uint64_t tsc_hz;
 	int socket_id;
 	struct rte_mempool *mp; /* where released ACKs get their mbufs */
@@ -71,9 +76,11 @@ struct weir_postack_stats {
 	uint64_t evicted;       /* released because the flow's queue was at ack_limit */
 	uint64_t pool_full;     /* ACKs not held: no record free */
 	uint64_t as_mbuf;       /* held as an mbuf (did not fit a record) */
+	uint64_t kept_mbuf;     /* held in its own mbuf, under mbuf_cap */
 	uint64_t nombuf;        /* a release found no mbuf: the ACK stayed held */
 	uint32_t in_use;        /* records holding an ACK now */
 	uint32_t peak;          /* most records in use at once */
+	uint32_t mbufs;         /* held ACKs in mbufs now (kept or as_mbuf) */
 };
 
 struct weir_postack;
@@ -162,6 +169,7 @@ struct weir_postack {
 	uint32_t n_flows;
 	uint32_t n_acks;
 	uint16_t ack_limit;
+	uint32_t mbuf_cap;
 	uint64_t idle_tsc;
 	uint64_t rtt_unknown;   /* assumed round trip when the handshake was not seen */
 	struct rte_mempool *mp;

@@ -33,12 +33,15 @@
 #define BURST 32
 #define FRAME_LEN 64
 
-/* The last two send each burst's flows data one way and pure ACKs back, the
- * pattern PostACK acts on: "pfq+ack" queues both per flow, "postack" holds
- * the ACKs while the data waits and releases them as it is sent. */
-enum mode { MODE_BASELINE, MODE_PARSE, MODE_FLOWS, MODE_SHAPE, MODE_PFQ_ACK, MODE_POSTACK, MODE__COUNT };
+/* The last three send each burst's flows data one way and pure ACKs back,
+ * the pattern PostACK acts on: "pfq+ack" queues both per flow, "postack"
+ * holds the ACKs while the data waits and releases them as it is sent
+ * ("postack-copy": every held ACK copied into a record, none kept in its
+ * mbuf). */
+enum mode { MODE_BASELINE, MODE_PARSE, MODE_FLOWS, MODE_SHAPE, MODE_PFQ_ACK, MODE_POSTACK,
+	    MODE_POSTACK_COPY, MODE__COUNT };
 static const char *const mode_name[MODE__COUNT] = { "baseline", "parse", "parse+flow", "+pfq",
-						    "pfq+ack", "postack" };
+						    "pfq+ack", "postack", "postack-copy" };
 
 struct result {
 	double cycles_per_pkt;
@@ -127,7 +130,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		/* Per-flow DRR queues in one default class under a root far above
 		 * what one core can push, so every frame is queued and dequeued
 		 * but none waits: the cost of the queueing path itself. */
-		const uint8_t sm = mode == MODE_POSTACK ? WEIR_MODE_POSTACK : WEIR_MODE_PFQ;
+		const uint8_t sm = mode >= MODE_POSTACK ? WEIR_MODE_POSTACK : WEIR_MODE_PFQ;
 		const struct weir_policy_conf pc = {
 			.tree = { { .rate = WEIR_CBQ_RATE_MAX, .mode = sm },
 				  { .rate = WEIR_CBQ_RATE_MAX, .mode = sm } },
@@ -145,9 +148,12 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		wc.policy = policy;
 		wc.emit = bench_emit;
 		wc.emit_arg = &emitted;
-		if (mode == MODE_POSTACK) {
+		if (mode >= MODE_POSTACK) {
+			/* As weir runs it (an eighth of the mempool may stay in
+			 * mbufs), and with every held ACK copied into a record. */
 			const struct weir_postack_conf pac = {
 				.n_flows = n_flows, .n_acks = 65536, .ack_limit = 1024, .idle_us = 20000,
+				.mbuf_cap = mode == MODE_POSTACK ? rte_mempool_avail_count(mp) / 8 : 0,
 				.tsc_hz = rte_get_tsc_hz(), .socket_id = (int)rte_socket_id(), .mp = mp,
 			};
 
@@ -246,7 +252,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		.cycles_per_pkt = (double)cycles / (double)done,
 	};
 	r.mpps = (double)rte_get_tsc_hz() / r.cycles_per_pkt / 1e6;
-	if (mode == MODE_POSTACK && weir_postack_stats(w->pa)->held < done / 4)
+	if (mode >= MODE_POSTACK && weir_postack_stats(w->pa)->held < done / 4)
 		rte_exit(EXIT_FAILURE, "postack mode held only %" PRIu64 " ACKs\n",
 			 weir_postack_stats(w->pa)->held);
 	weir_worker_free(w);    /* frees what the shapers still hold, then them */

@@ -340,7 +340,7 @@ load_rules(struct loader *ld, const config_setting_t *root, struct weir_policy_c
 static int
 load_postack(struct loader *ld, const config_setting_t *g, struct weir_config *cfg)
 {
-	static const char *const keys[] = { "acks", "ack_limit", "idle_ms", NULL };
+	static const char *const keys[] = { "acks", "ack_limit", "idle_ms", "mbufs", NULL };
 	const config_setting_t *p = g ? cfg_group(ld, g, "postack", false) : NULL;
 	long long v;
 
@@ -355,6 +355,10 @@ load_postack(struct loader *ld, const config_setting_t *g, struct weir_config *c
 	if (cfg_int(ld, p, "idle_ms", 20, 1, 10000, &v) < 0)
 		return -1;
 	cfg->postack_idle_ms = (uint32_t)v;
+	/* -1: an eighth of the mempool, shared among the workers (main.c). */
+	if (cfg_int(ld, p, "mbufs", -1, -1, 1 << 26, &v) < 0)
+		return -1;
+	cfg->postack_mbufs = v;
 	return 0;
 }
 
