@@ -865,6 +865,29 @@ compact_taken(struct rte_mbuf **pkts, uint64_t taken, uint16_t n)
 	return k;
 }
 
+/* With a large table the ACK store's entry and the data queue's length
+ * are cache misses for every pure ACK; ask for them for the whole burst
+ * before the first is needed. */
+static inline void
+prefetch_ack_state(const struct weir_worker *w, struct rte_mbuf **pkts, const uint16_t *idx,
+		   struct weir_flow *const *flows, uint16_t n, enum weir_port_role from)
+{
+	const int d = from ^ 1;
+	const struct weir_drr_qtab *qt = w->shaper[d] != NULL ? weir_cbq_qtab(w->shaper[d]) : NULL;
+
+	for (uint16_t k = 0; k < n; k++) {
+		const struct weir_pkt *p = &weir_mbuf_meta(pkts[idx[k]])->pkt;
+		uint32_t slot;
+
+		if (flows[k] == NULL || p->l4proto != IPPROTO_TCP || p->payload_len != 0)
+			continue;
+		slot = weir_flow_slot(w->flows, flows[k]);
+		rte_prefetch0(&w->pa->q[d][slot]);
+		if (qt != NULL)
+			rte_prefetch0(&qt->q[slot]);
+	}
+}
+
 uint16_t
 weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		    enum weir_port_role from, uint64_t now)
@@ -903,6 +926,8 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 
 	if (n_managed > 0) {
 		weir_flow_lookup_bulk(w->flows, keys, n_managed, now, flows);
+		if (w->pa != NULL)
+			prefetch_ack_state(w, pkts, managed_idx, flows, n_managed, from);
 		for (uint16_t k = 0; k < n_managed; k++) {
 			struct rte_mbuf *m = pkts[managed_idx[k]];
 			struct weir_flow *f = flows[k];
