@@ -4,6 +4,7 @@
 -- (RATE_PCT, PKT_SIZE, FLOWS, DURATION, TX_PORT, RX_PORT, PCAP_DIR), plus
 --   WEIR_SCRIPT  the load script to run (a path)
 --   WEIR_OUT     where to write the JSON result
+--   WEIR_QUIT_WAIT  "1": after writing WEIR_OUT, wait for WEIR_OUT.quit before quitting
 -- This wrapper defines those globals, waits for every port's link, clears the statistics,
 -- runs the script (which starts traffic, waits DURATION seconds and stops), waits for the
 -- queues to drain and Pktgen's once-a-second statistics to settle, writes every port's
@@ -146,5 +147,15 @@ if f then
     f:write(table.concat(buf), "\n")
     f:close()
     os.rename(out .. ".tmp", out)
+end
+-- The runner stops the forwarder before Pktgen disconnects: DPDK 22.11's memif PMD can
+-- fault in a peer still polling a ring whose other end goes away. It creates
+-- WEIR_OUT.quit once the forwarder is down (or never, when run by hand: 30 s at most).
+if os.getenv("WEIR_QUIT_WAIT") == "1" then
+    for _ = 1, 300 do
+        local q = io.open(out .. ".quit", "r")
+        if q then q:close() break end
+        pktgen.delay(100)
+    end
 end
 pktgen.quit()
