@@ -248,20 +248,33 @@ weir_flow_lookup_bulk(struct weir_flow_table *t, const struct weir_flow_key *key
 	const void *kp[WEIR_FLOW_BULK_MAX];
 	hash_sig_t sig[WEIR_FLOW_BULK_MAX];
 	int32_t pos[WEIR_FLOW_BULK_MAX];
+	uint8_t uidx[WEIR_FLOW_BULK_MAX];       /* packet i's key is unique key uidx[i] */
+	uint8_t first[WEIR_FLOW_BULK_MAX];      /* unique key u's first packet */
+	unsigned int nu = 0;
 
 	if (unlikely(n == 0))
 		return;
-	/* Hash once: the signature serves the lookup, any insert, and is kept
-	 * for the delete at expiry. */
+	/* A burst often carries runs of one flow (a TCP sender's window, its
+	 * ACKs): a packet with the key of the one before it shares its lookup,
+	 * so it is neither hashed nor looked up again. Hash once: the
+	 * signature serves the lookup, any insert, and the delete at expiry. */
 	for (unsigned int i = 0; i < n; i++) {
-		kp[i] = &keys[i];
-		sig[i] = rte_hash_hash(t->h, &keys[i]);
+		if (i > 0 && memcmp(&keys[i], &keys[i - 1], sizeof(keys[i])) == 0) {
+			uidx[i] = uidx[i - 1];
+			continue;
+		}
+		uidx[i] = (uint8_t)nu;
+		first[nu] = (uint8_t)i;
+		kp[nu] = &keys[i];
+		sig[nu] = rte_hash_hash(t->h, &keys[i]);
+		nu++;
 	}
-	rte_hash_lookup_with_hash_bulk(t->h, kp, sig, n, pos);
+	rte_hash_lookup_with_hash_bulk(t->h, kp, sig, nu, pos);
 	t->stats.lookups += n;
 
-	for (unsigned int i = 0; i < n; i++) {
-		int32_t p = pos[i];
+	for (unsigned int u = 0; u < nu; u++) {
+		int32_t p = pos[u];
+		unsigned int i = first[u];
 
 		if (likely(p >= 0)) {
 			out[i] = &t->flows[p];
@@ -271,13 +284,13 @@ weir_flow_lookup_bulk(struct weir_flow_table *t, const struct weir_flow_key *key
 		/* A miss. If an earlier packet of this burst carried the same new
 		 * key, add returns that key's position (it searches before taking
 		 * a free slot) and the slot is already live: not a new flow. */
-		p = rte_hash_add_key_with_hash(t->h, &keys[i], sig[i]);
-		if (unlikely(p < 0)) {
+		p = rte_hash_add_key_with_hash(t->h, kp[u], sig[u]);
+		out[i] = p < 0 ? NULL : t->slots[p].live ? &t->flows[p] : flow_init(t, p, kp[u], sig[u], now);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		out[i] = out[first[uidx[i]]];
+		if (unlikely(out[i] == NULL))
 			t->stats.full++;
-			out[i] = NULL;
-			continue;
-		}
-		out[i] = t->slots[p].live ? &t->flows[p] : flow_init(t, p, &keys[i], sig[i], now);
 	}
 }
 
