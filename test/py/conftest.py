@@ -74,14 +74,18 @@ def weir_testbed(cfg, **kw):
             os.environ["WEIR_TESTBED_CFG"] = old
 
 
-def measure_twice(run, good):
-    """run() a throughput measurement; when good(result) is false, run it once
-    more and return the second result. This machine is a shared 2-core VM: a
-    run now and then loses ~10 % of its throughput to whatever else runs on
-    it. A real regression fails both runs; the first result is printed so a
+def measure_twice(run, good, tries=3):
+    """run() a throughput measurement; when good(result) is false, run it
+    again, up to `tries` runs in all, and return the last result. This
+    machine is a shared 2-core VM: a run now and then loses ~10 % of its
+    throughput to whatever else runs on it (once, in CI, two runs in a row
+    both lost 8 % of the whole link with no drop anywhere). A real
+    regression fails every run; each out-of-bounds result is printed, so a
     retry is never silent."""
-    first = run()
-    if good(first):
-        return first
-    print(f"measure_twice: first run out of bounds, measuring again: {first!r}"[:400])
-    return run()
+    result = run()
+    for attempt in range(1, tries):
+        if good(result):
+            return result
+        print(f"measure_twice: run {attempt} out of bounds, measuring again: {result!r}"[:400])
+        result = run()
+    return result
