@@ -408,6 +408,19 @@ pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
  *    the backlog a random walk (open loop).
  * The pace does not follow borrowing. Returns 1 when an ACK may go now.
  */
+/* Has the class WEIR_PACED_BACKLOG packets queued plus a millisecond's
+ * worth (ms_ticks / cgap, cgap the ticks of one MSS at its rate)? Compared
+ * as qlen - B >= ms / cgap, i.e. ms < (qlen - B + 1) x cgap: no division
+ * per tick. */
+static inline bool
+paced_backlogged(const struct weir_cbq *sh, uint16_t leaf, uint64_t ms_ticks, uint64_t cgap)
+{
+	uint32_t qlen = weir_cbq_leaf_qlen(sh, leaf);
+
+	return qlen >= WEIR_PACED_BACKLOG &&
+	       ms_ticks < (uint64_t)(qlen - WEIR_PACED_BACKLOG + 1) * (cgap | 1);
+}
+
 static inline uint32_t
 paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
 	   uint64_t now, bool arrival)
@@ -424,9 +437,7 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 	if (tf->out <= 1) {
 		if (now < c->pace_next)
 			return 0;       /* the flow keeps its tick */
-		if (w->shaper[d] != NULL &&
-		    weir_cbq_leaf_qlen(w->shaper[d], leaf) >=
-		    WEIR_PACED_BACKLOG + w->tsc_hz / 1000 / (cgap | 1))
+		if (w->shaper[d] != NULL && paced_backlogged(w->shaper[d], leaf, w->tsc_hz / 1000, cgap))
 			return 0;
 		c->pace_next = RTE_MAX(c->pace_next + cgap, now - cgap);
 	}
