@@ -70,6 +70,14 @@ def run_mode(tb, mode, reverse):
     return steady, sum(q) / len(q), max(q), max(s[1] for s in samples), tb.weir_stats()
 
 
+def report(res, label):
+    """Print what run_mode measured for each mode."""
+    for m, (steady, qmean, qmax, acks, st) in res.items():
+        print(f"{label} {m}: {sum(steady) / 1e6:.2f} Mbit/s, Jain {jain(steady):.4f} "
+              f"{[round(x / 1e6, 2) for x in steady]}, data queued mean {qmean:.1f} max {qmax}, "
+              f"ACKs held max {acks}; postack {st['postack']}")
+
+
 @pytest.mark.parametrize("reverse", [False, True], ids=["upload", "download"])
 def test_postack_holds_acks_not_data(pa_tb, reverse):
     def throughput_ok(res):
@@ -78,10 +86,7 @@ def test_postack_holds_acks_not_data(pa_tb, reverse):
     # Both modes again when the goodput comparison fails once (a noisy host).
     res = measure_twice(lambda: {m: run_mode(pa_tb, m, reverse) for m in ("pfq", "postack")},
                         throughput_ok)
-    for m, (steady, qmean, qmax, acks, st) in res.items():
-        print(f"{'download' if reverse else 'upload'} {m}: {sum(steady) / 1e6:.2f} Mbit/s, "
-              f"Jain {jain(steady):.4f} {[round(x / 1e6, 2) for x in steady]}, data queued "
-              f"mean {qmean:.1f} max {qmax}, ACKs held max {acks}; postack {st['postack']}")
+    report(res, "download" if reverse else "upload")
     pfq, pa = res["pfq"], res["postack"]
     assert sum(pa[0]) >= 0.95 * sum(pfq[0]), (sum(pa[0]), sum(pfq[0]))
     if not reverse:
@@ -108,10 +113,7 @@ def test_postack_paced_upload(pa_tb):
 
     res = measure_twice(lambda: {m: run_mode(pa_tb, m, False) for m in ("pfq", "postack-paced")},
                         ok)
-    for m, (steady, qmean, qmax, acks, st) in res.items():
-        print(f"upload {m}: {sum(steady) / 1e6:.2f} Mbit/s, Jain {jain(steady):.4f} "
-              f"{[round(x / 1e6, 2) for x in steady]}, data queued mean {qmean:.1f} max {qmax}, "
-              f"ACKs held max {acks}; postack {st['postack']}")
+    report(res, "upload")
     pfq, pa = res["pfq"], res["postack-paced"]
     assert sum(pa[0]) >= 0.9 * sum(pfq[0]), (sum(pa[0]), sum(pfq[0]))
     assert jain(pa[0]) >= 0.95, pa[0]

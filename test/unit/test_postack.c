@@ -613,6 +613,22 @@ test_window_clamp(void)
 	rig_free(&r);
 }
 
+/* Two flows in the rig's one class: flow 0 with its handshake seen (WAN
+ * 40 ms away, no window scaling, MSS 1460), flow 1 a SYN only. */
+static void
+two_flows_wan_40ms(struct rig *r, uint64_t t0)
+{
+	const uint64_t ms = rte_get_tsc_hz() / 1000;
+
+	feed(r, syn_frame(0, SYN, 1460, 0), 0, t0);
+	feed(r, tcp_frame(0, 2, 4001, 1, 80, SYN, 0, 0), 0, t0);
+	while (pull1(r, t0))
+		;
+	feed(r, syn_frame(1, SYN | ACK, 1460, 0), 1, t0 + 40 * ms);
+	feed(r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1, 0), 0, t0 + 40 * ms);
+	pull1(r, t0 + 40 * ms);
+}
+
 /* TCR: the window cut to the fair share's BDP, ACKs paced MSS / share
  * apart, the WAN round trip from the handshake then smoothed by samples. */
 static void
@@ -632,13 +648,7 @@ test_tcr(void)
 	}
 	/* Two flows in the class: the share is 4 Mbit/s = 500 kB/s. The first
 	 * has its handshake seen: WAN 40 ms away, no window scaling, MSS 1460. */
-	feed(&r, syn_frame(0, SYN, 1460, 0), 0, t0);
-	feed(&r, tcp_frame(0, 2, 4001, 1, 80, SYN, 0, 0), 0, t0);
-	while (pull1(&r, t0))
-		;
-	feed(&r, syn_frame(1, SYN | ACK, 1460, 0), 1, t0 + 40 * ms);
-	feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1, 0), 0, t0 + 40 * ms);
-	pull1(&r, t0 + 40 * ms);
+	two_flows_wan_40ms(&r, t0);
 	CHECK(r.w->cls_ctr[0][1].flows == 2, "two flows");
 	/* BDP = 500 kB/s x 40 ms = 20000 bytes: an ACK offering 65535 is cut. */
 	CHECK(feed(&r, ack_frame(1, 1000, 65535), 1, t0 + 41 * ms) == 1 && r.n_emitted == 0,
@@ -690,13 +700,7 @@ test_paced(void)
 		return;
 	}
 	/* Two flows in the class, one of them idle. */
-	feed(&r, syn_frame(0, SYN, 1460, 0), 0, t0);
-	feed(&r, tcp_frame(0, 2, 4001, 1, 80, SYN, 0, 0), 0, t0);
-	while (pull1(&r, t0))
-		;
-	feed(&r, syn_frame(1, SYN | ACK, 1460, 0), 1, t0 + 40 * ms);
-	feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1, 0), 0, t0 + 40 * ms);
-	pull1(&r, t0 + 40 * ms);
+	two_flows_wan_40ms(&r, t0);
 	rig_emitted_free(&r);
 	CHECK(feed(&r, ack_frame(1, 1000, 65535), 1, t1) == 1 && r.n_emitted == 0,
 	      "an ACK with nothing held and its tick due passes");
