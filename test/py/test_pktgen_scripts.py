@@ -12,7 +12,9 @@ and types Pktgen's C functions would refuse or misread; the calls are checked ag
 parameters (ports, rate, duration) and, per script, against what its header promises
 (tuple counts of flows-1m, the class mix of classes.lua against its config, the ACK rate
 of tcp-bulk-acks.lua against the pcaps). make-pcaps runs, and its pcaps parse with scapy
-and hold what malformed.lua's and tcp-bulk-acks.lua's headers say.
+and hold what malformed.lua's and tcp-bulk-acks.lua's headers say. The runner's --zero-loss
+search (its bisection, its pass/fail verdict on a run's summary, its arguments) is
+checked with fake trials.
 
 Needs lua5.4 (Debian: apt-get install lua5.4) and Debian's python3-scapy:
     /usr/bin/python3 -m pytest test/py/test_pktgen_scripts.py
@@ -727,3 +729,115 @@ def test_tcp_bulk_acks_sends_one_pass_of_acks_per_pass_of_data(tmp_path, pcaps):
     pps = {p: rates[p] / (float(info[k]) + 24) for p, k in ((0, "data_avg"), (1, "ack_avg"))}
     assert math.isclose(burst[0] / pps[0], burst[1] / pps[1], rel_tol=1e-3)
     assert ["pktgen.pcap", "0", "on"] in calls and ["pktgen.pcap", "1", "on"] in calls
+
+
+# ---- the runner's zero-loss search (pktgen-scripts/run --zero-loss), without Pktgen -----
+def runner_module():
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("pktgen_run", str(SCRIPTS / "run"))
+    spec = importlib.util.spec_from_loader("pktgen_run", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def runner():
+    return runner_module()
+
+
+@pytest.mark.parametrize("limit", [0.3, 3.3, 5.0, 7.77, 9.99])
+def test_bisection_finds_the_limit_within_one_step(runner, limit):
+    tried = []
+
+    def trial(rate):
+        tried.append(rate)
+        return rate <= limit, {"rate": rate}
+    best, tries = runner.bisect_zero_loss(trial, 0, 10, 7)
+    assert best is not None and best <= limit < best + 10 / 2 ** 7
+    assert tried[0] == 10, "HIGH is tried first"
+    assert len({r for r in tried}) == 1 + 7
+    fails = [r for r in tried if r > limit]
+    assert len(fails) == 2 * len(set(fails)), "every failing rate is tried twice, no more"
+    assert [(r, ok, i["rate"]) for r, ok, i in tries] == [(r, r <= limit, r) for r in tried]
+
+
+def test_bisection_when_high_passes_or_nothing_does(runner):
+    best, tries = runner.bisect_zero_loss(lambda r: (True, None), 2, 30, 7)
+    assert best == 30 and len(tries) == 1
+    best, tries = runner.bisect_zero_loss(lambda r: (False, None), 2, 30, 5)
+    assert best is None and len(tries) == 2 * (1 + 5)
+    assert min(r for r, _, _ in tries) == 2 + 28 / 2 ** 5, "LOW itself is never tried"
+
+
+def test_bisection_retries_a_failing_trial_once(runner):
+    """A noisy trial fails the first try of every rate: the retry carries the search."""
+    seen = set()
+
+    def trial(rate):
+        first = rate not in seen
+        seen.add(rate)
+        return (not first and rate <= 4.0), None
+    best, tries = runner.bisect_zero_loss(trial, 0, 8, 4)
+    assert best == 4.0                          # 8 fails; 4 passes on its retry; 6, 5, 4.5 fail
+    assert [r for r, _, _ in tries] == [8, 8, 4, 4, 6, 6, 5, 5, 4.5, 4.5]
+    seen.clear()
+    best, _ = runner.bisect_zero_loss(trial, 0, 8, 4, retries=0)
+    assert best is None, "without the retry no rate passes"
+
+
+def summary(**kw):
+    s = {"tx_pkts": 10_000_000, "tx_bytes": 600_000_000, "rx_pkts": 10_000_000,
+         "offered_mpps": 2.0, "lost_pkts": 0, "loss_pct": 0.0, "fwd_reasons": {},
+         "link_mbps": 100000}
+    s.update(kw)
+    return s
+
+
+def test_zero_loss_verdict(runner):
+    assert math.isclose(runner.asked_mpps(100, 100000, 64), 100e3 / (84 * 8))
+    rate = 2.0 / runner.asked_mpps(1, 100000, 64)      # the rate that asks 2 Mpps of 64 B
+    assert runner.zero_loss_verdict(summary(), rate, 0.001) == (True, [])
+    # Pktgen held back by the forwarder (memif pushes back instead of dropping)
+    ok, why = runner.zero_loss_verdict(summary(offered_mpps=1.9), rate, 0.001)
+    assert not ok and "asked" in why[0]
+    assert runner.zero_loss_verdict(summary(offered_mpps=1.97), rate, 0.001)[0]
+    # loss above the allowance, or any drop the forwarder counted
+    assert runner.zero_loss_verdict(summary(lost_pkts=50, loss_pct=0.0005), rate, 0.001)[0]
+    assert not runner.zero_loss_verdict(summary(lost_pkts=500, loss_pct=0.005), rate, 0.001)[0]
+    ok, why = runner.zero_loss_verdict(summary(fwd_reasons={"lan.tx_full": 3}), rate, 0.001)
+    assert not ok and "lan.tx_full 3" in why[0]
+    assert not runner.zero_loss_verdict(
+        summary(fwd_reasons={"wan.tx_dropped(lan rx - wan tx)": 1}), rate, 1)[0]
+    # frames weir counts but forwards are no loss
+    assert runner.zero_loss_verdict(
+        summary(fwd_reasons={"lan.flow_full": 9, "lan.malformed_by.ip_len": 2}), rate, 0.001)[0]
+    assert not runner.zero_loss_verdict(summary(tx_pkts=0), rate, 0.001)[0]
+
+
+def test_summary_reads_the_link_speed(runner):
+    port = {"opackets": 100, "obytes": 6000, "ipackets": 100, "ibytes": 6000}
+    res = {"pktgen": {"params": {"TX_PORT": 0, "RX_PORT": 1}, "traffic_s": 1.0,
+                      "links": {"0": "<UP-100000-FD>", "1": "<UP-100000-FD>"},
+                      "ports": {"0": {"port": port, "pkt": {}}, "1": {"port": port, "pkt": {}}}}}
+    runner.summarize(res, None)
+    assert res["summary"]["link_mbps"] == 100000 and res["summary"]["loss_pct"] == 0
+
+
+def test_zero_loss_arguments(runner):
+    ap = runner.arg_parser()
+    a = ap.parse_args(["--zero-loss", "--zl-range", "1", "9.5", "--fwd", "testpmd-io", "64B"])
+    runner.check_args(ap, a)
+    assert a.zero_loss and a.zl_range == [1.0, 9.5] and a.zl_steps == 7 and a.zl_loss == 0.001
+    a = ap.parse_args(["--zero-loss", "imix"])
+    runner.check_args(ap, a)
+    assert a.zl_range == [0.0, 100.0] and a.script == ["imix"] and a.rate is None
+    for bad in (["--zero-loss", "--zl-range", "5", "5", "64B"],
+                ["--zero-loss", "--zl-range", "1", "101", "64B"],
+                ["--zero-loss", "--rate", "5", "64B"],
+                ["--zero-loss", "--zl-steps", "0", "64B"],
+                ["--zero-loss", "64B", "imix"],
+                ["--zero-loss", "--bench", "64B"]):
+        with pytest.raises(SystemExit):
+            runner.check_args(ap, ap.parse_args(bad))
