@@ -37,6 +37,7 @@ struct weir_port_counters {
 	uint64_t flow_full;      /* bridged unmanaged: new flow, flow table full */
 	uint64_t managed;        /* frames tracked in a flow */
 	uint64_t win_clamped;    /* ACKs whose advertised window PostACK cut */
+	uint64_t sack_passed;    /* ACKs with SACK blocks PostACK let through unheld (loss) */
 	uint64_t malformed_by[WEIR_MAL__COUNT];
 } __rte_cache_aligned;
 

@@ -555,10 +555,24 @@ postack_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, e
 		return false;
 	if (t->mode[d] == WEIR_MODE_TCR)
 		return tcr_ack(w, f, m, p, a, slot, now, held);
+	if (t->mode[d] != WEIR_MODE_POSTACK && t->mode[d] != WEIR_MODE_PACED)
+		return false;
+	if (p->flags & WEIR_PF_TCP_SACK) {
+		/* SACK blocks: the receiver holds data past a hole (RFC 2018), a
+		 * loss the sender has to hear of now. Held behind the flow's
+		 * ACK queue, the news would wait as long as that queue takes to
+		 * drain (seconds at a few KB/s) while the hole stalls delivery.
+		 * What is held goes first (order), then this one, and so on for
+		 * each ACK until the hole is filled; the sender's own loss
+		 * response keeps the data it sends meanwhile in check. */
+		if (held > 0)
+			postack_flush(w, d, slot);
+		postack_note_edge(w, f, p, a, slot);
+		w->ctr.port[a].sack_passed++;
+		return false;
+	}
 	if (t->mode[d] == WEIR_MODE_PACED)
 		return paced_ack(w, f, m, p, a, slot, now, held, t->leaf[d]);
-	if (t->mode[d] != WEIR_MODE_POSTACK)
-		return false;
 	if (data_qlen(w, a, slot) != 0 || (held == 0 && data_qlen(w, d, slot) == 0)) {
 		/* Earlier frames of this direction still queued (keep order), or
 		 * the flow is not over its share: it goes on; note its window. */

@@ -178,10 +178,20 @@ def run(tb, cfgdir, mode, rate_kBps, n, duration, limit=0, cc=None, pairs=None, 
     }
 
 
+_next_cport = [0]
+
+
 def iperf_cport(tb, pairs, duration, cc, probe_thread):
-    """Like weirtb.iperf_flows, with each client's data connection on port CPORT + i."""
+    """Like weirtb.iperf_flows, with each client's data connection on a port of
+    the class's range CPORT..CPORT+99. Each run takes the next ports of the range:
+    a connection its client closed first holds its port in TIME_WAIT for 60 s, and
+    a run reusing it at once failed to bind ("Address already in use")."""
     from weirtb.traffic import _dst_addr, _wait_listening, _parse_flow
     servers, clients, out = [], [], []
+    if _next_cport[0] + len(pairs) > 100:
+        _next_cport[0] = 0
+    base = CPORT + _next_cport[0]
+    _next_cport[0] += len(pairs)
     try:
         for i, (lan, wan) in enumerate(pairs):
             servers.append(tb.popen(wan, ["iperf3", "-s", "-1", "-p", str(5201 + i), "-J"]))
@@ -189,7 +199,7 @@ def iperf_cport(tb, pairs, duration, cc, probe_thread):
             _wait_listening(tb, wan, 5201 + i)
         for i, (lan, wan) in enumerate(pairs):
             argv = ["iperf3", "-c", _dst_addr(tb, wan), "-p", str(5201 + i), "--cport",
-                    str(CPORT + i), "-t", str(duration), "-i", "1", "-J", "--get-server-output"]
+                    str(base + i), "-t", str(duration), "-i", "1", "-J", "--get-server-output"]
             if cc:
                 argv += ["-C", cc]
             clients.append(tb.popen(lan, argv))

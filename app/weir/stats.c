@@ -64,6 +64,7 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 		      "malformed_by", mal);
 	json_object_set_new(o, "refused", json_integer((json_int_t)pc->refused));
 	json_object_set_new(o, "win_clamped", json_integer((json_int_t)pc->win_clamped));
+	json_object_set_new(o, "sack_passed", json_integer((json_int_t)pc->sack_passed));
 	/* What the PMD itself saw: frames lost before weir could poll them. */
 	if (app->ports.started[role] && rte_eth_stats_get(app->ports.id[role], &es) == 0) {
 		json_object_set_new(o, "pmd_rx_missed", json_integer((json_int_t)es.imissed));

@@ -442,6 +442,80 @@ test_pfq_mode(void)
 	rig_free(&r);
 }
 
+/* A pure ACK back (tagged like BACK) whose receiver reports a hole: one
+ * SACK block, after two NOPs, in 12 bytes of options. */
+static struct rte_mbuf *
+sack_ack(uint32_t tag)
+{
+	struct rte_mbuf *m = tcp_frame(1, 1, 4000, 1, 80, ACK, tag, 12);
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	static const uint8_t opt[12] = { 1, 1, 5, 10, 0, 0, 0x10, 0, 0, 0, 0x20, 0 };
+
+	f[46] = 0x80;                   /* data offset 8: the 12 bytes are options */
+	memcpy(f + 54, opt, sizeof(opt));
+	return m;
+}
+
+/* An ACK with SACK blocks is the news of a loss: it is never held behind
+ * the flow's ACK queue (what is held goes first), in postack and in
+ * postack-paced; once ACKs come without SACK again, holding resumes. */
+static void
+test_sack_passes(void)
+{
+	static const uint8_t modes[] = { WEIR_MODE_POSTACK, WEIR_MODE_PACED };
+
+	for (unsigned int i = 0; i < RTE_DIM(modes); i++) {
+		struct weir_policy_conf pc = {
+			.tree = { { .rate = 100000000000ull, .mode = modes[i] },
+				  { .rate = 100000000000ull, .mode = WEIR_MODE_PFQ } },
+		};
+		struct rig r;
+		uint64_t now = rte_get_tsc_hz();
+		char name[32];
+
+		snprintf(name, sizeof(name), "pa_sack%u", i);
+		if (rig_make_pa(&r, &pc, name, 256) != 0) {
+			CHECK(0, "rig");
+			return;
+		}
+		feed(&r, tcp_frame(0, 1, 4000, 1, 80, SYN, 0, 0), 0, now);
+		pull1(&r, now);
+		for (uint32_t k = 0; k < 3; k++)
+			feed(&r, UP(1 + 100 * k, 100), 0, now);
+		feed(&r, BACK(11), 1, now);
+		feed(&r, BACK(12), 1, now);
+		CHECK(weir_postack_len(r.w->pa, 0, 0) == 2 && r.n_emitted == 0,
+		      "%s: two ACKs held", weir_shape_mode_name(modes[i]));
+		CHECK(feed(&r, sack_ack(13), 1, now) == 0 &&
+		      emitted_tags(&r, (uint32_t[]){ 11, 12 }, 2) &&
+		      weir_postack_len(r.w->pa, 0, 0) == 0 && qlen(&r, 1, 1) == 1 &&
+		      r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 1,
+		      "%s: the SACK ACK releases the held ones ahead of itself and goes on",
+		      weir_shape_mode_name(modes[i]));
+		rig_emitted_free(&r);
+		{
+			struct rte_mbuf *m;
+
+			CHECK(weir_worker_dequeue(r.w, WEIR_PORT_WAN, now, &m, 1) == 1 &&
+			      tag_of(m) == 13, "%s: it left after them", weir_shape_mode_name(modes[i]));
+			rte_pktmbuf_free(m);
+		}
+		CHECK(feed(&r, sack_ack(14), 1, now) == 0 && weir_postack_len(r.w->pa, 0, 0) == 0 &&
+		      qlen(&r, 1, 1) == 1, "%s: the next SACK ACK passes too",
+		      weir_shape_mode_name(modes[i]));
+		{
+			struct rte_mbuf *m;
+
+			weir_worker_dequeue(r.w, WEIR_PORT_WAN, now, &m, 1);
+			rte_pktmbuf_free(m);
+		}
+		feed(&r, BACK(15), 1, now);
+		CHECK(weir_postack_len(r.w->pa, 0, 0) == 1,
+		      "%s: hole filled (no SACK): held again", weir_shape_mode_name(modes[i]));
+		rig_free(&r);
+	}
+}
+
 /* ---------------- checksums and the window clamp ---------------- */
 
 /* RFC 1624 update against a full recomputation, on random data with the
@@ -743,6 +817,7 @@ main(int argc, char **argv)
 	test_release_rule();
 	test_handshake_rtt();
 	test_pfq_mode();
+	test_sack_passes();
 	test_cksum_update();
 	test_cksum_ipv6();
 	test_window_clamp();
