@@ -803,13 +803,18 @@ def test_zero_loss_verdict(runner):
     ok, why = runner.zero_loss_verdict(summary(offered_mpps=1.9), rate, 0.001)
     assert not ok and "asked" in why[0]
     assert runner.zero_loss_verdict(summary(offered_mpps=1.97), rate, 0.001)[0]
-    # loss above the allowance, or any drop the forwarder counted
-    assert runner.zero_loss_verdict(summary(lost_pkts=50, loss_pct=0.0005), rate, 0.001)[0]
-    assert not runner.zero_loss_verdict(summary(lost_pkts=500, loss_pct=0.005), rate, 0.001)[0]
-    ok, why = runner.zero_loss_verdict(summary(fwd_reasons={"lan.tx_full": 3}), rate, 0.001)
-    assert not ok and "lan.tx_full 3" in why[0]
+    # loss above the allowance (0.001 % of 10 M frames: 100), Pktgen's or the forwarder's
+    assert runner.zero_loss_verdict(summary(lost_pkts=100, loss_pct=0.001), rate, 0.001)[0]
+    assert not runner.zero_loss_verdict(summary(lost_pkts=101, loss_pct=0.00101), rate, 0.001)[0]
+    assert runner.zero_loss_verdict(summary(fwd_reasons={"lan.tx_full": 99}), rate, 0.001)[0]
+    ok, why = runner.zero_loss_verdict(summary(fwd_reasons={"lan.tx_full": 101}), rate, 0.001)
+    assert not ok and "lan.tx_full 101" in why[0]
+    assert not runner.zero_loss_verdict(summary(fwd_reasons={"lan.tx_full": 1}), rate, 0)[0]
+    assert not runner.zero_loss_verdict(summary(lost_pkts=1, loss_pct=1e-5), rate, 0)[0]
     assert not runner.zero_loss_verdict(
-        summary(fwd_reasons={"wan.tx_dropped(lan rx - wan tx)": 1}), rate, 1)[0]
+        summary(fwd_reasons={"wan.tx_dropped(lan rx - wan tx)": 200}), rate, 0.001)[0]
+    assert runner.zero_loss_verdict(
+        summary(fwd_reasons={"wan.tx_dropped(lan rx - wan tx)": 200}), rate, 0.1)[0]
     # frames weir counts but forwards are no loss
     assert runner.zero_loss_verdict(
         summary(fwd_reasons={"lan.flow_full": 9, "lan.malformed_by.ip_len": 2}), rate, 0.001)[0]
