@@ -231,10 +231,15 @@ weir_postack_watchdog(struct weir_postack *pa, uint64_t now, unsigned int budget
 		      weir_postack_decide_fn decide, void *arg, struct rte_mbuf **out,
 		      uint8_t *dir_of, unsigned int max)
 {
-	unsigned int n = 0;
+	unsigned int n = 0, n_later = 0;
+	uint32_t later[WEIR_POSTACK_WATCH_MAX];
 
-	/* One look per flow per call: a flow put back goes behind the rest. */
-	budget = RTE_MIN(budget, pa->ring_n);
+	/* One look per flow per call. A flow that released something goes
+	 * behind the ones that did not, so when several are due and only one
+	 * may go (postack-paced's class clock), they take turns: put back in
+	 * the order looked at, the ring's first flow won every time and the
+	 * last one starved (one of 8 flows at a sixth of its share). */
+	budget = RTE_MIN(RTE_MIN(budget, pa->ring_n), (unsigned int)WEIR_POSTACK_WATCH_MAX);
 	while (budget-- > 0 && pa->ring_n > 0 && n < max) {
 		uint32_t e = pa->ring[pa->ring_head];
 		int d = (int)(e >> RING_DIR_BIT);
@@ -250,15 +255,22 @@ weir_postack_watchdog(struct weir_postack *pa, uint64_t now, unsigned int budget
 		enum weir_postack_why why = WEIR_PA_IDLE;
 		uint32_t want = decide(arg, d, slot, now, q->n, &why);
 
+		k = 0;
 		if (want > 0) {
 			k = weir_postack_release(pa, d, slot, out + n, RTE_MIN(max - n, want), why);
 			for (unsigned int i = 0; i < k; i++)
 				dir_of[n + i] = (uint8_t)d;
 			n += k;
 		}
-		if (q->n > 0)
+		if (q->n == 0)
+			continue;
+		if (k > 0)
+			later[n_later++] = e;
+		else
 			ring_add(pa, d, slot);  /* look again on the next lap */
 	}
+	for (unsigned int i = 0; i < n_later; i++)
+		ring_add(pa, (int)(later[i] >> RING_DIR_BIT), later[i] & ~(1u << RING_DIR_BIT));
 	return n;
 }
 

@@ -50,6 +50,7 @@
 
 #define WEIR_POSTACK_REC_BYTES 120      /* frame bytes a record holds inline */
 #define WEIR_POSTACK_NONE UINT32_MAX
+#define WEIR_POSTACK_WATCH_MAX 64       /* flows one watchdog call looks at, at most */
 
 struct weir_postack_conf {
 	uint32_t n_flows;       /* flow-table slots */

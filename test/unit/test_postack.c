@@ -208,6 +208,54 @@ test_watchdog(void)
 	weir_postack_free(pa);
 }
 
+/* One release per call, to whoever asks first: a class clock. */
+static unsigned int slot_given;
+
+static uint32_t
+decide_one_per_call(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
+		    enum weir_postack_why *why)
+{
+	RTE_SET_USED(arg);
+	RTE_SET_USED(d);
+	RTE_SET_USED(slot);
+	RTE_SET_USED(now);
+	RTE_SET_USED(held);
+	*why = WEIR_PA_PACED;
+	if (slot_given)
+		return 0;
+	slot_given = 1;
+	return 1;
+}
+
+/* Several flows due, one release a call: they take turns (a flow that
+ * released goes behind those that did not), none starves. */
+static void
+test_watchdog_turns(void)
+{
+	struct weir_postack *pa = store(64, 16);
+	struct rte_mbuf *out[4];
+	uint8_t dir_of[4];
+	unsigned int n_out, got[4] = { 0 };
+
+	for (uint32_t f = 0; f < 4; f++)
+		for (uint32_t i = 0; i < 8; i++)
+			weir_postack_hold(pa, 0, f, random_frame(60, i), 0, out, &n_out);
+	for (int call = 0; call < 16; call++) {
+		unsigned int n;
+
+		slot_given = 0;
+		n = weir_postack_watchdog(pa, 1, 8, decide_one_per_call, NULL, out, dir_of, 4);
+		for (uint32_t f = 0; f < 4; f++)
+			got[f] += 8 - weir_postack_len(pa, 0, f) - got[f];
+		rte_pktmbuf_free_bulk(out, n);
+	}
+	CHECK(got[0] == 4 && got[1] == 4 && got[2] == 4 && got[3] == 4,
+	      "16 calls, 4 flows: 4 releases each (%u %u %u %u)", got[0], got[1], got[2], got[3]);
+	for (uint32_t f = 0; f < 4; f++)
+		rte_pktmbuf_free_bulk(out, weir_postack_release(pa, 0, f, out, 4, WEIR_PA_FLUSH));
+	weir_postack_free(pa);
+}
+
 /* ---------------- the worker's rule ---------------- */
 
 /* An upload: data LAN -> WAN (flow 10.0.0.1:4000 -> 192.0.2.1:80), its
@@ -814,6 +862,7 @@ main(int argc, char **argv)
 	test_kept_mbufs();
 	test_limits();
 	test_watchdog();
+	test_watchdog_turns();
 	test_release_rule();
 	test_handshake_rtt();
 	test_pfq_mode();
