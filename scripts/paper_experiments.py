@@ -298,7 +298,7 @@ def fig8(out, quick, cfgdir):
 
 def fig9(out, quick, cfgdir):
     """WAN loss: one flow in a 200 KB/s class, random loss 0-5 %."""
-    losses = [0, 1, 3] if quick else [0, 0.5, 1, 2, 3, 4, 5]
+    losses = [0, 1, 3, 5] if quick else [0, 0.5, 1, 2, 3, 4, 5]
     modes = only(["pfq", "tcr", "postack", "postack-paced", "htb"])
     rows = []
     for loss in losses:
