@@ -151,15 +151,18 @@ struct weir_postack_q {
 	uint32_t head, tail;    /* record indices, WEIR_POSTACK_NONE when empty */
 	uint16_t n;
 	uint8_t listed;         /* on the watchdog ring */
-	uint8_t re_valid;       /* re_max holds a value */
+	uint8_t flags;          /* WEIR_PAQ_*: which of the fields below hold a value */
 	/* Round trip from the gateway to this direction's data sender and
 	 * back (TSC ticks, 0 = unknown): how long a released ACK takes to
 	 * bring data back. Measured on the handshake. */
 	uint32_t rtt;
 	uint64_t hs_tsc;        /* TSC of this direction's SYN (or SYN+ACK): times the handshake */
 	uint32_t re_max;        /* furthest window right edge released to the sender (seq) */
-	uint32_t _pad;
+	uint32_t drop_seq;      /* seq of this direction's last data segment the gateway dropped */
 };
+
+#define WEIR_PAQ_RE_VALID       0x01    /* re_max */
+#define WEIR_PAQ_DROP_VALID     0x02    /* drop_seq */
 
 struct weir_postack_rec;
 
@@ -188,7 +191,7 @@ weir_postack_reset(struct weir_postack *pa, uint32_t slot)
 	for (int d = 0; d < 2; d++) {
 		pa->q[d][slot].rtt = 0;
 		pa->q[d][slot].hs_tsc = 0;
-		pa->q[d][slot].re_valid = 0;
+		pa->q[d][slot].flags = 0;
 	}
 }
 

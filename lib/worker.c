@@ -248,9 +248,9 @@ postack_note_edge(struct weir_worker *w, const struct weir_flow *f, const struct
 	int shift = ack_wscale(f, a);
 	uint32_t edge = p->ack + ((uint32_t)p->win << (shift < 0 ? 0 : shift));
 
-	if (shift >= 0 && (!q->re_valid || seq_lt(q->re_max, edge))) {
+	if (shift >= 0 && (!(q->flags & WEIR_PAQ_RE_VALID) || seq_lt(q->re_max, edge))) {
 		q->re_max = edge;
-		q->re_valid = 1;
+		q->flags |= WEIR_PAQ_RE_VALID;
 	}
 }
 
@@ -279,7 +279,7 @@ postack_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf 
 	/* f->mss[a]: what the ACK's sender said it can receive, the segment
 	 * size the data sender uses. */
 	limit_edge = p->ack + (uint32_t)w->pa->ack_limit * f->mss[a];
-	if (q->re_valid && seq_lt(limit_edge, q->re_max))
+	if ((q->flags & WEIR_PAQ_RE_VALID) && seq_lt(limit_edge, q->re_max))
 		limit_edge = q->re_max;
 	if (!seq_lt(limit_edge, edge)) {
 		postack_note_edge(w, f, p, a, slot);
@@ -290,9 +290,9 @@ postack_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf 
 	win = RTE_MIN(win, 0xffffu);
 	tcp = rte_pktmbuf_mtod_offset(m, uint8_t *, p->l4_off);
 	weir_cksum_set16(tcp + 14, tcp + 16, rte_cpu_to_be_16((uint16_t)win));
-	if (seq_lt(q->re_max, p->ack + (win << shift)) || !q->re_valid)
+	if (seq_lt(q->re_max, p->ack + (win << shift)) || !(q->flags & WEIR_PAQ_RE_VALID))
 		q->re_max = p->ack + (win << shift);
-	q->re_valid = 1;
+	q->flags |= WEIR_PAQ_RE_VALID;
 	w->ctr.port[a].win_clamped++;
 }
 
@@ -510,6 +510,16 @@ ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 	return pace_due(w, f, d, slot, t->leaf[d], now, held);
 }
 
+/* Did this gateway drop data of direction d at or past `hole` (the
+ * cumulative ACK of an ACK reporting a hole)? Then the loss is its own. */
+static inline bool
+own_drop(const struct weir_postack *pa, int d, uint32_t slot, uint32_t hole)
+{
+	const struct weir_postack_q *q = &pa->q[d][slot];
+
+	return (q->flags & WEIR_PAQ_DROP_VALID) && !seq_lt(q->drop_seq, hole);
+}
+
 /*
  * PostACK for a TCP packet of flow f travelling in direction a; its ACKs
  * answer data direction d = a ^ 1. A pure ACK is held (returns true: the
@@ -557,14 +567,17 @@ postack_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, e
 		return tcr_ack(w, f, m, p, a, slot, now, held);
 	if (t->mode[d] != WEIR_MODE_POSTACK && t->mode[d] != WEIR_MODE_PACED)
 		return false;
-	if (p->flags & WEIR_PF_TCP_SACK) {
+	if ((p->flags & WEIR_PF_TCP_SACK) && !own_drop(w->pa, d, slot, p->ack)) {
 		/* SACK blocks: the receiver holds data past a hole (RFC 2018), a
 		 * loss the sender has to hear of now. Held behind the flow's
 		 * ACK queue, the news would wait as long as that queue takes to
 		 * drain (seconds at a few KB/s) while the hole stalls delivery.
 		 * What is held goes first (order), then this one, and so on for
 		 * each ACK until the hole is filled; the sender's own loss
-		 * response keeps the data it sends meanwhile in check. */
+		 * response keeps the data it sends meanwhile in check. Not when
+		 * the hole is one this gateway made (own_drop): the flow is over
+		 * its share, and a burst of released ACKs would bring a burst
+		 * of data into a full queue (32 flows: 10 % retransmitted). */
 		if (held > 0)
 			postack_flush(w, d, slot);
 		postack_note_edge(w, f, p, a, slot);
@@ -844,6 +857,22 @@ shaped_qid(const struct weir_worker *w, const struct weir_policy_target *t, int 
 	return f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
 }
 
+/* The gateway dropped a data segment of f travelling d: remember its seq,
+ * so a SACK reporting that hole is known to be this gateway's (own_drop). */
+static inline void
+note_drop(struct weir_worker *w, const struct weir_flow *f, int d, const struct weir_pkt *p)
+{
+	struct weir_postack_q *q;
+
+	if (p->l4proto != IPPROTO_TCP || p->payload_len == 0)
+		return;
+	q = &w->pa->q[d][weir_flow_slot(w->flows, f)];
+	if (!(q->flags & WEIR_PAQ_DROP_VALID) || seq_lt(q->drop_seq, p->seq)) {
+		q->drop_seq = p->seq;
+		q->flags |= WEIR_PAQ_DROP_VALID;
+	}
+}
+
 /* Queue a burst in its direction's class tree: each frame in its flow's
  * queue in its flow's leaf (frames without a flow share one queue in the
  * default class). A full queue drops the arriving frame of that flow only,
@@ -865,6 +894,8 @@ enqueue_shaped(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf 
 		if (unlikely(taken & (1ull << i)))
 			continue;
 		if (unlikely(weir_cbq_enqueue(sh, leaf, qid, pkts[i], now) != 0)) {
+			if (w->pa != NULL && f != NULL)
+				note_drop(w, f, from, &weir_mbuf_meta(pkts[i])->pkt);
 			rte_pktmbuf_free(pkts[i]);
 			pc->dropped++;
 		} else if (unlikely(t->mode[from] == WEIR_MODE_PACED) && f != NULL &&

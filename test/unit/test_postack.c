@@ -504,6 +504,54 @@ sack_ack(uint32_t tag)
 	return m;
 }
 
+/* sack_ack with its cumulative ACK (the hole's start) at `ack`. */
+static struct rte_mbuf *
+sack_ack_at(uint32_t tag, uint32_t ack)
+{
+	struct rte_mbuf *m = sack_ack(tag);
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+
+	f[42] = (uint8_t)(ack >> 24);
+	f[43] = (uint8_t)(ack >> 16);
+	f[44] = (uint8_t)(ack >> 8);
+	f[45] = (uint8_t)ack;
+	return m;
+}
+
+/* A hole this gateway made (its queue dropped the segment) is not news
+ * to rush: the flow is over its share. Its SACK ACKs are held as any;
+ * once the receiver's hole is past the drop, a new hole (WAN loss) is. */
+static void
+test_sack_own_drop(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 100000000000ull }, { .rate = 100000000000ull, .mode = WEIR_MODE_PFQ } },
+	};
+	struct rig r;
+	uint64_t now = rte_get_tsc_hz();
+
+	if (rig_make_pa(&r, &pc, "pa_owndrop", 256) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	feed(&r, tcp_frame(0, 1, 4000, 1, 80, SYN, 0, 0), 0, now);
+	pull1(&r, now);
+	/* The flow's queue holds 16: the 17th segment (seq 1601) is dropped. */
+	for (uint32_t k = 0; k < 17; k++)
+		feed(&r, UP(1 + 100 * k, 100), 0, now);
+	CHECK(r.w->ctr.port[WEIR_PORT_LAN].dropped == 1, "one dropped (%u queued, %lu dropped)", qlen(&r, 0, 1), (unsigned long)r.w->ctr.port[WEIR_PORT_LAN].dropped);
+	feed(&r, BACK(11), 1, now);
+	CHECK(feed(&r, sack_ack_at(12, 1601), 1, now) == 0 && weir_postack_len(r.w->pa, 0, 0) == 2 &&
+	      r.n_emitted == 0 && r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 0,
+	      "a SACK for the gateway's own drop is held like any ACK");
+	CHECK(feed(&r, sack_ack_at(13, 1701), 1, now) == 0 && weir_postack_len(r.w->pa, 0, 0) == 0 &&
+	      emitted_tags(&r, (uint32_t[]){ 11, 12 }, 2) &&
+	      r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 1,
+	      "a hole past the drop (lost beyond the gateway) passes, after what was held");
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
 /* An ACK with SACK blocks is the news of a loss: it is never held behind
  * the flow's ACK queue (what is held goes first), in postack and in
  * postack-paced; once ACKs come without SACK again, holding resumes. */
@@ -867,6 +915,7 @@ main(int argc, char **argv)
 	test_handshake_rtt();
 	test_pfq_mode();
 	test_sack_passes();
+	test_sack_own_drop();
 	test_cksum_update();
 	test_cksum_ipv6();
 	test_window_clamp();
