@@ -510,6 +510,17 @@ ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 	return pace_due(w, f, d, slot, t->leaf[d], now, held);
 }
 
+/* A D-SACK (RFC 2883): the first block reports data received twice, below
+ * the cumulative ACK; it answers a spurious retransmission, not a hole. */
+static inline bool
+dsack(const struct rte_mbuf *m, const struct weir_pkt *p)
+{
+	const uint8_t *b = rte_pktmbuf_mtod_offset(m, const uint8_t *, p->l4_off + p->sack_off);
+	uint32_t left = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+
+	return seq_lt(left, p->ack);
+}
+
 /* Did this gateway drop data of direction d at or past `hole` (the
  * cumulative ACK of an ACK reporting a hole)? Then the loss is its own. */
 static inline bool
@@ -567,7 +578,7 @@ postack_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, e
 		return tcr_ack(w, f, m, p, a, slot, now, held);
 	if (t->mode[d] != WEIR_MODE_POSTACK && t->mode[d] != WEIR_MODE_PACED)
 		return false;
-	if ((p->flags & WEIR_PF_TCP_SACK) && !own_drop(w->pa, d, slot, p->ack)) {
+	if ((p->flags & WEIR_PF_TCP_SACK) && !dsack(m, p) && !own_drop(w->pa, d, slot, p->ack)) {
 		/* SACK blocks: the receiver holds data past a hole (RFC 2018), a
 		 * loss the sender has to hear of now. Held behind the flow's
 		 * ACK queue, the news would wait as long as that queue takes to

@@ -549,6 +549,23 @@ test_sack_own_drop(void)
 	      r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 1,
 	      "a hole past the drop (lost beyond the gateway) passes, after what was held");
 	rig_emitted_free(&r);
+	/* A D-SACK (its block below the cumulative ACK: data received twice)
+	 * reports no hole: held. */
+	{
+		struct rte_mbuf *m;
+
+		CHECK(weir_worker_dequeue(r.w, WEIR_PORT_WAN, now, &m, 1) == 1 && tag_of(m) == 13,
+		      "the passed SACK ACK left through the inbound tree");
+		rte_pktmbuf_free(m);
+	}
+	feed(&r, BACK(14), 1, now);
+	{
+		struct rte_mbuf *m = sack_ack_at(15, 0x2001);   /* its block: 0x1000-0x2000 */
+
+		CHECK(feed(&r, m, 1, now) == 0 && weir_postack_len(r.w->pa, 0, 0) == 2 &&
+		      r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 1, "a D-SACK is held like any ACK");
+	}
+	rig_emitted_free(&r);
 	rig_free(&r);
 }
 
