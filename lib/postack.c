@@ -93,6 +93,13 @@ ring_add(struct weir_postack *pa, int d, uint32_t slot)
 	pa->ring[(pa->ring_head + pa->ring_n++) % pa->ring_size] = (uint32_t)d << RING_DIR_BIT | slot;
 }
 
+/* Put a ring entry taken off the ring back at its tail. */
+static inline void
+ring_add_entry(struct weir_postack *pa, uint32_t e)
+{
+	ring_add(pa, (int)(e >> RING_DIR_BIT), e & ~(1u << RING_DIR_BIT));
+}
+
 /* Take the oldest record of q out of the queue; returns its index. */
 static inline uint32_t
 pop_rec(struct weir_postack *pa, struct weir_postack_q *q)
@@ -267,10 +274,10 @@ weir_postack_watchdog(struct weir_postack *pa, uint64_t now, unsigned int budget
 		if (k > 0)
 			later[n_later++] = e;
 		else
-			ring_add(pa, d, slot);  /* look again on the next lap */
+			ring_add_entry(pa, e);  /* look again on the next lap */
 	}
 	for (unsigned int i = 0; i < n_later; i++)
-		ring_add(pa, (int)(later[i] >> RING_DIR_BIT), later[i] & ~(1u << RING_DIR_BIT));
+		ring_add_entry(pa, later[i]);
 	return n;
 }
 

@@ -515,10 +515,10 @@ ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 static inline bool
 dsack(const struct rte_mbuf *m, const struct weir_pkt *p)
 {
-	const uint8_t *b = rte_pktmbuf_mtod_offset(m, const uint8_t *, p->l4_off + p->sack_off);
-	uint32_t left = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+	const unaligned_uint32_t *left =
+		rte_pktmbuf_mtod_offset(m, const unaligned_uint32_t *, p->l4_off + p->sack_off);
 
-	return seq_lt(left, p->ack);
+	return seq_lt(rte_be_to_cpu_32(*left), p->ack);
 }
 
 /* Did this gateway drop data of direction d at or past `hole` (the

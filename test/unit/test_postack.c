@@ -246,7 +246,7 @@ test_watchdog_turns(void)
 		slot_given = 0;
 		n = weir_postack_watchdog(pa, 1, 8, decide_one_per_call, NULL, out, dir_of, 4);
 		for (uint32_t f = 0; f < 4; f++)
-			got[f] += 8 - weir_postack_len(pa, 0, f) - got[f];
+			got[f] = 8 - weir_postack_len(pa, 0, f);     /* released so far */
 		rte_pktmbuf_free_bulk(out, n);
 	}
 	CHECK(got[0] == 4 && got[1] == 4 && got[2] == 4 && got[3] == 4,
@@ -296,32 +296,53 @@ emitted_tags(struct rig *r, const uint32_t *want, unsigned int n)
 	return 1;
 }
 
+/* A rig for the upload: outbound leaves in `mode`, inbound pfq, both at
+ * 100 Gbit/s, the flow opened by its SYN (dequeued). */
+static int
+upload_rig(struct rig *r, uint8_t mode, const char *name, uint64_t now)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 100000000000ull, .mode = mode },
+			  { .rate = 100000000000ull, .mode = WEIR_MODE_PFQ } },
+	};
+
+	if (rig_make_pa(r, &pc, name, 256) != 0) {
+		CHECK(0, "rig");
+		return -1;
+	}
+	feed(r, tcp_frame(0, 1, 4000, 1, 80, SYN, 0, 0), 0, now);
+	pull1(r, now);
+	return 0;
+}
+
+/* Dequeue one frame of the inbound tree; its tag, or UINT32_MAX for none. */
+static uint32_t
+pull_back(struct rig *r, uint64_t now)
+{
+	struct rte_mbuf *m;
+	uint32_t tag;
+
+	if (weir_worker_dequeue(r->w, WEIR_PORT_WAN, now, &m, 1) == 0)
+		return UINT32_MAX;
+	tag = tag_of(m);
+	rte_pktmbuf_free(m);
+	return tag;
+}
+
 static void
 test_release_rule(void)
 {
-	struct weir_policy_conf pc = {
-		.tree = { { .rate = 100000000000ull }, { .rate = 100000000000ull, .mode = WEIR_MODE_PFQ } },
-	};
 	struct rig r;
 	uint64_t now = rte_get_tsc_hz();
 	const struct weir_postack_stats *st;
 
-	if (rig_make_pa(&r, &pc, "pa_rule", 256) != 0) {
-		CHECK(0, "rig");
+	if (upload_rig(&r, WEIR_MODE_POSTACK, "pa_rule", now) != 0)
 		return;
-	}
 	st = weir_postack_stats(r.w->pa);
-	feed(&r, tcp_frame(0, 1, 4000, 1, 80, SYN, 0, 0), 0, now);
-	pull1(&r, now);
 	/* No data queued: ACKs pass (the flow is not over its share). */
 	CHECK(feed(&r, BACK(1), 1, now) == 0 && qlen(&r, 1, 1) == 1 && st->held == 0,
 	      "ACK with no data queued goes on (to the inbound tree)");
-	{
-		struct rte_mbuf *m;
-
-		weir_worker_dequeue(r.w, WEIR_PORT_WAN, now, &m, 1);
-		rte_pktmbuf_free(m);
-	}
+	pull_back(&r, now);
 	/* Three data segments wait; two ACKs come back: held. */
 	for (uint32_t i = 0; i < 3; i++)
 		feed(&r, UP(1 + 100 * i, 100), 0, now);
@@ -524,22 +545,15 @@ sack_ack_at(uint32_t tag, uint32_t ack)
 static void
 test_sack_own_drop(void)
 {
-	struct weir_policy_conf pc = {
-		.tree = { { .rate = 100000000000ull }, { .rate = 100000000000ull, .mode = WEIR_MODE_PFQ } },
-	};
 	struct rig r;
 	uint64_t now = rte_get_tsc_hz();
 
-	if (rig_make_pa(&r, &pc, "pa_owndrop", 256) != 0) {
-		CHECK(0, "rig");
+	if (upload_rig(&r, WEIR_MODE_POSTACK, "pa_owndrop", now) != 0)
 		return;
-	}
-	feed(&r, tcp_frame(0, 1, 4000, 1, 80, SYN, 0, 0), 0, now);
-	pull1(&r, now);
 	/* The flow's queue holds 16: the 17th segment (seq 1601) is dropped. */
 	for (uint32_t k = 0; k < 17; k++)
 		feed(&r, UP(1 + 100 * k, 100), 0, now);
-	CHECK(r.w->ctr.port[WEIR_PORT_LAN].dropped == 1, "one dropped (%u queued, %lu dropped)", qlen(&r, 0, 1), (unsigned long)r.w->ctr.port[WEIR_PORT_LAN].dropped);
+	CHECK(r.w->ctr.port[WEIR_PORT_LAN].dropped == 1, "one dropped");
 	feed(&r, BACK(11), 1, now);
 	CHECK(feed(&r, sack_ack_at(12, 1601), 1, now) == 0 && weir_postack_len(r.w->pa, 0, 0) == 2 &&
 	      r.n_emitted == 0 && r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 0,
@@ -551,20 +565,11 @@ test_sack_own_drop(void)
 	rig_emitted_free(&r);
 	/* A D-SACK (its block below the cumulative ACK: data received twice)
 	 * reports no hole: held. */
-	{
-		struct rte_mbuf *m;
-
-		CHECK(weir_worker_dequeue(r.w, WEIR_PORT_WAN, now, &m, 1) == 1 && tag_of(m) == 13,
-		      "the passed SACK ACK left through the inbound tree");
-		rte_pktmbuf_free(m);
-	}
+	CHECK(pull_back(&r, now) == 13, "the passed SACK ACK left through the inbound tree");
 	feed(&r, BACK(14), 1, now);
-	{
-		struct rte_mbuf *m = sack_ack_at(15, 0x2001);   /* its block: 0x1000-0x2000 */
-
-		CHECK(feed(&r, m, 1, now) == 0 && weir_postack_len(r.w->pa, 0, 0) == 2 &&
-		      r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 1, "a D-SACK is held like any ACK");
-	}
+	/* sack_ack's block is 0x1000-0x2000: below an ACK of 0x2001. */
+	CHECK(feed(&r, sack_ack_at(15, 0x2001), 1, now) == 0 && weir_postack_len(r.w->pa, 0, 0) == 2 &&
+	      r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 1, "a D-SACK is held like any ACK");
 	rig_emitted_free(&r);
 	rig_free(&r);
 }
@@ -578,21 +583,13 @@ test_sack_passes(void)
 	static const uint8_t modes[] = { WEIR_MODE_POSTACK, WEIR_MODE_PACED };
 
 	for (unsigned int i = 0; i < RTE_DIM(modes); i++) {
-		struct weir_policy_conf pc = {
-			.tree = { { .rate = 100000000000ull, .mode = modes[i] },
-				  { .rate = 100000000000ull, .mode = WEIR_MODE_PFQ } },
-		};
 		struct rig r;
 		uint64_t now = rte_get_tsc_hz();
 		char name[32];
 
 		snprintf(name, sizeof(name), "pa_sack%u", i);
-		if (rig_make_pa(&r, &pc, name, 256) != 0) {
-			CHECK(0, "rig");
+		if (upload_rig(&r, modes[i], name, now) != 0)
 			return;
-		}
-		feed(&r, tcp_frame(0, 1, 4000, 1, 80, SYN, 0, 0), 0, now);
-		pull1(&r, now);
 		for (uint32_t k = 0; k < 3; k++)
 			feed(&r, UP(1 + 100 * k, 100), 0, now);
 		feed(&r, BACK(11), 1, now);
@@ -606,22 +603,12 @@ test_sack_passes(void)
 		      "%s: the SACK ACK releases the held ones ahead of itself and goes on",
 		      weir_shape_mode_name(modes[i]));
 		rig_emitted_free(&r);
-		{
-			struct rte_mbuf *m;
-
-			CHECK(weir_worker_dequeue(r.w, WEIR_PORT_WAN, now, &m, 1) == 1 &&
-			      tag_of(m) == 13, "%s: it left after them", weir_shape_mode_name(modes[i]));
-			rte_pktmbuf_free(m);
-		}
+		CHECK(pull_back(&r, now) == 13, "%s: it left after them",
+		      weir_shape_mode_name(modes[i]));
 		CHECK(feed(&r, sack_ack(14), 1, now) == 0 && weir_postack_len(r.w->pa, 0, 0) == 0 &&
 		      qlen(&r, 1, 1) == 1, "%s: the next SACK ACK passes too",
 		      weir_shape_mode_name(modes[i]));
-		{
-			struct rte_mbuf *m;
-
-			weir_worker_dequeue(r.w, WEIR_PORT_WAN, now, &m, 1);
-			rte_pktmbuf_free(m);
-		}
+		pull_back(&r, now);
 		feed(&r, BACK(15), 1, now);
 		CHECK(weir_postack_len(r.w->pa, 0, 0) == 1,
 		      "%s: hole filled (no SACK): held again", weir_shape_mode_name(modes[i]));
