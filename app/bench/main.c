@@ -8,7 +8,14 @@
  * the same mbuf handling). Run both in one process so the ratio is fair on a
  * noisy shared machine.
  *
- * Usage: weir-bench [EAL args] -- [--flows 1000,65536,1048576] [--packets N] [--json]
+ * With --workers N (and N lcores in -l) every mode also runs on N lcores at
+ * once, each a whole worker of its own (flow table, class trees, ACK store)
+ * fed its own flows, as RSS would feed a multi-queue NIC's workers; it reports
+ * the Mpps of all of them together beside one worker's, so what the workers
+ * share (mempool, caches, memory bandwidth) shows as scaling below N.
+ *
+ * Usage: weir-bench [EAL args] -- [--flows 1000,65536,1048576] [--packets N]
+ *                   [--workers N] [--json]
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -16,7 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdatomic.h>
+
 #include <rte_byteorder.h>
+#include <rte_launch.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_ether.h>
@@ -95,6 +105,18 @@ bench_emit(void *arg, enum weir_port_role to, struct rte_mbuf **pkts, uint16_t n
 	rte_pktmbuf_free_bulk(pkts, n);
 }
 
+/* Workers of a --workers run set up their tables apart, then start the timed
+ * part together, so they overlap for (nearly) all of it. */
+static atomic_uint ready, n_running = 1;
+
+static void
+start_together(void)
+{
+	atomic_fetch_add(&ready, 1);
+	while (atomic_load(&ready) < atomic_load(&n_running))
+		rte_pause();
+}
+
 /* Visit flows in a scattered order (multiplicative stepping) so a large table
  * is walked the way real traffic walks it: mostly cache misses. */
 static inline uint32_t
@@ -107,6 +129,7 @@ next_flow(uint64_t *state, uint32_t n_flows)
 static struct result
 run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 {
+	char name[32];
 	struct weir_worker_conf wc = { .burst = BURST, .expire_budget = 0 };
 	struct weir_flow_table *ft = NULL;
 	struct weir_worker *w;
@@ -117,8 +140,9 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	struct weir_policy *policy = NULL;
 
 	if (mode >= MODE_FLOWS) {
+		snprintf(name, sizeof(name), "bench_flows%u", rte_lcore_id());
 		struct weir_flow_table_conf fc = {
-			.name = "bench_flows", .capacity = n_flows, .socket_id = (int)rte_socket_id(),
+			.name = name, .capacity = n_flows, .socket_id = (int)rte_socket_id(),
 			.tsc_hz = rte_get_tsc_hz(),
 			.timeouts = { 3600, 3600, 3600, 3600, 3600, 3600 },
 		};
@@ -188,6 +212,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 			rte_pktmbuf_free_bulk(pkts, BURST);
 	}
 
+	start_together();
 	while (done < n_pkts && mode >= MODE_PFQ_ACK) {
 		/* Half a burst of data out, then the ACKs of the same flows back. */
 		struct rte_mbuf *acks[BURST / 2];
@@ -262,6 +287,47 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	return r;
 }
 
+struct job {
+	enum mode mode;
+	struct rte_mempool *mp;
+	uint32_t n_flows;
+	uint64_t n_pkts;
+	struct result r;
+};
+
+static int
+job_run(void *arg)
+{
+	struct job *j = arg;
+
+	j->r = run(j->mode, j->mp, j->n_flows, j->n_pkts);
+	return 0;
+}
+
+/* The same mode on every enabled lcore at once: Mpps of them all together. */
+static double
+run_parallel(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts,
+	     unsigned int n_workers)
+{
+	static struct job jobs[RTE_MAX_LCORE];
+	unsigned int lc;
+	double mpps = 0;
+
+	atomic_store(&ready, 0);
+	atomic_store(&n_running, n_workers);
+	RTE_LCORE_FOREACH(lc)
+		jobs[lc] = (struct job){ .mode = mode, .mp = mp, .n_flows = n_flows, .n_pkts = n_pkts };
+	RTE_LCORE_FOREACH_WORKER(lc)
+		rte_eal_remote_launch(job_run, &jobs[lc], lc);
+	job_run(&jobs[rte_get_main_lcore()]);
+	rte_eal_mp_wait_lcore();
+	RTE_LCORE_FOREACH(lc)
+		mpps += jobs[lc].r.mpps;
+	atomic_store(&n_running, 1);
+	atomic_store(&ready, 0);
+	return mpps;
+}
+
 static size_t
 bytes_per_flow(uint32_t n_flows)
 {
@@ -283,11 +349,13 @@ main(int argc, char **argv)
 	unsigned int n_flows = 3;
 	uint64_t n_pkts = 4000000;
 	int json = 0, c, rc;
+	unsigned int n_workers = 1;
 	struct rte_mempool *mp;
 	static const struct option opts[] = {
 		{ "flows", required_argument, NULL, 'f' },
 		{ "packets", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "workers", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -307,12 +375,17 @@ main(int argc, char **argv)
 		}
 		case 'n': n_pkts = strtoull(optarg, NULL, 0); break;
 		case 'j': json = 1; break;
+		case 'w': n_workers = (unsigned int)strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: weir-bench [EAL] -- [--flows N,N] [--packets N] [--json]\n");
+			fprintf(stderr, "usage: weir-bench [EAL] -- [--flows N,N] [--packets N] "
+					"[--workers N] [--json]\n");
 			return 2;
 		}
 	}
-	mp = rte_pktmbuf_pool_create("bench_mbufs", 4095, 256, WEIR_MBUF_PRIV_SIZE,
+	if (n_workers < 1 || n_workers != rte_lcore_count())
+		rte_exit(EXIT_FAILURE, "--workers %u needs exactly %u lcores in -l (has %u)\n",
+			 n_workers, n_workers, rte_lcore_count());
+	mp = rte_pktmbuf_pool_create("bench_mbufs", 4096 * n_workers - 1, 256, WEIR_MBUF_PRIV_SIZE,
 				     RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
 	if (mp == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create mempool\n");
@@ -320,24 +393,38 @@ main(int argc, char **argv)
 	if (json)
 		printf("[\n");
 	else
-		printf("%-10s %-11s %12s %10s %10s %14s\n", "flows", "mode", "cycles/pkt", "Mpps/core",
-		       "vs base", "bytes/flow");
+		printf("%-10s %-11s %12s %10s %10s %14s%s\n", "flows", "mode", "cycles/pkt", "Mpps/core",
+		       "vs base", "bytes/flow", n_workers > 1 ? " Mpps(all)  scaling" : "");
 	for (unsigned int i = 0; i < n_flows; i++) {
 		struct result r[MODE__COUNT];
+		double par[MODE__COUNT] = { 0 };
 		size_t bpf = bytes_per_flow(flows[i]);
 
-		for (int m = 0; m < MODE__COUNT; m++)
+		/* One worker then N, mode by mode, so both see the same machine. */
+		for (int m = 0; m < MODE__COUNT; m++) {
 			r[m] = run((enum mode)m, mp, flows[i], n_pkts);
+			if (n_workers > 1)
+				par[m] = run_parallel((enum mode)m, mp, flows[i], n_pkts, n_workers);
+		}
 		for (int m = 0; m < MODE__COUNT; m++) {
 			double ratio = r[m].cycles_per_pkt / r[MODE_BASELINE].cycles_per_pkt;
-			if (json)
+			char more[96] = "";
+
+			if (json) {
+				if (n_workers > 1)
+					snprintf(more, sizeof(more), ", \"workers\": %u, \"mpps_all\": %.2f, "
+						 "\"scaling\": %.2f", n_workers, par[m], par[m] / r[m].mpps);
 				printf("  {\"flows\": %u, \"mode\": \"%s\", \"cycles_per_pkt\": %.1f, "
-				       "\"mpps\": %.2f, \"cost_ratio\": %.2f, \"bytes_per_flow\": %zu}%s\n",
+				       "\"mpps\": %.2f, \"cost_ratio\": %.2f, \"bytes_per_flow\": %zu%s}%s\n",
 				       flows[i], mode_name[m], r[m].cycles_per_pkt, r[m].mpps, ratio, bpf,
-				       (i + 1 == n_flows && m + 1 == MODE__COUNT) ? "" : ",");
-			else
-				printf("%-10u %-11s %12.1f %10.2f %9.2fx %14zu\n", flows[i], mode_name[m],
-				       r[m].cycles_per_pkt, r[m].mpps, ratio, bpf);
+				       more, (i + 1 == n_flows && m + 1 == MODE__COUNT) ? "" : ",");
+			} else {
+				if (n_workers > 1)
+					snprintf(more, sizeof(more), " %9.2f %6.2fx", par[m],
+						 par[m] / r[m].mpps);
+				printf("%-10u %-11s %12.1f %10.2f %9.2fx %14zu%s\n", flows[i], mode_name[m],
+				       r[m].cycles_per_pkt, r[m].mpps, ratio, bpf, more);
+			}
 		}
 	}
 	if (json)
