@@ -401,6 +401,23 @@ leaf_ready_at(struct weir_cbq *c, uint16_t i, uint64_t now)
 	return now + RTE_MAX(red, green);
 }
 
+bool
+weir_cbq_cut_through(struct weir_cbq *c, uint16_t leaf, uint32_t pkt_len, uint64_t now)
+{
+	uint16_t lender;
+
+	/* An empty tree has no other leaf to serve first, no deficit to honour
+	 * and no flow of this leaf ahead: enqueue + dequeue would pick this
+	 * packet with this lender (pass 0 if the leaf is green, else pass 1). */
+	if (c->backlog != 0 || unlikely(leaf >= c->n || !c->cls[leaf].is_leaf))
+		return false;
+	lender = find_lender(c, leaf, now);
+	if (lender == WEIR_CBQ_NONE)
+		return false;
+	charge_path(c, leaf, lender, pkt_len + c->overhead);
+	return true;
+}
+
 struct rte_mbuf *
 weir_cbq_dequeue(struct weir_cbq *c, uint64_t now, struct weir_cbq_deq *out)
 {

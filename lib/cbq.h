@@ -24,6 +24,7 @@
 #ifndef WEIR_CBQ_H
 #define WEIR_CBQ_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <rte_common.h>
 #include <rte_mbuf.h>
@@ -111,6 +112,13 @@ int weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id,
  * limits: for packets admitted once already (a policy switch moving them
  * into a new tree). 0, or WEIR_CBQ_DROP_BADCLASS. */
 int weir_cbq_requeue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m);
+
+/* Cut-through: with nothing queued anywhere in the tree, a packet of leaf
+ * `leaf` (pkt_len bytes) whose path may pay for it now would be the very next
+ * dequeue. Then it is charged as that dequeue would charge it (counters
+ * included) and true is returned: the caller sends it without queueing.
+ * False: queue it (weir_cbq_enqueue). */
+bool weir_cbq_cut_through(struct weir_cbq *c, uint16_t leaf, uint32_t pkt_len, uint64_t now);
 
 /* The next packet the tree allows at `now`, or NULL (see out->next_tsc). */
 struct rte_mbuf *weir_cbq_dequeue(struct weir_cbq *c, uint64_t now, struct weir_cbq_deq *out);

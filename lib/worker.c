@@ -884,17 +884,46 @@ note_drop(struct weir_worker *w, const struct weir_flow *f, int d, const struct 
 	}
 }
 
+/* What sending frame m of queue qid in leaf `leaf` of direction dir sets off,
+ * qlen of its flow's frames still queued: PostACK's release rule (Fig. 14:
+ * with at most one more of its data packets queued, the flow gets one held
+ * ACK back) and TCR's round-trip sample. Released ACKs go to acks[];
+ * returns how many. */
+static inline uint16_t
+on_sent(struct weir_worker *w, enum weir_port_role dir, struct rte_mbuf *m, uint16_t leaf,
+	uint32_t qid, uint32_t qlen, struct rte_mbuf **acks, uint64_t now)
+{
+	uint8_t mode;
+
+	if (w->pa == NULL || qid >= w->unmanaged_qid)
+		return 0;
+	mode = w->policy->tree[dir].classes[leaf].mode;
+	if (mode == WEIR_MODE_POSTACK && qlen <= 1 && weir_postack_len(w->pa, dir, qid) > 0)
+		return (uint16_t)weir_postack_release(w->pa, dir, qid, acks, 1, WEIR_PA_RULE);
+	if (mode == WEIR_MODE_TCR) {
+		const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+
+		if (p->l4proto == IPPROTO_TCP && p->payload_len > 0)
+			weir_tcr_on_data(w->tcr, dir, qid, p->seq + p->payload_len, now);
+	}
+	return 0;
+}
+
 /* Queue a burst in its direction's class tree: each frame in its flow's
  * queue in its flow's leaf (frames without a flow share one queue in the
  * default class). A full queue drops the arriving frame of that flow only,
  * counted as dropped; frames already dealt with (refused, held) are
- * skipped. Nothing leaves here. */
+ * skipped. Nothing leaves here but, with cut_through, the frames an empty
+ * tree lets go at once: returned compacted in order, to send now. */
 static uint16_t
 enqueue_shaped(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf **pkts,
 	       struct weir_flow *const *pkt_flow, uint64_t taken, uint16_t n, uint64_t now)
 {
 	struct weir_cbq *sh = w->shaper[from];
 	struct weir_port_counters *pc = &w->ctr.port[from];
+	struct rte_mbuf *acks[WEIR_BURST_MAX];
+	uint16_t sent = 0, n_acks = 0;
+	bool queued = false;
 
 	for (uint16_t i = 0; i < n; i++) {
 		const struct weir_flow *f = pkt_flow[i];
@@ -904,6 +933,15 @@ enqueue_shaped(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf 
 
 		if (unlikely(taken & (1ull << i)))
 			continue;
+		/* Once one frame is queued the tree is not empty, so every later
+		 * frame of the burst queues behind it: no flow is reordered. */
+		if (w->conf.cut_through && t->mode[from] != WEIR_MODE_PACED &&
+		    weir_cbq_cut_through(sh, leaf, rte_pktmbuf_pkt_len(pkts[i]), now)) {
+			n_acks += on_sent(w, from, pkts[i], leaf, qid, 0, acks + n_acks, now);
+			pkts[sent++] = pkts[i];
+			continue;
+		}
+		queued = true;
 		if (unlikely(weir_cbq_enqueue(sh, leaf, qid, pkts[i], now) != 0)) {
 			if (w->pa != NULL && f != NULL)
 				note_drop(w, f, from, &weir_mbuf_meta(pkts[i])->pkt);
@@ -915,8 +953,11 @@ enqueue_shaped(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf 
 			w->tcr->f[from][qid].out++;     /* Fig. 4 line 13 */
 		}
 	}
-	w->next_tsc[from] = 0;  /* new backlog: ask the tree on the next turn */
-	return 0;
+	if (queued)
+		w->next_tsc[from] = 0;  /* new backlog: ask the tree on the next turn */
+	pc->forwarded += sent;
+	emit(w, from, acks, n_acks);    /* they travel the other way: out of port from */
+	return sent;
 }
 
 /* Unshaped direction: leave out the frames already dealt with (refused,
@@ -1035,7 +1076,6 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 	struct rte_mbuf *acks[WEIR_BURST_MAX];
 	struct weir_cbq_deq d;
 	uint16_t n = 0, n_acks = 0;
-	uint8_t mode;
 
 	/* Clocked by dequeue: nothing is asked of the tree before the time it
 	 * said something could go, or after it said it is empty. */
@@ -1049,21 +1089,7 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 			break;
 		}
 		pkts[n++] = m;
-		if (w->pa == NULL || d.queue_id >= w->unmanaged_qid)
-			continue;
-		mode = w->policy->tree[dir].classes[d.leaf].mode;
-		/* PostACK's release rule (Fig. 14): with at most one more of
-		 * its data packets queued, the flow gets one held ACK back. */
-		if (mode == WEIR_MODE_POSTACK && d.qlen <= 1 &&
-		    weir_postack_len(w->pa, dir, d.queue_id) > 0)
-			n_acks += (uint16_t)weir_postack_release(w->pa, dir, d.queue_id, acks + n_acks, 1,
-								 WEIR_PA_RULE);
-		else if (mode == WEIR_MODE_TCR) {
-			const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
-
-			if (p->l4proto == IPPROTO_TCP && p->payload_len > 0)
-				weir_tcr_on_data(w->tcr, dir, d.queue_id, p->seq + p->payload_len, now);
-		}
+		n_acks += on_sent(w, dir, m, d.leaf, d.queue_id, d.qlen, acks + n_acks, now);
 	}
 	w->ctr.port[dir].forwarded += n;
 	emit(w, dir, acks, n_acks);     /* they travel the other way: out of port dir */

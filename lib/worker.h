@@ -73,6 +73,10 @@ struct weir_worker_conf {
 	uint16_t burst;                        /* <= WEIR_BURST_MAX */
 	uint32_t idle_sleep_us;                /* longest back-off sleep; 0 = never sleep */
 	uint32_t expire_budget;                /* flow slots examined per expiry step */
+	/* A frame arriving at an empty class tree whose class path has tokens
+	 * is sent at once instead of being queued and dequeued in the same
+	 * loop (same order, same charges; not for postack-paced leaves). */
+	bool cut_through;
 	/* Needed with shapers: maps a flow to its leaf in each direction. The
 	 * worker does not own it (one policy serves every worker). */
 	const struct weir_policy *policy;
@@ -182,8 +186,11 @@ void weir_worker_free(struct weir_worker *w);
  * into each mbuf's meta-data, find their flows, account. Returns how many of
  * pkts[] (compacted in order) are to be sent out of the other port now; with
  * a shaper for that direction every frame is queued instead (or dropped and
- * counted when its flow's queue is full) and leaves via weir_worker_dequeue. Pure function of its inputs apart from the flow
- * table and counters: the in-memory benchmark and the tests call it directly.
+ * counted when its flow's queue is full) and leaves via weir_worker_dequeue,
+ * except, with conf.cut_through, frames the empty tree would have let go at
+ * once (weir_cbq_cut_through), which are returned. Pure function of its
+ * inputs apart from the flow table and counters: the in-memory benchmark and
+ * the tests call it directly.
  */
 uint16_t weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			     enum weir_port_role from, uint64_t now);

@@ -308,7 +308,7 @@ load_sizes(struct loader *ld, const config_setting_t *root, struct weir_config *
 {
 	static const char *const mp_keys[] = { "mbufs", "cache", NULL };
 	static const char *const ring_keys[] = { "rx_desc", "tx_desc", NULL };
-	static const char *const wk_keys[] = { "burst", "idle_sleep_us", NULL };
+	static const char *const wk_keys[] = { "burst", "idle_sleep_us", "cut_through", NULL };
 	const config_setting_t *mp = cfg_group(ld, root, "mempool", false);
 	const config_setting_t *rings = cfg_group(ld, root, "rings", false);
 	const config_setting_t *wk = cfg_group(ld, root, "worker", false);
@@ -339,6 +339,8 @@ load_sizes(struct loader *ld, const config_setting_t *root, struct weir_config *
 	if (cfg_int(ld, wk, "idle_sleep_us", 100, 0, 100000, &v) < 0)
 		return -1;
 	cfg->idle_sleep_us = (uint32_t)v;
+	if (cfg_bool(ld, wk, "cut_through", true, &cfg->cut_through) < 0)
+		return -1;
 	return 0;
 }
 

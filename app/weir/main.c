@@ -161,6 +161,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 			.queue = (uint16_t)i,
 			.burst = a->cfg.burst,
 			.idle_sleep_us = a->cfg.idle_sleep_us,
+			.cut_through = a->cfg.cut_through,
 			.expire_budget = 64,
 			.policy = a->cfg.policy,
 			.share_box = a->share_box[i],

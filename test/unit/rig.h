@@ -8,6 +8,7 @@
 #define WEIR_TEST_RIG_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,10 @@ rig_emitted_free(struct rig *r)
 	r->n_emitted = 0;
 }
 
+/* Workers made while this is set send frames an empty tree lets go at once
+ * (weir_worker_conf.cut_through); the tests that want it set and clear it. */
+static bool rig_cut_through;
+
 /* postack_acks: 0 = no PostACK queues. */
 static inline int
 rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, uint32_t postack_acks)
@@ -122,7 +127,7 @@ rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, 
 		.timeouts = { 5, 100, 10, 2, 30, 15 },
 	};
 	struct weir_cbq *sh[WEIR_PORT__COUNT] = { NULL, NULL };
-	struct weir_worker_conf wc = { .burst = 32 };
+	struct weir_worker_conf wc = { .burst = 32, .cut_through = rig_cut_through };
 
 	memset(r, 0, sizeof(*r));
 	r->p = weir_policy_build(pc, 1, &e);
