@@ -47,11 +47,13 @@
  * the pattern PostACK acts on: "pfq+ack" queues both per flow, "postack"
  * holds the ACKs while the data waits and releases them as it is sent
  * ("postack-copy": every held ACK copied into a record, none kept in its
- * mbuf). */
-enum mode { MODE_BASELINE, MODE_PARSE, MODE_FLOWS, MODE_SHAPE, MODE_PFQ_ACK, MODE_POSTACK,
-	    MODE_POSTACK_COPY, MODE__COUNT };
+ * mbuf). "+pfq-cut" is "+pfq" with the worker's cut-through on: the tree is
+ * empty at every burst, so frames go without being queued (a link that is
+ * not full), where "+pfq" prices the queueing path itself. */
+enum mode { MODE_BASELINE, MODE_PARSE, MODE_FLOWS, MODE_SHAPE, MODE_SHAPE_CUT, MODE_PFQ_ACK,
+	    MODE_POSTACK, MODE_POSTACK_COPY, MODE__COUNT };
 static const char *const mode_name[MODE__COUNT] = { "baseline", "parse", "parse+flow", "+pfq",
-						    "pfq+ack", "postack", "postack-copy" };
+						    "+pfq-cut", "pfq+ack", "postack", "postack-copy" };
 
 struct result {
 	double cycles_per_pkt;
@@ -130,7 +132,8 @@ static struct result
 run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 {
 	char name[32];
-	struct weir_worker_conf wc = { .burst = BURST, .expire_budget = 0 };
+	struct weir_worker_conf wc = { .burst = BURST, .expire_budget = 0,
+				       .cut_through = mode == MODE_SHAPE_CUT };
 	struct weir_flow_table *ft = NULL;
 	struct weir_worker *w;
 	struct rte_mbuf *pkts[BURST];
@@ -203,11 +206,14 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 			write_frame(rte_pktmbuf_mtod(pkts[k], uint8_t *), (uint32_t)((i + k) % n_flows), 0);
 			pkts[k]->data_len = pkts[k]->pkt_len = FRAME_LEN;
 		}
+		uint16_t sent = 0;
+
 		if (mode != MODE_BASELINE)
-			weir_worker_process(w, pkts, BURST, WEIR_PORT_LAN, rte_rdtsc());
+			sent = weir_worker_process(w, pkts, BURST, WEIR_PORT_LAN, rte_rdtsc());
 		if (mode >= MODE_SHAPE)
-			rte_pktmbuf_free_bulk(pkts, weir_worker_dequeue(w, WEIR_PORT_LAN, rte_rdtsc(),
-									 pkts, BURST));
+			rte_pktmbuf_free_bulk(pkts, sent + weir_worker_dequeue(w, WEIR_PORT_LAN, rte_rdtsc(),
+									       pkts + sent,
+									       (uint16_t)(BURST - sent)));
 		else
 			rte_pktmbuf_free_bulk(pkts, BURST);
 	}
@@ -261,9 +267,12 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		} else {
 			enum weir_port_role dir = (enum weir_port_role)((done / BURST) & 1);
 
-			sink += weir_worker_process(w, pkts, BURST, dir, rte_rdtsc());
-			if (mode == MODE_SHAPE)
-				out = weir_worker_dequeue(w, dir, rte_rdtsc(), pkts, BURST);
+			uint16_t now_out = weir_worker_process(w, pkts, BURST, dir, rte_rdtsc());
+
+			sink += now_out;
+			if (mode == MODE_SHAPE || mode == MODE_SHAPE_CUT)
+				out = now_out + weir_worker_dequeue(w, dir, rte_rdtsc(), pkts + now_out,
+								    (uint16_t)(BURST - now_out));
 		}
 		t1 = rte_rdtsc_precise();
 		cycles += t1 - t0;
