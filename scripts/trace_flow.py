@@ -70,6 +70,10 @@ def after(a, b):
 def analyse(out, window=None):
     from scapy.all import IP, TCP, PcapReader
     segs, acks, sender, isn, t0 = [], [], None, 0, None
+
+    def rel(x):
+        return (x - isn) & 0xffffffff
+
     for p in PcapReader(str(out / "l1.pcap")):
         if IP not in p or TCP not in p:
             continue
@@ -78,23 +82,22 @@ def analyse(out, window=None):
         if sender is None and tcp.flags & 0x02 and not tcp.flags & 0x10:
             sender, isn = ip.src, tcp.seq
         plen = ip.len - ip.ihl * 4 - tcp.dataofs * 4
+        sack = next((o[1] for o in tcp.options if o[0] == "SAck"), ())
         if ip.src == sender and plen > 0:
             segs.append((t - t0, tcp.seq, plen))
         elif ip.dst == sender and tcp.flags & 0x10 and plen == 0:
-            sack = [o[1] for o in tcp.options if o[0] == "SAck"]
-            acks.append((t - t0, tcp.ack, sack[0] if sack else ()))
+            acks.append((t - t0, tcp.ack, sack))
         if window and window[0] <= t - t0 <= window[1]:
-            rel = lambda x: (x - isn) & 0xffffffff  # noqa: E731
             if ip.src == sender:
                 print(f"{t - t0:8.3f} >  seq {rel(tcp.seq):8d} len {plen:4d} {tcp.sprintf('%flags%')}")
             else:
-                sk = [rel(x) for x in ([o[1] for o in tcp.options if o[0] == "SAck"] or [()])[0]]
-                print(f"{t - t0:8.3f} <  ack {rel(tcp.ack):8d} win {tcp.window} {sk or ''}")
+                print(f"{t - t0:8.3f} <  ack {rel(tcp.ack):8d} win {tcp.window} "
+                      f"{[rel(x) for x in sack] or ''}")
     retx, hi, last = [], None, None
     for t, s, n in segs:
         end = (s + n) & 0xffffffff
         if hi is not None and not after(end, hi):
-            retx.append((t, (s - isn) & 0xffffffff, t - last))
+            retx.append((t, rel(s), t - last))
         else:
             hi = end
         last = t
