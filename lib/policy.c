@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mode.h"
 #include "policy.h"
 
 static struct weir_policy *
@@ -32,12 +33,7 @@ static const char *const dir_name[WEIR_POLICY_DIRS] = { "outbound", "inbound" };
 const char *
 weir_shape_mode_name(unsigned int mode)
 {
-	static const char *const names[WEIR_MODE__COUNT] = {
-		[WEIR_MODE_POSTACK] = "postack", [WEIR_MODE_PFQ] = "pfq", [WEIR_MODE_FIFO] = "fifo",
-		[WEIR_MODE_TCR] = "tcr", [WEIR_MODE_PACED] = "postack-paced",
-	};
-
-	return mode < WEIR_MODE__COUNT ? names[mode] : "?";
+	return mode < WEIR_MODE__COUNT ? weir_modes[mode]->name : "?";
 }
 
 int

@@ -308,3 +308,351 @@ weir_postack_bytes_per_ack(void)
 {
 	return sizeof(struct weir_postack_rec);
 }
+
+/* ==== The modes: postack and postack-paced ==== */
+
+#include <netinet/in.h>
+
+#include "mbuf_meta.h"
+#include "mode.h"
+#include "tcpwin.h"
+#include "worker.h"
+
+/*
+ * How far each side is, from the handshake as the gateway sees it: the
+ * SYN+ACK comes back one round trip to the responder after the SYN, the
+ * initiator's first pure ACK (its second packet) one round trip to the
+ * initiator after the SYN+ACK. Data direction a's sender is the side that
+ * sends in direction a: the responder for the SYN+ACK's direction, the
+ * initiator for the SYN's. Only handshake packets touch the ACK store's
+ * per-flow state here (it is cold for everything else).
+ */
+void
+weir_postack_track(struct weir_postack *pa, const struct weir_flow *f, const struct weir_pkt *p,
+		   int a, uint32_t slot, uint64_t now)
+{
+	const uint8_t syn_ack = p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_ACK | WEIR_TCP_RST);
+	struct weir_postack_q *q = pa->q[a], *o = pa->q[a ^ 1];
+
+	if (likely(!(syn_ack & WEIR_TCP_SYN) && f->pkts[a] != 2))
+		return;
+	if (syn_ack == WEIR_TCP_SYN) {
+		q[slot].hs_tsc = now;
+	} else if (syn_ack == (WEIR_TCP_SYN | WEIR_TCP_ACK)) {
+		if (o[slot].hs_tsc != 0)
+			weir_postack_set_rtt(pa, a, slot, now - o[slot].hs_tsc);
+		q[slot].hs_tsc = now;
+	} else if (syn_ack == WEIR_TCP_ACK && p->payload_len == 0 && q[slot].rtt == 0 &&
+		   o[slot].rtt != 0) {
+		weir_postack_set_rtt(pa, a, slot, now - o[slot].hs_tsc);
+	}
+}
+
+void
+weir_postack_note_edge(struct weir_postack *pa, const struct weir_flow *f, const struct weir_pkt *p,
+		       int a, uint32_t slot)
+{
+	struct weir_postack_q *q = &pa->q[a ^ 1][slot];
+	int shift = weir_ack_wscale(f, a);
+	uint32_t edge = p->ack + ((uint32_t)p->win << (shift < 0 ? 0 : shift));
+
+	if (shift >= 0 && (!(q->flags & WEIR_PAQ_RE_VALID) || weir_seq_lt(q->re_max, edge))) {
+		q->re_max = edge;
+		q->flags |= WEIR_PAQ_RE_VALID;
+	}
+}
+
+/*
+ * PostACK's window clamp: receivers advertise megabytes, and every byte of
+ * window a sender may use beyond its share ends up as ACKs held here. A
+ * held ACK's window is cut so the sender may have at most ack_limit
+ * segments outstanding past it: the ACKs for them, the most that can then
+ * wait here, stay within ack_limit. The right edge never moves left of one
+ * already shown to the sender (RFC 7323 sec. 2.4: do not shrink the
+ * window). Needs both SYNs seen (window scales are only known from them).
+ */
+static void
+postack_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+	      const struct weir_pkt *p, int a, uint32_t slot)
+{
+	struct weir_postack_q *q = &w->pa->q[a ^ 1][slot];
+	int shift = weir_ack_wscale(f, a);
+	uint32_t edge, limit_edge, win;
+
+	if (shift < 0)
+		return;
+	edge = p->ack + ((uint32_t)p->win << shift);
+	/* f->mss[a]: what the ACK's sender said it can receive, the segment
+	 * size the data sender uses. */
+	limit_edge = p->ack + (uint32_t)w->pa->ack_limit * f->mss[a];
+	if ((q->flags & WEIR_PAQ_RE_VALID) && weir_seq_lt(limit_edge, q->re_max))
+		limit_edge = q->re_max;
+	if (!weir_seq_lt(limit_edge, edge)) {
+		weir_postack_note_edge(w->pa, f, p, a, slot);
+		return;
+	}
+	/* Round up: the new edge is at or past the limit, never short of it. */
+	win = (limit_edge - p->ack + (1u << shift) - 1) >> shift;
+	win = RTE_MIN(win, 0xffffu);
+	weir_ack_set_win(m, p, (uint16_t)win);
+	if (weir_seq_lt(q->re_max, p->ack + (win << shift)) || !(q->flags & WEIR_PAQ_RE_VALID))
+		q->re_max = p->ack + (win << shift);
+	q->flags |= WEIR_PAQ_RE_VALID;
+	w->ctr.port[a].win_clamped++;
+}
+
+/* A D-SACK (RFC 2883): the first block reports data received twice, below
+ * the cumulative ACK; it answers a spurious retransmission, not a hole. */
+static inline bool
+dsack(const struct rte_mbuf *m, const struct weir_pkt *p)
+{
+	const unaligned_uint32_t *left =
+		rte_pktmbuf_mtod_offset(m, const unaligned_uint32_t *, p->l4_off + p->sack_off);
+
+	return weir_seq_lt(rte_be_to_cpu_32(*left), p->ack);
+}
+
+/* Did this gateway drop data of direction d at or past `hole` (the
+ * cumulative ACK of an ACK reporting a hole)? Then the loss is its own. */
+static inline bool
+own_drop(const struct weir_postack *pa, int d, uint32_t slot, uint32_t hole)
+{
+	const struct weir_postack_q *q = &pa->q[d][slot];
+
+	return (q->flags & WEIR_PAQ_DROP_VALID) && !weir_seq_lt(q->drop_seq, hole);
+}
+
+/* The gateway dropped a data segment of f travelling d: remember its seq,
+ * so a SACK reporting that hole is known to be this gateway's (own_drop). */
+static void
+postack_dropped(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m, int d)
+{
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+	struct weir_postack_q *q;
+
+	if (p->l4proto != IPPROTO_TCP || p->payload_len == 0)
+		return;
+	q = &w->pa->q[d][weir_flow_slot(w->flows, f)];
+	if (!(q->flags & WEIR_PAQ_DROP_VALID) || weir_seq_lt(q->drop_seq, p->seq)) {
+		q->drop_seq = p->seq;
+		q->flags |= WEIR_PAQ_DROP_VALID;
+	}
+}
+
+/*
+ * SACK blocks: the receiver holds data past a hole (RFC 2018), a loss the
+ * sender has to hear of now. Held behind the flow's ACK queue, the news
+ * would wait as long as that queue takes to drain (seconds at a few KB/s)
+ * while the hole stalls delivery. What is held goes first (order), then
+ * this one, and so on for each ACK until the hole is filled; the sender's
+ * own loss response keeps the data it sends meanwhile in check. Not when
+ * the hole is one this gateway made (own_drop): the flow is over its
+ * share, and a burst of released ACKs would bring a burst of data into a
+ * full queue (32 flows: 10 % retransmitted). Nor for a D-SACK. Returns
+ * true when the ACK is such news and goes on.
+ */
+static bool
+sack_news(struct weir_worker *w, const struct weir_flow *f, const struct rte_mbuf *m,
+	  const struct weir_pkt *p, int a, uint32_t slot, uint32_t held)
+{
+	const int d = a ^ 1;
+
+	if (!(p->flags & WEIR_PF_TCP_SACK) || dsack(m, p) || own_drop(w->pa, d, slot, p->ack))
+		return false;
+	if (held > 0)
+		weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
+	weir_postack_note_edge(w->pa, f, p, a, slot);
+	w->ctr.port[a].sack_passed++;
+	return true;
+}
+
+/*
+ * PostACK for a pure ACK travelling a (data direction d = a ^ 1). It is
+ * held while the flow's data waits in its queue of direction d or ACKs of
+ * it are held already (order); when the data queue is empty the oldest
+ * held one is released first (the rule's qlen == 0 case: the sender must
+ * not stall). A held ACK is never behind a frame of its own direction
+ * still in the class tree: it is held only while that queue is empty.
+ */
+static enum weir_verdict
+postack_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
+	    const struct weir_pkt *p, int a, uint32_t slot, uint16_t leaf, uint32_t held,
+	    uint64_t now)
+{
+	const int d = a ^ 1;
+
+	RTE_SET_USED(leaf);
+	if (sack_news(w, f, m, p, a, slot, held))
+		return WEIR_V_PASS;
+	if (weir_mode_data_qlen(w, a, slot) != 0 ||
+	    (held == 0 && weir_mode_data_qlen(w, d, slot) == 0)) {
+		/* Earlier frames of this direction still queued (keep order), or
+		 * the flow is not over its share: it goes on; note its window. */
+		weir_postack_note_edge(w->pa, f, p, a, slot);
+		return WEIR_V_PASS;
+	}
+	if (held > 0 && weir_mode_data_qlen(w, d, slot) == 0)
+		weir_mode_release(w, d, slot, 1, WEIR_PA_RULE);
+	postack_clamp(w, f, m, p, a, slot);
+	return weir_mode_hold(w, f, d, slot, m, now);
+}
+
+/* The release rule (Fig. 14): a data packet sent with at most one more of
+ * its flow's queued behind it gets one held ACK back. */
+static void
+postack_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t qlen,
+	     uint64_t now)
+{
+	RTE_SET_USED(m);
+	RTE_SET_USED(now);
+	if (qlen <= 1 && weir_postack_len(w->pa, d, slot) > 0)
+		weir_mode_release(w, d, slot, 1, WEIR_PA_RULE);
+}
+
+/* The watchdog's verdict on a PostACK flow holding ACKs: all of them once
+ * the data has stopped, one per fair-share gap while its data queue is
+ * empty and the sender still sends. */
+static uint32_t
+postack_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
+	     uint64_t now, uint32_t held, enum weir_postack_why *why)
+{
+	if (weir_mode_data_qlen(w, d, slot) != 0) {
+		w->tcr->f[d][slot].next_release = 0;    /* restart the clock below when it starves */
+		return 0;       /* backlogged: the dequeue rule clocks its ACKs */
+	}
+	*why = WEIR_PA_IDLE;
+	if (weir_postack_idle(w->pa, d, slot, now, f->last_tsc))
+		return held;
+	/* Queue empty, ACKs held, sender not idle: the flow is getting less
+	 * than its share, and with no data queued no dequeue will release
+	 * anything for a whole round trip to its sender (a download's is a
+	 * WAN one: Appendix A). Release at its fair share's pace meanwhile,
+	 * MSS / (class rate / flows), so the data it asks for arrives at the
+	 * rate DRR will serve it; once it queues again the rule takes over. */
+	*why = WEIR_PA_PACED;
+	return weir_tcr_pace_due(w, f, d, slot, leaf, now, held);
+}
+
+const struct weir_mode_ops weir_mode_postack = {
+	.name = "postack",
+	.flags = WEIR_MODEF_ACKS,
+	.ack = postack_ack,
+	.sent = postack_sent,
+	.dropped = postack_dropped,
+	.tick = postack_tick,
+};
+
+/* ---- postack-paced ---- */
+
+#define WEIR_PACED_BACKLOG 4u      /* packets a postack-paced class may have queued, at least */
+
+/* Has the class WEIR_PACED_BACKLOG packets queued plus a millisecond's
+ * worth (ms_ticks / cgap, cgap the ticks of one MSS at its rate)? Compared
+ * as qlen - B >= ms / cgap, i.e. ms < (qlen - B + 1) x cgap: no division
+ * per tick. */
+static inline bool
+paced_backlogged(const struct weir_cbq *sh, uint16_t leaf, uint64_t ms_ticks, uint64_t cgap)
+{
+	uint32_t qlen = weir_cbq_leaf_qlen(sh, leaf);
+
+	return qlen >= WEIR_PACED_BACKLOG &&
+	       ms_ticks < (uint64_t)(qlen - WEIR_PACED_BACKLOG + 1) * (cgap | 1);
+}
+
+/*
+ * postack-paced: the paper's first efficient PostACK (Sec. 3.2, Fig. 4),
+ * an on-off variant of ACK pacing. Each flow's ACKs leave one per MSS at
+ * its share of the class, and a flow that sent more than one data packet
+ * for an ACK (slow start, delayed ACKs) has its next ticks skipped, one
+ * per extra packet (`out`, Fig. 4's i.out), so the data arriving for the
+ * class matches what it sends and each flow gets its share in packets.
+ * Two departures from Fig. 4, both measured (docs/postack.md):
+ *  - the share is the class rate over the flows holding ACKs (at most the
+ *    class's flows), not over every live flow: counting idle connections
+ *    is what makes TCR slow, and a paced flow is one holding ACKs;
+ *  - a class clock spaces all releases one MSS at the class rate apart,
+ *    and none is made while the class has a few packets queued (or a
+ *    millisecond of them): the flows' ticks alone fire together and leave
+ *    the backlog a random walk (open loop).
+ * The pace does not follow borrowing. Returns 1 when an ACK may go now.
+ */
+static uint32_t
+paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
+	   uint64_t now, bool arrival)
+{
+	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
+	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
+	const uint32_t flows = c->flows ? c->flows : 1;
+	uint64_t cgap, fgap;
+
+	if (now < tf->next_release)
+		return 0;
+	cgap = weir_tcr_pace_gap(w, f, d, leaf) / flows;
+	fgap = cgap * RTE_MIN(flows, RTE_MAX(w->pa->ring_n, 1u));
+	if (tf->out <= 1) {
+		if (now < c->pace_next)
+			return 0;       /* the flow keeps its tick */
+		if (paced_backlogged(w->shaper[d], leaf, w->tsc_hz / 1000, cgap))
+			return 0;
+		c->pace_next = RTE_MAX(c->pace_next + cgap, now - cgap);
+	}
+	/* An ACK arriving with nothing held banks no credit for a quiet flow;
+	 * the watchdog keeps up to one tick of it for a held one. */
+	tf->next_release = arrival ? now + fgap : RTE_MAX(tf->next_release + fgap, now - fgap);
+	if (tf->out > 1) {
+		tf->out--;      /* Fig. 4 line 03: quench this tick */
+		return 0;
+	}
+	tf->out = 0;
+	return 1;
+}
+
+/* postack-paced for a pure ACK travelling a: it goes on at once when
+ * nothing of its flow is held and its pacing tick is due, else it waits
+ * in the ACK store, window clamped as PostACK's, for the watchdog's ticks. */
+static enum weir_verdict
+paced_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
+	  int a, uint32_t slot, uint16_t leaf, uint32_t held, uint64_t now)
+{
+	const int d = a ^ 1;
+
+	if (sack_news(w, f, m, p, a, slot, held))
+		return WEIR_V_PASS;
+	if (weir_mode_data_qlen(w, a, slot) != 0 ||
+	    (held == 0 && paced_tick(w, f, d, slot, leaf, now, true))) {
+		weir_postack_note_edge(w->pa, f, p, a, slot);
+		return WEIR_V_PASS;     /* behind a frame of its own direction (order), or due */
+	}
+	postack_clamp(w, f, m, p, a, slot);
+	return weir_mode_hold(w, f, d, slot, m, now);
+}
+
+/* Fig. 4 line 13: one more data packet of the flow arrived for the class. */
+static void
+paced_queued(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m, int d,
+	     uint32_t slot)
+{
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+
+	RTE_SET_USED(f);
+	if (p->l4proto == IPPROTO_TCP && p->payload_len > 0)
+		w->tcr->f[d][slot].out++;
+}
+
+static uint32_t
+paced_tick_op(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+	      uint16_t leaf, uint64_t now, uint32_t held, enum weir_postack_why *why)
+{
+	RTE_SET_USED(held);
+	*why = WEIR_PA_PACED;
+	return paced_tick(w, f, d, slot, leaf, now, false);
+}
+
+const struct weir_mode_ops weir_mode_paced = {
+	.name = "postack-paced",
+	.flags = WEIR_MODEF_ACKS | WEIR_MODEF_NO_CUT,
+	.ack = paced_ack,
+	.queued = paced_queued,
+	.dropped = postack_dropped,
+	.tick = paced_tick_op,
+};

@@ -14,8 +14,10 @@
  *
  * This module holds the ACK queues of one worker, for both data
  * directions: queue [d][slot] holds ACKs travelling opposite to data
- * direction d of flow-table slot `slot`. The worker decides what to hold
- * (lib/worker.c); this file stores, orders and releases.
+ * direction d of flow-table slot `slot`. The first half of postack.c
+ * stores, orders and releases; the second half is the two leaf modes
+ * built on it, postack and postack-paced (lib/mode.h), which decide what
+ * to hold and when it goes. TCR (lib/tcr.c) uses the same store.
  *
  * Compact storage: a held ACK is copied into a 128-byte record from a
  * fixed per-worker pool and its mbuf is freed at once, so thousands of
@@ -32,14 +34,13 @@
  * are held for longer than a released ACK needs to bring data back (two
  * round trips to the data sender, measured on the handshake, plus
  * `idle_us`), has them all released by weir_postack_watchdog(): the sender
- * stopped (end of transfer, application- or window-limited). The worker
- * The same walk paces out the ACKs of a flow whose data queue ran empty
- * while its sender is still sending (a starving download: Appendix A),
- * one per MSS at the flow's fair share; the worker's decide callback
- * says how many. The worker calls it each loop;
- * it looks at the flows holding ACKs in round-robin order, a bounded
- * number per call, O(1) each. Flow end, eviction and policy changes
- * flush explicitly.
+ * stopped (end of transfer, application- or window-limited). The same walk
+ * paces out the ACKs of a flow whose data queue ran empty while its sender
+ * is still sending (a starving download: Appendix A), one per MSS at the
+ * flow's fair share; the mode's tick says how many. The worker calls the
+ * watchdog each loop; it looks at the flows holding ACKs in round-robin
+ * order, a bounded number per call, O(1) each. Flow end, eviction and
+ * policy changes flush explicitly.
  */
 #ifndef WEIR_POSTACK_H
 #define WEIR_POSTACK_H
@@ -57,7 +58,7 @@ struct weir_postack_conf {
 	uint32_t n_acks;        /* records in the pool: ACKs held at once, all flows */
 	uint16_t ack_limit;     /* ACKs one flow may hold; beyond, the oldest is released.
 				 * Also the window clamp: held ACKs advertise at most
-				 * ack_limit segments (lib/worker.c) */
+				 * ack_limit segments (postack_clamp) */
 	uint32_t idle_us;       /* data idle this long past 2 x its round trip: release the flow's ACKs */
 	uint32_t rtt_unknown_us;        /* round trip assumed when no handshake was seen; 0 = 200 ms */
 	/* ACKs that may stay in their own mbufs at once (no copy either way:
@@ -118,7 +119,7 @@ unsigned int weir_postack_release(struct weir_postack *pa, int d, uint32_t slot,
  * go into out[] (up to max in all). Returns how many; dir_of[i] is each
  * one's data direction (it leaves through that direction's rx port).
  * Flows still holding ACKs stay on the ring. PostACK's decision is
- * weir_postack_idle(); TCR's is its pacing clock (lib/worker.c).
+ * each mode's tick (lib/mode.h).
  */
 typedef uint32_t (*weir_postack_decide_fn)(void *arg, int d, uint32_t slot, uint64_t now,
 					   uint32_t held, enum weir_postack_why *why);
@@ -136,6 +137,20 @@ int weir_postack_idle(const struct weir_postack *pa, int d, uint32_t slot, uint6
  * assumed one), TSC ticks. */
 static inline uint64_t
 weir_postack_rtt(const struct weir_postack *pa, int d, uint32_t slot);
+
+struct weir_flow;
+struct weir_pkt;
+
+/* Time the handshake of the flow in slot (a TCP packet travelling a): the
+ * round trip to each direction's data sender. Every TCP packet, cheap for
+ * all but handshake packets. */
+void weir_postack_track(struct weir_postack *pa, const struct weir_flow *f,
+			const struct weir_pkt *p, int a, uint32_t slot, uint64_t now);
+/* Remember the furthest right edge the data sender of direction a ^ 1 has
+ * been shown by ACK p (travelling a) that goes on: no rewrite may move the
+ * window's right edge left of it (RFC 7323 sec. 2.4). */
+void weir_postack_note_edge(struct weir_postack *pa, const struct weir_flow *f,
+			    const struct weir_pkt *p, int a, uint32_t slot);
 
 /* Call fn for every (d, slot) holding ACKs now (fn may release them). */
 void weir_postack_for_each_holder(struct weir_postack *pa,

@@ -33,3 +33,114 @@ weir_tcr_free(struct weir_tcr *t)
 	rte_free(t->f[1]);
 	rte_free(t);
 }
+
+/* ==== The tcr mode ==== */
+
+#include <netinet/in.h>
+
+#include "mbuf_meta.h"
+#include "mode.h"
+#include "tcpwin.h"
+#include "worker.h"
+
+uint64_t
+weir_tcr_pace_gap(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t leaf)
+{
+	return ((uint64_t)(f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460) *
+		w->cls_ctr[d][leaf].share_ticks_per_byte) >> 16;
+}
+
+/* Is the flow's next paced ACK due (one per MSS at its class's fair
+ * share)? Advances the clock when it is. TCR (starving == 0) lets a late
+ * clock keep up to one gap of credit. For a starving PostACK flow holding
+ * `starving` ACKs the gap is also at most its data sender's round trip
+ * over that count: what it holds goes back within a round trip even when
+ * the share (which counts idle flows too) is small; a stopped clock (0)
+ * starts a gap from now. */
+uint32_t
+weir_tcr_pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+		  uint16_t leaf, uint64_t now, uint32_t starving)
+{
+	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
+	uint64_t gap = weir_tcr_pace_gap(w, f, d, leaf);
+	const int bank = starving == 0;
+
+	if (starving)
+		gap = RTE_MIN(gap, weir_postack_rtt(w->pa, d, slot) / starving);
+	if (!bank && tf->next_release == 0) {
+		tf->next_release = now + gap;   /* first seen starving: a gap from now */
+		return 0;
+	}
+	if (now < tf->next_release)
+		return 0;
+	tf->next_release = RTE_MAX(tf->next_release + gap, bank ? now - gap : now);
+	return 1;
+}
+
+/*
+ * TCR for a pure ACK travelling a (Sec. 2.4): its window is cut to the
+ * flow's BDP (fair share x WAN round trip, at least one segment), and it
+ * leaves no sooner than MSS / share after the flow's previous ACK; early
+ * ones wait in the ACK store and the watchdog ring clocks them out.
+ */
+static enum weir_verdict
+tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
+	int a, uint32_t slot, uint16_t leaf, uint32_t held, uint64_t now)
+{
+	const int d = a ^ 1;
+	const struct weir_class_counters *c = &w->cls_ctr[d][leaf];
+	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
+	int shift = weir_ack_wscale(f, a);
+	uint32_t seg = f->mss[a] ? f->mss[a] : 1460;
+
+	weir_tcr_on_ack(w->tcr, d, slot, p->ack, now);
+	if (tf->srtt == 0)
+		tf->srtt = w->pa->q[WEIR_DIR_IN][slot].rtt;     /* the WAN side's, from the handshake */
+	if (shift >= 0 && tf->srtt != 0) {
+		uint64_t bdp = RTE_MAX(((uint64_t)tf->srtt * c->share_bytes_per_tick) >> 32, (uint64_t)seg);
+		uint64_t win = (bdp + (1u << shift) - 1) >> shift;
+
+		if (win < p->win) {
+			weir_ack_set_win(m, p, (uint16_t)win);
+			w->ctr.port[a].win_clamped++;
+		}
+	}
+	if (weir_mode_data_qlen(w, a, slot) != 0)
+		return WEIR_V_PASS;     /* behind a frame of its own direction: keep order */
+	if (held == 0 && now >= tf->next_release) {
+		tf->next_release = now + ((seg * c->share_ticks_per_byte) >> 16);
+		return WEIR_V_PASS;
+	}
+	return weir_mode_hold(w, f, d, slot, m, now);
+}
+
+/* A data segment left: time it to its ACK (the round-trip sample). */
+static void
+tcr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t qlen,
+	 uint64_t now)
+{
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+
+	RTE_SET_USED(qlen);
+	if (p->l4proto == IPPROTO_TCP && p->payload_len > 0)
+		weir_tcr_on_data(w->tcr, d, slot, p->seq + p->payload_len, now);
+}
+
+/* The watchdog's verdict: one held ACK when the pacing clock says so
+ * (keep the clock, but bank no credit while nothing was held). */
+static uint32_t
+tcr_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
+	 uint64_t now, uint32_t held, enum weir_postack_why *why)
+{
+	RTE_SET_USED(held);
+	*why = WEIR_PA_PACED;
+	return weir_tcr_pace_due(w, f, d, slot, leaf, now, 0);
+}
+
+const struct weir_mode_ops weir_mode_tcr = {
+	.name = "tcr",
+	.flags = WEIR_MODEF_ACKS,
+	.ack = tcr_ack,
+	.sent = tcr_sent,
+	.tick = tcr_tick,
+};

@@ -15,10 +15,11 @@
  * data leave before its ACK returns: uploads. A download's sender is
  * across the WAN, so its D_w stays the handshake's.
  *
- * This file keeps the per-flow state; the per-class figures (bytes per
- * tick and ticks per byte of the fair share, fixed point) are the
- * worker's, recomputed when a class's flow count changes, never per
- * packet.
+ * tcr.c is the mode (lib/mode.h) and the per-flow pacing state it shares
+ * with PostACK's pacing of starving flows and postack-paced; the per-class
+ * figures (bytes per tick and ticks per byte of the fair share, fixed
+ * point) are the worker's, recomputed when a class's flow count or rate
+ * changes, never per packet.
  */
 #ifndef WEIR_TCR_H
 #define WEIR_TCR_H
@@ -44,6 +45,16 @@ struct weir_tcr {
 };
 
 struct weir_tcr *weir_tcr_create(uint32_t n_flows, int socket_id);
+struct weir_worker;
+struct weir_flow;
+/* One MSS of the flow's data direction d at its class's fair share on
+ * this worker, TSC ticks. */
+uint64_t weir_tcr_pace_gap(const struct weir_worker *w, const struct weir_flow *f, int d,
+			   uint16_t leaf);
+/* Is the next paced ACK of (d, slot) due now? Advances its clock if so
+ * (tcr.c says how; `starving` is PostACK's held count, 0 for TCR). */
+uint32_t weir_tcr_pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+			   uint16_t leaf, uint64_t now, uint32_t starving);
 void weir_tcr_free(struct weir_tcr *t);
 
 static inline void

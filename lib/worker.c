@@ -9,8 +9,8 @@
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 
-#include "cksum.h"
 #include "mbuf_meta.h"
+#include "mode.h"
 #include "worker.h"
 
 /* Empty polls before the first back-off sleep: long enough that a busy link
@@ -106,7 +106,7 @@ weir_worker_free(struct weir_worker *w)
 
 /* Count why a frame is bridged unmanaged; returns true if it is manageable. */
 static inline bool
-classify_unmanaged(struct weir_port_counters *pc, const struct weir_pkt *p)
+count_unmanaged(struct weir_port_counters *pc, const struct weir_pkt *p)
 {
 	if (likely(weir_pkt_manageable(p)))
 		return true;
@@ -121,10 +121,6 @@ classify_unmanaged(struct weir_port_counters *pc, const struct weir_pkt *p)
 	return false;
 }
 
-static void send_burst(struct weir_worker *w, enum weir_port_role to, struct rte_mbuf **pkts,
-		       uint16_t n);
-
-/* The leaf flow f is shaped in, direction d (its target's). */
 /* The flow's leaf in direction d; WEIR_CBQ_NONE when it was classified
  * under an earlier policy (its packets were moved at the switch, and the
  * flow is re-classified on its next packet). */
@@ -136,426 +132,139 @@ flow_leaf(const struct weir_worker *w, const struct weir_flow *f, int d)
 	return w->policy->targets[f->class_id].leaf[d];
 }
 
+/* ---- the out-arrays: the one place frames leave from ---- */
 
-/* Send frames the worker releases on its own (held ACKs) out of port `to`,
- * counted as forwarded from the other port. */
+/* Send n frames out of port role `to`; what the ring will not take after a
+ * few retries is freed and counted against the receiving port's tx_full. */
 static void
-emit(struct weir_worker *w, enum weir_port_role to, struct rte_mbuf **pkts, unsigned int n)
+send_burst(struct weir_worker *w, enum weir_port_role to, struct rte_mbuf **pkts, uint16_t n)
 {
-	if (n == 0)
-		return;
-	w->ctr.port[to ^ 1].forwarded += n;
-	if (w->conf.emit != NULL) {
-		w->conf.emit(w->conf.emit_arg, to, pkts, (uint16_t)n);
-		return;
+	struct weir_port_counters *out = &w->ctr.port[to];
+	uint16_t sent = 0;
+	uint64_t bytes = 0;
+
+	for (unsigned int tries = 0; sent < n && tries <= TX_RETRIES; tries++)
+		sent += rte_eth_tx_burst(w->conf.port_id[to], w->conf.queue, pkts + sent, n - sent);
+	for (uint16_t i = 0; i < sent; i++)
+		bytes += pkts[i]->pkt_len;
+	out->tx_pkts += sent;
+	out->tx_bytes += bytes;
+	if (unlikely(sent < n)) {
+		struct weir_port_counters *in = &w->ctr.port[to ^ 1];
+
+		in->tx_full += n - sent;
+		in->forwarded -= n - sent;
+		rte_pktmbuf_free_bulk(pkts + sent, n - sent);
 	}
-	send_burst(w, to, pkts, (uint16_t)n);
 }
 
-/* Release every ACK held for data direction d of slot, in order. They
- * travel the other way, so they leave through port d. */
-static void
-postack_flush(struct weir_worker *w, int d, uint32_t slot)
+static uint16_t
+tx_port(struct weir_worker *w, enum weir_port_role to)
+{
+	struct weir_out *o = &w->out[to];
+	uint16_t n = o->n;
+
+	if (n == 0)
+		return 0;
+	o->n = 0;
+	if (w->conf.emit != NULL)
+		w->conf.emit(w->conf.emit_arg, to, o->pkts, n);
+	else
+		send_burst(w, to, o->pkts, n);
+	return n;
+}
+
+uint16_t
+weir_worker_tx(struct weir_worker *w)
+{
+	return (uint16_t)(tx_port(w, WEIR_PORT_LAN) + tx_port(w, WEIR_PORT_WAN));
+}
+
+/* Everything that leaves goes through here, in the order decided: frames
+ * that go on, frames the tree lets go, ACKs a mode releases. A full array
+ * is sent early (in order) rather than grown: it holds several bursts. */
+void
+weir_worker_out(struct weir_worker *w, int to, struct rte_mbuf *m)
+{
+	struct weir_out *o = &w->out[to];
+
+	if (unlikely(o->n == WEIR_OUT_MAX))
+		tx_port(w, (enum weir_port_role)to);
+	o->pkts[o->n++] = m;
+	w->ctr.port[to ^ 1].forwarded++;
+}
+
+unsigned int
+weir_mode_release(struct weir_worker *w, int d, uint32_t slot, uint32_t max,
+		  enum weir_postack_why why)
 {
 	struct rte_mbuf *acks[WEIR_BURST_MAX];
-	unsigned int n;
+	unsigned int n, total = 0;
 
-	while ((n = weir_postack_release(w->pa, d, slot, acks, WEIR_BURST_MAX, WEIR_PA_FLUSH)) > 0) {
-		emit(w, (enum weir_port_role)d, acks, n);
-		if (n < WEIR_BURST_MAX)
-			break;
+	/* Held ACKs of data direction d travel the other way: out of port d. */
+	while (total < max &&
+	       (n = weir_postack_release(w->pa, d, slot, acks, RTE_MIN(max - total, (uint32_t)WEIR_BURST_MAX),
+					 why)) > 0) {
+		for (unsigned int i = 0; i < n; i++)
+			weir_worker_out(w, d, acks[i]);
+		total += n;
 	}
+	return total;
 }
 
 static inline void
-postack_flush_flow(struct weir_worker *w, uint32_t slot)
+release_flow(struct weir_worker *w, uint32_t slot)
 {
 	for (int d = 0; d < WEIR_PORT__COUNT; d++)
 		if (weir_postack_len(w->pa, d, slot) > 0)
-			postack_flush(w, d, slot);
+			weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
 }
 
-static inline uint32_t
-data_qlen(const struct weir_worker *w, int d, uint32_t slot)
+enum weir_verdict
+weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot,
+	       struct rte_mbuf *m, uint64_t now)
+{
+	struct rte_mbuf *evicted;
+	unsigned int n_ev;
+	int held;
+
+	f->shape |= (uint8_t)WEIR_FSH_HELD(d);
+	held = weir_postack_hold(w->pa, d, slot, m, now, &evicted, &n_ev);
+	if (n_ev > 0)
+		weir_worker_out(w, d, evicted);
+	if (held)
+		return WEIR_V_TAKEN;
+	/* No record free: what is held goes, then m after it. */
+	weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
+	return WEIR_V_PASS;
+}
+
+uint32_t
+weir_mode_data_qlen(const struct weir_worker *w, int d, uint32_t slot)
 {
 	return w->shaper[d] != NULL ? weir_drr_qlen(weir_cbq_qtab(w->shaper[d]), slot) : 0;
 }
 
 /*
- * How far each side is, from the handshake as the gateway sees it: the
- * SYN+ACK comes back one round trip to the responder after the SYN, the
- * initiator's first pure ACK (its second packet) one round trip to the
- * initiator after the SYN+ACK. Data direction a's sender is the side that
- * sends in direction a: the responder for the SYN+ACK's direction, the
- * initiator for the SYN's. Only handshake packets touch the ACK store's
- * per-flow state here (it is cold for everything else).
- */
-static inline void
-postack_handshake(struct weir_postack *pa, const struct weir_flow *f, const struct weir_pkt *p,
-		  int a, uint32_t slot, uint64_t now)
-{
-	const uint8_t syn_ack = p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_ACK | WEIR_TCP_RST);
-	struct weir_postack_q *q = pa->q[a], *o = pa->q[a ^ 1];
-
-	if (likely(!(syn_ack & WEIR_TCP_SYN) && f->pkts[a] != 2))
-		return;
-	if (syn_ack == WEIR_TCP_SYN) {
-		q[slot].hs_tsc = now;
-	} else if (syn_ack == (WEIR_TCP_SYN | WEIR_TCP_ACK)) {
-		if (o[slot].hs_tsc != 0)
-			weir_postack_set_rtt(pa, a, slot, now - o[slot].hs_tsc);
-		q[slot].hs_tsc = now;
-	} else if (syn_ack == WEIR_TCP_ACK && p->payload_len == 0 && q[slot].rtt == 0 &&
-		   o[slot].rtt != 0) {
-		weir_postack_set_rtt(pa, a, slot, now - o[slot].hs_tsc);
-	}
-}
-
-static inline bool
-seq_lt(uint32_t a, uint32_t b)
-{
-	return (int32_t)(a - b) < 0;
-}
-
-/*
- * PostACK's window clamp (issue: receivers advertise megabytes, and every
- * byte of window a sender may use beyond its share ends up as ACKs held
- * here). A held ACK's window is cut so the sender may have at most
- * ack_limit segments outstanding past it: the ACKs for them, the most that
- * can then wait here, stay within ack_limit. The right edge never moves
- * left of one already released (RFC 7323 sec. 2.4: do not shrink the
- * window). Needs both SYNs seen (window scales are only known from them);
- * the TCP checksum is patched (RFC 1624), IPv4 and IPv6 alike.
- */
-/* The window scale of ACKs travelling a, or -1 when the handshake was not
- * seen (the scale is known only from both SYNs). */
-static inline int
-ack_wscale(const struct weir_flow *f, int a)
-{
-	if (f->mss[0] == 0 || f->mss[1] == 0)
-		return -1;
-	return f->wscale[a] != WEIR_WSCALE_NONE && f->wscale[a ^ 1] != WEIR_WSCALE_NONE ?
-	       RTE_MIN(f->wscale[a], (uint8_t)14) : 0;
-}
-
-/* Remember the furthest right edge the data sender of direction d has
- * been shown (an ACK travelling a = d ^ 1 that goes on). */
-static inline void
-postack_note_edge(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p,
-		  int a, uint32_t slot)
-{
-	struct weir_postack_q *q = &w->pa->q[a ^ 1][slot];
-	int shift = ack_wscale(f, a);
-	uint32_t edge = p->ack + ((uint32_t)p->win << (shift < 0 ? 0 : shift));
-
-	if (shift >= 0 && (!(q->flags & WEIR_PAQ_RE_VALID) || seq_lt(q->re_max, edge))) {
-		q->re_max = edge;
-		q->flags |= WEIR_PAQ_RE_VALID;
-	}
-}
-
-/*
- * PostACK's window clamp (issue: receivers advertise megabytes, and every
- * byte of window a sender may use beyond its share ends up as ACKs held
- * here). A held ACK's window is cut so the sender may have at most
- * ack_limit segments outstanding past it: the ACKs for them, the most that
- * can then wait here, stay within ack_limit. The right edge never moves
- * left of one already shown to the sender (RFC 7323 sec. 2.4: do not
- * shrink the window). Needs both SYNs seen (window scales are only known
- * from them); the TCP checksum is patched (RFC 1624), IPv4 and IPv6 alike.
- */
-static void
-postack_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
-	      const struct weir_pkt *p, int a, int d, uint32_t slot)
-{
-	struct weir_postack_q *q = &w->pa->q[d][slot];
-	int shift = ack_wscale(f, a);
-	uint32_t edge, limit_edge, win;
-	uint8_t *tcp;
-
-	if (shift < 0)
-		return;
-	edge = p->ack + ((uint32_t)p->win << shift);
-	/* f->mss[a]: what the ACK's sender said it can receive, the segment
-	 * size the data sender uses. */
-	limit_edge = p->ack + (uint32_t)w->pa->ack_limit * f->mss[a];
-	if ((q->flags & WEIR_PAQ_RE_VALID) && seq_lt(limit_edge, q->re_max))
-		limit_edge = q->re_max;
-	if (!seq_lt(limit_edge, edge)) {
-		postack_note_edge(w, f, p, a, slot);
-		return;
-	}
-	/* Round up: the new edge is at or past the limit, never short of it. */
-	win = (limit_edge - p->ack + (1u << shift) - 1) >> shift;
-	win = RTE_MIN(win, 0xffffu);
-	tcp = rte_pktmbuf_mtod_offset(m, uint8_t *, p->l4_off);
-	weir_cksum_set16(tcp + 14, tcp + 16, rte_cpu_to_be_16((uint16_t)win));
-	if (seq_lt(q->re_max, p->ack + (win << shift)) || !(q->flags & WEIR_PAQ_RE_VALID))
-		q->re_max = p->ack + (win << shift);
-	q->flags |= WEIR_PAQ_RE_VALID;
-	w->ctr.port[a].win_clamped++;
-}
-
-/* Hold ACK m for (d, slot); when the store is full, release what is held
- * and let m go on after it. Returns true when held. */
-static bool
-hold_ack(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot, struct rte_mbuf *m,
-	 uint64_t now, struct rte_mbuf **out, unsigned int n_out)
-{
-	unsigned int evicted;
-
-	f->shape |= (uint8_t)WEIR_FSH_HELD(d);
-	if (weir_postack_hold(w->pa, d, slot, m, now, out + n_out, &evicted) == 0) {
-		emit(w, (enum weir_port_role)d, out, n_out);
-		postack_flush(w, d, slot);
-		return false;
-	}
-	emit(w, (enum weir_port_role)d, out, n_out + evicted);
-	return true;
-}
-
-/*
- * TCR for a pure ACK travelling a (Sec. 2.4): its window is cut to the
- * flow's BDP (fair share x WAN round trip, at least one segment), and it
- * leaves no sooner than MSS / share after the flow's previous ACK; early
- * ones wait in the ACK store and the watchdog ring clocks them out.
+ * A TCP packet of flow f travelling a, with ACK control on (an ACK store):
+ * its ACKs answer data direction d = a ^ 1. Anything but a pure ACK (data,
+ * SYN, FIN, RST) first releases what the flow holds, so nothing overtakes
+ * a held ACK; FIN and RST release both directions' (the connection is
+ * ending). A pure ACK is the mode's of direction d to decide. Returns true
+ * when the mode took the packet.
  */
 static bool
-tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
-	int a, uint32_t slot, uint64_t now, uint32_t held)
-{
-	const int d = a ^ 1;
-	const struct weir_class_counters *c = &w->cls_ctr[d][flow_leaf(w, f, d)];
-	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
-	int shift = ack_wscale(f, a);
-	uint32_t seg = f->mss[a] ? f->mss[a] : 1460;
-	struct rte_mbuf *out[2];
-
-	weir_tcr_on_ack(w->tcr, d, slot, p->ack, now);
-	if (tf->srtt == 0)
-		tf->srtt = w->pa->q[WEIR_DIR_IN][slot].rtt;     /* the WAN side's, from the handshake */
-	if (shift >= 0 && tf->srtt != 0) {
-		uint64_t bdp = RTE_MAX(((uint64_t)tf->srtt * c->share_bytes_per_tick) >> 32, (uint64_t)seg);
-		uint64_t win = (bdp + (1u << shift) - 1) >> shift;
-
-		if (win < p->win) {
-			uint8_t *tcp = rte_pktmbuf_mtod_offset(m, uint8_t *, p->l4_off);
-
-			weir_cksum_set16(tcp + 14, tcp + 16, rte_cpu_to_be_16((uint16_t)win));
-			w->ctr.port[a].win_clamped++;
-		}
-	}
-	if (data_qlen(w, a, slot) != 0)
-		return false;   /* behind a frame of its own direction: keep order */
-	if (held == 0 && now >= tf->next_release) {
-		tf->next_release = now + ((seg * c->share_ticks_per_byte) >> 16);
-		return false;
-	}
-	return hold_ack(w, f, d, slot, m, now, out, 0);
-}
-
-/* One MSS at the class's fair share on this worker, TSC ticks. */
-static inline uint64_t
-pace_gap(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t leaf)
-{
-	return ((uint64_t)(f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460) *
-		w->cls_ctr[d][leaf].share_ticks_per_byte) >> 16;
-}
-
-/* Is the flow's next paced ACK due (one per MSS at its class's fair
- * share)? Advances the clock when it is. TCR (starving == 0) lets a late
- * clock keep up to one gap of credit. For a starving PostACK flow holding
- * `starving` ACKs the gap is also at most its data sender's round trip
- * over that count: what it holds goes back within a round trip even when
- * the share (which counts idle flows too) is small; a stopped clock (0)
- * starts a gap from now. */
-static inline uint32_t
-pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
-	 uint64_t now, uint32_t starving)
-{
-	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
-	uint64_t gap = pace_gap(w, f, d, leaf);
-	const int bank = starving == 0;
-
-	if (starving)
-		gap = RTE_MIN(gap, weir_postack_rtt(w->pa, d, slot) / starving);
-	if (!bank && tf->next_release == 0) {
-		tf->next_release = now + gap;   /* first seen starving: a gap from now */
-		return 0;
-	}
-	if (now < tf->next_release)
-		return 0;
-	tf->next_release = RTE_MAX(tf->next_release + gap, bank ? now - gap : now);
-	return 1;
-}
-
-#define WEIR_PACED_BACKLOG 4u      /* packets a postack-paced class may have queued, at least */
-
-/*
- * postack-paced: the paper's first efficient PostACK (Sec. 3.2, Fig. 4),
- * an on-off variant of ACK pacing. Each flow's ACKs leave one per MSS at
- * its share of the class, and a flow that sent more than one data packet
- * for an ACK (slow start, delayed ACKs) has its next ticks skipped, one
- * per extra packet (`out`, Fig. 4's i.out), so the data arriving for the
- * class matches what it sends and each flow gets its share in packets.
- * Two departures from Fig. 4, both measured (docs/postack.md):
- *  - the share is the class rate over the flows holding ACKs (at most the
- *    class's flows), not over every live flow: counting idle connections
- *    is what makes TCR slow, and a paced flow is one holding ACKs;
- *  - a class clock spaces all releases one MSS at the class rate apart,
- *    and none is made while the class has a few packets queued (or a
- *    millisecond of them): the flows' ticks alone fire together and leave
- *    the backlog a random walk (open loop).
- * The pace does not follow borrowing. Returns 1 when an ACK may go now.
- */
-/* Has the class WEIR_PACED_BACKLOG packets queued plus a millisecond's
- * worth (ms_ticks / cgap, cgap the ticks of one MSS at its rate)? Compared
- * as qlen - B >= ms / cgap, i.e. ms < (qlen - B + 1) x cgap: no division
- * per tick. */
-static inline bool
-paced_backlogged(const struct weir_cbq *sh, uint16_t leaf, uint64_t ms_ticks, uint64_t cgap)
-{
-	uint32_t qlen = weir_cbq_leaf_qlen(sh, leaf);
-
-	return qlen >= WEIR_PACED_BACKLOG &&
-	       ms_ticks < (uint64_t)(qlen - WEIR_PACED_BACKLOG + 1) * (cgap | 1);
-}
-
-static inline uint32_t
-paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
-	   uint64_t now, bool arrival)
-{
-	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
-	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
-	const uint32_t flows = c->flows ? c->flows : 1;
-	uint64_t cgap, fgap;
-
-	if (now < tf->next_release)
-		return 0;
-	cgap = pace_gap(w, f, d, leaf) / flows;
-	fgap = cgap * RTE_MIN(flows, RTE_MAX(w->pa->ring_n, 1u));
-	if (tf->out <= 1) {
-		if (now < c->pace_next)
-			return 0;       /* the flow keeps its tick */
-		if (w->shaper[d] != NULL && paced_backlogged(w->shaper[d], leaf, w->tsc_hz / 1000, cgap))
-			return 0;
-		c->pace_next = RTE_MAX(c->pace_next + cgap, now - cgap);
-	}
-	/* An ACK arriving with nothing held banks no credit for a quiet flow;
-	 * the watchdog keeps up to one tick of it for a held one. */
-	tf->next_release = arrival ? now + fgap : RTE_MAX(tf->next_release + fgap, now - fgap);
-	if (tf->out > 1) {
-		tf->out--;      /* Fig. 4 line 03: quench this tick */
-		return 0;
-	}
-	tf->out = 0;
-	return 1;
-}
-
-/* postack-paced for a pure ACK travelling a: it goes on at once when
- * nothing of its flow is held and its pacing tick is due, else it
- * waits in the ACK store, window clamped as PostACK's, for the watchdog's
- * ticks. */
-static bool
-paced_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
-	  int a, uint32_t slot, uint64_t now, uint32_t held, uint16_t leaf)
-{
-	const int d = a ^ 1;
-	struct rte_mbuf *out[2];
-
-	if (data_qlen(w, a, slot) != 0 || (held == 0 && paced_tick(w, f, d, slot, leaf, now, true))) {
-		postack_note_edge(w, f, p, a, slot);
-		return false;   /* behind a frame of its own direction (order), or due */
-	}
-	postack_clamp(w, f, m, p, a, d, slot);
-	return hold_ack(w, f, d, slot, m, now, out, 0);
-}
-
-/* The watchdog's verdict on a flow holding ACKs: TCR releases one when its
- * pacing clock says so; PostACK all of them once the data has stopped, and
- * one per fair-share gap while its data queue is empty. */
-static uint32_t
-ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
-	    enum weir_postack_why *why)
-{
-	struct weir_worker *w = arg;
-	const struct weir_flow *f = weir_flow_by_slot(w->flows, slot);
-	const struct weir_policy_target *t = &w->policy->targets[f->class_id];
-
-	if (t->mode[d] == WEIR_MODE_TCR && t->leaf[d] != WEIR_CBQ_NONE) {
-		*why = WEIR_PA_PACED;
-		/* Keep the clock, but do not bank credit while nothing was held. */
-		return pace_due(w, f, d, slot, t->leaf[d], now, 0);
-	}
-	if (t->mode[d] == WEIR_MODE_PACED && t->leaf[d] != WEIR_CBQ_NONE) {
-		*why = WEIR_PA_PACED;
-		return paced_tick(w, f, d, slot, t->leaf[d], now, false);
-	}
-	if (data_qlen(w, d, slot) != 0) {
-		w->tcr->f[d][slot].next_release = 0;    /* restart the clock below when it starves */
-		return 0;       /* backlogged: the dequeue rule clocks its ACKs */
-	}
-	*why = WEIR_PA_IDLE;
-	if (weir_postack_idle(w->pa, d, slot, now, f->last_tsc))
-		return held;
-	/* Queue empty, ACKs held, sender not idle: the flow is getting less
-	 * than its share, and with no data queued no dequeue will release
-	 * anything for a whole round trip to its sender (a download's is a
-	 * WAN one: Appendix A). Release at its fair share's pace meanwhile,
-	 * MSS / (class rate / flows), so the data it asks for arrives at the
-	 * rate DRR will serve it; once it queues again the rule takes over. */
-	if (t->mode[d] != WEIR_MODE_POSTACK || t->leaf[d] == WEIR_CBQ_NONE)
-		return 0;
-	*why = WEIR_PA_PACED;
-	return pace_due(w, f, d, slot, t->leaf[d], now, held);
-}
-
-/* A D-SACK (RFC 2883): the first block reports data received twice, below
- * the cumulative ACK; it answers a spurious retransmission, not a hole. */
-static inline bool
-dsack(const struct rte_mbuf *m, const struct weir_pkt *p)
-{
-	const unaligned_uint32_t *left =
-		rte_pktmbuf_mtod_offset(m, const unaligned_uint32_t *, p->l4_off + p->sack_off);
-
-	return seq_lt(rte_be_to_cpu_32(*left), p->ack);
-}
-
-/* Did this gateway drop data of direction d at or past `hole` (the
- * cumulative ACK of an ACK reporting a hole)? Then the loss is its own. */
-static inline bool
-own_drop(const struct weir_postack *pa, int d, uint32_t slot, uint32_t hole)
-{
-	const struct weir_postack_q *q = &pa->q[d][slot];
-
-	return (q->flags & WEIR_PAQ_DROP_VALID) && !seq_lt(q->drop_seq, hole);
-}
-
-/*
- * PostACK for a TCP packet of flow f travelling in direction a; its ACKs
- * answer data direction d = a ^ 1. A pure ACK is held (returns true: the
- * packet is taken) while the flow's data waits in its queue of direction
- * d or ACKs of it are held already (order); when the data queue is empty
- * the oldest held one is released first (the rule's qlen == 0 case: the
- * sender must not stall). Anything else (data, SYN, FIN, RST) first
- * releases what is held, so nothing overtakes a held ACK; FIN and RST
- * release both directions' (the connection is ending).
- * A held ACK is never behind a frame of its own direction still in the
- * class tree: it is held only while that queue is empty.
- */
-static bool
-postack_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum weir_dir a,
-	       uint64_t now)
+ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum weir_dir a,
+	    uint64_t now)
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
-	const struct weir_policy_target *t = &w->policy->targets[f->class_id];
 	const int d = a ^ 1;
 	const uint32_t slot = weir_flow_slot(w->flows, f);
-	struct rte_mbuf *out[2];
-	unsigned int n_out = 0;
+	const struct weir_mode_ops *ops;
+	uint16_t leaf;
 	uint32_t held;
 
-	postack_handshake(w->pa, f, p, a, slot, now);
+	weir_postack_track(w->pa, f, p, a, slot, now);
 	/* The flow entry says whether ACKs may be held: the store is not
 	 * touched for flows that never held any. */
 	held = 0;
@@ -567,46 +276,41 @@ postack_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, e
 	if ((p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_FIN | WEIR_TCP_RST | WEIR_TCP_URG |
 			     WEIR_TCP_ACK)) != WEIR_TCP_ACK || p->payload_len > 0) {
 		if (held > 0)
-			postack_flush(w, d, slot);
+			weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
 		if ((p->tcp_flags & (WEIR_TCP_FIN | WEIR_TCP_RST)) && (f->shape & WEIR_FSH_HELD(a)))
-			postack_flush(w, a, slot);
+			weir_mode_release(w, a, slot, UINT32_MAX, WEIR_PA_FLUSH);
 		return false;
 	}
-	if (t->leaf[d] == WEIR_CBQ_NONE)
+	leaf = w->policy->targets[f->class_id].leaf[d];
+	if (leaf == WEIR_CBQ_NONE)
 		return false;
-	if (t->mode[d] == WEIR_MODE_TCR)
-		return tcr_ack(w, f, m, p, a, slot, now, held);
-	if (t->mode[d] != WEIR_MODE_POSTACK && t->mode[d] != WEIR_MODE_PACED)
+	ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
+	if (ops->ack == NULL)
 		return false;
-	if ((p->flags & WEIR_PF_TCP_SACK) && !dsack(m, p) && !own_drop(w->pa, d, slot, p->ack)) {
-		/* SACK blocks: the receiver holds data past a hole (RFC 2018), a
-		 * loss the sender has to hear of now. Held behind the flow's
-		 * ACK queue, the news would wait as long as that queue takes to
-		 * drain (seconds at a few KB/s) while the hole stalls delivery.
-		 * What is held goes first (order), then this one, and so on for
-		 * each ACK until the hole is filled; the sender's own loss
-		 * response keeps the data it sends meanwhile in check. Not when
-		 * the hole is one this gateway made (own_drop): the flow is over
-		 * its share, and a burst of released ACKs would bring a burst
-		 * of data into a full queue (32 flows: 10 % retransmitted). */
-		if (held > 0)
-			postack_flush(w, d, slot);
-		postack_note_edge(w, f, p, a, slot);
-		w->ctr.port[a].sack_passed++;
-		return false;
+	return ops->ack(w, f, m, p, a, slot, leaf, held, now) != WEIR_V_PASS;
+}
+
+/* The watchdog's look at a flow holding ACKs: its mode's tick says how
+ * many go. Held ACKs no mode controls any more (the flow was moved) go
+ * once the flow is idle. */
+static uint32_t
+ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
+	    enum weir_postack_why *why)
+{
+	struct weir_worker *w = arg;
+	const struct weir_flow *f = weir_flow_by_slot(w->flows, slot);
+	uint16_t leaf = flow_leaf(w, f, d);
+	const struct weir_mode_ops *ops;
+
+	if (leaf != WEIR_CBQ_NONE) {
+		ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
+		if (ops->tick != NULL)
+			return ops->tick(w, f, d, slot, leaf, now, held, why);
 	}
-	if (t->mode[d] == WEIR_MODE_PACED)
-		return paced_ack(w, f, m, p, a, slot, now, held, t->leaf[d]);
-	if (data_qlen(w, a, slot) != 0 || (held == 0 && data_qlen(w, d, slot) == 0)) {
-		/* Earlier frames of this direction still queued (keep order), or
-		 * the flow is not over its share: it goes on; note its window. */
-		postack_note_edge(w, f, p, a, slot);
-		return false;
-	}
-	if (held > 0 && data_qlen(w, d, slot) == 0)
-		n_out = weir_postack_release(w->pa, d, slot, out, 1, WEIR_PA_RULE);
-	postack_clamp(w, f, m, p, a, d, slot);
-	return hold_ack(w, f, d, slot, m, now, out, n_out);
+	if (weir_mode_data_qlen(w, d, slot) != 0)
+		return 0;
+	*why = WEIR_PA_IDLE;
+	return weir_postack_idle(w->pa, d, slot, now, f->last_tsc) ? held : 0;
 }
 
 /* ---- classification and admission (once per flow, not per packet) ---- */
@@ -708,7 +412,7 @@ admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 		if (old[d] != leaf && old[d] != WEIR_CBQ_NONE) {
 			weir_cbq_move(w->shaper[d], slot, old[d], leaf);
 			if (w->pa != NULL && weir_postack_len(w->pa, d, slot) > 0)
-				postack_flush(w, d, slot);
+				weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
 		}
 		weir_drr_set_weight(weir_cbq_qtab(w->shaper[d]), slot, pol->targets[target].weight);
 	}
@@ -863,114 +567,85 @@ static inline uint32_t
 shaped_qid(const struct weir_worker *w, const struct weir_policy_target *t, int d,
 	   const struct weir_flow *f)
 {
-	if (unlikely(t->mode[d] == WEIR_MODE_FIFO))
+	if (unlikely(weir_mode(t->mode[d])->flags & WEIR_MODEF_SHARED_QUEUE))
 		return w->unmanaged_qid + 1 + t->leaf[d];
 	return f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
 }
 
-/* The gateway dropped a data segment of f travelling d: remember its seq,
- * so a SACK reporting that hole is known to be this gateway's (own_drop). */
+/* Frame m of queue qid in leaf `leaf` of direction dir left the tree, qlen
+ * of its queue still waiting: its mode hears of it (PostACK's release
+ * rule, TCR's round-trip sample). */
 static inline void
-note_drop(struct weir_worker *w, const struct weir_flow *f, int d, const struct weir_pkt *p)
-{
-	struct weir_postack_q *q;
-
-	if (p->l4proto != IPPROTO_TCP || p->payload_len == 0)
-		return;
-	q = &w->pa->q[d][weir_flow_slot(w->flows, f)];
-	if (!(q->flags & WEIR_PAQ_DROP_VALID) || seq_lt(q->drop_seq, p->seq)) {
-		q->drop_seq = p->seq;
-		q->flags |= WEIR_PAQ_DROP_VALID;
-	}
-}
-
-/* What sending frame m of queue qid in leaf `leaf` of direction dir sets off,
- * qlen of its flow's frames still queued: PostACK's release rule (Fig. 14:
- * with at most one more of its data packets queued, the flow gets one held
- * ACK back) and TCR's round-trip sample. Released ACKs go to acks[];
- * returns how many. */
-static inline uint16_t
 on_sent(struct weir_worker *w, enum weir_port_role dir, struct rte_mbuf *m, uint16_t leaf,
-	uint32_t qid, uint32_t qlen, struct rte_mbuf **acks, uint64_t now)
+	uint32_t qid, uint32_t qlen, uint64_t now)
 {
-	uint8_t mode;
+	const struct weir_mode_ops *ops;
 
 	if (w->pa == NULL || qid >= w->unmanaged_qid)
-		return 0;
-	mode = w->policy->tree[dir].classes[leaf].mode;
-	if (mode == WEIR_MODE_POSTACK && qlen <= 1 && weir_postack_len(w->pa, dir, qid) > 0)
-		return (uint16_t)weir_postack_release(w->pa, dir, qid, acks, 1, WEIR_PA_RULE);
-	if (mode == WEIR_MODE_TCR) {
-		const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
-
-		if (p->l4proto == IPPROTO_TCP && p->payload_len > 0)
-			weir_tcr_on_data(w->tcr, dir, qid, p->seq + p->payload_len, now);
-	}
-	return 0;
+		return;
+	ops = weir_mode(w->policy->tree[dir].classes[leaf].mode);
+	if (ops->sent != NULL)
+		ops->sent(w, m, dir, qid, qlen, now);
 }
 
 /* Queue a burst in its direction's class tree: each frame in its flow's
  * queue in its flow's leaf (frames without a flow share one queue in the
  * default class). A full queue drops the arriving frame of that flow only,
  * counted as dropped; frames already dealt with (refused, held) are
- * skipped. Nothing leaves here but, with cut_through, the frames an empty
- * tree lets go at once: returned compacted in order, to send now. */
+ * skipped. With cut_through, frames an empty tree lets go at once go to
+ * the out-array. Returns those. */
 static uint16_t
 enqueue_shaped(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf **pkts,
 	       struct weir_flow *const *pkt_flow, uint64_t taken, uint16_t n, uint64_t now)
 {
 	struct weir_cbq *sh = w->shaper[from];
 	struct weir_port_counters *pc = &w->ctr.port[from];
-	struct rte_mbuf *acks[WEIR_BURST_MAX];
-	uint16_t sent = 0, n_acks = 0;
+	uint16_t sent = 0;
 	bool queued = false;
 
 	for (uint16_t i = 0; i < n; i++) {
-		const struct weir_flow *f = pkt_flow[i];
+		struct weir_flow *f = pkt_flow[i];
 		const struct weir_policy_target *t = &w->policy->targets[f ? f->class_id : 0];
+		const struct weir_mode_ops *ops = weir_mode(t->mode[from]);
 		uint32_t qid = shaped_qid(w, t, from, f);
 		uint16_t leaf = t->leaf[from];  /* targets[0]: the default class */
+		struct rte_mbuf *m = pkts[i];
 
 		if (unlikely(taken & (1ull << i)))
 			continue;
 		/* Once one frame is queued the tree is not empty, so every later
 		 * frame of the burst queues behind it: no flow is reordered. */
-		if (w->conf.cut_through && t->mode[from] != WEIR_MODE_PACED &&
-		    weir_cbq_cut_through(sh, leaf, rte_pktmbuf_pkt_len(pkts[i]), now)) {
-			n_acks += on_sent(w, from, pkts[i], leaf, qid, 0, acks + n_acks, now);
-			pkts[sent++] = pkts[i];
+		if (w->conf.cut_through && !(ops->flags & WEIR_MODEF_NO_CUT) &&
+		    weir_cbq_cut_through(sh, leaf, rte_pktmbuf_pkt_len(m), now)) {
+			weir_worker_out(w, from ^ 1, m);
+			on_sent(w, from, m, leaf, qid, 0, now);
+			sent++;
 			continue;
 		}
+		if (ops->enqueue != NULL && f != NULL) {
+			enum weir_verdict v = ops->enqueue(w, f, m, from, leaf, now);
+
+			if (v == WEIR_V_TAKEN)
+				continue;
+			if (v == WEIR_V_DROP) {
+				rte_pktmbuf_free(m);
+				pc->dropped++;
+				continue;
+			}
+		}
 		queued = true;
-		if (unlikely(weir_cbq_enqueue(sh, leaf, qid, pkts[i], now) != 0)) {
-			if (w->pa != NULL && f != NULL)
-				note_drop(w, f, from, &weir_mbuf_meta(pkts[i])->pkt);
-			rte_pktmbuf_free(pkts[i]);
+		if (unlikely(weir_cbq_enqueue(sh, leaf, qid, m, now) != 0)) {
+			if (w->pa != NULL && f != NULL && ops->dropped != NULL)
+				ops->dropped(w, f, m, from);
+			rte_pktmbuf_free(m);
 			pc->dropped++;
-		} else if (unlikely(t->mode[from] == WEIR_MODE_PACED) && f != NULL &&
-			   w->tcr != NULL && weir_mbuf_meta(pkts[i])->pkt.l4proto == IPPROTO_TCP &&
-			   weir_mbuf_meta(pkts[i])->pkt.payload_len > 0) {
-			w->tcr->f[from][qid].out++;     /* Fig. 4 line 13 */
+		} else if (ops->queued != NULL && f != NULL && w->pa != NULL) {
+			ops->queued(w, f, m, from, qid);
 		}
 	}
 	if (queued)
 		w->next_tsc[from] = 0;  /* new backlog: ask the tree on the next turn */
-	pc->forwarded += sent;
-	emit(w, from, acks, n_acks);    /* they travel the other way: out of port from */
 	return sent;
-}
-
-/* Unshaped direction: leave out the frames already dealt with (refused,
- * held), keep the rest in order. */
-static uint16_t
-compact_taken(struct rte_mbuf **pkts, uint64_t taken, uint16_t n)
-{
-	uint16_t k = 0;
-
-	for (uint16_t i = 0; i < n; i++)
-		if (!(taken & (1ull << i)))
-			pkts[k++] = pkts[i];
-	return k;
 }
 
 /* With a large table the ACK store's entry and the data queue's length
@@ -1005,7 +680,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	struct weir_flow *flows[WEIR_BURST_MAX];
 	struct weir_flow *pkt_flow[WEIR_BURST_MAX];     /* per packet, NULL if none */
 	uint16_t managed_idx[WEIR_BURST_MAX];
-	uint16_t n_managed = 0;
+	uint16_t n_managed = 0, sent = 0;
 	uint64_t bytes = 0;
 	uint64_t taken = 0;     /* bit i: pkts[i] is dealt with (refused and freed, or held) */
 
@@ -1024,7 +699,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		/* Headers are parsed in the first segment only: a frame whose
 		 * headers straddle segments reads as truncated (unmanaged). */
 		weir_parse(frame, m->data_len, p);
-		if (classify_unmanaged(pc, p) && w->flows != NULL) {
+		if (count_unmanaged(pc, p) && w->flows != NULL) {
 			weir_flow_key_make(frame, p, &keys[n_managed]);
 			managed_idx[n_managed++] = i;
 		}
@@ -1053,7 +728,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 				continue;
 			}
 			if (w->pa != NULL && weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP &&
-			    postack_packet(w, f, m, (enum weir_dir)from, now)) {
+			    ack_control(w, f, m, (enum weir_dir)from, now)) {
 				taken |= 1ull << managed_idx[k];
 				continue;
 			}
@@ -1062,20 +737,20 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	}
 	if (w->shaper[from] != NULL)
 		return enqueue_shaped(w, from, pkts, pkt_flow, taken, n, now);
-	if (unlikely(taken != 0))
-		n = compact_taken(pkts, taken, n);
-	pc->forwarded += n;
-	return n;
+	for (uint16_t i = 0; i < n; i++)
+		if (!(taken & (1ull << i))) {
+			weir_worker_out(w, from ^ 1, pkts[i]);
+			sent++;
+		}
+	return sent;
 }
 
 uint16_t
-weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now,
-		    struct rte_mbuf **pkts, uint16_t max)
+weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now, uint16_t max)
 {
 	struct weir_cbq *sh = w->shaper[dir];
-	struct rte_mbuf *acks[WEIR_BURST_MAX];
 	struct weir_cbq_deq d;
-	uint16_t n = 0, n_acks = 0;
+	uint16_t n = 0;
 
 	/* Clocked by dequeue: nothing is asked of the tree before the time it
 	 * said something could go, or after it said it is empty. */
@@ -1088,62 +763,35 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 			w->next_tsc[dir] = d.next_tsc;
 			break;
 		}
-		pkts[n++] = m;
-		n_acks += on_sent(w, dir, m, d.leaf, d.queue_id, d.qlen, acks + n_acks, now);
+		weir_worker_out(w, dir ^ 1, m);
+		n++;
+		on_sent(w, dir, m, d.leaf, d.queue_id, d.qlen, now);
 	}
-	w->ctr.port[dir].forwarded += n;
-	emit(w, dir, acks, n_acks);     /* they travel the other way: out of port dir */
 	return n;
 }
 
-/* Send n frames out of port role `to`; what the ring will not take after a
- * few retries is freed and counted against the receiving port's tx_full. */
-static inline void
-send_burst(struct weir_worker *w, enum weir_port_role to, struct rte_mbuf **pkts, uint16_t n)
+uint16_t
+weir_worker_out_take(struct weir_worker *w, enum weir_port_role to, struct rte_mbuf **pkts,
+		     uint16_t max)
 {
-	struct weir_port_counters *out = &w->ctr.port[to];
-	uint16_t sent = 0;
-	uint64_t bytes = 0;
+	struct weir_out *o = &w->out[to];
+	uint16_t n = RTE_MIN(max, o->n);
 
-	for (unsigned int tries = 0; sent < n && tries <= TX_RETRIES; tries++)
-		sent += rte_eth_tx_burst(w->conf.port_id[to], w->conf.queue, pkts + sent, n - sent);
-	for (uint16_t i = 0; i < sent; i++)
-		bytes += pkts[i]->pkt_len;
-	out->tx_pkts += sent;
-	out->tx_bytes += bytes;
-	if (unlikely(sent < n)) {
-		struct weir_port_counters *in = &w->ctr.port[to ^ 1];
-
-		in->tx_full += n - sent;
-		in->forwarded -= n - sent;
-		rte_pktmbuf_free_bulk(pkts + sent, n - sent);
-	}
+	memcpy(pkts, o->pkts, n * sizeof(*pkts));
+	memmove(o->pkts, o->pkts + n, (o->n - n) * sizeof(*pkts));
+	o->n = (uint16_t)(o->n - n);
+	return n;
 }
 
 static inline uint16_t
 poll_port(struct weir_worker *w, enum weir_port_role from, uint64_t now)
 {
 	struct rte_mbuf *pkts[WEIR_BURST_MAX];
-	uint16_t n, fwd;
+	uint16_t n;
 
 	n = rte_eth_rx_burst(w->conf.port_id[from], w->conf.queue, pkts, w->conf.burst);
-	if (n == 0)
-		return 0;
-	fwd = weir_worker_process(w, pkts, n, from, now);
-	if (fwd > 0)
-		send_burst(w, (enum weir_port_role)(from ^ 1), pkts, fwd);
-	return n;
-}
-
-/* Send what the shaper of direction `dir` lets go now. */
-static inline uint16_t
-pull_shaped(struct weir_worker *w, enum weir_port_role dir, uint64_t now)
-{
-	struct rte_mbuf *pkts[WEIR_BURST_MAX];
-	uint16_t n = weir_worker_dequeue(w, dir, now, pkts, w->conf.burst);
-
 	if (n > 0)
-		send_burst(w, (enum weir_port_role)(dir ^ 1), pkts, n);
+		weir_worker_process(w, pkts, n, from, now);
 	return n;
 }
 
@@ -1168,8 +816,8 @@ drain_queue(struct weir_worker *w, const struct weir_flow *f, bool forward)
 		while ((n = weir_cbq_drain(w->shaper[dir], leaf, qid, pkts, WEIR_BURST_MAX)) > 0) {
 			total += n;
 			if (forward) {
-				w->ctr.port[dir].forwarded += n;
-				send_burst(w, (enum weir_port_role)(dir ^ 1), pkts, (uint16_t)n);
+				for (unsigned int i = 0; i < n; i++)
+					weir_worker_out(w, dir ^ 1, pkts[i]);
 			} else {
 				w->ctr.port[dir].dropped += n;
 				rte_pktmbuf_free_bulk(pkts, n);
@@ -1190,7 +838,7 @@ evict_flow(struct weir_flow *f, const struct weir_flow_key *key, void *arg)
 	if (w->policy == NULL)
 		return;
 	if (w->pa != NULL)
-		postack_flush_flow(w, weir_flow_slot(w->flows, f));
+		release_flow(w, weir_flow_slot(w->flows, f));
 	drain_queue(w, f, true);
 	flow_uncount(w, f);
 	if (w->conf.end_flow_events && f->policy_epoch != 0)
@@ -1219,8 +867,15 @@ weir_worker_flush_queues(struct weir_worker *w)
 {
 	uint64_t before = w->ctr.port[0].dropped + w->ctr.port[1].dropped;
 
+	/* Frames handed to the out-array and never sent. */
+	for (int to = 0; to < WEIR_PORT__COUNT; to++) {
+		w->ctr.port[to ^ 1].forwarded -= w->out[to].n;
+		w->ctr.port[to ^ 1].dropped += w->out[to].n;
+		rte_pktmbuf_free_bulk(w->out[to].pkts, w->out[to].n);
+		w->out[to].n = 0;
+	}
 	if (w->shaper[0] == NULL && w->shaper[1] == NULL)
-		return 0;
+		return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
 	weir_flow_walk(w->flows, free_flow_queue, w);
 	drain_queue(w, NULL, false);
 	/* The shared queues of fifo leaves. */
@@ -1241,17 +896,15 @@ weir_worker_flush_queues(struct weir_worker *w)
 unsigned int
 weir_worker_postack_idle(struct weir_worker *w, uint64_t now)
 {
-	struct rte_mbuf *out[WEIR_BURST_MAX], *by_dir[WEIR_PORT__COUNT][WEIR_BURST_MAX];
+	struct rte_mbuf *out[WEIR_BURST_MAX];
 	uint8_t dir_of[WEIR_BURST_MAX];
-	unsigned int n, k[WEIR_PORT__COUNT] = { 0, 0 };
+	unsigned int n;
 
 	if (w->pa == NULL || w->pa->ring_n == 0)
 		return 0;
 	n = weir_postack_watchdog(w->pa, now, 8, ring_decide, w, out, dir_of, WEIR_BURST_MAX);
 	for (unsigned int i = 0; i < n; i++)
-		by_dir[dir_of[i]][k[dir_of[i]]++] = out[i];
-	for (int d = 0; d < WEIR_PORT__COUNT; d++)
-		emit(w, (enum weir_port_role)d, by_dir[d], k[d]);
+		weir_worker_out(w, dir_of[i], out[i]);  /* data direction d's ACKs: out of port d */
 	return n;
 }
 
@@ -1313,7 +966,7 @@ weir_worker_policy_post(struct weir_worker *w, struct weir_policy_switch *sw)
 static void
 flush_holder(void *arg, int d, uint32_t slot)
 {
-	postack_flush(arg, d, slot);
+	weir_mode_release(arg, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
 }
 
 /* The flow a frame from a fifo leaf's shared queue belongs to. */
@@ -1344,8 +997,7 @@ requeue_one(struct weir_worker *w, int d, struct weir_flow *f, struct rte_mbuf *
 	t = &w->policy->targets[f != NULL ? f->class_id : WEIR_TARGET_DEFAULT];
 	if (t->leaf[d] == WEIR_CBQ_NONE ||
 	    weir_cbq_requeue(w->shaper[d], t->leaf[d], shaped_qid(w, t, d, f), m) != 0) {
-		w->ctr.port[d].forwarded++;     /* no class for it: it goes on unshaped */
-		send_burst(w, (enum weir_port_role)(d ^ 1), &m, 1);
+		weir_worker_out(w, d ^ 1, m);   /* no class for it: it goes on unshaped */
 		return;
 	}
 	w->requeued++;
@@ -1493,8 +1145,8 @@ weir_worker_main(void *arg)
 
 		got = poll_port(w, WEIR_PORT_LAN, now);
 		got += poll_port(w, WEIR_PORT_WAN, now);
-		got += pull_shaped(w, WEIR_PORT_LAN, now);
-		got += pull_shaped(w, WEIR_PORT_WAN, now);
+		got += weir_worker_dequeue(w, WEIR_PORT_LAN, now, w->conf.burst);
+		got += weir_worker_dequeue(w, WEIR_PORT_WAN, now, w->conf.burst);
 		got += weir_worker_postack_idle(w, now);
 		if (unlikely(__atomic_load_n(&w->pending, __ATOMIC_ACQUIRE) != NULL))
 			weir_worker_policy_take(w);
@@ -1504,19 +1156,19 @@ weir_worker_main(void *arg)
 		    __atomic_load_n(&w->conf.share_box->seq, __ATOMIC_ACQUIRE) != w->share_seq)
 			weir_worker_share_apply(w);
 		w->ctr.loops++;
+		/* Bounded expiry work rides along with traffic, so a busy
+		 * worker still reclaims idle flows. */
+		if (w->flows != NULL && (got == 0 || (w->ctr.loops & 63) == 0))
+			weir_worker_expire(w, now, w->conf.expire_budget);
+		/* The one transmit point: everything decided above, in order. */
+		weir_worker_tx(w);
 		if (got > 0) {
 			idle = 0;
 			sleep_us = 1;
 			w->ctr.busy_tsc += rte_rdtsc() - now;
-			/* Bounded expiry work rides along with traffic, so a
-			 * busy worker still reclaims idle flows. */
-			if (w->flows != NULL && (w->ctr.loops & 63) == 0)
-				weir_worker_expire(w, now, w->conf.expire_budget);
 			continue;
 		}
 		w->ctr.idle_loops++;
-		if (w->flows != NULL)
-			weir_worker_expire(w, now, w->conf.expire_budget);
 		idle_backoff(w, sleep_cap_us(w, now), &idle, &sleep_us);
 	}
 	return 0;

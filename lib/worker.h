@@ -2,11 +2,15 @@
  * weir: the poll-mode worker.
  *
  * A worker owns RX/TX queue `queue` of both ports and the flow table of the
- * flows that hash to that queue. Its loop is: rx burst -> process (parse,
- * flow lookup/insert, account) -> tx burst to the other port, both ways, and
- * a short incremental expiry scan; when nothing arrives for a while it backs
- * off with growing sleeps so a 2-core test machine keeps a core for the TCP
- * stacks (a production box sets idle_sleep_us = 0 to poll flat out).
+ * flows that hash to that queue. One turn of its loop: rx burst from each
+ * port -> process (parse, flow lookup/insert, classify if new or stale,
+ * the leaf's mode acts: lib/mode.h) -> enqueue in the class tree -> dequeue
+ * what the tree allows now (the mode hears what was sent) -> the ACK
+ * store's watchdog -> policy switch, hook commands, rate shares -> a short
+ * expiry scan -> tx: every frame leaves from the one out-array per port,
+ * in the order it was decided. When nothing arrives for a while it backs
+ * off with growing sleeps so a 2-core test machine keeps a core for the
+ * TCP stacks (a production box sets idle_sleep_us = 0 to poll flat out).
  */
 #ifndef WEIR_WORKER_H
 #define WEIR_WORKER_H
@@ -25,6 +29,15 @@
 #include "tcr.h"
 
 #define WEIR_BURST_MAX 64
+/* Frames one port's out-array holds before it is sent early: a loop's
+ * receive bursts, dequeues and released ACKs fit several times over. */
+#define WEIR_OUT_MAX 512
+
+/* Frames decided to leave through one port, in the order decided. */
+struct weir_out {
+	uint16_t n;
+	struct rte_mbuf *pkts[WEIR_OUT_MAX];
+};
 
 /*
  * Flow events for the management lcore's policy hooks: a worker with an
@@ -83,8 +96,8 @@ struct weir_worker_conf {
 	/* ACK queues for leaves in PostACK mode (NULL: none held, every leaf
 	 * behaves as pfq). Owned by the worker from creation on. */
 	struct weir_postack *postack;
-	/* Where frames the worker sends on its own go (released ACKs): NULL =
-	 * the port's tx queue. Tests and the benchmark catch them here. */
+	/* Where weir_worker_tx() sends the out-arrays: NULL = the ports' tx
+	 * queues. Tests and the benchmark catch the frames here. */
 	void (*emit)(void *arg, enum weir_port_role to, struct rte_mbuf **pkts, uint16_t n);
 	void *emit_arg;
 	/* With several workers: where the management lcore posts this
@@ -170,6 +183,8 @@ struct weir_worker {
 	uint64_t events_dropped;               /* ring full or over events_per_s */
 	uint64_t cmds_applied;
 	uint64_t cmds_stale;                   /* the flow or the policy had changed */
+	/* Per port role: what leaves through it next (weir_worker_tx). */
+	struct weir_out out[WEIR_PORT__COUNT];
 } __rte_cache_aligned;
 
 /* Create a worker (allocated on `socket_id`); flows may be NULL (bridge
@@ -183,22 +198,33 @@ void weir_worker_free(struct weir_worker *w);
 
 /*
  * Process n frames received on port role `from` at time `now` (TSC): parse
- * into each mbuf's meta-data, find their flows, account. Returns how many of
- * pkts[] (compacted in order) are to be sent out of the other port now; with
- * a shaper for that direction every frame is queued instead (or dropped and
- * counted when its flow's queue is full) and leaves via weir_worker_dequeue,
- * except, with conf.cut_through, frames the empty tree would have let go at
- * once (weir_cbq_cut_through), which are returned. Pure function of its
- * inputs apart from the flow table and counters: the in-memory benchmark and
- * the tests call it directly.
+ * into each mbuf's meta-data, find their flows, account, and let their
+ * leaves' modes act. Frames that go on now (unshaped direction, or, with
+ * conf.cut_through, frames the empty tree lets go at once) are handed to
+ * the out-array of the other port, in order with anything a mode released
+ * meanwhile; with a shaper the rest are queued (or dropped and counted) and
+ * leave via weir_worker_dequeue. Returns how many of pkts[] went on now.
+ * Nothing is sent here: weir_worker_tx() sends. A pure function of its
+ * inputs apart from the flow table, counters and the out-arrays: the
+ * in-memory benchmark and the tests call it directly.
  */
 uint16_t weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			     enum weir_port_role from, uint64_t now);
 
-/* Take what direction `dir`'s shaper lets go at `now` (at most `max`) into
- * pkts[]; returns the count. Records when to try again in next_tsc[dir]. */
+/* Hand what direction `dir`'s shaper lets go at `now` (at most `max`) to
+ * the out-array of port dir ^ 1; returns the count. Records when to try
+ * again in next_tsc[dir]. */
 uint16_t weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now,
-			     struct rte_mbuf **pkts, uint16_t max);
+			     uint16_t max);
+
+/* The transmit point: send both out-arrays (through conf.emit when set);
+ * returns frames handed on. */
+uint16_t weir_worker_tx(struct weir_worker *w);
+
+/* Tests and benchmarks: take the oldest frames waiting to leave through
+ * port `to` instead of sending them. */
+uint16_t weir_worker_out_take(struct weir_worker *w, enum weir_port_role to,
+			      struct rte_mbuf **pkts, uint16_t max);
 
 /* Management lcore: hand the worker a new policy (see struct
  * weir_policy_switch). -EBUSY while an earlier one is not taken yet;
@@ -221,11 +247,13 @@ unsigned int weir_worker_cmds(struct weir_worker *w);
  * posted any (called by the loop; returns classes changed). */
 unsigned int weir_worker_share_apply(struct weir_worker *w);
 
-/* Release held ACKs of flows whose data has stopped (PostACK's watchdog);
- * the worker loop calls it every turn. Returns frames sent. */
+/* The ACK store's watchdog: each mode's tick for a few flows holding ACKs
+ * (release when idle, pacing); the loop calls it every turn. Returns frames
+ * released to the out-arrays. */
 unsigned int weir_worker_postack_idle(struct weir_worker *w, uint64_t now);
 
-/* Free every frame still queued (shutdown); returns how many. */
+/* Free every frame still queued or waiting in the out-arrays (shutdown);
+ * returns how many. */
 unsigned int weir_worker_flush_queues(struct weir_worker *w);
 
 /* The lcore loop (rte_eal_remote_launch entry point); returns when w->stop. */

@@ -177,14 +177,65 @@ rig_free(struct rig *r)
 	weir_policy_free(r->p);
 }
 
-/* Process one frame; returns what process returned (frames to send now). */
+/* Process a burst through the worker, then send its out-arrays: the frames
+ * of pkts[] that went on now come back in pkts[] (in the order they left),
+ * everything else that left (released ACKs) is caught in r->emitted[].
+ * Returns how many of pkts[] went on. */
+static inline uint16_t
+rig_process(struct rig *r, struct rte_mbuf **pkts, uint16_t n, enum weir_port_role from,
+	    uint64_t now)
+{
+	struct rte_mbuf *in[WEIR_BURST_MAX], *o[WEIR_OUT_MAX];
+	uint16_t k = 0, n_o, went;
+
+	memcpy(in, pkts, n * sizeof(*pkts));
+	went = weir_worker_process(r->w, pkts, n, from, now);
+	n_o = weir_worker_out_take(r->w, (enum weir_port_role)(from ^ 1), o, WEIR_OUT_MAX);
+	for (uint16_t i = 0; i < n_o; i++) {
+		bool mine = false;
+
+		for (uint16_t j = 0; j < n && !mine; j++)
+			mine = o[i] == in[j];
+		if (mine)
+			pkts[k++] = o[i];
+		else
+			rig_emit(r, (enum weir_port_role)(from ^ 1), &o[i], 1);
+	}
+	weir_worker_tx(r->w);
+	return went;
+}
+
+/* Process one frame; returns 1 when it went on now (it is freed). */
 static inline uint16_t
 feed(struct rig *r, struct rte_mbuf *m, int in, uint64_t now)
 {
-	uint16_t n = weir_worker_process(r->w, &m, 1, in ? WEIR_PORT_WAN : WEIR_PORT_LAN, now);
+	uint16_t n = rig_process(r, &m, 1, in ? WEIR_PORT_WAN : WEIR_PORT_LAN, now);
 
 	if (n)
 		rte_pktmbuf_free(m);
+	return n;
+}
+
+/* Dequeue up to max frames of direction dir into pkts[]; what a mode
+ * released meanwhile is caught in r->emitted[]. */
+static inline uint16_t
+rig_dequeue(struct rig *r, enum weir_port_role dir, uint64_t now, struct rte_mbuf **pkts,
+	    uint16_t max)
+{
+	uint16_t n = weir_worker_dequeue(r->w, dir, now, max);
+
+	weir_worker_out_take(r->w, (enum weir_port_role)(dir ^ 1), pkts, n);
+	weir_worker_tx(r->w);
+	return n;
+}
+
+/* The watchdog, with what it releases caught in r->emitted[]. */
+static inline unsigned int
+rig_watchdog(struct rig *r, uint64_t now)
+{
+	unsigned int n = weir_worker_postack_idle(r->w, now);
+
+	weir_worker_tx(r->w);
 	return n;
 }
 

@@ -277,7 +277,7 @@ static int
 pull1(struct rig *r, uint64_t now)
 {
 	struct rte_mbuf *m;
-	uint16_t n = weir_worker_dequeue(r->w, WEIR_PORT_LAN, now, &m, 1);
+	uint16_t n = rig_dequeue(r, WEIR_PORT_LAN, now, &m, 1);
 
 	if (n)
 		rte_pktmbuf_free(m);
@@ -322,7 +322,7 @@ pull_back(struct rig *r, uint64_t now)
 	struct rte_mbuf *m;
 	uint32_t tag;
 
-	if (weir_worker_dequeue(r->w, WEIR_PORT_WAN, now, &m, 1) == 0)
+	if (rig_dequeue(r, WEIR_PORT_WAN, now, &m, 1) == 0)
 		return UINT32_MAX;
 	tag = tag_of(m);
 	rte_pktmbuf_free(m);
@@ -384,7 +384,7 @@ test_release_rule(void)
 	      "no holding behind a frame of the same direction");
 	{
 		struct rte_mbuf *m[2];
-		uint16_t n = weir_worker_dequeue(r.w, WEIR_PORT_WAN, now, m, 2);
+		uint16_t n = rig_dequeue(&r, WEIR_PORT_WAN, now, m, 2);
 
 		CHECK(n == 2 && tag_of(m[0]) == 500 && tag_of(m[1]) == 31, "inbound order kept");
 		rte_pktmbuf_free_bulk(m, n);
@@ -408,25 +408,25 @@ test_release_rule(void)
 	feed(&r, BACK(64), 1, now);
 	{
 		struct rte_mbuf *m;
-		weir_worker_dequeue(r.w, WEIR_PORT_LAN, now, &m, 1);     /* releases 61 */
+		rig_dequeue(&r, WEIR_PORT_LAN, now, &m, 1);     /* releases 61 */
 		rte_pktmbuf_free(m);
 	}
 	rig_emitted_free(&r);
 	/* Data queue empty, three held, sender not yet idle: starving, paced
 	 * at the fair share (100 Gbit/s here: one per watchdog look). */
-	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 1000) == 0,
+	CHECK(rig_watchdog(&r, now + rte_get_tsc_hz() / 1000) == 0,
 	      "1 ms after the data: the starving flow's clock starts, still held");
-	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 500) == 1 &&
+	CHECK(rig_watchdog(&r, now + rte_get_tsc_hz() / 500) == 1 &&
 	      emitted_tags(&r, (uint32_t[]){ 62 }, 1), "next look, a gap later: one paced out");
 	rig_emitted_free(&r);
-	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 5) == 1 &&
+	CHECK(rig_watchdog(&r, now + rte_get_tsc_hz() / 5) == 1 &&
 	      emitted_tags(&r, (uint32_t[]){ 63 }, 1),
 	      "200 ms: the sender's round trip is unknown (200 ms assumed): not idle, paced");
 	rig_emitted_free(&r);
 	feed(&r, BACK(65), 1, now + rte_get_tsc_hz() / 5);
 	CHECK(emitted_tags(&r, (uint32_t[]){ 64 }, 1), "an ACK arriving on an empty queue: oldest out");
 	rig_emitted_free(&r);
-	CHECK(weir_worker_postack_idle(r.w, now + rte_get_tsc_hz() / 2) == 1 &&
+	CHECK(rig_watchdog(&r, now + rte_get_tsc_hz() / 2) == 1 &&
 	      emitted_tags(&r, (uint32_t[]){ 65 }, 1), "500 ms: idle, the watchdog releases all");
 	rig_free(&r);
 }
@@ -481,11 +481,11 @@ test_handshake_rtt(void)
 	feed(&r, BACK(10), 1, now + 43 * ms);
 	pull1(&r, now + 43 * ms);       /* qlen 0: 7 released, 8-10 stay */
 	rig_emitted_free(&r);
-	CHECK(weir_worker_postack_idle(r.w, now + 64 * ms) == 0, "21 ms after the data: held");
-	CHECK(weir_worker_postack_idle(r.w, now + 64 * ms + ms / 2) == 1 &&
+	CHECK(rig_watchdog(&r, now + 64 * ms) == 0, "21 ms after the data: held");
+	CHECK(rig_watchdog(&r, now + 64 * ms + ms / 2) == 1 &&
 	      emitted_tags(&r, (uint32_t[]){ 8 }, 1), "21.5 ms: starving, one paced out");
 	rig_emitted_free(&r);
-	CHECK(weir_worker_postack_idle(r.w, now + 66 * ms) == 2 &&
+	CHECK(rig_watchdog(&r, now + 66 * ms) == 2 &&
 	      emitted_tags(&r, (uint32_t[]){ 9, 10 }, 2), "23 ms: idle, the rest released");
 	rig_free(&r);
 }
@@ -834,10 +834,10 @@ test_tcr(void)
 	feed(&r, ack_frame(2, 2000, 65535), 1, t0 + 41 * ms);
 	feed(&r, ack_frame(3, 3000, 65535), 1, t0 + 41 * ms);
 	gap = 2920 * ms / 1000;
-	CHECK(weir_worker_postack_idle(r.w, t0 + 41 * ms + gap - ms / 10) == 0, "not before 2.92 ms");
-	CHECK(weir_worker_postack_idle(r.w, t0 + 41 * ms + gap + ms / 10) == 1 &&
-	      weir_worker_postack_idle(r.w, t0 + 41 * ms + gap + ms / 5) == 0 &&
-	      weir_worker_postack_idle(r.w, t0 + 41 * ms + 2 * gap + ms / 10) == 1,
+	CHECK(rig_watchdog(&r, t0 + 41 * ms + gap - ms / 10) == 0, "not before 2.92 ms");
+	CHECK(rig_watchdog(&r, t0 + 41 * ms + gap + ms / 10) == 1 &&
+	      rig_watchdog(&r, t0 + 41 * ms + gap + ms / 5) == 0 &&
+	      rig_watchdog(&r, t0 + 41 * ms + 2 * gap + ms / 10) == 1,
 	      "then one every 2.92 ms");
 	CHECK(r.n_emitted == 2 && tag_of(r.emitted[0]) == 2 && tag_of(r.emitted[1]) == 3 &&
 	      win_of(r.emitted[0]) >= 19999 && win_of(r.emitted[0]) <= 20000 && cksum4_ok(r.emitted[0]) &&
@@ -891,13 +891,13 @@ test_paced(void)
 	feed(&r, ack_frame(3, 3000, 65535), 1, t1 + 600 * us);
 	feed(&r, ack_frame(4, 4000, 65535), 1, t1 + 600 * us);
 	CHECK(weir_postack_len(r.w->pa, 0, 0) == 3, "ACKs before the flow's next tick are held");
-	CHECK(weir_worker_postack_idle(r.w, t1 + 1000 * us) == 0 &&
-	      weir_worker_postack_idle(r.w, t1 + 1500 * us) == 0 && r.w->tcr->f[0][0].out == 1,
+	CHECK(rig_watchdog(&r, t1 + 1000 * us) == 0 &&
+	      rig_watchdog(&r, t1 + 1500 * us) == 0 && r.w->tcr->f[0][0].out == 1,
 	      "the first tick is skipped: one extra data packet");
-	CHECK(weir_worker_postack_idle(r.w, t1 + 3000 * us) == 1 &&
-	      weir_worker_postack_idle(r.w, t1 + 3100 * us) == 0 &&
-	      weir_worker_postack_idle(r.w, t1 + 4400 * us) == 1 &&
-	      weir_worker_postack_idle(r.w, t1 + 5900 * us) == 1, "then one ACK a tick");
+	CHECK(rig_watchdog(&r, t1 + 3000 * us) == 1 &&
+	      rig_watchdog(&r, t1 + 3100 * us) == 0 &&
+	      rig_watchdog(&r, t1 + 4400 * us) == 1 &&
+	      rig_watchdog(&r, t1 + 5900 * us) == 1, "then one ACK a tick");
 	CHECK(r.n_emitted == 3 && tag_of(r.emitted[0]) == 2 && tag_of(r.emitted[1]) == 3 &&
 	      tag_of(r.emitted[2]) == 4 && win_of(r.emitted[0]) > 20000 && cksum4_ok(r.emitted[0]) &&
 	      weir_postack_stats(r.w->pa)->paced == 3,
@@ -939,7 +939,7 @@ test_cut_through(void)
 	 * (the bucket may go into debt by one frame), the fourth does not. */
 	for (uint32_t i = 0; i < 4; i++)
 		b[i] = UP(1 + 600 * i, 600);
-	n = weir_worker_process(r.w, b, 4, WEIR_PORT_LAN, now);
+	n = rig_process(&r, b, 4, WEIR_PORT_LAN, now);
 	CHECK(n == 3 && tag_of(b[0]) == 1 && tag_of(b[1]) == 601 && tag_of(b[2]) == 1201 &&
 	      qlen(&r, 0, 1) == 1, "3 of 4 sent at once, in order; the 4th queued (%u sent)", n);
 	rte_pktmbuf_free_bulk(b, n);
@@ -952,7 +952,7 @@ test_cut_through(void)
 	now += 10 * hz;
 	CHECK(feed(&r, UP(3001, 600), 0, now) == 0 && qlen(&r, 0, 1) == 2,
 	      "with a frame queued the next one queues too, tokens or not");
-	n = weir_worker_dequeue(r.w, WEIR_PORT_LAN, now, &m, 1);
+	n = rig_dequeue(&r, WEIR_PORT_LAN, now, &m, 1);
 	CHECK(n == 1 && tag_of(m) == 1801, "the 4th leaves first");
 	if (n)
 		rte_pktmbuf_free(m);
@@ -960,7 +960,7 @@ test_cut_through(void)
 	rig_emitted_free(&r);
 	now += 10 * hz;
 	r.w->next_tsc[WEIR_PORT_LAN] = 0;
-	n = weir_worker_dequeue(r.w, WEIR_PORT_LAN, now, &m, 1);
+	n = rig_dequeue(&r, WEIR_PORT_LAN, now, &m, 1);
 	CHECK(n == 1 && tag_of(m) == 3001, "then the 5th");
 	if (n)
 		rte_pktmbuf_free(m);
@@ -972,7 +972,7 @@ test_cut_through(void)
 	for (uint32_t i = 0; i < 4; i++)
 		b[i] = UP(3601 + 600 * i, 600);
 	now += 10 * hz;
-	n = weir_worker_process(r.w, b, 4, WEIR_PORT_LAN, now);
+	n = rig_process(&r, b, 4, WEIR_PORT_LAN, now);
 	rte_pktmbuf_free_bulk(b, n);
 	CHECK(n == 3 && qlen(&r, 0, 1) == 1, "three through, one queued");
 	feed(&r, BACK(21), 1, now);

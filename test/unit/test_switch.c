@@ -132,6 +132,7 @@ test_switch_moves_queues(void)
 	CHECK(weir_worker_policy_post(r.w, &sw) == -EBUSY, "a second post waits for the first");
 	CHECK(weir_worker_policy_take(r.w) == 1 && r.w->policy == np && r.w->policy_acked == 2,
 	      "taken and acknowledged");
+	weir_worker_tx(r.w);
 	CHECK(r.n_emitted == 1 && tag_of(r.emitted[0]) == 777, "the held ACK went first");
 	rig_emitted_free(&r);
 	CHECK(r.w->requeued == 48, "48 packets moved, past the new flow limit of 4 (%lu)",
@@ -147,7 +148,7 @@ test_switch_moves_queues(void)
 	for (uint64_t t = now; t < now + 10 * rte_get_tsc_hz() && out < 48;
 	     t += rte_get_tsc_hz() / 1000) {
 		struct rte_mbuf *m[32];
-		uint16_t n = weir_worker_dequeue(r.w, WEIR_PORT_LAN, t, m, 32);
+		uint16_t n = rig_dequeue(&r, WEIR_PORT_LAN, t, m, 32);
 
 		for (uint16_t i = 0; i < n; i++) {
 			int fl = -1;
@@ -255,7 +256,7 @@ test_flow_events_and_moves(void)
 	/* Both flows expire: end events with their totals. */
 	{
 		struct rte_mbuf *m[8];
-		uint16_t n = weir_worker_dequeue(r.w, WEIR_PORT_LAN, now + rte_get_tsc_hz(), m, 8);
+		uint16_t n = rig_dequeue(&r, WEIR_PORT_LAN, now + rte_get_tsc_hz(), m, 8);
 
 		rte_pktmbuf_free_bulk(m, n);
 	}

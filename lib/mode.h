@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: leaf modes, one interface.
+ *
+ * A leaf class has a mode (enum weir_shape_mode, lib/policy.h) that decides
+ * what happens to its flows' packets beyond "queue the data per flow, serve
+ * the queues by DRR, send what the class tree lets go". The worker calls a
+ * mode at fixed moments of its loop and never decides anything a mode owns:
+ *
+ *   reset     a new flow took a flow-table slot (forget the last one)
+ *   track     every TCP packet of a flow managed by an ACK-controlling mode,
+ *             either way, before anything else (handshake timing)
+ *   ack       a pure ACK travelling a, answering data direction d = a ^ 1
+ *             of a flow whose direction-d leaf has this mode, `held` ACKs
+ *             of it held already: PASS (it goes on), TAKEN (the mode keeps
+ *             it). Any other TCP packet first releases what its flow holds
+ *             (the worker does that: order)
+ *   enqueue   a frame of direction d is about to enter its leaf: PASS
+ *             (queue it), TAKEN (the mode keeps or sends it), DROP
+ *   queued    it entered its flow's queue
+ *   sent      it left the class tree (dequeue or cut-through), qlen of its
+ *             queue still waiting
+ *   dropped   the tree refused it (queue full)
+ *   tick      the watchdog's look at a flow holding ACKs: how many go now
+ *
+ * Frames a mode releases or creates never leave from inside it: it hands
+ * them to the worker's out-array (weir_worker_out / weir_mode_release),
+ * the one place frames are sent from, in the order they were handed over.
+ * A mode's per-flow state is its own (indexed by flow slot and data
+ * direction); the management side sees it only through lib/worker_view.h.
+ *
+ * Ordering is the worker's, not the modes': before a frame of a flow goes
+ * on (forwarded, queued, passed), every ACK the flow holds in that
+ * direction is released ahead of it, so no mode can reorder a flow.
+ *
+ * Adding a mode: one file with a `const struct weir_mode_ops`, one line in
+ * weir_modes[] (lib/mode.c), one name in lib/policy.c. docs/modes.md.
+ */
+#ifndef WEIR_MODE_H
+#define WEIR_MODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <rte_mbuf.h>
+
+#include "flow.h"
+#include "policy.h"
+#include "postack.h"
+
+struct weir_worker;
+
+enum weir_verdict {
+	WEIR_V_PASS = 0,        /* the frame goes on as the worker would send it */
+	WEIR_V_TAKEN = 1,       /* the mode owns the frame now */
+	WEIR_V_DROP = 2,        /* the worker frees it and counts it dropped */
+};
+
+/* Mode properties the worker needs without calling anything. */
+#define WEIR_MODEF_SHARED_QUEUE 0x01    /* one queue per leaf, not per flow (fifo) */
+#define WEIR_MODEF_ACKS         0x02    /* uses the ACK store: needs postack queues */
+#define WEIR_MODEF_NO_CUT       0x04    /* frames always queue (no cut-through) */
+
+struct weir_mode_ops {
+	const char *name;
+	uint32_t flags;
+	void (*reset)(struct weir_worker *w, uint32_t slot);
+	void (*track)(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p,
+		      int a, uint32_t slot, uint64_t now);
+	enum weir_verdict (*ack)(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
+				 const struct weir_pkt *p, int a, uint32_t slot, uint16_t leaf,
+				 uint32_t held, uint64_t now);
+	enum weir_verdict (*enqueue)(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
+				     int d, uint16_t leaf, uint64_t now);
+	void (*queued)(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+		       int d, uint32_t slot);
+	void (*sent)(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot,
+		     uint32_t qlen, uint64_t now);
+	void (*dropped)(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+			int d);
+	uint32_t (*tick)(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+			 uint16_t leaf, uint64_t now, uint32_t held, enum weir_postack_why *why);
+};
+
+extern const struct weir_mode_ops weir_mode_fifo, weir_mode_pfq, weir_mode_postack,
+	weir_mode_paced, weir_mode_tcr;
+
+/* Indexed by enum weir_shape_mode. */
+extern const struct weir_mode_ops *const weir_modes[WEIR_MODE__COUNT];
+
+static inline const struct weir_mode_ops *
+weir_mode(uint8_t mode)
+{
+	return weir_modes[mode < WEIR_MODE__COUNT ? mode : WEIR_MODE_PFQ];
+}
+
+/* ---- what the worker offers modes (lib/worker.c) ---- */
+
+/* Hand frame m to the out-array of port `to` (sent by the loop's transmit
+ * point, after everything handed over before it), counted as forwarded
+ * from the other port. */
+void weir_worker_out(struct weir_worker *w, int to, struct rte_mbuf *m);
+/* Release up to max ACKs held for data direction d of slot (all: UINT32_MAX)
+ * into the out-array, oldest first; returns how many. */
+unsigned int weir_mode_release(struct weir_worker *w, int d, uint32_t slot, uint32_t max,
+			       enum weir_postack_why why);
+/* Hold ACK m (travelling opposite to data direction d); when the store is
+ * full what is held goes first and m after it. Returns the verdict. */
+enum weir_verdict weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot,
+				 struct rte_mbuf *m, uint64_t now);
+/* Frames of slot waiting in direction d's class tree (for a fifo leaf, any
+ * frame in its shared queue: the flow's own cannot be told apart). */
+uint32_t weir_mode_data_qlen(const struct weir_worker *w, int d, uint32_t slot);
+
+#endif /* WEIR_MODE_H */
