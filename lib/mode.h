@@ -7,8 +7,6 @@
  * mode at fixed moments of its loop and never decides anything a mode owns:
  *
  *   reset     a new flow took a flow-table slot (forget the last one)
- *   track     every TCP packet of a flow managed by an ACK-controlling mode,
- *             either way, before anything else (handshake timing)
  *   ack       a pure ACK travelling a, answering data direction d = a ^ 1
  *             of a flow whose direction-d leaf has this mode, `held` ACKs
  *             of it held already: PASS (it goes on), TAKEN (the mode keeps
@@ -21,6 +19,16 @@
  *             queue still waiting
  *   dropped   the tree refused it (queue full)
  *   tick      the watchdog's look at a flow holding ACKs: how many go now
+ *   end       the flow leaves the table (idle, ended, evicted): give back
+ *             everything kept for it, to the out-array (sent on), never
+ *             freed silently. A policy switch re-classifies flows lazily
+ *             (flow->class_gen): a mode keeping per-flow state checks it
+ *
+ * Every hook is optional (NULL: the worker's default, which is plain
+ * per-flow queueing). The ACK store (lib/postack.h) and its handshake
+ * timing are the worker's, shared by the modes that hold ACKs; a mode with
+ * state of its own finds it in w->mode_state[its enum], made by `init`
+ * when the worker is created and freed by `fini`.
  *
  * Frames a mode releases or creates never leave from inside it: it hands
  * them to the worker's out-array (weir_worker_out / weir_mode_release),
@@ -62,9 +70,10 @@ enum weir_verdict {
 struct weir_mode_ops {
 	const char *name;
 	uint32_t flags;
+	/* Per-worker state (0 or -errno), and its end. */
+	int (*init)(struct weir_worker *w, uint32_t n_flows, int socket_id);
+	void (*fini)(struct weir_worker *w);
 	void (*reset)(struct weir_worker *w, uint32_t slot);
-	void (*track)(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p,
-		      int a, uint32_t slot, uint64_t now);
 	enum weir_verdict (*ack)(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
 				 const struct weir_pkt *p, int a, uint32_t slot, uint16_t leaf,
 				 uint32_t held, uint64_t now);
@@ -78,6 +87,7 @@ struct weir_mode_ops {
 			int d);
 	uint32_t (*tick)(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
 			 uint16_t leaf, uint64_t now, uint32_t held, enum weir_postack_why *why);
+	void (*end)(struct weir_worker *w, const struct weir_flow *f, uint32_t slot);
 };
 
 extern const struct weir_mode_ops weir_mode_fifo, weir_mode_pfq, weir_mode_postack,

@@ -68,6 +68,16 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 				return NULL;
 			}
 		}
+		for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
+			if (weir_modes[m]->init != NULL &&
+			    weir_modes[m]->init(w, weir_flow_table_capacity(flows), socket_id) != 0) {
+				for (unsigned int k = 0; k < m; k++)
+					if (weir_modes[k]->fini != NULL)
+						weir_modes[k]->fini(w);
+				weir_tcr_free(w->tcr);
+				rte_free(w);
+				return NULL;   /* conf->postack stays the caller's */
+			}
 		w->epoch16 = epoch16(pol->epoch);
 		w->policy_acked = pol->epoch;
 		w->gen8 = 1;
@@ -95,6 +105,9 @@ weir_worker_free(struct weir_worker *w)
 	if (w == NULL)
 		return;
 	weir_worker_flush_queues(w);
+	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
+		if (weir_modes[m]->fini != NULL)
+			weir_modes[m]->fini(w);
 	weir_postack_free(w->pa);
 	weir_tcr_free(w->tcr);
 	weir_cbq_free(w->shaper[0]);
@@ -212,12 +225,27 @@ weir_mode_release(struct weir_worker *w, int d, uint32_t slot, uint32_t max,
 	return total;
 }
 
-static inline void
-release_flow(struct weir_worker *w, uint32_t slot)
+/* Flow f ends here: the ACKs it holds go, and each mode of its leaves
+ * gives back what it kept. */
+static void
+mode_end(struct weir_worker *w, const struct weir_flow *f)
 {
-	for (int d = 0; d < WEIR_PORT__COUNT; d++)
-		if (weir_postack_len(w->pa, d, slot) > 0)
-			weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
+	uint32_t slot = weir_flow_slot(w->flows, f);
+
+	if (w->pa != NULL)
+		for (int d = 0; d < WEIR_PORT__COUNT; d++)
+			if (weir_postack_len(w->pa, d, slot) > 0)
+				weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		uint16_t leaf = flow_leaf(w, f, d);
+		const struct weir_mode_ops *ops;
+
+		if (leaf == WEIR_CBQ_NONE)
+			continue;
+		ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
+		if (ops->end != NULL && (d == 0 || ops != weir_mode(w->policy->targets[f->class_id].mode[0])))
+			ops->end(w, f, slot);
+	}
 }
 
 enum weir_verdict
@@ -519,6 +547,9 @@ classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,
 			weir_postack_reset(w->pa, weir_flow_slot(w->flows, f));
 			weir_tcr_reset(w->tcr, weir_flow_slot(w->flows, f));
 		}
+		for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
+			if (weir_modes[m]->reset != NULL)
+				weir_modes[m]->reset(w, weir_flow_slot(w->flows, f));
 		/* First packet: it tells who opened the flow; remember it for
 		 * re-classification, where the packet at hand may be a reply. */
 		if (t.init_dir == WEIR_DIR_IN)
@@ -837,8 +868,7 @@ evict_flow(struct weir_flow *f, const struct weir_flow_key *key, void *arg)
 
 	if (w->policy == NULL)
 		return;
-	if (w->pa != NULL)
-		release_flow(w, weir_flow_slot(w->flows, f));
+	mode_end(w, f);
 	drain_queue(w, f, true);
 	flow_uncount(w, f);
 	if (w->conf.end_flow_events && f->policy_epoch != 0)

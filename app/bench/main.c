@@ -246,7 +246,6 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		struct rte_mbuf *acks[BURST / 2];
 		uint32_t fl[BURST / 2];
 		uint64_t t0, t1;
-		uint16_t out;
 
 		if (rte_pktmbuf_alloc_bulk(mp, pkts, BURST / 2) != 0 ||
 		    rte_pktmbuf_alloc_bulk(mp, acks, BURST / 2) != 0)
