@@ -118,6 +118,7 @@ enum weir_verdict weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int
 				 struct rte_mbuf *m, uint64_t now);
 /* Frames of slot waiting in direction d's class tree (for a fifo leaf, any
  * frame in its shared queue: the flow's own cannot be told apart). */
-uint32_t weir_mode_data_qlen(const struct weir_worker *w, int d, uint32_t slot);
+uint32_t weir_mode_data_qlen(const struct weir_worker *w, const struct weir_flow *f, int d,
+			     uint32_t slot);
 
 #endif /* WEIR_MODE_H */

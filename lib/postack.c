@@ -484,14 +484,14 @@ postack_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
 	RTE_SET_USED(leaf);
 	if (sack_news(w, f, m, p, a, slot, held))
 		return WEIR_V_PASS;
-	if (weir_mode_data_qlen(w, a, slot) != 0 ||
-	    (held == 0 && weir_mode_data_qlen(w, d, slot) == 0)) {
+	if (weir_mode_data_qlen(w, f, a, slot) != 0 ||
+	    (held == 0 && weir_mode_data_qlen(w, f, d, slot) == 0)) {
 		/* Earlier frames of this direction still queued (keep order), or
 		 * the flow is not over its share: it goes on; note its window. */
 		weir_postack_note_edge(w->pa, f, p, a, slot);
 		return WEIR_V_PASS;
 	}
-	if (held > 0 && weir_mode_data_qlen(w, d, slot) == 0)
+	if (held > 0 && weir_mode_data_qlen(w, f, d, slot) == 0)
 		weir_mode_release(w, d, slot, 1, WEIR_PA_RULE);
 	postack_clamp(w, f, m, p, a, slot);
 	return weir_mode_hold(w, f, d, slot, m, now);
@@ -516,7 +516,7 @@ static uint32_t
 postack_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
 	     uint64_t now, uint32_t held, enum weir_postack_why *why)
 {
-	if (weir_mode_data_qlen(w, d, slot) != 0) {
+	if (weir_mode_data_qlen(w, f, d, slot) != 0) {
 		w->tcr->f[d][slot].next_release = 0;    /* restart the clock below when it starves */
 		return 0;       /* backlogged: the dequeue rule clocks its ACKs */
 	}
@@ -618,7 +618,7 @@ paced_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 
 	if (sack_news(w, f, m, p, a, slot, held))
 		return WEIR_V_PASS;
-	if (weir_mode_data_qlen(w, a, slot) != 0 ||
+	if (weir_mode_data_qlen(w, f, a, slot) != 0 ||
 	    (held == 0 && paced_tick(w, f, d, slot, leaf, now, true))) {
 		weir_postack_note_edge(w->pa, f, p, a, slot);
 		return WEIR_V_PASS;     /* behind a frame of its own direction (order), or due */

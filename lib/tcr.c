@@ -105,7 +105,7 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 			w->ctr.port[a].win_clamped++;
 		}
 	}
-	if (weir_mode_data_qlen(w, a, slot) != 0)
+	if (weir_mode_data_qlen(w, f, a, slot) != 0)
 		return WEIR_V_PASS;     /* behind a frame of its own direction: keep order */
 	if (held == 0 && now >= tf->next_release) {
 		tf->next_release = now + ((seg * c->share_ticks_per_byte) >> 16);

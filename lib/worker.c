@@ -268,9 +268,18 @@ weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot,
 }
 
 uint32_t
-weir_mode_data_qlen(const struct weir_worker *w, int d, uint32_t slot)
+weir_mode_data_qlen(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot)
 {
-	return w->shaper[d] != NULL ? weir_drr_qlen(weir_cbq_qtab(w->shaper[d]), slot) : 0;
+	uint16_t leaf;
+
+	if (w->shaper[d] == NULL)
+		return 0;
+	leaf = flow_leaf(w, f, d);
+	/* A fifo leaf's frames share one queue: any of them may be the flow's. */
+	if (leaf != WEIR_CBQ_NONE &&
+	    (weir_mode(w->policy->targets[f->class_id].mode[d])->flags & WEIR_MODEF_SHARED_QUEUE))
+		return weir_cbq_leaf_qlen(w->shaper[d], leaf);
+	return weir_drr_qlen(weir_cbq_qtab(w->shaper[d]), slot);
 }
 
 /*
@@ -335,7 +344,7 @@ ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 		if (ops->tick != NULL)
 			return ops->tick(w, f, d, slot, leaf, now, held, why);
 	}
-	if (weir_mode_data_qlen(w, d, slot) != 0)
+	if (weir_mode_data_qlen(w, f, d, slot) != 0)
 		return 0;
 	*why = WEIR_PA_IDLE;
 	return weir_postack_idle(w->pa, d, slot, now, f->last_tsc) ? held : 0;
@@ -619,64 +628,50 @@ on_sent(struct weir_worker *w, enum weir_port_role dir, struct rte_mbuf *m, uint
 		ops->sent(w, m, dir, qid, qlen, now);
 }
 
-/* Queue a burst in its direction's class tree: each frame in its flow's
- * queue in its flow's leaf (frames without a flow share one queue in the
- * default class). A full queue drops the arriving frame of that flow only,
- * counted as dropped; frames already dealt with (refused, held) are
- * skipped. With cut_through, frames an empty tree lets go at once go to
- * the out-array. Returns those. */
-static uint16_t
-enqueue_shaped(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf **pkts,
-	       struct weir_flow *const *pkt_flow, uint64_t taken, uint16_t n, uint64_t now)
+/* Frame m (of flow f, NULL for none) goes on in direction `from`: into its
+ * flow's queue in its leaf of the class tree (frames without a flow share
+ * one queue in the default class), or, with cut_through, to the out-array
+ * at once when the empty tree lets it go. A full queue drops it, counted.
+ * Called for each frame at the moment it is decided, so a later frame of
+ * the burst sees this one queued: nothing decided later can pass it. */
+static void
+enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
+	    struct weir_flow *f, uint64_t now)
 {
 	struct weir_cbq *sh = w->shaper[from];
-	struct weir_port_counters *pc = &w->ctr.port[from];
-	uint16_t sent = 0;
-	bool queued = false;
+	const struct weir_policy_target *t = &w->policy->targets[f ? f->class_id : 0];
+	const struct weir_mode_ops *ops = weir_mode(t->mode[from]);
+	uint32_t qid = shaped_qid(w, t, from, f);
+	uint16_t leaf = t->leaf[from];  /* targets[0]: the default class */
 
-	for (uint16_t i = 0; i < n; i++) {
-		struct weir_flow *f = pkt_flow[i];
-		const struct weir_policy_target *t = &w->policy->targets[f ? f->class_id : 0];
-		const struct weir_mode_ops *ops = weir_mode(t->mode[from]);
-		uint32_t qid = shaped_qid(w, t, from, f);
-		uint16_t leaf = t->leaf[from];  /* targets[0]: the default class */
-		struct rte_mbuf *m = pkts[i];
+	/* Once one frame is queued the tree is not empty, so every later
+	 * frame queues behind it: no flow is reordered. */
+	if (w->conf.cut_through && !(ops->flags & WEIR_MODEF_NO_CUT) &&
+	    weir_cbq_cut_through(sh, leaf, rte_pktmbuf_pkt_len(m), now)) {
+		weir_worker_out(w, from ^ 1, m);
+		on_sent(w, from, m, leaf, qid, 0, now);
+		return;
+	}
+	if (ops->enqueue != NULL && f != NULL) {
+		enum weir_verdict v = ops->enqueue(w, f, m, from, leaf, now);
 
-		if (unlikely(taken & (1ull << i)))
-			continue;
-		/* Once one frame is queued the tree is not empty, so every later
-		 * frame of the burst queues behind it: no flow is reordered. */
-		if (w->conf.cut_through && !(ops->flags & WEIR_MODEF_NO_CUT) &&
-		    weir_cbq_cut_through(sh, leaf, rte_pktmbuf_pkt_len(m), now)) {
-			weir_worker_out(w, from ^ 1, m);
-			on_sent(w, from, m, leaf, qid, 0, now);
-			sent++;
-			continue;
-		}
-		if (ops->enqueue != NULL && f != NULL) {
-			enum weir_verdict v = ops->enqueue(w, f, m, from, leaf, now);
-
-			if (v == WEIR_V_TAKEN)
-				continue;
-			if (v == WEIR_V_DROP) {
-				rte_pktmbuf_free(m);
-				pc->dropped++;
-				continue;
-			}
-		}
-		queued = true;
-		if (unlikely(weir_cbq_enqueue(sh, leaf, qid, m, now) != 0)) {
-			if (w->pa != NULL && f != NULL && ops->dropped != NULL)
-				ops->dropped(w, f, m, from);
+		if (v == WEIR_V_TAKEN)
+			return;
+		if (v == WEIR_V_DROP) {
 			rte_pktmbuf_free(m);
-			pc->dropped++;
-		} else if (ops->queued != NULL && f != NULL && w->pa != NULL) {
-			ops->queued(w, f, m, from, qid);
+			w->ctr.port[from].dropped++;
+			return;
 		}
 	}
-	if (queued)
-		w->next_tsc[from] = 0;  /* new backlog: ask the tree on the next turn */
-	return sent;
+	w->next_tsc[from] = 0;  /* new backlog: ask the tree on the next turn */
+	if (unlikely(weir_cbq_enqueue(sh, leaf, qid, m, now) != 0)) {
+		if (w->pa != NULL && f != NULL && ops->dropped != NULL)
+			ops->dropped(w, f, m, from);
+		rte_pktmbuf_free(m);
+		w->ctr.port[from].dropped++;
+	} else if (ops->queued != NULL && f != NULL && w->pa != NULL) {
+		ops->queued(w, f, m, from, qid);
+	}
 }
 
 /* With a large table the ACK store's entry and the data queue's length
@@ -709,11 +704,9 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	struct weir_port_counters *pc = &w->ctr.port[from];
 	struct weir_flow_key keys[WEIR_BURST_MAX];
 	struct weir_flow *flows[WEIR_BURST_MAX];
-	struct weir_flow *pkt_flow[WEIR_BURST_MAX];     /* per packet, NULL if none */
 	uint16_t managed_idx[WEIR_BURST_MAX];
 	uint16_t n_managed = 0, sent = 0;
 	uint64_t bytes = 0;
-	uint64_t taken = 0;     /* bit i: pkts[i] is dealt with (refused and freed, or held) */
 
 	for (uint16_t i = 0; i < n && i < 4; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
@@ -726,7 +719,6 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		if (i + 4 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 4], void *));
 		bytes += m->pkt_len;
-		pkt_flow[i] = NULL;
 		/* Headers are parsed in the first segment only: a frame whose
 		 * headers straddle segments reads as truncated (unmanaged). */
 		weir_parse(frame, m->data_len, p);
@@ -742,37 +734,41 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		weir_flow_lookup_bulk(w->flows, keys, n_managed, now, flows);
 		if (w->pa != NULL)
 			prefetch_ack_state(w, pkts, managed_idx, flows, n_managed, from);
-		for (uint16_t k = 0; k < n_managed; k++) {
-			struct rte_mbuf *m = pkts[managed_idx[k]];
-			struct weir_flow *f = flows[k];
+	}
+	/* Each frame in arrival order, decided and handed on (queued, sent,
+	 * held) before the next is looked at. */
+	for (uint16_t i = 0, k = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		struct weir_flow *f = NULL;
 
+		if (k < n_managed && managed_idx[k] == i) {
+			f = flows[k++];
 			if (unlikely(f == NULL)) {
 				pc->flow_full++;
-				continue;
+			} else {
+				weir_flow_track(f, &weir_mbuf_meta(m)->pkt, (enum weir_dir)from,
+						m->pkt_len, now);
+				pc->managed++;
+				if (w->policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from)) {
+					rte_pktmbuf_free(m);
+					pc->refused++;
+					continue;
+				}
+				if (w->pa != NULL && weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP &&
+				    ack_control(w, f, m, (enum weir_dir)from, now))
+					continue;       /* held */
 			}
-			weir_flow_track(f, &weir_mbuf_meta(m)->pkt, (enum weir_dir)from, m->pkt_len, now);
-			pc->managed++;
-			if (w->policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from)) {
-				taken |= 1ull << managed_idx[k];
-				rte_pktmbuf_free(m);
-				pc->refused++;
-				continue;
-			}
-			if (w->pa != NULL && weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP &&
-			    ack_control(w, f, m, (enum weir_dir)from, now)) {
-				taken |= 1ull << managed_idx[k];
-				continue;
-			}
-			pkt_flow[managed_idx[k]] = f;
 		}
-	}
-	if (w->shaper[from] != NULL)
-		return enqueue_shaped(w, from, pkts, pkt_flow, taken, n, now);
-	for (uint16_t i = 0; i < n; i++)
-		if (!(taken & (1ull << i))) {
-			weir_worker_out(w, from ^ 1, pkts[i]);
+		if (w->shaper[from] != NULL) {
+			uint16_t before = w->out[from ^ 1].n;
+
+			enqueue_one(w, from, m, f, now);
+			sent += w->out[from ^ 1].n != before;
+		} else {
+			weir_worker_out(w, from ^ 1, m);
 			sent++;
 		}
+	}
 	return sent;
 }
 
