@@ -42,9 +42,15 @@ weir_postack_create(const struct weir_postack_conf *c)
 	pa->rtt_unknown = c->tsc_hz / 1000000 * (c->rtt_unknown_us ? c->rtt_unknown_us : 200000);
 	pa->mp = c->mp;
 	pa->ring_size = 2 * c->n_flows;
-	for (int d = 0; d < 2; d++)
+	/* Each queue array is made empty as soon as it exists: the free
+	 * routine walks them, whichever allocation below fails. */
+	for (int d = 0; d < 2; d++) {
 		pa->q[d] = rte_malloc_socket("weir_postack_q", (size_t)c->n_flows * sizeof(*pa->q[d]),
 					     RTE_CACHE_LINE_SIZE, c->socket_id);
+		for (uint32_t i = 0; pa->q[d] != NULL && i < c->n_flows; i++)
+			pa->q[d][i] = (struct weir_postack_q){ .head = WEIR_POSTACK_NONE,
+							       .tail = WEIR_POSTACK_NONE };
+	}
 	pa->rec = rte_malloc_socket("weir_postack_rec", (size_t)c->n_acks * sizeof(*pa->rec),
 				    RTE_CACHE_LINE_SIZE, c->socket_id);
 	pa->ring = rte_malloc_socket("weir_postack_ring", (size_t)pa->ring_size * sizeof(*pa->ring),
@@ -53,10 +59,6 @@ weir_postack_create(const struct weir_postack_conf *c)
 		weir_postack_free(pa);
 		return NULL;
 	}
-	for (int d = 0; d < 2; d++)
-		for (uint32_t i = 0; i < c->n_flows; i++)
-			pa->q[d][i] = (struct weir_postack_q){ .head = WEIR_POSTACK_NONE,
-							       .tail = WEIR_POSTACK_NONE };
 	for (uint32_t i = 0; i < c->n_acks; i++)
 		pa->rec[i].next = i + 1 < c->n_acks ? i + 1 : WEIR_POSTACK_NONE;
 	pa->free_head = 0;
@@ -401,15 +403,32 @@ postack_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf 
 	w->ctr.port[a].win_clamped++;
 }
 
-/* A D-SACK (RFC 2883): the first block reports data received twice, below
- * the cumulative ACK; it answers a spurious retransmission, not a hole. */
+/* A 32-bit sequence number at byte offset off of frame m (any alignment). */
+static inline uint32_t
+seq_at(const struct rte_mbuf *m, uint32_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, rte_pktmbuf_mtod_offset(m, const uint8_t *, off), sizeof(v));
+	return rte_be_to_cpu_32(v);
+}
+
+/* A D-SACK (RFC 2883): the first block reports data received twice and
+ * answers a spurious retransmission, not a hole. Its two forms: the block
+ * below the cumulative ACK, or contained in the second block (sec. 4.2). */
 static inline bool
 dsack(const struct rte_mbuf *m, const struct weir_pkt *p)
 {
-	const unaligned_uint32_t *left =
-		rte_pktmbuf_mtod_offset(m, const unaligned_uint32_t *, p->l4_off + p->sack_off);
+	const uint32_t off = p->l4_off + p->sack_off;
+	uint32_t l1 = seq_at(m, off), r1 = seq_at(m, off + 4), l2, r2;
 
-	return weir_seq_lt(rte_be_to_cpu_32(*left), p->ack);
+	if (weir_seq_lt(l1, p->ack))
+		return true;
+	if (p->sack_n < 2)
+		return false;
+	l2 = seq_at(m, off + 8);
+	r2 = seq_at(m, off + 12);
+	return !weir_seq_lt(l1, l2) && !weir_seq_lt(r2, r1);
 }
 
 /* Did this gateway drop data of direction d at or past `hole` (the
@@ -456,7 +475,12 @@ sack_news(struct weir_worker *w, const struct weir_flow *f, const struct rte_mbu
 	  const struct weir_pkt *p, int a, uint32_t slot, uint32_t held)
 {
 	const int d = a ^ 1;
+	struct weir_postack_q *q = &w->pa->q[d][slot];
 
+	/* A mark the cumulative ACK has passed is repaired: forget it, or 2 GiB
+	 * on the comparison below turns round and every hole looks like ours. */
+	if ((q->flags & WEIR_PAQ_DROP_VALID) && weir_seq_lt(q->drop_seq, p->ack))
+		q->flags &= (uint8_t)~WEIR_PAQ_DROP_VALID;
 	if (!(p->flags & WEIR_PF_TCP_SACK) || dsack(m, p) || own_drop(w->pa, d, slot, p->ack))
 		return false;
 	if (held > 0)

@@ -905,6 +905,60 @@ test_paced(void)
 	rig_free(&r);
 }
 
+/* RFC 2883 sec. 4.2: a D-SACK whose first block lies inside the second
+ * (both above the cumulative ACK) reports a duplicate, not a hole: held
+ * like any ACK (issue 17 item 10). */
+static void
+test_dsack_second_form(void)
+{
+	static const uint8_t opt[20] = { 1, 1, 5, 18, 0, 0, 0x18, 0, 0, 0, 0x19, 0,
+					 0, 0, 0x10, 0, 0, 0, 0x20, 0 };
+	struct rte_mbuf *m;
+	uint8_t *f;
+	struct rig r;
+	uint64_t now = rte_get_tsc_hz();
+
+	if (upload_rig(&r, WEIR_MODE_POSTACK, "pa_dsack2", now) != 0)
+		return;
+	for (uint32_t k = 0; k < 3; k++)
+		feed(&r, UP(1 + 100 * k, 100), 0, now);
+	feed(&r, BACK(11), 1, now);
+	m = tcp_frame(1, 1, 4000, 1, 80, ACK, 12, 20);
+	f = rte_pktmbuf_mtod(m, uint8_t *);
+	f[46] = 0xa0;                   /* data offset 10: the 20 bytes are options */
+	memcpy(f + 54, opt, sizeof(opt));
+	f[44] = 0x08;                   /* cumulative ACK 0x800, below both blocks */
+	CHECK(feed(&r, m, 1, now) == 0 && weir_postack_len(r.w->pa, 0, 0) == 2 &&
+	      r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 0,
+	      "a D-SACK inside the second block is held, not rushed as a hole");
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
+/* The own-drop mark ends once the cumulative ACK passes the dropped
+ * segment (issue 17 item 1): 2 GiB later, sequence space has wrapped
+ * half-way and a stale mark would make every real hole look like the
+ * gateway's own, held for as long as the ACK queue takes. */
+static void
+test_own_drop_cleared(void)
+{
+	struct rig r;
+	uint64_t now = rte_get_tsc_hz();
+
+	if (upload_rig(&r, WEIR_MODE_POSTACK, "pa_dropwrap", now) != 0)
+		return;
+	for (uint32_t k = 0; k < 17; k++)
+		feed(&r, UP(1 + 100 * k, 100), 0, now);
+	CHECK(r.w->ctr.port[WEIR_PORT_LAN].dropped == 1, "segment 1601 dropped");
+	feed(&r, ack_frame(11, 1701, 100), 1, now);     /* the retransmission got through */
+	feed(&r, BACK(12), 1, now);
+	CHECK(feed(&r, sack_ack_at(13, 0x90000000u), 1, now) == 0 &&
+	      r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 1,
+	      "a hole 2.25 GiB past a repaired drop is news, not the gateway's own");
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
 /* Cut-through (worker.cut_through): frames an empty tree could send at once
  * leave from weir_worker_process itself; once one frame of a burst queues,
  * every later one queues behind it, and held ACKs are released by the frames
@@ -1006,6 +1060,8 @@ main(int argc, char **argv)
 	test_pfq_mode();
 	test_sack_passes();
 	test_sack_own_drop();
+	test_own_drop_cleared();
+	test_dsack_second_form();
 	test_cksum_update();
 	test_cksum_ipv6();
 	test_window_clamp();
