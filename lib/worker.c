@@ -1069,7 +1069,15 @@ weir_worker_policy_take(struct weir_worker *w)
 	/* Every flow's class_id is now of an older generation: re-classified
 	 * (and counted again) on its next packet, or right below if it has
 	 * packets waiting. */
-	w->gen8 = (uint8_t)(w->gen8 == UINT8_MAX ? 1 : w->gen8 + 1);
+	if (w->gen8 == UINT8_MAX) {
+		/* The generation wraps: a flow idle since generation 1 would look
+		 * current again. Once every 255 switches, forget every flow's. */
+		for (uint32_t s = 0; s < w->unmanaged_qid; s++)
+			weir_flow_by_slot(w->flows, s)->class_gen = 0;
+		w->gen8 = 1;
+	} else {
+		w->gen8++;
+	}
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		if (old[d] != NULL) {
 			requeue_tree(w, d, old[d]);

@@ -280,6 +280,49 @@ test_flow_events_and_moves(void)
 	rte_ring_free(cmd);
 }
 
+/* 255 switches bring the worker's 8-bit policy generation back to where a
+ * flow idle all along was classified: it must not look current then
+ * (issue 17 item 7: its class count was decremented where it was never
+ * counted, wrapping to 2^32 - 1). */
+static void
+test_generation_wrap(void)
+{
+	const struct weir_policy_conf oc = {
+		.tree = { { .rate = 10 * MBIT, .n_classes = 2, .classes = OLD_CLS, .default_class = "rest" },
+			  { .rate = 10 * MBIT, .n_classes = 2, .classes = OLD_CLS, .default_class = "rest" } },
+	};
+	struct weir_policy_err e;
+	struct rig r;
+	const uint64_t now = rte_get_tsc_hz();
+	struct rte_mbuf *m[4];
+	int rest;
+
+	if (rig_make_pa(&r, &oc, "sw_wrap", 256) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	feed(&r, tcp_frame(0, 1, 5000, 1, 443, ACK, 1, 100), 0, now);
+	rte_pktmbuf_free_bulk(m, rig_dequeue(&r, WEIR_PORT_LAN, now + rte_get_tsc_hz(), m, 4));
+	for (uint32_t i = 0; i < 255; i++) {
+		struct weir_policy_switch sw = { 0 };
+		struct weir_policy *np = weir_policy_build(&oc, 2 + i, &e);
+
+		make_switch(np, &sw);
+		if (weir_worker_policy_post(r.w, &sw) != 0 || weir_worker_policy_take(r.w) != 1) {
+			CHECK(0, "switch %u", i);
+			weir_policy_free(np);
+			break;
+		}
+		weir_policy_free(r.p);
+		r.p = np;
+	}
+	rest = weir_policy_class_find(r.p, 0, "rest");
+	feed(&r, tcp_frame(0, 1, 5000, 1, 443, ACK, 101, 100), 0, now);
+	CHECK(r.w->cls_ctr[0][rest].flows == 1,
+	      "the idle flow counted once after 255 switches (%u)", r.w->cls_ctr[0][rest].flows);
+	rig_free(&r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -288,6 +331,7 @@ main(int argc, char **argv)
 	rig_mempool("switch_test");
 	test_switch_moves_queues();
 	test_flow_events_and_moves();
+	test_generation_wrap();
 	rte_eal_cleanup();
 	return unit_report();
 }
