@@ -71,7 +71,9 @@ struct weir_flow {
 	uint16_t mss[2];
 	uint8_t  shape;         /* WEIR_FSH_*: shaping state, owned by the worker */
 	uint8_t  class_gen;     /* the worker's policy generation class_id is of; 0 = none */
-	uint8_t  _rsvd[2];
+	/* Per direction: the class's activity period (8 bits of it) in which
+	 * this flow last sent data; the worker's, for per-flow shares. */
+	uint8_t  active_mark[2];
 } __rte_cache_aligned;
 
 /* weir_flow.shape */

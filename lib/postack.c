@@ -365,33 +365,30 @@ weir_postack_note_edge(struct weir_postack *pa, const struct weir_flow *f, const
 }
 
 /*
- * PostACK's window clamp: receivers advertise megabytes, and every byte of
- * window a sender may use beyond its share ends up as ACKs held here. A
- * held ACK's window is cut so the sender may have at most ack_limit
- * segments outstanding past it: the ACKs for them, the most that can then
- * wait here, stay within ack_limit. The right edge never moves left of one
- * already shown to the sender (RFC 7323 sec. 2.4: do not shrink the
- * window). Needs both SYNs seen (window scales are only known from them).
+ * Cut the window of ACK m (travelling a, the flow's handshake seen) so the
+ * data sender may have at most `limit` bytes outstanding past its
+ * cumulative ACK, but never move the right edge left of one already shown
+ * to the sender (RFC 7323 sec. 2.4: do not shrink the window); note the
+ * edge it leaves with. Returns true when the window was rewritten (TCP
+ * checksum patched, RFC 1624).
  */
-static void
-postack_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
-	      const struct weir_pkt *p, int a, uint32_t slot)
+bool
+weir_postack_cut_window(struct weir_postack *pa, const struct weir_flow *f, struct rte_mbuf *m,
+			const struct weir_pkt *p, int a, uint32_t slot, uint32_t limit)
 {
-	struct weir_postack_q *q = &w->pa->q[a ^ 1][slot];
+	struct weir_postack_q *q = &pa->q[a ^ 1][slot];
 	int shift = weir_ack_wscale(f, a);
 	uint32_t edge, limit_edge, win;
 
 	if (shift < 0)
-		return;
+		return false;
 	edge = p->ack + ((uint32_t)p->win << shift);
-	/* f->mss[a]: what the ACK's sender said it can receive, the segment
-	 * size the data sender uses. */
-	limit_edge = p->ack + (uint32_t)w->pa->ack_limit * f->mss[a];
+	limit_edge = p->ack + limit;
 	if ((q->flags & WEIR_PAQ_RE_VALID) && weir_seq_lt(limit_edge, q->re_max))
 		limit_edge = q->re_max;
 	if (!weir_seq_lt(limit_edge, edge)) {
-		weir_postack_note_edge(w->pa, f, p, a, slot);
-		return;
+		weir_postack_note_edge(pa, f, p, a, slot);
+		return false;
 	}
 	/* Round up: the new edge is at or past the limit, never short of it. */
 	win = (limit_edge - p->ack + (1u << shift) - 1) >> shift;
@@ -400,7 +397,24 @@ postack_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf 
 	if (weir_seq_lt(q->re_max, p->ack + (win << shift)) || !(q->flags & WEIR_PAQ_RE_VALID))
 		q->re_max = p->ack + (win << shift);
 	q->flags |= WEIR_PAQ_RE_VALID;
-	w->ctr.port[a].win_clamped++;
+	return true;
+}
+
+/*
+ * PostACK's window clamp: receivers advertise megabytes, and every byte of
+ * window a sender may use beyond its share ends up as ACKs held here. A
+ * held ACK's window is cut so the sender may have at most ack_limit
+ * segments outstanding past it: the ACKs for them, the most that can then
+ * wait here, stay within ack_limit.
+ */
+static void
+postack_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+	      const struct weir_pkt *p, int a, uint32_t slot)
+{
+	/* f->mss[a]: what the ACK's sender said it can receive, the segment
+	 * size the data sender uses. */
+	if (weir_postack_cut_window(w->pa, f, m, p, a, slot, (uint32_t)w->pa->ack_limit * f->mss[a]))
+		w->ctr.port[a].win_clamped++;
 }
 
 /* A 32-bit sequence number at byte offset off of frame m (any alignment). */
@@ -606,7 +620,7 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 {
 	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
 	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
-	const uint32_t flows = c->flows ? c->flows : 1;
+	const uint32_t flows = c->active ? c->active : 1;
 	uint64_t cgap, fgap;
 
 	if (now < tf->next_release)

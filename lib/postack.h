@@ -45,6 +45,7 @@
 #ifndef WEIR_POSTACK_H
 #define WEIR_POSTACK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <rte_common.h>
 #include <rte_mbuf.h>
@@ -151,6 +152,12 @@ void weir_postack_track(struct weir_postack *pa, const struct weir_flow *f,
  * window's right edge left of it (RFC 7323 sec. 2.4). */
 void weir_postack_note_edge(struct weir_postack *pa, const struct weir_flow *f,
 			    const struct weir_pkt *p, int a, uint32_t slot);
+
+/* Cut ACK m's window to `limit` bytes past its cumulative ACK, never left
+ * of an edge already shown (see postack.c); true when rewritten. */
+bool weir_postack_cut_window(struct weir_postack *pa, const struct weir_flow *f,
+			     struct rte_mbuf *m, const struct weir_pkt *p, int a, uint32_t slot,
+			     uint32_t limit);
 
 /* Call fn for every (d, slot) holding ACKs now (fn may release them). */
 void weir_postack_for_each_holder(struct weir_postack *pa,

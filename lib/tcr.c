@@ -46,8 +46,12 @@ weir_tcr_free(struct weir_tcr *t)
 uint64_t
 weir_tcr_pace_gap(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t leaf)
 {
-	return ((uint64_t)(f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460) *
-		w->cls_ctr[d][leaf].share_ticks_per_byte) >> 16;
+	uint64_t gap = ((uint64_t)(f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460) *
+			w->cls_ctr[d][leaf].share_ticks_per_byte) >> 16;
+
+	/* A share of a few bit/s would space ACKs hours apart (and `now - gap`
+	 * below would wrap): at least one a second. */
+	return RTE_MIN(gap, w->tsc_hz);
 }
 
 /* Is the flow's next paced ACK due (one per MSS at its class's fair
@@ -55,8 +59,7 @@ weir_tcr_pace_gap(const struct weir_worker *w, const struct weir_flow *f, int d,
  * clock keep up to one gap of credit. For a starving PostACK flow holding
  * `starving` ACKs the gap is also at most its data sender's round trip
  * over that count: what it holds goes back within a round trip even when
- * the share (which counts idle flows too) is small; a stopped clock (0)
- * starts a gap from now. */
+ * the share is small; a stopped clock (0) starts a gap from now. */
 uint32_t
 weir_tcr_pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
 		  uint16_t leaf, uint64_t now, uint32_t starving)
@@ -73,15 +76,35 @@ weir_tcr_pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint3
 	}
 	if (now < tf->next_release)
 		return 0;
-	tf->next_release = RTE_MAX(tf->next_release + gap, bank ? now - gap : now);
+	tf->next_release = RTE_MAX(tf->next_release + gap, bank && now > gap ? now - gap : now);
 	return 1;
 }
 
 /*
+ * The round trip a TCR window is sized for, D_w: the data's whole loop,
+ * sender to receiver and back. The gateway sees it in two halves: to the
+ * receiver and back (the ACK's sender: srtt, from the handshake, then
+ * smoothed by data/ACK samples) and to the sender and back (the handshake
+ * of direction d). An upload's first half is the WAN, a download's the
+ * LAN; taking only the sampled half made a download's window one segment
+ * (issue 23: a 1 MB download took 19 s). 0: not known yet.
+ */
+static inline uint64_t
+tcr_rtt(const struct weir_worker *w, const struct weir_tcr_flow *tf, int d, uint32_t slot)
+{
+	return tf->srtt == 0 ? 0 : (uint64_t)tf->srtt + w->pa->q[d][slot].rtt;
+}
+
+/*
  * TCR for a pure ACK travelling a (Sec. 2.4): its window is cut to the
- * flow's BDP (fair share x WAN round trip, at least one segment), and it
- * leaves no sooner than MSS / share after the flow's previous ACK; early
- * ones wait in the ACK store and the watchdog ring clocks them out.
+ * flow's BDP (its share of the class x D_w), and it leaves no sooner than
+ * MSS / share after the flow's previous ACK; early ones wait in the ACK
+ * store and the watchdog ring clocks them out. Two departures from the
+ * paper's TCR, for flows to fill their share (issue 23): the window is the
+ * BDP plus an eighth plus two segments (a window of exactly rate x RTT
+ * cannot carry the rate once any queueing adds to the RTT), and the share
+ * divides the class among its active flows. The right edge never moves
+ * left (RFC 7323 sec. 2.4) when the share shrinks.
  */
 static enum weir_verdict
 tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
@@ -90,25 +113,25 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 	const int d = a ^ 1;
 	const struct weir_class_counters *c = &w->cls_ctr[d][leaf];
 	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
-	int shift = weir_ack_wscale(f, a);
 	uint32_t seg = f->mss[a] ? f->mss[a] : 1460;
+	uint64_t rtt;
 
-	weir_tcr_on_ack(w->tcr, d, slot, p->ack, now);
 	if (tf->srtt == 0)
-		tf->srtt = w->pa->q[WEIR_DIR_IN][slot].rtt;     /* the WAN side's, from the handshake */
-	if (shift >= 0 && tf->srtt != 0) {
-		uint64_t bdp = RTE_MAX(((uint64_t)tf->srtt * c->share_bytes_per_tick) >> 32, (uint64_t)seg);
-		uint64_t win = (bdp + (1u << shift) - 1) >> shift;
+		tf->srtt = w->pa->q[a][slot].rtt;       /* the receiver's side, from the handshake */
+	weir_tcr_on_ack(w->tcr, d, slot, p->ack, now);
+	rtt = tcr_rtt(w, tf, d, slot);
+	if (rtt != 0) {
+		uint64_t bdp = (rtt * c->share_bytes_per_tick) >> 32;
+		uint64_t limit = bdp + bdp / 8 + 2 * (uint64_t)seg;
 
-		if (win < p->win) {
-			weir_ack_set_win(m, p, (uint16_t)win);
+		if (weir_postack_cut_window(w->pa, f, m, p, a, slot,
+					    (uint32_t)RTE_MIN(limit, (uint64_t)INT32_MAX)))
 			w->ctr.port[a].win_clamped++;
-		}
 	}
 	if (weir_mode_data_qlen(w, f, a, slot) != 0)
 		return WEIR_V_PASS;     /* behind a frame of its own direction: keep order */
 	if (held == 0 && now >= tf->next_release) {
-		tf->next_release = now + ((seg * c->share_ticks_per_byte) >> 16);
+		tf->next_release = now + weir_tcr_pace_gap(w, f, d, leaf);
 		return WEIR_V_PASS;
 	}
 	return weir_mode_hold(w, f, d, slot, m, now);

@@ -4,16 +4,16 @@
  *
  * For a flow in a tcr leaf, every ACK of its data has its advertised
  * window cut to the flow's bandwidth-delay product, BDP_i = BW_i x D_w,
- * with BW_i = the class's rate / its flows (the fair share) and D_w the
- * WAN round trip, and the ACKs are clocked out one every MSS / BW_i. The
- * ACKs wait in the same compact store PostACK uses (lib/postack.h); the
- * worker paces them from its round-robin over the flows holding ACKs, so
- * there is no timer per flow. D_w starts from the handshake and is
- * smoothed (EWMA, gain 1/8, as TCP's SRTT) from one timed data segment per
- * round trip: from the moment it leaves the gateway towards the receiver
- * to the ACK that covers it. That sample exists where the gateway sees
- * data leave before its ACK returns: uploads. A download's sender is
- * across the WAN, so its D_w stays the handshake's.
+ * with BW_i = the class's rate / its active flows (the fair share) and
+ * D_w the flow's round trip, and the ACKs are clocked out one every
+ * MSS / BW_i. The ACKs wait in the same compact store PostACK uses
+ * (lib/postack.h); the watchdog paces them from its round-robin over the
+ * flows holding ACKs, so there is no timer per flow. D_w is the sum of two
+ * halves the gateway sees: to the data's sender and back (the handshake)
+ * and to its receiver and back (`srtt`: the handshake's, smoothed with
+ * EWMA gain 1/8, as TCP's SRTT, by one timed data segment per round trip,
+ * from the moment it leaves the gateway towards the receiver to the ACK
+ * that covers it).
  *
  * tcr.c is the mode (lib/mode.h) and the per-flow pacing state it shares
  * with PostACK's pacing of starving flows and postack-paced; the per-class
@@ -31,7 +31,7 @@ struct weir_tcr_flow {
 	uint64_t next_release;  /* TSC the next ACK may go */
 	uint64_t sample_tsc;    /* when the timed segment left; 0 = no sample running */
 	uint32_t sample_seq;    /* an ACK at or past this ends the sample */
-	uint32_t srtt;          /* WAN round trip, ticks; 0 = unknown */
+	uint32_t srtt;          /* gateway -> data receiver -> gateway, ticks; 0 = unknown */
 	/* postack-paced (Fig. 4's i.out): data packets queued since the
 	 * flow's last released ACK, less the turns it passed up since. */
 	uint32_t out;

@@ -352,19 +352,64 @@ ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 
 /* ---- classification and admission (once per flow, not per packet) ---- */
 
-/* TCR's fair share of leaf `leaf` on this worker, as bytes per TSC tick
- * (<< 32) and ticks per byte (<< 16): the divisions happen here, when a
- * flow joins or leaves or the worker's rate changes, not per ACK. */
+/* The per-flow share of leaf `leaf` on this worker (its rate over the
+ * flows active in it), as bytes per TSC tick (<< 32) and ticks per byte
+ * (<< 16): the divisions happen here, when the active count or the
+ * worker's rate changes, not per ACK. A share is at least 1 bit/s; the
+ * pacing arithmetic stays bounded by the gap clamp in tcr.c. */
 static void
 share_update(struct weir_worker *w, int d, uint16_t leaf)
 {
 	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
-	uint64_t share = weir_cbq_rate(w->shaper[d], leaf) / RTE_MAX(c->flows, 1u);
+	uint64_t share = weir_cbq_rate(w->shaper[d], leaf) / RTE_MAX(c->active, 1u);
 
 	if (share == 0)
 		share = 1;
 	c->share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->tsc_hz));
 	c->share_ticks_per_byte = (uint64_t)(((unsigned __int128)8 * w->tsc_hz << 16) / share);
+}
+
+/*
+ * Which flows a share divides among (issue 17 item 4b): the ones that sent
+ * data in the class within the last activity period or the one before,
+ * not every connection counted in it (an idle ssh session or HTTP
+ * keep-alive would take a share it never uses). One compare per data
+ * packet: a flow marks the period it was last seen in; a period rolls on
+ * the first packet after it ends. Admission (flow_min) still counts every
+ * admitted flow: it reserves, where a share divides what is there now.
+ */
+#define WEIR_ACTIVE_PERIOD_MS 200
+
+static void
+period_roll(struct weir_worker *w, struct weir_class_counters *c, int d, uint16_t leaf,
+	    uint64_t now)
+{
+	const uint64_t p = w->tsc_hz / 1000 * WEIR_ACTIVE_PERIOD_MS;
+	uint32_t active = now >= c->period_end + p ? 0 : c->active_cur;  /* quiet a whole period */
+
+	c->period = (uint8_t)(c->period == UINT8_MAX ? 1 : c->period + 1);
+	c->active_cur = 0;
+	c->period_end = now + p;
+	if (active != c->active) {
+		c->active = active;
+		share_update(w, d, leaf);
+	}
+}
+
+static inline void
+note_active(struct weir_worker *w, struct weir_flow *f, int d, uint16_t leaf, uint64_t now)
+{
+	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
+
+	if (unlikely(now >= c->period_end))
+		period_roll(w, c, d, leaf, now);
+	if (likely(f->active_mark[d] == c->period))
+		return;
+	f->active_mark[d] = c->period;
+	if (++c->active_cur > c->active) {
+		c->active = c->active_cur;
+		share_update(w, d, leaf);
+	}
 }
 
 /* Add delta to the flow counts of the flow's classes. */
@@ -374,10 +419,11 @@ flow_count(struct weir_worker *w, const struct weir_flow *f, int32_t delta)
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		uint16_t leaf = flow_leaf(w, f, d);
 
-		if (leaf != WEIR_CBQ_NONE) {
-			w->cls_ctr[d][leaf].flows += (uint32_t)delta;
-			share_update(w, d, leaf);
-		}
+		if (leaf == WEIR_CBQ_NONE)
+			continue;
+		w->cls_ctr[d][leaf].flows += (uint32_t)delta;
+		if (w->cls_ctr[d][leaf].share_bytes_per_tick == 0)
+			share_update(w, d, leaf);       /* a fresh class: the whole rate, until flows send */
 	}
 }
 
@@ -644,6 +690,8 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	uint32_t qid = shaped_qid(w, t, from, f);
 	uint16_t leaf = t->leaf[from];  /* targets[0]: the default class */
 
+	if (f != NULL && weir_mbuf_meta(m)->pkt.payload_len > 0)
+		note_active(w, f, from, leaf, now);
 	/* Once one frame is queued the tree is not empty, so every later
 	 * frame queues behind it: no flow is reordered. */
 	if (w->conf.cut_through && !(ops->flags & WEIR_MODEF_NO_CUT) &&

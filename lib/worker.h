@@ -141,8 +141,16 @@ struct weir_class_counters {
 	uint64_t admitted;      /* flows classified into this class */
 	uint64_t refused;       /* flows refused admission by this class */
 	uint64_t diverted;      /* of those, flows sent to the fallback class */
-	/* TCR's view of the class's fair share (rate / flows on this worker),
-	 * fixed point, recomputed when `flows` changes. */
+	/* Flows that sent data in this class within the last activity
+	 * period or the one before (idle connections do not count): what a
+	 * per-flow share divides the class's rate by. */
+	uint32_t active;
+	uint32_t active_cur;    /* flows seen in the current period */
+	uint64_t period_end;    /* TSC the current period ends */
+	uint8_t period;         /* its number, as flows mark it (never 0) */
+	uint8_t _pad8[7];
+	/* The class's per-flow share (rate / active flows on this worker),
+	 * fixed point, recomputed when `active` or the rate changes. */
 	uint64_t share_bytes_per_tick;  /* << 32 */
 	uint64_t share_ticks_per_byte;  /* << 16 */
 	/* postack-paced: TSC the class's next paced ACK may go. The flows'

@@ -803,8 +803,11 @@ two_flows_wan_40ms(struct rig *r, uint64_t t0)
 	pull1(r, t0 + 40 * ms);
 }
 
-/* TCR: the window cut to the fair share's BDP, ACKs paced MSS / share
- * apart, the WAN round trip from the handshake then smoothed by samples. */
+/* TCR: the window cut to the fair share's BDP (plus an eighth and two
+ * segments), ACKs paced MSS / share apart, the share dividing the class
+ * among the flows that send (an idle connection takes none), the round
+ * trip from the handshake then smoothed by samples, and a window's right
+ * edge never moved left when the share shrinks. */
 static void
 test_tcr(void)
 {
@@ -814,44 +817,64 @@ test_tcr(void)
 	struct rig r;
 	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
 	const struct weir_tcr_flow *tf;
+	struct rte_mbuf *b;
 	uint64_t gap;
+	uint32_t edge;
 
 	if (rig_make_pa(&r, &pc, "pa_tcr", 64) != 0) {
 		CHECK(0, "rig");
 		return;
 	}
-	/* Two flows in the class: the share is 4 Mbit/s = 500 kB/s. The first
-	 * has its handshake seen: WAN 40 ms away, no window scaling, MSS 1460. */
+	/* Two flows in the class, neither sending yet: the share is the whole
+	 * class, 1 MB/s. The first has its handshake seen: WAN 40 ms away, no
+	 * window scaling, MSS 1460. */
 	two_flows_wan_40ms(&r, t0);
-	CHECK(r.w->cls_ctr[0][1].flows == 2, "two flows");
-	/* BDP = 500 kB/s x 40 ms = 20000 bytes: an ACK offering 65535 is cut. */
+	CHECK(r.w->cls_ctr[0][1].flows == 2 && r.w->cls_ctr[0][1].active == 0,
+	      "two flows, none active");
 	CHECK(feed(&r, ack_frame(1, 1000, 65535), 1, t0 + 41 * ms) == 1 && r.n_emitted == 0,
 	      "first ACK passes at once");
 	tf = &r.w->tcr->f[0][0];
 	CHECK(tf->srtt >= 40 * ms - ms / 100 && tf->srtt <= 40 * ms + ms / 100,
-	      "WAN round trip from the handshake (%.3f ms)", (double)tf->srtt / (double)ms);
-	/* Two more right behind it wait for the pacing clock: 1460 / 500 kB/s = 2.92 ms. */
+	      "the receiver's side from the handshake (%.3f ms)", (double)tf->srtt / (double)ms);
+	/* Two more right behind it wait for the pacing clock: 1460 / 1 MB/s = 1.46 ms. */
 	feed(&r, ack_frame(2, 2000, 65535), 1, t0 + 41 * ms);
 	feed(&r, ack_frame(3, 3000, 65535), 1, t0 + 41 * ms);
-	gap = 2920 * ms / 1000;
-	CHECK(rig_watchdog(&r, t0 + 41 * ms + gap - ms / 10) == 0, "not before 2.92 ms");
+	gap = 1460 * ms / 1000;
+	CHECK(rig_watchdog(&r, t0 + 41 * ms + gap - ms / 10) == 0, "not before 1.46 ms");
 	CHECK(rig_watchdog(&r, t0 + 41 * ms + gap + ms / 10) == 1 &&
 	      rig_watchdog(&r, t0 + 41 * ms + gap + ms / 5) == 0 &&
 	      rig_watchdog(&r, t0 + 41 * ms + 2 * gap + ms / 10) == 1,
-	      "then one every 2.92 ms");
+	      "then one every 1.46 ms");
+	/* BDP = 1 MB/s x 40 ms = 40000, + 5000 + 2 x 1460 = 47920. */
 	CHECK(r.n_emitted == 2 && tag_of(r.emitted[0]) == 2 && tag_of(r.emitted[1]) == 3 &&
-	      win_of(r.emitted[0]) >= 19999 && win_of(r.emitted[0]) <= 20000 && cksum4_ok(r.emitted[0]) &&
-	      weir_postack_stats(r.w->pa)->paced == 2,
-	      "paced in order, window cut to the BDP (%u)", r.n_emitted ? win_of(r.emitted[0]) : 0);
+	      win_of(r.emitted[0]) >= 47900 && win_of(r.emitted[0]) <= 47920 &&
+	      cksum4_ok(r.emitted[0]) && weir_postack_stats(r.w->pa)->paced == 2,
+	      "paced in order, window cut to the BDP and its margin (%u)",
+	      r.n_emitted ? win_of(r.emitted[0]) : 0);
+	edge = r.n_emitted > 1 ? 3000 + win_of(r.emitted[1]) : 0;
 	rig_emitted_free(&r);
-	/* A data segment leaves at t0+100 ms; the ACK covering it returns 56 ms
-	 * later: srtt = 40 + (56 - 40) / 8 = 42 ms. */
-	feed(&r, UP(5000, 1000), 0, t0 + 100 * ms);
-	pull1(&r, t0 + 100 * ms);
-	feed(&r, ack_frame(4, 6000, 65535), 1, t0 + 156 * ms);
-	CHECK(tf->srtt >= 42 * ms - ms / 100 && tf->srtt <= 42 * ms + ms / 100 &&
-	      r.w->tcr->samples == 1, "EWMA of a data/ACK sample (%.3f ms)",
-	      (double)tf->srtt / (double)ms);
+	/* Both flows send: the share halves. A segment of flow 1 leaves at
+	 * t0+50 ms and its ACK returns 1 ms later: srtt = 40 + (1 - 40) / 8 =
+	 * 35.125 ms, BDP 17.6 kB, but the window still reaches the edge shown. */
+	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1, 100), 0, t0 + 50 * ms);
+	feed(&r, UP(1, 100), 0, t0 + 50 * ms);
+	while (pull1(&r, t0 + 50 * ms))
+		;
+	CHECK(r.w->cls_ctr[0][1].active == 2, "two active flows (%u)", r.w->cls_ctr[0][1].active);
+	b = ack_frame(4, 4000, 65535);
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 51 * ms) == 1 &&
+	      4000u + win_of(b) >= edge && 4000u + win_of(b) <= edge + 1 && cksum4_ok(b),
+	      "the right edge is not moved left (%u, edge %u)", 4000u + win_of(b), edge);
+	rte_pktmbuf_free(b);
+	CHECK(tf->srtt >= 35125 * ms / 1000 - ms / 100 && tf->srtt <= 35125 * ms / 1000 + ms / 100,
+	      "EWMA of a data/ACK sample (%.3f ms)", (double)tf->srtt / (double)ms);
+	/* A window the edge no longer holds up: cut to the halved share. */
+	b = ack_frame(5, edge, 65535);
+	rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 60 * ms);
+	CHECK(win_of(b) >= 22600 && win_of(b) <= 22700,
+	      "then cut to the halved share's BDP and margin (%u)", win_of(b));
+	rte_pktmbuf_free(b);
+	rig_emitted_free(&r);
 	rig_free(&r);
 }
 
