@@ -82,7 +82,7 @@ struct weir_mode_ops {
 	void (*queued)(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
 		       int d, uint32_t slot);
 	void (*sent)(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot,
-		     uint32_t qlen, uint64_t now);
+		     uint16_t leaf, uint32_t qlen, uint64_t now);
 	void (*dropped)(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
 			int d);
 	uint32_t (*tick)(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,

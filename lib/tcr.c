@@ -139,11 +139,12 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 
 /* A data segment left: time it to its ACK (the round-trip sample). */
 static void
-tcr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t qlen,
-	 uint64_t now)
+tcr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint16_t leaf,
+	 uint32_t qlen, uint64_t now)
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
 
+	RTE_SET_USED(leaf);
 	RTE_SET_USED(qlen);
 	if (p->l4proto == IPPROTO_TCP && p->payload_len > 0)
 		weir_tcr_on_data(w->tcr, d, slot, p->seq + p->payload_len, now);

@@ -671,7 +671,7 @@ on_sent(struct weir_worker *w, enum weir_port_role dir, struct rte_mbuf *m, uint
 		return;
 	ops = weir_mode(w->policy->tree[dir].classes[leaf].mode);
 	if (ops->sent != NULL)
-		ops->sent(w, m, dir, qid, qlen, now);
+		ops->sent(w, m, dir, qid, leaf, qlen, now);
 }
 
 /* Frame m (of flow f, NULL for none) goes on in direction `from`: into its

@@ -262,6 +262,7 @@ test_watchdog_turns(void)
  * pure ACKs WAN -> LAN tagged by their seq field. */
 #define UP(seq, len) tcp_frame(0, 1, 4000, 1, 80, ACK, (seq), (len))
 #define BACK(tag) tcp_frame(1, 1, 4000, 1, 80, ACK, (tag), 0)
+#define BACK_DATA(tag, len) tcp_frame(1, 1, 4000, 1, 80, ACK, (tag), (len))
 
 static uint32_t
 tag_of(struct rte_mbuf *m)
@@ -432,12 +433,14 @@ test_release_rule(void)
 }
 
 /* The handshake tells how far each side is: the watchdog waits two of
- * the data sender's round trips before it decides the data has stopped. */
+ * the data sender's round trips before it decides the data has stopped.
+ * 10 Mbit/s: the sender's 1 ms round trip drains less than a segment, so
+ * one queued packet is over the share (postack_over), as Fig. 14 has it. */
 static void
 test_handshake_rtt(void)
 {
 	struct weir_policy_conf pc = {
-		.tree = { { .rate = 100000000000ull }, { .rate = 0 } },
+		.tree = { { .rate = 10000000ull }, { .rate = 0 } },
 	};
 	struct rig r;
 	const uint64_t hz = rte_get_tsc_hz(), now = hz, ms = hz / 1000;
@@ -803,6 +806,43 @@ two_flows_wan_40ms(struct rig *r, uint64_t t0)
 	pull1(r, t0 + 40 * ms);
 }
 
+/* A download's sender is a WAN round trip away: its ACKs are held only
+ * once more is queued than its share drains in that round trip (issue 23:
+ * holding from the first queued packet left the class idle). Inbound
+ * postack at 1 Mbit/s, sender 40 ms away: 125 kB/s x 40 ms = 5000 bytes,
+ * three 1460-byte segments. */
+static void
+test_far_sender(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 0 }, { .rate = 1000000, .mode = WEIR_MODE_POSTACK } },
+	};
+	struct rig r;
+	const uint64_t ms = rte_get_tsc_hz() / 1000, t0 = rte_get_tsc_hz();
+	struct rte_mbuf *m;
+
+	if (rig_make_pa(&r, &pc, "pa_far", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	feed(&r, syn_frame(0, SYN, 1460, 0), 0, t0);
+	feed(&r, syn_frame(1, SYN | ACK, 1460, 0), 1, t0 + 40 * ms);
+	if (rig_dequeue(&r, WEIR_PORT_WAN, t0 + 40 * ms, &m, 1) == 1)
+		rte_pktmbuf_free(m);
+	feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1, 0), 0, t0 + 41 * ms);
+	CHECK(r.w->pa->q[1][0].rtt >= 40 * ms - ms / 100 && r.w->pa->q[1][0].rtt <= 40 * ms + ms / 100,
+	      "the download's sender is 40 ms away");
+	for (uint32_t k = 0; k < 3; k++)
+		feed(&r, BACK_DATA(100 + k, 1400), 1, t0 + 50 * ms);
+	CHECK(feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 2, 0), 0, t0 + 50 * ms) == 1 &&
+	      weir_postack_len(r.w->pa, 1, 0) == 0, "3 queued, within the sender's BDP: not held");
+	feed(&r, BACK_DATA(103, 1400), 1, t0 + 50 * ms);
+	CHECK(feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 3, 0), 0, t0 + 50 * ms) == 0 &&
+	      weir_postack_len(r.w->pa, 1, 0) == 1, "4 queued, past it: held");
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
 /* TCR: the window cut to the fair share's BDP (plus an eighth and two
  * segments), ACKs paced MSS / share apart, the share dividing the class
  * among the flows that send (an idle connection takes none), the round
@@ -906,8 +946,7 @@ test_paced(void)
 	feed(&r, UP(2000, 1000), 0, t1 + 500 * us);
 	CHECK(r.w->tcr->f[0][0].out == 2, "data queued since the release counted (%u)",
 	      r.w->tcr->f[0][0].out);
-	while (pull1(&r, t1 + 600 * us))
-		;
+	pull1(&r, t1 + 600 * us);       /* one stays queued: the class has a backlog */
 	rig_emitted_free(&r);
 	/* One flow holds ACKs: its tick is the class's, 1.46 ms. */
 	feed(&r, ack_frame(2, 2000, 65535), 1, t1 + 600 * us);
@@ -1088,6 +1127,7 @@ main(int argc, char **argv)
 	test_cksum_update();
 	test_cksum_ipv6();
 	test_window_clamp();
+	test_far_sender();
 	test_tcr();
 	test_paced();
 	test_cut_through();

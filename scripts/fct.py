@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""Short transfers and lone bulk flows through weir, mode by mode, beside Linux HTB (issue 23).
+
+Two measurements, each in the namespace testbed (scripts/weirtb) with one WAN host on a path of
+a given RTT and one class each way at a given rate:
+
+  fct    HTTP transfers: curl on LAN host l1 fetches files of each size from
+         `python3 -m http.server` on WAN host w1, on an idle link and beside N bulk iperf3
+         streams between l2 and w1 (downloading with -R, or uploading). Completion times
+         (curl's time_total) per transfer.
+  bulk   one (or N) bulk iperf3 flows alone in the class, upload and download: steady-state
+         goodput (the run's second half) as a fraction of the class rate.
+
+Usage (as root):
+  scripts/fct.py fct  --modes pfq,postack,postack-paced,tcr,htb --rtt 40 --rate 20mbit \\
+                      --sizes 100k,1m --bulk 0,4 --reps 5 --out docs/results/fct
+  scripts/fct.py bulk --modes pfq,postack,tcr,htb --rtt 40 --rate 200mbit --flows 1 \\
+                      --seconds 20 --out docs/results/fct
+  scripts/fct.py fct --quick --out /tmp/fct   # CI: pfq and tcr, one size, two reps
+
+Writes OUT/fct.csv (or bulk.csv), OUT/fct.md (medians and p95) and, with matplotlib, OUT/fct.png.
+"""
+import argparse
+import csv
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+
+import weirtb  # noqa: E402
+from weirtb import traffic  # noqa: E402
+
+HTTP_PORT = 8000
+SIZES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000, "10m": 10_000_000}
+
+
+def weir_config(path, mode, rate):
+    base = (REPO / "conf" / "testbed.cfg").read_text()
+    path.write_text(base + f'\nshaping = {{ mode = "{mode}"; outbound = "{rate}"; '
+                           f'inbound = "{rate}"; }};\n')
+    return path
+
+
+def start_gateway(tb, mode, rate, cfg_dir):
+    """weir in `mode`, or Linux HTB with a pfifo leaf ('htb')."""
+    if mode == "htb":
+        tb.start_gateway("linux-htb", htb_spec={"outbound": {"rate": rate},
+                                                "inbound": {"rate": rate}})
+        return
+    os.environ["WEIR_TESTBED_CFG"] = str(weir_config(cfg_dir / f"{mode}.cfg", mode, rate))
+    tb.start_gateway("weir")
+
+
+def stop_gateway(tb):
+    """Stop the gateway; weir must exit 0 (every mbuf back in its pool)."""
+    rc = tb.stop_gateway()
+    if rc not in (None, 0):
+        raise SystemExit(f"weir exited {rc}: {tb.log_tail('weir')}")
+
+
+def percentile(xs, p):
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    k = (len(xs) - 1) * p / 100
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+class Bulk:
+    """N bulk iperf3 streams between l2 and w1 in the background."""
+
+    def __init__(self, tb, n, reverse, seconds):
+        self.res = None
+        self.t = threading.Thread(target=self._run, args=(tb, n, reverse, seconds), daemon=True)
+
+    def _run(self, tb, n, reverse, seconds):
+        self.res = traffic.iperf_flows(tb, n=n, duration=seconds, reverse=reverse,
+                                       pairs=[("l2", "w1")] * n, base_port=5301)
+
+    def __enter__(self):
+        self.t.start()
+        time.sleep(3)   # past slow start
+        return self
+
+    def __exit__(self, *exc):
+        self.t.join()
+
+
+def fetch(tb, size_name):
+    addr = tb.addr("w1")
+    out = tb.run("l1", ["curl", "-s", "-o", "/dev/null", "--max-time", "60", "-w",
+                        "%{time_total} %{size_download}",
+                        f"http://{addr}:{HTTP_PORT}/{size_name}"], timeout=70)
+    secs, got = out.stdout.split()
+    if int(got) != SIZES[size_name]:
+        raise RuntimeError(f"fetched {got} of {SIZES[size_name]} bytes")
+    return float(secs)
+
+
+def run_fct(args):
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with tempfile.TemporaryDirectory() as www, tempfile.TemporaryDirectory() as cfgs:
+        for name in args.sizes:
+            Path(www, name).write_bytes(os.urandom(SIZES[name]))
+        tb = weirtb.Testbed(lan=2, wan=1, paths=[weirtb.PathSpec(delay=args.rtt / 2)])
+        why = tb.check_prerequisites()
+        if why:
+            raise SystemExit("testbed unavailable: " + "; ".join(why))
+        with tb:
+            tb.claim().up(wait=False)
+            srv = tb.popen("w1", [sys.executable, "-m", "http.server", str(HTTP_PORT),
+                                  "--directory", www])
+            try:
+                for mode in args.modes:
+                    start_gateway(tb, mode, args.rate, Path(cfgs))
+                    for n_bulk in args.bulk:
+                        for bdir in (args.bulk_dirs if n_bulk else ["idle"]):
+                            secs_bulk = 4 + args.reps * len(args.sizes) * 4
+                            ctx = Bulk(tb, n_bulk, bdir == "down", secs_bulk) if n_bulk else None
+                            if ctx:
+                                ctx.__enter__()
+                            try:
+                                for rep in range(args.reps):
+                                    for name in args.sizes:
+                                        t = fetch(tb, name)
+                                        rows.append(dict(mode=mode, rtt_ms=args.rtt, rate=args.rate,
+                                                         bulk=n_bulk, bulk_dir=bdir, size=name,
+                                                         rep=rep, seconds=round(t, 4)))
+                                        print(f"{mode:14s} bulk={n_bulk} {bdir:5s} {name:5s} "
+                                              f"{t * 1000:8.1f} ms", flush=True)
+                            finally:
+                                if ctx:
+                                    ctx.__exit__(None, None, None)
+                    stop_gateway(tb)
+            finally:
+                srv.kill()
+                srv.communicate()
+    write_csv(out / "fct.csv", rows)
+    table = fct_table(rows, args)
+    (out / "fct.md").write_text(table)
+    print(table)
+    plot_fct(out / "fct.png", rows)
+
+
+def fct_table(rows, args):
+    cols = []
+    for n_bulk in args.bulk:
+        for bdir in (args.bulk_dirs if n_bulk else ["idle"]):
+            for name in args.sizes:
+                cols.append((n_bulk, bdir, name))
+    head = "| mode | " + " | ".join(
+        f"{'idle' if b == 0 else f'{b} bulk {d}'}: {s}" for b, d, s in cols) + " |"
+    lines = [f"Completion times, median (p95) in ms; {args.rate} each way, {args.rtt} ms RTT, "
+             f"{args.reps} transfers per cell.", "", head, "|---" * (len(cols) + 1) + "|"]
+    for mode in args.modes:
+        cells = []
+        for b, d, s in cols:
+            xs = [r["seconds"] * 1000 for r in rows if r["mode"] == mode and r["bulk"] == b
+                  and r["bulk_dir"] == d and r["size"] == s]
+            cells.append(f"{statistics.median(xs):.0f} ({percentile(xs, 95):.0f})" if xs else "")
+        lines.append(f"| {mode} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_fct(path, rows):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    keys = sorted({(r["bulk"], r["bulk_dir"], r["size"]) for r in rows})
+    modes = list(dict.fromkeys(r["mode"] for r in rows))
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(keys)), 4))
+    w = 0.8 / max(len(modes), 1)
+    for i, m in enumerate(modes):
+        med = []
+        for k in keys:
+            xs = [r["seconds"] * 1000 for r in rows if (r["bulk"], r["bulk_dir"], r["size"]) == k
+                  and r["mode"] == m]
+            med.append(statistics.median(xs) if xs else 0)
+        ax.bar([j + i * w for j in range(len(keys))], med, w, label=m)
+    ax.set_xticks([j + 0.4 - w / 2 for j in range(len(keys))])
+    ax.set_xticklabels([f"{'idle' if b == 0 else f'{b} {d}'}\n{s}" for b, d, s in keys])
+    ax.set_ylabel("completion time, median (ms)")
+    ax.set_yscale("log")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def run_bulk(args):
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    rate_bps = parse_rate(args.rate)
+    with tempfile.TemporaryDirectory() as cfgs:
+        tb = weirtb.Testbed(lan=1, wan=1, paths=[weirtb.PathSpec(delay=args.rtt / 2)])
+        why = tb.check_prerequisites()
+        if why:
+            raise SystemExit("testbed unavailable: " + "; ".join(why))
+        with tb:
+            tb.claim().up(wait=False)
+            for mode in args.modes:
+                start_gateway(tb, mode, args.rate, Path(cfgs))
+                for cc in args.cc:
+                    for reverse in (False, True):
+                        flows = traffic.iperf_flows(tb, n=args.flows, duration=args.seconds,
+                                                    reverse=reverse, cc=cc,
+                                                    pairs=[("l1", "w1")] * args.flows)
+                        errs = [f.error for f in flows if f.error]
+                        half = args.seconds // 2
+                        bps = sum(sum(f.interval_bps[half:]) / max(len(f.interval_bps[half:]), 1)
+                                  for f in flows) if not errs else float("nan")
+                        row = dict(mode=mode, rtt_ms=args.rtt, rate=args.rate, flows=args.flows,
+                                   cc=cc, direction="download" if reverse else "upload",
+                                   mbps=round(bps / 1e6, 2), of_class=round(bps / rate_bps, 3),
+                                   errors=len(errs))
+                        rows.append(row)
+                        print(row, flush=True)
+                stop_gateway(tb)
+    write_csv(out / "bulk.csv", rows)
+    lines = [f"Steady goodput (second half of {args.seconds} s) of {args.flows} flow(s) alone in a "
+             f"{args.rate} class, {args.rtt} ms RTT, as a fraction of the class rate "
+             f"(payload, so ~0.95 is full).", "",
+             "| mode | cc | upload | download |", "|---|---|---|---|"]
+    for mode in args.modes:
+        for cc in args.cc:
+            up = [r for r in rows if r["mode"] == mode and r["cc"] == cc and r["direction"] == "upload"]
+            dn = [r for r in rows if r["mode"] == mode and r["cc"] == cc and r["direction"] == "download"]
+            lines.append(f"| {mode} | {cc} | {up[0]['of_class'] if up else ''} ({up[0]['mbps'] if up else ''} Mbit/s)"
+                         f" | {dn[0]['of_class'] if dn else ''} ({dn[0]['mbps'] if dn else ''} Mbit/s) |")
+    table = "\n".join(lines) + "\n"
+    (out / "bulk.md").write_text(table)
+    print(table)
+
+
+def parse_rate(s):
+    s = s.lower()
+    for suf, mul in (("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1)):
+        if s.endswith(suf):
+            return float(s[: -len(suf)]) * mul
+    return float(s)
+
+
+def write_csv(path, rows):
+    if not rows:
+        return
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["fct", "bulk"])
+    ap.add_argument("--modes", default="pfq,postack,postack-paced,tcr,htb")
+    ap.add_argument("--rtt", type=float, default=40.0, help="path RTT, ms")
+    ap.add_argument("--rate", default=None, help="class rate each way (fct: 20mbit, bulk: 200mbit)")
+    ap.add_argument("--sizes", default="100k,1m")
+    ap.add_argument("--bulk", default="0,4", help="bulk stream counts beside the transfers")
+    ap.add_argument("--bulk-dirs", default="down,up")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--flows", type=int, default=1, help="bulk: flows")
+    ap.add_argument("--cc", default="cubic", help="bulk: congestion controls, comma-separated")
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--quick", action="store_true", help="a short run that checks the script works")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    args.modes = args.modes.split(",")
+    args.sizes = args.sizes.split(",")
+    args.bulk = [int(x) for x in args.bulk.split(",")]
+    args.bulk_dirs = args.bulk_dirs.split(",")
+    args.cc = args.cc.split(",")
+    if args.quick:
+        args.modes, args.sizes, args.reps = ["pfq", "tcr"], ["100k"], 2
+        args.bulk, args.bulk_dirs, args.seconds = [0], ["down"], 6
+    if args.rate is None:
+        args.rate = "20mbit" if args.what == "fct" else "200mbit"
+    if os.geteuid() != 0:
+        raise SystemExit("run as root (network namespaces)")
+    (run_fct if args.what == "fct" else run_bulk)(args)
+
+
+if __name__ == "__main__":
+    main()
