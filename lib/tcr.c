@@ -134,6 +134,12 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 		tf->next_release = now + weir_tcr_pace_gap(w, f, d, leaf);
 		return WEIR_V_PASS;
 	}
+	/* Nothing of the flow waits and its class has no backlog: there is
+	 * room, and pacing would only slow its start (issue 23). The window
+	 * cut above still bounds it to its share. */
+	if (held == 0 && weir_mode_data_qlen(w, f, d, slot) == 0 &&
+	    weir_cbq_leaf_qlen(w->shaper[d], leaf) == 0)
+		return WEIR_V_PASS;
 	return weir_mode_hold(w, f, d, slot, m, now);
 }
 

@@ -871,6 +871,10 @@ test_tcr(void)
 	two_flows_wan_40ms(&r, t0);
 	CHECK(r.w->cls_ctr[0][1].flows == 2 && r.w->cls_ctr[0][1].active == 0,
 	      "two flows, none active");
+	/* A segment of flow 2 waits in the class: a backlog, so flow 1's ACKs
+	 * are paced (with none, they would pass: there is room). Flow 2 alone
+	 * is active: the share is still the whole class. */
+	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1, 100), 0, t0 + 40 * ms);
 	CHECK(feed(&r, ack_frame(1, 1000, 65535), 1, t0 + 41 * ms) == 1 && r.n_emitted == 0,
 	      "first ACK passes at once");
 	tf = &r.w->tcr->f[0][0];
