@@ -161,10 +161,9 @@ class_set_buckets(struct weir_cbq *c, struct cbq_class *k, uint64_t rate, uint64
 }
 
 static int
-rate_ok(uint64_t rate, uint64_t ceil)
+rate_ok(uint64_t rate, uint64_t ceil, uint64_t min)
 {
-	return rate >= WEIR_CBQ_RATE_MIN && rate <= WEIR_CBQ_RATE_MAX &&
-	       ceil >= rate && ceil <= WEIR_CBQ_RATE_MAX;
+	return rate >= min && rate <= WEIR_CBQ_RATE_MAX && ceil >= rate && ceil <= WEIR_CBQ_RATE_MAX;
 }
 
 struct weir_cbq *
@@ -213,7 +212,7 @@ weir_cbq_create(const struct weir_cbq_conf *conf)
 				goto fail;
 			c->cls[cc->parent].is_leaf = 0;
 		}
-		if (!rate_ok(cc->rate, ceil) || cc->prio >= WEIR_CBQ_NUM_PRIO)
+		if (!rate_ok(cc->rate, ceil, WEIR_CBQ_RATE_MIN) || cc->prio >= WEIR_CBQ_NUM_PRIO)
 			goto fail;
 		k->is_leaf = 1;         /* until a child names it */
 		k->prio = cc->prio;
@@ -506,7 +505,9 @@ weir_cbq_set_rate(struct weir_cbq *c, uint16_t cls, uint64_t rate, uint64_t ceil
 		return -EINVAL;
 	if (ceil == 0 || cls == 0)
 		ceil = rate;
-	if (!rate_ok(rate, ceil))
+	/* A worker's part of a class (lib/share.c) may be far below what a
+	 * configured class needs. */
+	if (!rate_ok(rate, ceil, WEIR_CBQ_SHARE_MIN))
 		return -EINVAL;
 	k = &c->cls[cls];
 	/* Tokens held now are kept (re-scaled, clamped); the ticks since the

@@ -36,7 +36,8 @@
 #define WEIR_CBQ_NUM_PRIO    8
 #define WEIR_CBQ_NONE        UINT16_MAX
 
-#define WEIR_CBQ_RATE_MIN    8000ull            /* bit/s */
+#define WEIR_CBQ_RATE_MIN    8000ull            /* bit/s, a configured class */
+#define WEIR_CBQ_SHARE_MIN   1ull               /* bit/s, a worker's part of one (set_rate) */
 #define WEIR_CBQ_RATE_MAX    400000000000ull    /* bit/s */
 
 struct weir_cbq_class_conf {

@@ -9,7 +9,12 @@
 
 #include "share.h"
 
-#define MIN_RATE 8000ull        /* the slowest rate a class tree accepts */
+/* A worker's part of a class may be as small as 1 bit/s (weir_cbq_set_rate
+ * takes it): flooring each part at the 8 kbit/s a configured class needs
+ * served a class of 8 kbit/s on 8 workers at 64 kbit/s. The parts add up
+ * to the class's rate; a worker with next to none of it gets more within
+ * one split once its flows show demand. */
+#define MIN_RATE WEIR_CBQ_SHARE_MIN
 
 struct weir_share *
 weir_share_create(const struct weir_policy_tree *t, unsigned int n_workers)
