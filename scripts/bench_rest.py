@@ -39,19 +39,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-
-CFG = """\
-eal = ["--no-huge", "-m", "1024", "--no-pci", "--file-prefix=wbench-{pid}", "--log-level=error"];
-log_level = "error";
-lcores = {{ management = 0; workers = [1]; }};
-ports = {{
-  lan = {{ device = "net_pcap0,rx_pcap={pcap},tx_pcap=/dev/null,infinite_rx=1"; }};
-  wan = {{ device = "net_null0{null_args}"; }};
-}};
-mempool = {{ mbufs = 65535; cache = 256; }};
-flows = {{ capacity = {capacity}; }};
-management = {{ port = {port}; }};
-"""
+sys.path.insert(0, str(REPO / "scripts"))
+from weirtb import weir_config_text  # noqa: E402
 
 
 def ip_checksum(h):
@@ -203,8 +192,11 @@ def main():
         write_pcap(d / "flows.pcap", args.flows)
         port = free_port()
         cap = 1 << max(args.flows * 2 - 1, 1023).bit_length()
-        (d / "weir.cfg").write_text(CFG.format(pid=os.getpid(), pcap=d / "flows.pcap",
-                                               null_args="" if args.null_rx else ",no-rx=1", capacity=cap, port=port))
+        null_args = "" if args.null_rx else ",no-rx=1"
+        (d / "weir.cfg").write_text(weir_config_text(
+            f"net_pcap0,rx_pcap={d / 'flows.pcap'},tx_pcap=/dev/null,infinite_rx=1",
+            f"net_null0{null_args}", prefix=f"wbench-{os.getpid()}", mem_mb=1024, mbufs=65535,
+            cache=256, body=f"flows = {{ capacity = {cap}; }};\nmanagement = {{ port = {port}; }};\n"))
         p = subprocess.Popen([str(weir), "--", "--config", str(d / "weir.cfg")],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         # The clients on the management lcore's CPU, not the worker's: there they

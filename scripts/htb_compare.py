@@ -41,12 +41,10 @@ def jain(xs):
 
 
 def weir_config(d, mode):
-    base = (REPO / "conf" / "testbed.cfg").read_text()
-    body = "\n".join(l for l in (REPO / "conf" / "testbed-twoclass.cfg").read_text().splitlines()
-                     if not l.startswith("@include"))
+    body = weirtb.conf_body("testbed-twoclass.cfg")
     body = body.replace("shaping = {", f'shaping = {{\n  mode = "{mode}";', 1)
     p = d / f"twoclass-{mode}.cfg"
-    p.write_text(base + "\n" + body + "\n")
+    p.write_text(weirtb.testbed_config_text(body + "\n"))
     return p
 
 

@@ -46,17 +46,15 @@ def kbyte_s(x):
 
 def config(path, mode, rate_kBps, limit=0):
     """weir's testbed config with an experiment class of rate_kBps KB/s in `mode`."""
-    base = (REPO / "conf" / "testbed.cfg").read_text().replace("interval = 1.0;",
-                                                                 f"interval = {STATS_INTERVAL};")
     # The testbed's connectivity ping (before each run) is ICMP like the probe:
     # let its flow expire within the warm-up, or TCR would count it as one of
     # the class's n flows and give each TCP flow half its share.
-    base = base.replace("other = 30;", "other = 2;")
+    base = weirtb.testbed_config_text(stats_interval=STATS_INTERVAL).replace("other = 30;",
+                                                                           "other = 2;")
     lim = f" limit = {limit};" if limit else ""
     rate = kbyte_s(rate_kBps)
     link = f"{int(rate_kBps * 8) + 2000}kbit"
-    path.write_text(base + f"""
-shaping = {{
+    path.write_text(base + f"""shaping = {{
   flow_limit = 1000;
   outbound = {{
     rate = "{link}";

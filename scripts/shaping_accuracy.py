@@ -25,8 +25,8 @@ from weirtb import PathSpec  # noqa: E402
 
 
 def config(path, rate_mbit):
-    base = (REPO / "conf" / "testbed.cfg").read_text().replace("interval = 1.0;", "interval = 0.2;")
-    path.write_text(base + f'\nshaping = {{ mode = "pfq"; outbound = "{rate_mbit}mbit"; }};\n')
+    path.write_text(weirtb.testbed_config_text(
+        f'shaping = {{ mode = "pfq"; outbound = "{rate_mbit}mbit"; }};\n', stats_interval=0.2))
     return path
 
 

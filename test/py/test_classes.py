@@ -37,12 +37,9 @@ def jain(xs):
 def write_config(path, body_file=None, body=""):
     """The testbed's config with fast stats plus a shaping body (a conf/ file
     without its @include line, or text)."""
-    base = (REPO / "conf" / "testbed.cfg").read_text()
-    base = base.replace("interval = 1.0;", f"interval = {STATS_INTERVAL};")
     if body_file:
-        body = "\n".join(l for l in (REPO / "conf" / body_file).read_text().splitlines()
-                         if not l.startswith("@include"))
-    path.write_text(base + "\n" + body + "\n")
+        body = weirtb.conf_body(body_file)
+    path.write_text(weirtb.testbed_config_text(body + "\n", stats_interval=STATS_INTERVAL))
     return path
 
 

@@ -3,6 +3,7 @@ before EAL or any port is touched (checked by running the real binary)."""
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,17 +14,15 @@ WEIR = BUILD / "app" / "weir" / "weir"
 
 pytestmark = pytest.mark.skipif(not WEIR.exists(), reason=f"weir not built at {WEIR}")
 
-GOOD = """\
-eal = ["--no-huge", "-m", "128", "--no-pci", "--file-prefix=wcfg-{tag}"];
-log_level = "error";
-lcores = {{ management = 0; workers = [1]; }};
-ports = {{
-  lan = {{ device = "net_null0"; }};
-  wan = {{ device = "net_null1"; }};
-}};
-mempool = {{ mbufs = 8191; cache = 128; }};
-flows = {{ capacity = 1024; timeouts = {{ udp = 30; }}; }};
-"""
+sys.path.insert(0, str(REPO / "scripts"))
+from weirtb import weir_config_text  # noqa: E402
+
+
+def good(tag):
+    """A valid config on net_null ports; `tag` makes EAL's file prefix unique."""
+    return weir_config_text("net_null0", "net_null1", prefix=f"wcfg-{tag}", mem_mb=128,
+                            eal_log_level=None,
+                            body="flows = { capacity = 1024; timeouts = { udp = 30; }; };\n")
 
 
 def run_weir(tmp_path, text, *extra, timeout=60):
@@ -42,7 +41,7 @@ def line_of(text, needle):
 
 
 def test_good_config_checks_ok(tmp_path):
-    cfg, p = run_weir(tmp_path, GOOD.format(tag="ok"), "--check")
+    cfg, p = run_weir(tmp_path, good("ok"), "--check")
     assert p.returncode == 0, p.stderr
     assert f"{cfg}: OK" in p.stdout
 
@@ -79,7 +78,7 @@ def shaped(old, new):
 
 
 def test_classes_and_rules_check_ok(tmp_path):
-    cfg, p = run_weir(tmp_path, GOOD.format(tag="cls") + SHAPING, "--check")
+    cfg, p = run_weir(tmp_path, good("cls") + SHAPING, "--check")
     assert p.returncode == 0, p.stderr
 
 
@@ -87,14 +86,14 @@ def test_documented_examples_check_ok(tmp_path):
     """The class and rule examples in docs/classes.md and conf/weir.cfg are valid."""
     doc = (REPO / "docs" / "classes.md").read_text()
     example = doc.split("```\n", 2)[1]
-    cfg, p = run_weir(tmp_path, GOOD.format(tag="doc") + example, "--check")
+    cfg, p = run_weir(tmp_path, good("doc") + example, "--check")
     assert p.returncode == 0, p.stderr
     text = (REPO / "conf" / "weir.cfg").read_text()
     start = text.index("  # inbound = {")
     block = re.sub(r"^(\s*)# ", r"\1", text[start:text.index("  overhead")], flags=re.M)
     rules = text[text.index("# rules = ("):]
     rules = re.sub(r"^# ?", "", rules[:rules.index("# );") + 4], flags=re.M)
-    cfg, p = run_weir(tmp_path, GOOD.format(tag="wcfg") + "shaping = {\n" + block + "};\n" + rules,
+    cfg, p = run_weir(tmp_path, good("wcfg") + "shaping = {\n" + block + "};\n" + rules,
                       "--check")
     assert p.returncode == 0, p.stderr + cfg.read_text()
 
@@ -172,7 +171,7 @@ BAD = [
 
 @pytest.mark.parametrize("name,mutate,needle,message", BAD, ids=[b[0] for b in BAD])
 def test_config_error_names_file_and_line(tmp_path, name, mutate, needle, message):
-    text = mutate(GOOD.format(tag=name.replace(" ", "-")))
+    text = mutate(good(name.replace(" ", "-")))
     cfg, p = run_weir(tmp_path, text, "--check")
     assert p.returncode != 0
     err = p.stderr.strip()
@@ -198,7 +197,7 @@ def test_usage_errors():
 
 
 def test_unknown_device_is_reported_with_its_line(tmp_path):
-    text = GOOD.format(tag="nodev").replace('"net_null1"', '"net_nosuchpmd0"')
+    text = good("nodev").replace('"net_null1"', '"net_nosuchpmd0"')
     cfg, p = run_weir(tmp_path, text)
     assert p.returncode != 0
     assert re.search(rf"{re.escape(str(cfg))}:{line_of(text, 'net_nosuchpmd0')}: "
@@ -206,7 +205,7 @@ def test_unknown_device_is_reported_with_its_line(tmp_path):
 
 
 def test_worker_lcore_not_in_eal_list(tmp_path):
-    text = GOOD.format(tag="lcore").replace('"--no-pci",', '"--no-pci", "-l", "0",')
+    text = good("lcore").replace('"--no-pci",', '"--no-pci", "-l", "0",')
     cfg, p = run_weir(tmp_path, text)
     assert p.returncode != 0
     assert re.search(rf"{re.escape(str(cfg))}:{line_of(text, 'lcores')}: worker lcore 1 is not "
@@ -218,7 +217,7 @@ def test_null_ports_run_and_stop_cleanly(tmp_path):
     final counters and every mbuf back in the pool."""
     stats = tmp_path / "stats.json"
     cfg = tmp_path / "weir.cfg"
-    cfg.write_text(GOOD.format(tag="run").replace("log_level", 'stats = { interval = 0.2; };\nlog_level'))
+    cfg.write_text(good("run").replace("log_level", 'stats = { interval = 0.2; };\nlog_level'))
     p = subprocess.Popen([str(WEIR), "--", "--config", str(cfg), "--stats-file", str(stats)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -245,21 +244,21 @@ def test_null_ports_run_and_stop_cleanly(tmp_path):
 def test_lua_policy_script_checks(tmp_path):
     """policy.script: the shipped script checks; a broken one is reported at
     the script's line; a script beside shaping trees or rules is refused."""
-    shipped = GOOD.format(tag="lua") + f'policy = {{ script = "{REPO / "lua" / "policy.lua"}"; }};\n'
+    shipped = good("lua") + f'policy = {{ script = "{REPO / "lua" / "policy.lua"}"; }};\n'
     cfg, p = run_weir(tmp_path, shipped, "--check")
     assert p.returncode == 0, p.stderr
     (tmp_path / "bad.lua").write_text('weir.link{ dir = "outbound", rate = "30mbit" }\n'
                                       'weir.class{ dir = "outbound", name = "a", rate = "1 parsec" }\n')
-    cfg, p = run_weir(tmp_path, GOOD.format(tag="lua") + 'policy = { script = "bad.lua"; };\n',
+    cfg, p = run_weir(tmp_path, good("lua") + 'policy = { script = "bad.lua"; };\n',
                       "--check")
     assert p.returncode != 0
     assert re.match(rf"^{re.escape(str(tmp_path / 'bad.lua'))}:2: ", p.stderr), p.stderr
-    both = (GOOD.format(tag="lua") + 'policy = { script = "bad.lua"; };\n'
+    both = (good("lua") + 'policy = { script = "bad.lua"; };\n'
             'shaping = { outbound = "10mbit"; };\n')
     cfg, p = run_weir(tmp_path, both, "--check")
     assert p.returncode != 0
     assert re.match(rf"^{re.escape(str(cfg))}:\d+: shaping\.outbound and policy\.script", p.stderr), \
         p.stderr
-    cfg, p = run_weir(tmp_path, GOOD.format(tag="lua") + 'policy = { script = "none.lua"; };\n',
+    cfg, p = run_weir(tmp_path, good("lua") + 'policy = { script = "none.lua"; };\n',
                       "--check")
     assert p.returncode != 0 and "none.lua" in p.stderr, p.stderr

@@ -21,17 +21,8 @@ WEIR = BUILD / "app" / "weir" / "weir"
 PARSE_PCAP = BUILD / "test" / "unit" / "parse_pcap"
 GEN = REPO / "test" / "pcap" / "gen_malformed.py"
 
-CONFIG = """\
-eal = ["--no-huge", "-m", "256", "--no-pci", "--file-prefix=wpcap-{pid}", "--log-level=error"];
-log_level = "error";
-lcores = {{ management = 0; workers = [1]; }};
-ports = {{
-  lan = {{ device = "net_pcap0,rx_pcap={inp},tx_pcap={lan_out}"; }};
-  wan = {{ device = "net_pcap1,rx_pcap={empty},tx_pcap={out}"; }};
-}};
-mempool = {{ mbufs = 8191; cache = 128; }};
-stats = {{ interval = 0.2; }};
-"""
+sys.path.insert(0, str(REPO / "scripts"))
+from weirtb import weir_config_text  # noqa: E402
 
 
 def read_frames(path):
@@ -66,7 +57,10 @@ def test_malformed_pcap_replay(tmp_path):
     wrpcap(str(empty), [], linktype=1)
     out, lan_out, stats = tmp_path / "out.pcap", tmp_path / "lan_out.pcap", tmp_path / "stats.json"
     cfg = tmp_path / "weir.cfg"
-    cfg.write_text(CONFIG.format(pid=os.getpid(), inp=inp, lan_out=lan_out, empty=empty, out=out))
+    cfg.write_text(weir_config_text(f"net_pcap0,rx_pcap={inp},tx_pcap={lan_out}",
+                                    f"net_pcap1,rx_pcap={empty},tx_pcap={out}",
+                                    prefix=f"wpcap-{os.getpid()}",
+                                    body="stats = { interval = 0.2; };\n"))
 
     p = subprocess.Popen([str(WEIR), "--", "--config", str(cfg), "--stats-file", str(stats)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

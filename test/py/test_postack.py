@@ -29,10 +29,9 @@ def jain(xs):
 
 
 def config(path, mode):
-    base = (REPO / "conf" / "testbed.cfg").read_text()
-    base = base.replace("interval = 1.0;", f"interval = {STATS_INTERVAL};")
-    path.write_text(base + f'\nshaping = {{ mode = "{mode}"; outbound = "{RATE}"; '
-                           f'inbound = "{RATE}"; }};\n')
+    path.write_text(weirtb.testbed_config_text(
+        f'shaping = {{ mode = "{mode}"; outbound = "{RATE}"; inbound = "{RATE}"; }};\n',
+        stats_interval=STATS_INTERVAL))
     return path
 
 

@@ -9,6 +9,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,6 +17,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+from weirtb import weir_config_text  # noqa: E402
+
 BUILD = Path(os.environ.get("WEIR_BUILD_DIR", REPO / "build"))
 WEIR = BUILD / "app" / "weir" / "weir"
 OPENAPI = REPO / "docs" / "openapi.json"
@@ -23,15 +27,7 @@ OPENAPI = REPO / "docs" / "openapi.json"
 pytestmark = [pytest.mark.skipif(not WEIR.exists(), reason=f"weir not built at {WEIR}"),
               pytest.mark.skipif(os.geteuid() != 0, reason="weir on net_pcap ports is run as root")]
 
-CFG = """\
-eal = ["--no-huge", "-m", "256", "--no-pci", "--file-prefix=wrest-{tag}-{pid}", "--log-level=error"];
-log_level = "error";
-lcores = {{ management = 0; workers = [1]; }};
-ports = {{
-  lan = {{ device = "net_pcap0,rx_pcap={lan},tx_pcap={lan_out}"; }};
-  wan = {{ device = "net_pcap1,rx_pcap={empty},tx_pcap={wan_out}"; }};
-}};
-mempool = {{ mbufs = 8191; cache = 128; }};
+BODY = """\
 flows = {{ capacity = 1024; }};
 shaping = {{
   outbound = {{
@@ -49,6 +45,13 @@ rules = (
 );
 management = {{ port = {port};{extra} }};
 """
+
+
+def cfg_text(tag, pid, port, extra, lan, empty, lan_out, wan_out):
+    """weir on two net_pcap ports (the LAN replays `lan` once) with the API on `port`."""
+    return weir_config_text(f"net_pcap0,rx_pcap={lan},tx_pcap={lan_out}",
+                            f"net_pcap1,rx_pcap={empty},tx_pcap={wan_out}",
+                            prefix=f"wrest-{tag}-{pid}", body=BODY.format(port=port, extra=extra))
 
 # The LAN side opens these; the pcap is replayed once, so the flows then sit in the
 # table until they time out (30 s and more), long enough for the tests.
@@ -88,7 +91,7 @@ class Weir:
         self.token = None
         write_pcaps(d)
         self.cfg = d / "weir.cfg"
-        self.text = edit(CFG.format(tag=tag, pid=os.getpid(), port=self.port, extra=extra,
+        self.text = edit(cfg_text(tag=tag, pid=os.getpid(), port=self.port, extra=extra,
                                     lan=d / "lan.pcap", empty=d / "empty.pcap",
                                     lan_out=d / "lan_out.pcap", wan_out=d / "wan_out.pcap"))
         self.cfg.write_text(self.text)
@@ -852,7 +855,7 @@ def check(tmp_path, management, files=()):
     for name, text in files:
         (tmp_path / name).write_text(text)
     cfg = tmp_path / "weir.cfg"
-    text = CFG.format(tag="chk", pid=0, port=0, extra="", lan="a", empty="b", lan_out="c",
+    text = cfg_text(tag="chk", pid=0, port=0, extra="", lan="a", empty="b", lan_out="c",
                       wan_out="d").replace("management = { port = 0; };", management)
     cfg.write_text(text)
     p = subprocess.run([str(WEIR), "--", "--config", str(cfg), "--check"], capture_output=True,
@@ -894,7 +897,7 @@ def test_port_in_use(tmp_path):
         port = s.getsockname()[1]
         write_pcaps(tmp_path)
         cfg = tmp_path / "weir.cfg"
-        cfg.write_text(CFG.format(tag="busy", pid=os.getpid(), port=port, extra="",
+        cfg.write_text(cfg_text(tag="busy", pid=os.getpid(), port=port, extra="",
                                   lan=tmp_path / "lan.pcap", empty=tmp_path / "empty.pcap",
                                   lan_out=tmp_path / "lo.pcap", wan_out=tmp_path / "wo.pcap"))
         p = subprocess.run(["nice", "-n", "19", str(WEIR), "--", "--config", str(cfg)],

@@ -26,8 +26,8 @@ def jain(xs):
 @pytest.fixture(scope="module")
 def shaped(tmp_path_factory):
     cfg = tmp_path_factory.mktemp("shaping") / "weir.cfg"
-    cfg.write_text((REPO / "conf" / "testbed.cfg").read_text() +
-                   f'\nshaping = {{ outbound = "{RATE_MBIT}mbit"; inbound = "{RATE_MBIT}mbit"; }};\n')
+    cfg.write_text(weirtb.testbed_config_text(
+        f'shaping = {{ outbound = "{RATE_MBIT}mbit"; inbound = "{RATE_MBIT}mbit"; }};\n'))
     # Equal 10 ms paths: this checks the shaper, not TCP's RTT unfairness.
     with weir_testbed(cfg, lan=2, wan=2, paths=[PathSpec(delay=5), PathSpec(delay=5)]) as tb:
         yield tb

@@ -19,6 +19,8 @@ struct fb {
 static void
 put(struct fb *f, const void *p, unsigned int n)
 {
+	if (n == 0)     /* callers pass (NULL, 0) for "no options": memcpy's NULL is UB */
+		return;
 	memcpy(f->b + f->n, p, n);
 	f->n += n;
 }

@@ -1,0 +1,46 @@
+"""weir's configs for the tests and scripts, written once.
+
+weir_config_text: weir on virtual ports (net_null, net_pcap), no namespaces: EAL
+without hugepages, one management and one worker lcore, the two ports, the mempool.
+testbed_config_text: weir in the namespace testbed, conf/testbed.cfg.
+Callers append what they test (flows, shaping, rules, management...) as `body`."""
+
+import json
+from pathlib import Path
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+def weir_config_text(lan, wan, *, prefix, mem_mb=256, eal_log_level="error", mbufs=8191,
+                     cache=128, body=""):
+    """The config text: `lan` and `wan` are DPDK device strings ("net_null0",
+    "net_pcap0,rx_pcap=..."), `prefix` is EAL's --file-prefix (unique per running
+    weir), `eal_log_level` None leaves EAL's log level alone."""
+    eal = ["--no-huge", "-m", str(mem_mb), "--no-pci", f"--file-prefix={prefix}"]
+    if eal_log_level:
+        eal.append(f"--log-level={eal_log_level}")
+    return (f"eal = [{', '.join(json.dumps(a) for a in eal)}];\n"
+            'log_level = "error";\n'
+            "lcores = { management = 0; workers = [1]; };\n"
+            "ports = {\n"
+            f'  lan = {{ device = "{lan}"; }};\n'
+            f'  wan = {{ device = "{wan}"; }};\n'
+            "};\n"
+            f"mempool = {{ mbufs = {mbufs}; cache = {cache}; }};\n"
+            + body)
+
+
+def testbed_config_text(body="", *, stats_interval=None):
+    """conf/testbed.cfg (weir between gw-lan and gw-wan), its stats written every
+    `stats_interval` s instead of 1 s, then a blank line and `body`."""
+    text = (CONF / "testbed.cfg").read_text()
+    if stats_interval is not None:
+        text = text.replace("interval = 1.0;", f"interval = {stats_interval};")
+    return text + "\n" + body
+
+
+def conf_body(name):
+    """A conf/ file without its @include lines: the shaping and rules of e.g.
+    conf/testbed-twoclass.cfg, to give testbed_config_text as its body."""
+    return "\n".join(line for line in (CONF / name).read_text().splitlines()
+                     if not line.startswith("@include"))
