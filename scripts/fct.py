@@ -41,9 +41,8 @@ SIZES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000, "10m": 10_000_000}
 
 
 def weir_config(path, mode, rate):
-    base = (REPO / "conf" / "testbed.cfg").read_text()
-    path.write_text(base + f'\nshaping = {{ mode = "{mode}"; outbound = "{rate}"; '
-                           f'inbound = "{rate}"; }};\n')
+    path.write_text(weirtb.testbed_config_text(
+        f'shaping = {{ mode = "{mode}"; outbound = "{rate}"; inbound = "{rate}"; }};\n'))
     return path
 
 
