@@ -585,7 +585,9 @@ weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats *ou
 	*out = k->st;
 	out->qlen = k->is_leaf ? k->drr.pkts : 0;
 	out->qbytes = k->is_leaf ? k->drr.bytes : 0;
-	out->backlogged = k->is_leaf ? k->drr.n_listed : 0;
+	out->backlogged = k->is_leaf ? weir_drr_backlogged(&k->drr) : 0;
+	out->new_flows = k->is_leaf ? k->drr.new_flows : 0;
+	out->new_deferred = k->is_leaf ? k->drr.new_deferred : 0;
 	out->rate_bps = k->rate_bps;
 	out->ceil_bps = k->ceil_bps;
 	return 0;

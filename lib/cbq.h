@@ -77,6 +77,8 @@ struct weir_cbq_stats {
 	uint64_t lent;
 	uint32_t qlen;          /* leaf: packets queued now */
 	uint32_t backlogged;    /* leaf: flows with packets queued now */
+	uint64_t new_flows;     /* leaf: queues served from the new-flows list (lib/drr.h) */
+	uint64_t new_deferred;  /* leaf: packets old flows sent past waiting new ones (its bound) */
 	uint64_t qbytes;        /* leaf: wire bytes queued now */
 	uint64_t rate_bps;      /* as set now (a worker's share, see weir_cbq_set_rate) */
 	uint64_t ceil_bps;

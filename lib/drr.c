@@ -43,52 +43,67 @@ weir_drr_init(struct weir_drr *d, struct weir_drr_qtab *t, uint32_t quantum, uin
 	memset(d, 0, sizeof(*d));
 	d->q = t->q;
 	d->last = WEIR_DRR_NONE;
+	d->new_last = WEIR_DRR_NONE;
+	d->sparse = 1;
 	d->overhead = overhead;
 	d->limit = t->limit;
 	d->quantum = quantum ? quantum : WEIR_DRR_DEFAULT_QUANTUM + overhead;
 }
 
-/* Append queue qid at the tail of the active list. */
-static inline void
-drr_list_append(struct weir_drr *d, uint32_t qid)
+/* The tail of the list a queue in state `which` is on. */
+static inline uint32_t *
+list_tail(struct weir_drr *d, uint8_t which)
 {
-	struct weir_drr_q *q = &d->q[qid];
-
-	if (d->last == WEIR_DRR_NONE) {
-		q->next = qid;          /* a list of one points at itself */
-	} else {
-		q->next = d->q[d->last].next;
-		d->q[d->last].next = qid;
-	}
-	d->last = qid;
-	q->listed = 1;
-	d->n_listed++;
+	return which == WEIR_DRR_NEW ? &d->new_last : &d->last;
 }
 
-/* Unlink `qid` whose predecessor in the circular list is `prev`. */
+/* Append queue qid at the tail of list `which`. */
+static inline void
+drr_list_append(struct weir_drr *d, uint32_t qid, uint8_t which)
+{
+	struct weir_drr_q *q = &d->q[qid];
+	uint32_t *last = list_tail(d, which);
+
+	if (*last == WEIR_DRR_NONE) {
+		q->next = qid;          /* a list of one points at itself */
+	} else {
+		q->next = d->q[*last].next;
+		d->q[*last].next = qid;
+	}
+	*last = qid;
+	q->listed = which;
+	d->n_listed++;
+	d->n_new += which == WEIR_DRR_NEW;
+}
+
+/* Unlink `qid` whose predecessor in its circular list is `prev`. */
 static inline void
 drr_list_unlink(struct weir_drr *d, uint32_t prev, uint32_t qid)
 {
 	struct weir_drr_q *q = &d->q[qid];
+	uint32_t *last = list_tail(d, q->listed);
 
 	if (prev == qid) {
-		d->last = WEIR_DRR_NONE;
+		*last = WEIR_DRR_NONE;
 	} else {
 		d->q[prev].next = q->next;
-		if (d->last == qid)
-			d->last = prev;
+		if (*last == qid)
+			*last = prev;
 	}
+	if (q->listed == WEIR_DRR_IDLE)
+		d->n_idle--;
+	d->n_new -= q->listed == WEIR_DRR_NEW;
 	q->next = WEIR_DRR_NONE;
 	q->listed = 0;
 	d->n_listed--;
 }
 
-/* Take listed queue qid off the list: a walk to find its predecessor (the
- * list is singly linked to keep a queue in 32 bytes; this is rare). */
+/* Take listed queue qid off its list: a walk to find its predecessor (the
+ * lists are singly linked to keep a queue in 32 bytes; this is rare). */
 static void
 drr_list_remove(struct weir_drr *d, uint32_t qid)
 {
-	uint32_t prev = d->last;
+	uint32_t prev = *list_tail(d, d->q[qid].listed);
 
 	while (d->q[prev].next != qid)
 		prev = d->q[prev].next;
@@ -120,14 +135,34 @@ weir_drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m)
 		weir_mbuf_meta(q->tail)->qnext = m;
 	q->tail = m;
 	q->len++;
+	if (q->listed == WEIR_DRR_IDLE) {
+		q->listed = WEIR_DRR_OLD;       /* back before its turn came: an old flow still */
+		d->n_idle--;
+	}
 	d->pkts++;
 	d->bytes += weir_drr_wire_len(d, m);
 	if (!q->listed) {
 		/* A newly backlogged flow starts with one round's worth, so it
 		 * sends at its first visit; empty flows keep no credit. */
 		q->deficit = (int32_t)(d->quantum * q->weight);
-		drr_list_append(d, qid);
+		drr_list_append(d, qid, d->sparse ? WEIR_DRR_NEW : WEIR_DRR_OLD);
+		d->new_flows += d->sparse;
 	}
+}
+
+/* Old queues with packets. */
+static inline uint32_t
+old_backlogged(const struct weir_drr *d)
+{
+	return d->n_listed - d->n_idle - d->n_new;
+}
+
+/* Serve the new list now? Not while old flows wait and the new list has
+ * sent a quantum since one of them last did. */
+static inline bool
+new_turn(const struct weir_drr *d)
+{
+	return d->new_last != WEIR_DRR_NONE && (old_backlogged(d) == 0 || d->new_run < d->quantum);
 }
 
 struct rte_mbuf *
@@ -136,14 +171,31 @@ weir_drr_peek(struct weir_drr *d, uint32_t *qid)
 	uint32_t id;
 	struct weir_drr_q *q;
 
-	if (d->last == WEIR_DRR_NONE)
-		return NULL;
-	/* Every listed queue is backlogged, and a quantum is at least one
-	 * frame, so this loop ends within one pass over the list (normally at
-	 * once): amortised O(1) per packet. */
+	/* Every step either returns or moves a queue on (a new one to the old
+	 * list, an old one to the tail with one more quantum, an emptied one
+	 * off), and a quantum is at least one frame: the loop ends within one
+	 * pass over both lists (normally at once), amortised O(1) a packet. */
 	for (;;) {
+		if (new_turn(d)) {
+			id = d->q[d->new_last].next;
+			q = &d->q[id];
+			if (q->deficit > 0)
+				break;
+			/* Its quantum spent: it joins the old flows, with the next. */
+			drr_list_unlink(d, d->new_last, id);
+			q->deficit += (int32_t)(d->quantum * q->weight);
+			drr_list_append(d, id, WEIR_DRR_OLD);
+			continue;
+		}
+		if (d->last == WEIR_DRR_NONE)
+			return NULL;
 		id = d->q[d->last].next;
 		q = &d->q[id];
+		if (q->listed == WEIR_DRR_IDLE) {
+			drr_list_unlink(d, d->last, id);       /* its turn came while empty */
+			q->deficit = 0;
+			continue;
+		}
 		if (q->deficit > 0)
 			break;
 		q->deficit += (int32_t)(d->quantum * q->weight);
@@ -172,10 +224,27 @@ weir_drr_dequeue(struct weir_drr *d, uint32_t *qid, uint32_t *qlen)
 	q->deficit -= (int32_t)wl;
 	d->pkts--;
 	d->bytes -= wl;
-	if (q->len == 0) {
-		/* The head queue emptied: its predecessor is the tail. */
-		drr_list_unlink(d, d->last, id);
-		q->deficit = 0;
+	if (q->listed == WEIR_DRR_NEW) {
+		/* Only what it sends while old flows wait counts to its bound. */
+		d->new_run = old_backlogged(d) ? d->new_run + wl : 0;
+		if (q->len == 0) {
+			/* A new flow emptied: it waits on the old list until its
+			 * turn there (RFC 8290 sec. 4.2), so pausing briefly does
+			 * not make it new again. */
+			drr_list_unlink(d, d->new_last, id);
+			drr_list_append(d, id, WEIR_DRR_OLD);
+			q->listed = WEIR_DRR_IDLE;
+			d->n_idle++;
+		}
+	} else {
+		if (d->new_last != WEIR_DRR_NONE && d->new_run >= d->quantum)
+			d->new_deferred++;
+		d->new_run = 0;
+		if (q->len == 0) {
+			/* The head queue emptied: its predecessor is the tail. */
+			drr_list_unlink(d, d->last, id);
+			q->deficit = 0;
+		}
 	}
 	*qid = id;
 	*qlen = q->len;
@@ -228,7 +297,7 @@ weir_drr_move(struct weir_drr *from, struct weir_drr *to, uint32_t qid, uint64_t
 	to->pkts += q->len;
 	to->bytes += b;
 	q->deficit = (int32_t)(to->quantum * q->weight);
-	drr_list_append(to, qid);
+	drr_list_append(to, qid, WEIR_DRR_OLD);
 	if (bytes != NULL)
 		*bytes = b;
 	return q->len;

@@ -17,6 +17,18 @@
  * over time every backlogged flow gets bytes in proportion to its weight
  * whatever its packet sizes. Bytes are wire bytes: pkt_len + overhead.
  *
+ * New flows first (RFC 8290 sec. 4.1, as fq_codel and CAKE do), on by
+ * default: a queue that becomes backlogged goes on a second list, served
+ * ahead of the others for one quantum, then joins the others' list. A
+ * short transfer (a web page, an API call) thus finishes at close to idle
+ * speed beside bulk flows, which keep their shares. Two guards: a queue
+ * that empties while new stays on the old list until its turn comes round
+ * there (a bulk sender cannot be new again by pausing for less than the
+ * others take to send a quantum each), and while old flows wait the new
+ * list sends at most a quantum between two of their packets, so a flood
+ * of new flows (a scan) gets at most about half of the leaf (counted:
+ * new_deferred).
+ *
  * Ownership: enqueue returning 0 takes the mbuf; a non-zero return (a drop)
  * leaves it with the caller, who frees it. The drop is counted on the queue
  * it was meant for, never on another flow.
@@ -34,6 +46,9 @@
 #include "mbuf_meta.h"
 
 #define WEIR_DRR_NONE UINT32_MAX
+#define WEIR_DRR_OLD 1           /* on the old list, backlogged */
+#define WEIR_DRR_NEW 2           /* on the new-flows list, backlogged */
+#define WEIR_DRR_IDLE 3          /* on the old list, emptied while new */
 
 /* One flow's queue: 32 bytes, two to a cache line. */
 struct weir_drr_q {
@@ -43,7 +58,7 @@ struct weir_drr_q {
 	uint32_t next;          /* next queue in its scheduler's active list */
 	uint16_t len;           /* packets queued */
 	uint8_t  weight;        /* quantum multiplier, >= 1 */
-	uint8_t  listed;        /* on its scheduler's active list */
+	uint8_t  listed;        /* WEIR_DRR_OLD, _NEW, _IDLE; 0: on no list */
 	uint32_t drops;         /* packets refused: this queue was at its limit */
 };
 
@@ -69,8 +84,15 @@ weir_drr_set_weight(struct weir_drr_qtab *t, uint32_t qid, uint8_t weight)
 /* One scheduler. Embedded by its owner (a leaf class); no allocation. */
 struct weir_drr {
 	struct weir_drr_q *q;   /* the shared queue table */
-	uint32_t last;          /* tail of the active list (its head is q[last].next) */
-	uint32_t n_listed;      /* queues on the list */
+	uint32_t last;          /* tail of the old list (its head is q[last].next) */
+	uint32_t new_last;      /* tail of the new-flows list */
+	uint32_t n_listed;      /* queues on either list */
+	uint32_t n_idle;        /* of those, emptied new queues waiting on the old list */
+	uint32_t n_new;         /* of those, queues on the new list */
+	uint32_t new_run;       /* bytes the new list sent since an old queue last did */
+	uint8_t  sparse;        /* new flows first (1, the default) or plain DRR (0) */
+	uint64_t new_flows;     /* queues that went on the new list */
+	uint64_t new_deferred;  /* packets an old queue sent because the new list had its fill */
 	uint32_t pkts;          /* packets queued in all queues of this scheduler */
 	uint32_t quantum;       /* bytes per round per unit of weight, >= MTU + overhead */
 	uint64_t bytes;         /* wire bytes queued */
@@ -78,8 +100,9 @@ struct weir_drr {
 	uint16_t limit;         /* copy of the table's per-queue limit */
 };
 
-/* Initialise `d` over queue table `t`. quantum must be >= the largest wire
- * frame so a round always lets the head queue send (0 = 1538 + overhead). */
+/* Initialise `d` over queue table `t`, new flows first. quantum must be >=
+ * the largest wire frame so a round always lets the head queue send
+ * (0 = 1538 + overhead). Set d->sparse = 0 for plain DRR. */
 void weir_drr_init(struct weir_drr *d, struct weir_drr_qtab *t, uint32_t quantum, uint16_t overhead);
 
 /* Wire length of a packet as the scheduler charges it. */
@@ -140,6 +163,13 @@ static inline uint32_t
 weir_drr_qlen(const struct weir_drr_qtab *t, uint32_t qid)
 {
 	return t->q[qid].len;
+}
+
+/* Queues with packets in this scheduler (the backlogged flows). */
+static inline uint32_t
+weir_drr_backlogged(const struct weir_drr *d)
+{
+	return d->n_listed - d->n_idle;
 }
 
 #endif /* WEIR_DRR_H */

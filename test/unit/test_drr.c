@@ -218,8 +218,85 @@ test_drain(void)
 	CHECK(weir_drr_drain(&d, 4, out, 4, NULL) == 1, "drain last");
 	rte_pktmbuf_free(out[0]);
 	m = weir_drr_dequeue(&d, &qid, &qlen);
-	CHECK(m != NULL && qid == 1 && d.last == WEIR_DRR_NONE, "list ok");
+	CHECK(m != NULL && qid == 1 && weir_drr_backlogged(&d) == 0, "list ok");
 	rte_pktmbuf_free(m);
+	CHECK(weir_drr_dequeue(&d, &qid, &qlen) == NULL && d.last == WEIR_DRR_NONE &&
+	      d.new_last == WEIR_DRR_NONE && d.n_listed == 0, "lists empty");
+	weir_drr_qtab_free(t);
+}
+
+/* Flow tag of the next packet dequeued (UINT32_MAX: none); frees it. */
+static uint32_t
+next_flow(struct weir_drr *d)
+{
+	uint32_t qid, qlen;
+	struct rte_mbuf *m = weir_drr_dequeue(d, &qid, &qlen);
+	uint32_t fl;
+
+	if (m == NULL)
+		return UINT32_MAX;
+	fl = tag_of(m).flow;
+	rte_pktmbuf_free(m);
+	return fl;
+}
+
+/* New flows first (RFC 8290): a queue that becomes backlogged is served
+ * ahead of the old ones for one quantum; one that empties and comes back
+ * before its turn on the old list is not new again; a stream of new flows
+ * gets at most a quantum between two packets of an old one (issue 23). */
+static void
+test_new_flows(void)
+{
+	struct weir_drr_qtab *t = weir_drr_qtab_create(64, 100, SOCKET_ID_ANY);
+	struct weir_drr d;
+	uint32_t got[8];
+	int ok = 1;
+
+	weir_drr_init(&d, t, 1500, 0);
+	/* Bulk flow 0: its first quantum (two 1000-byte packets) as a new
+	 * flow, then it is an old one. */
+	for (uint32_t i = 0; i < 20; i++)
+		weir_drr_enqueue(&d, 0, mk(0, i, 1000));
+	CHECK(next_flow(&d) == 0 && next_flow(&d) == 0 && d.new_flows == 1, "bulk's first quantum");
+	/* Flow 1 arrives with two packets: both go before the bulk's next. */
+	weir_drr_enqueue(&d, 1, mk(1, 0, 1000));
+	weir_drr_enqueue(&d, 1, mk(1, 1, 1000));
+	for (int i = 0; i < 3; i++)
+		got[i] = next_flow(&d);
+	CHECK(got[0] == 1 && got[1] == 1 && got[2] == 0, "the new flow first (%u %u %u)",
+	      got[0], got[1], got[2]);
+	CHECK(weir_drr_backlogged(&d) == 1 && d.n_idle == 1, "flow 1 emptied: idle on the old list");
+	/* It comes back at once: an old flow, behind the bulk's turn. */
+	weir_drr_enqueue(&d, 1, mk(1, 2, 1000));
+	CHECK(d.new_flows == 2 && d.n_idle == 0, "not new again (%lu)", (unsigned long)d.new_flows);
+	for (int i = 0; i < 4; i++)
+		got[i] = next_flow(&d);
+	CHECK(got[0] == 0 && got[3] != UINT32_MAX && (got[1] == 1 || got[2] == 1 || got[3] == 1),
+	      "round robin with the bulk (%u %u %u %u)", got[0], got[1], got[2], got[3]);
+	/* A scan: 30 new one-packet flows at once. The bulk still sends one
+	 * packet per quantum (two 1000-byte packets) of theirs. */
+	while (next_flow(&d) == 1)
+		;
+	for (uint32_t k = 0; k < 30; k++)
+		weir_drr_enqueue(&d, 20 + k, mk(20 + k, 0, 1000));
+	for (int i = 0; i < 9; i++) {
+		uint32_t fl = next_flow(&d);
+
+		ok &= (i % 3 == 2) == (fl == 0);
+	}
+	CHECK(ok && d.new_deferred == 3, "new flows take at most half (deferred %lu)",
+	      (unsigned long)d.new_deferred);
+	while (next_flow(&d) != UINT32_MAX)
+		;
+	CHECK(d.pkts == 0 && d.n_listed == 0 && d.n_idle == 0, "empty");
+	/* Plain DRR when asked. */
+	d.sparse = 0;
+	for (uint32_t i = 0; i < 4; i++)
+		weir_drr_enqueue(&d, 0, mk(0, i, 1000));
+	weir_drr_enqueue(&d, 1, mk(1, 0, 1000));
+	CHECK(next_flow(&d) == 0 && next_flow(&d) == 0 && next_flow(&d) == 1, "sparse = 0: plain DRR");
+	while (next_flow(&d) != UINT32_MAX)
+		;
 	weir_drr_qtab_free(t);
 }
 
@@ -239,6 +316,7 @@ main(int argc, char **argv)
 	test_weights();
 	test_limit_drops();
 	test_drain();
+	test_new_flows();
 	rte_eal_cleanup();
 	return unit_report();
 }
