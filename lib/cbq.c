@@ -8,6 +8,7 @@
 #include <rte_malloc.h>
 
 #include "cbq.h"
+#include "codel.h"
 
 /*
  * A token bucket in fixed point: tokens are bytes << shift. Each bucket has
@@ -54,6 +55,7 @@ struct weir_cbq {
 	uint16_t overhead;
 	uint16_t n;
 	uint32_t backlog;       /* packets in all leaves */
+	struct weir_codel_params aqm;   /* CoDel's, for leaves with aqm */
 	uint16_t alast[WEIR_CBQ_NUM_PRIO];     /* tail of each priority's active list */
 	uint16_t acount[WEIR_CBQ_NUM_PRIO];
 	struct weir_drr_qtab *qt;
@@ -194,6 +196,17 @@ weir_cbq_create(const struct weir_cbq_conf *conf)
 	fq = conf->flow_quantum ? conf->flow_quantum : c->maxpkt;
 	if (fq < c->maxpkt)
 		goto fail;      /* a round must let any packet through */
+	/* RFC 8289's defaults: 5 ms target, 100 ms interval. */
+	c->aqm.target = conf->tsc_hz / 200;
+	c->aqm.interval = conf->tsc_hz / 10;
+	for (i = 0; i < n && c->qt->codel == NULL; i++)
+		if (conf->classes[i].aqm) {
+			c->qt->codel = rte_zmalloc_socket("weir_codel",
+				(size_t)c->qt->n * sizeof(*c->qt->codel), RTE_CACHE_LINE_SIZE,
+				conf->socket_id);
+			if (c->qt->codel == NULL)
+				goto fail;
+		}
 
 	for (i = 0; i < n; i++) {
 		const struct weir_cbq_class_conf *cc = &conf->classes[i];
@@ -225,6 +238,10 @@ weir_cbq_create(const struct weir_cbq_conf *conf)
 		weir_drr_init(&k->drr, c->qt, fq, c->overhead);
 		if (cc->fifo)
 			k->drr.limit = UINT16_MAX;
+		if (cc->aqm) {
+			k->drr.codel = c->qt->codel;
+			k->drr.aqm = &c->aqm;
+		}
 	}
 	return c;
 fail:
@@ -300,10 +317,10 @@ weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rt
 {
 	struct cbq_class *k;
 
-	RTE_SET_USED(now);      /* reserved: an AQM would look at sojourn time */
 	if (unlikely(leaf >= c->n || !c->cls[leaf].is_leaf || queue_id >= c->qt->n))
 		return WEIR_CBQ_DROP_BADCLASS;
 	k = &c->cls[leaf];
+	weir_mbuf_meta(m)->ts = now;    /* CoDel's sojourn starts here */
 	if (unlikely(k->limit && k->drr.pkts >= k->limit)) {
 		/* The arriving packet pays, so the drop is this flow's own. */
 		c->qt->q[queue_id].drops++;
@@ -423,6 +440,7 @@ weir_cbq_dequeue(struct weir_cbq *c, uint64_t now, struct weir_cbq_deq *out)
 	unsigned int pass, p, steps;
 	uint64_t next = UINT64_MAX;
 
+	out->n_dropped = 0;
 	if (c->backlog == 0) {
 		out->next_tsc = UINT64_MAX;
 		return NULL;
@@ -460,7 +478,26 @@ weir_cbq_dequeue(struct weir_cbq *c, uint64_t now, struct weir_cbq_deq *out)
 					struct rte_mbuf *m;
 					uint32_t qid, qlen, wl;
 
-					m = weir_drr_dequeue(&k->drr, &qid, &qlen);
+					if (k->drr.aqm != NULL) {
+						unsigned int nd, j = out->n_dropped;
+
+						m = weir_drr_dequeue_aqm(&k->drr, now, &qid, &qlen,
+							out->dropped + j, out->dropped_qid + j, &nd,
+							WEIR_CBQ_AQM_MAX - j);
+						for (; nd > 0; nd--, j++)
+							out->dropped_leaf[j] = i;
+						k->st.drops_aqm += j - out->n_dropped;
+						c->backlog -= j - out->n_dropped;
+						out->n_dropped = (uint16_t)j;
+						if (m == NULL) {
+							/* CoDel emptied the leaf. */
+							active_del(c, i);
+							i = nx;
+							continue;
+						}
+					} else {
+						m = weir_drr_dequeue(&k->drr, &qid, &qlen);
+					}
 					wl = rte_pktmbuf_pkt_len(m) + c->overhead;
 					k->deficit -= (int32_t)wl;
 					charge_path(c, i, lender, wl);
@@ -586,6 +623,7 @@ weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats *ou
 	out->qlen = k->is_leaf ? k->drr.pkts : 0;
 	out->qbytes = k->is_leaf ? k->drr.bytes : 0;
 	out->backlogged = k->is_leaf ? weir_drr_backlogged(&k->drr) : 0;
+	out->drops_aqm = k->st.drops_aqm;
 	out->new_flows = k->is_leaf ? k->drr.new_flows : 0;
 	out->new_deferred = k->is_leaf ? k->drr.new_deferred : 0;
 	out->rate_bps = k->rate_bps;

@@ -49,6 +49,7 @@ struct weir_cbq_class_conf {
 	uint32_t quantum;       /* leaf: bytes per DRR round among leaves of one prio; 0 = mtu */
 	uint8_t fifo;           /* leaf: its flows share one queue (the caller's queue id for
 				 * it): only `limit` bounds it, not the per-flow limit */
+	uint8_t aqm;            /* leaf: CoDel on each flow queue (lib/codel.h) */
 };
 
 struct weir_cbq_conf {
@@ -79,6 +80,7 @@ struct weir_cbq_stats {
 	uint32_t backlogged;    /* leaf: flows with packets queued now */
 	uint64_t new_flows;     /* leaf: queues served from the new-flows list (lib/drr.h) */
 	uint64_t new_deferred;  /* leaf: packets old flows sent past waiting new ones (its bound) */
+	uint64_t drops_aqm;     /* leaf: dropped by CoDel at dequeue (not in `drops`) */
 	uint64_t qbytes;        /* leaf: wire bytes queued now */
 	uint64_t rate_bps;      /* as set now (a worker's share, see weir_cbq_set_rate) */
 	uint64_t ceil_bps;
@@ -91,8 +93,17 @@ enum weir_cbq_rc {
 	WEIR_CBQ_DROP_BADCLASS = 3,     /* not a leaf, or out of range */
 };
 
+#define WEIR_CBQ_AQM_MAX 8      /* packets one dequeue call may drop by CoDel */
+
 /* What a dequeue found. */
 struct weir_cbq_deq {
+	/* Packets CoDel dropped on the way (the caller frees and counts
+	 * them), with their leaves and flow queues: even when NULL is
+	 * returned. */
+	uint16_t n_dropped;
+	uint16_t dropped_leaf[WEIR_CBQ_AQM_MAX];
+	uint32_t dropped_qid[WEIR_CBQ_AQM_MAX];
+	struct rte_mbuf *dropped[WEIR_CBQ_AQM_MAX];
 	uint16_t leaf;          /* class the packet left from */
 	uint32_t queue_id;      /* its flow queue */
 	uint32_t qlen;          /* packets left in that flow queue (PostACK's test) */

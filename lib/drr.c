@@ -5,6 +5,7 @@
 
 #include <rte_malloc.h>
 
+#include "codel.h"
 #include "drr.h"
 
 /* Largest Ethernet frame without FCS, with one VLAN tag: the default quantum. */
@@ -34,6 +35,8 @@ weir_drr_qtab_create(uint32_t n, uint16_t limit, int socket_id)
 void
 weir_drr_qtab_free(struct weir_drr_qtab *t)
 {
+	if (t != NULL)
+		rte_free(t->codel);
 	rte_free(t);
 }
 
@@ -205,6 +208,34 @@ weir_drr_peek(struct weir_drr *d, uint32_t *qid)
 	return q->head;
 }
 
+/* Take packet m (wl wire bytes) off the head of queue id, which the last
+ * peek returned: the head of its list. A queue that empties leaves its
+ * list, or, if new, waits on the old one until its turn there (RFC 8290
+ * sec. 4.2), so pausing briefly does not make a flow new again. */
+static inline void
+pop_head(struct weir_drr *d, uint32_t id, struct rte_mbuf *m, uint32_t wl)
+{
+	struct weir_drr_q *q = &d->q[id];
+
+	q->head = weir_mbuf_meta(m)->qnext;
+	if (q->head == NULL)
+		q->tail = NULL;
+	q->len--;
+	d->pkts--;
+	d->bytes -= wl;
+	if (q->len != 0)
+		return;
+	if (q->listed == WEIR_DRR_NEW) {
+		drr_list_unlink(d, d->new_last, id);
+		drr_list_append(d, id, WEIR_DRR_OLD);
+		q->listed = WEIR_DRR_IDLE;
+		d->n_idle++;
+	} else {
+		drr_list_unlink(d, d->last, id);        /* the head: its predecessor is the tail */
+		q->deficit = 0;
+	}
+}
+
 struct rte_mbuf *
 weir_drr_dequeue(struct weir_drr *d, uint32_t *qid, uint32_t *qlen)
 {
@@ -216,39 +247,47 @@ weir_drr_dequeue(struct weir_drr *d, uint32_t *qid, uint32_t *qlen)
 	if (m == NULL)
 		return NULL;
 	q = &d->q[id];
-	q->head = weir_mbuf_meta(m)->qnext;
-	if (q->head == NULL)
-		q->tail = NULL;
-	q->len--;
 	wl = weir_drr_wire_len(d, m);
 	q->deficit -= (int32_t)wl;
-	d->pkts--;
-	d->bytes -= wl;
 	if (q->listed == WEIR_DRR_NEW) {
 		/* Only what it sends while old flows wait counts to its bound. */
 		d->new_run = old_backlogged(d) ? d->new_run + wl : 0;
-		if (q->len == 0) {
-			/* A new flow emptied: it waits on the old list until its
-			 * turn there (RFC 8290 sec. 4.2), so pausing briefly does
-			 * not make it new again. */
-			drr_list_unlink(d, d->new_last, id);
-			drr_list_append(d, id, WEIR_DRR_OLD);
-			q->listed = WEIR_DRR_IDLE;
-			d->n_idle++;
-		}
 	} else {
 		if (d->new_last != WEIR_DRR_NONE && d->new_run >= d->quantum)
 			d->new_deferred++;
 		d->new_run = 0;
-		if (q->len == 0) {
-			/* The head queue emptied: its predecessor is the tail. */
-			drr_list_unlink(d, d->last, id);
-			q->deficit = 0;
-		}
 	}
+	pop_head(d, id, m, wl);
 	*qid = id;
 	*qlen = q->len;
 	return m;
+}
+
+struct rte_mbuf *
+weir_drr_dequeue_aqm(struct weir_drr *d, uint64_t now, uint32_t *qid, uint32_t *qlen,
+		     struct rte_mbuf **dropped, uint32_t *dropped_qid, unsigned int *n_dropped,
+		     unsigned int max_drop)
+{
+	*n_dropped = 0;
+	for (;;) {
+		uint32_t id;
+		struct rte_mbuf *m = weir_drr_peek(d, &id);
+		uint64_t ts;
+
+		if (m == NULL)
+			return NULL;
+		ts = weir_mbuf_meta(m)->ts;
+		if (*n_dropped >= max_drop ||
+		    !weir_codel_drop(&d->codel[id], d->aqm, now > ts ? now - ts : 0, d->q[id].len, now))
+			return weir_drr_dequeue(d, qid, qlen);  /* the same packet: peeks repeat */
+		/* Dropped from the head: the flow's sender hears of the queue a
+		 * round trip sooner than from the tail. Not charged to its deficit. */
+		pop_head(d, id, m, weir_drr_wire_len(d, m));
+		d->q[id].drops++;
+		d->aqm_drops++;
+		dropped_qid[*n_dropped] = id;
+		dropped[(*n_dropped)++] = m;
+	}
 }
 
 unsigned int

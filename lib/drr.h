@@ -50,6 +50,9 @@
 #define WEIR_DRR_NEW 2           /* on the new-flows list, backlogged */
 #define WEIR_DRR_IDLE 3          /* on the old list, emptied while new */
 
+struct weir_codel;
+struct weir_codel_params;
+
 /* One flow's queue: 32 bytes, two to a cache line. */
 struct weir_drr_q {
 	struct rte_mbuf *head;
@@ -65,6 +68,7 @@ struct weir_drr_q {
 struct weir_drr_qtab {
 	uint32_t n;             /* queue ids are 0 .. n-1 */
 	uint16_t limit;         /* packets per queue */
+	struct weir_codel *codel;       /* [n] CoDel state per queue (lib/codel.h), or NULL */
 	struct weir_drr_q q[];
 };
 
@@ -93,6 +97,11 @@ struct weir_drr {
 	uint8_t  sparse;        /* new flows first (1, the default) or plain DRR (0) */
 	uint64_t new_flows;     /* queues that went on the new list */
 	uint64_t new_deferred;  /* packets an old queue sent because the new list had its fill */
+	/* CoDel per flow queue (RFC 8290), NULL = off: the queue table's
+	 * state, the owner's parameters. Use weir_drr_dequeue_aqm. */
+	struct weir_codel *codel;
+	const struct weir_codel_params *aqm;
+	uint64_t aqm_drops;     /* packets CoDel dropped */
 	uint32_t pkts;          /* packets queued in all queues of this scheduler */
 	uint32_t quantum;       /* bytes per round per unit of weight, >= MTU + overhead */
 	uint64_t bytes;         /* wire bytes queued */
@@ -137,6 +146,19 @@ struct rte_mbuf *weir_drr_peek(struct weir_drr *d, uint32_t *qid);
  * the moment PostACK hooks (release held ACKs when qlen is 0 or 1).
  */
 struct rte_mbuf *weir_drr_dequeue(struct weir_drr *d, uint32_t *qid, uint32_t *qlen);
+
+/*
+ * weir_drr_dequeue with CoDel on the queue whose turn it is: head packets
+ * whose sojourn (now - meta ts, set at enqueue) says the queue stands are
+ * dropped into dropped[] (at most max_drop, *n_dropped of them, their
+ * queues in dropped_qid[]; the caller frees and counts them) before the
+ * packet sent is taken. NULL
+ * when nothing is left.
+ */
+struct rte_mbuf *weir_drr_dequeue_aqm(struct weir_drr *d, uint64_t now, uint32_t *qid,
+				      uint32_t *qlen, struct rte_mbuf **dropped,
+				      uint32_t *dropped_qid, unsigned int *n_dropped,
+				      unsigned int max_drop);
 
 /*
  * Take up to `max` packets from the head of queue qid, in order, into out[]

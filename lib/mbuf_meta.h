@@ -21,6 +21,9 @@ struct weir_mbuf_meta {
 	 * it chains the segments of one packet. 48 + 8 bytes keeps the record
 	 * within one cache line. */
 	struct rte_mbuf *qnext;
+	/* TSC it entered its class tree (CoDel's sojourn time). 64 bytes in
+	 * all: still one cache line. */
+	uint64_t ts;
 };
 
 #define WEIR_MBUF_PRIV_SIZE RTE_ALIGN(sizeof(struct weir_mbuf_meta), RTE_MBUF_PRIV_ALIGN)

@@ -820,6 +820,27 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	return sent;
 }
 
+/* Packets CoDel dropped at the head of their flows' queues: counted as
+ * dropped, and their modes hear of it as of a drop at enqueue. */
+static void
+aqm_dropped(struct weir_worker *w, enum weir_port_role dir, const struct weir_cbq_deq *d)
+{
+	for (uint16_t i = 0; i < d->n_dropped; i++) {
+		struct rte_mbuf *m = d->dropped[i];
+		uint32_t qid = d->dropped_qid[i];
+
+		if (w->pa != NULL && qid < w->unmanaged_qid) {
+			const struct weir_mode_ops *ops =
+				weir_mode(w->policy->tree[dir].classes[d->dropped_leaf[i]].mode);
+
+			if (ops->dropped != NULL)
+				ops->dropped(w, weir_flow_by_slot(w->flows, qid), m, dir);
+		}
+		rte_pktmbuf_free(m);
+	}
+	w->ctr.port[dir].dropped += d->n_dropped;
+}
+
 uint16_t
 weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now, uint16_t max)
 {
@@ -834,6 +855,8 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 	while (n < max) {
 		struct rte_mbuf *m = weir_cbq_dequeue(sh, now, &d);
 
+		if (unlikely(d.n_dropped > 0))
+			aqm_dropped(w, dir, &d);
 		if (m == NULL) {
 			w->next_tsc[dir] = d.next_tsc;
 			break;

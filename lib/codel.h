@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: CoDel (RFC 8289) for one queue, as fq_codel runs it per flow queue
+ * (RFC 8290): a packet's sojourn time is measured at dequeue; once it has
+ * stayed above `target` for a whole `interval`, packets are dropped from
+ * the head, the next one interval / sqrt(count) after the last, until the
+ * sojourn time falls below target again. A queue of one packet is never
+ * dropped from (it cannot be a standing queue). Times are TSC ticks; the
+ * caller passes `now`. 24 bytes a queue.
+ */
+#ifndef WEIR_CODEL_H
+#define WEIR_CODEL_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct weir_codel {
+	uint64_t first_above;   /* when sojourn stayed above target an interval; 0 = it is below */
+	uint64_t drop_next;     /* dropping: when the next drop is due */
+	uint32_t count;         /* drops in this dropping state (the control law's n) */
+	uint8_t dropping;
+	uint8_t _pad[3];
+};
+
+struct weir_codel_params {
+	uint64_t target;        /* ticks: 5 ms by default */
+	uint64_t interval;      /* ticks: 100 ms by default */
+};
+
+/* interval / sqrt(count): drops come closer together while the queue stays
+ * (cold: at most once per drop, never per packet). */
+static inline uint64_t
+weir_codel_control_law(const struct weir_codel_params *p, uint64_t t, uint32_t count)
+{
+	return t + (uint64_t)((double)p->interval / sqrt((double)(count ? count : 1)));
+}
+
+/* Sojourn above target for an interval (RFC 8289 sec. 5.4's ok_to_drop)? */
+static inline bool
+weir_codel_above(struct weir_codel *c, const struct weir_codel_params *p, uint64_t sojourn,
+		 uint32_t qlen, uint64_t now)
+{
+	if (sojourn < p->target || qlen <= 1) {
+		c->first_above = 0;
+		return false;
+	}
+	if (c->first_above == 0) {
+		c->first_above = now + p->interval;
+		return false;
+	}
+	return now >= c->first_above;
+}
+
+/*
+ * Should the head packet (sojourn ticks old, qlen packets in its queue) be
+ * dropped now? Advances the state machine (RFC 8289 sec. 5.5's dequeue):
+ * enter dropping when above target for an interval, drop again each time
+ * drop_next comes, leave when the sojourn falls below target.
+ */
+static inline bool
+weir_codel_drop(struct weir_codel *c, const struct weir_codel_params *p, uint64_t sojourn,
+		uint32_t qlen, uint64_t now)
+{
+	const bool above = weir_codel_above(c, p, sojourn, qlen, now);
+
+	if (c->dropping) {
+		if (!above) {
+			c->dropping = 0;
+			return false;
+		}
+		if (now < c->drop_next)
+			return false;
+		c->count++;
+		c->drop_next = weir_codel_control_law(p, c->drop_next, c->count);
+		return true;
+	}
+	if (!above)
+		return false;
+	c->dropping = 1;
+	/* Back soon after the last dropping state: start near its rate. */
+	c->count = c->count > 2 && now - c->drop_next < 16 * p->interval ? c->count - 2 : 1;
+	c->drop_next = weir_codel_control_law(p, now, c->count);
+	return true;
+}
+
+#endif /* WEIR_CODEL_H */
