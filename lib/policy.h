@@ -74,6 +74,7 @@ struct weir_policy_tree_conf {
 	char default_class[WEIR_POLICY_NAME_LEN];       /* leaf for unmatched and non-IP; "" with n_classes == 0 */
 	uint32_t default_limit;                 /* leaf limit when a class says 0 */
 	uint8_t mode;                           /* of the one "default" leaf when n_classes == 0 */
+	uint8_t no_aqm;                         /* 1: no CoDel in this tree's pfq and tcr leaves */
 };
 
 struct weir_policy_rule_conf {

@@ -153,6 +153,7 @@ load_tree(struct loader *ld, const config_setting_t *g, int d, struct weir_confi
 	 * direction and worker unless a class says otherwise. */
 	tc->default_limit = cfg->mbufs / (4 * cfg->n_workers);
 	tc->mode = cfg->shape_mode;
+	tc->no_aqm = cfg->shape_no_aqm;
 	if (s == NULL || !config_setting_is_group(s)) {
 		if (get_rate(ld, g, dir_key[d], &tc->rate) < 0)
 			return -1;
@@ -435,6 +436,7 @@ load_script(struct loader *ld, const config_setting_t *root, const config_settin
 	lim.mem_bytes = (size_t)cfg->policy_memory;
 	lim.default_limit = cfg->mbufs / (4 * cfg->n_workers);
 	lim.default_mode = cfg->shape_mode;
+	lim.no_aqm = cfg->shape_no_aqm;
 	cfg->policy = weir_policy_lua_load(cfg->policy_script, 1, &lim, ld->err, ld->errlen);
 	if (cfg->policy == NULL) {
 		ld->failed = true;      /* err holds the script's FILE:LINE: message */
@@ -447,7 +449,7 @@ int
 cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
 	static const char *const keys[] = { "outbound", "inbound", "overhead", "flow_limit",
-					    "flow_quantum", "mode", "postack", NULL };
+					    "flow_quantum", "mode", "aqm", "postack", NULL };
 	const config_setting_t *g = cfg_group(ld, root, "shaping", false);
 	struct weir_policy_conf pc = { 0 };
 	struct policy_src src = { 0 };
@@ -468,6 +470,16 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 	cfg->shape_flow_quantum = (uint32_t)v;
 	if (get_mode(ld, g, WEIR_MODE_POSTACK, &cfg->shape_mode) < 0 || load_postack(ld, g, cfg) < 0)
 		return -1;
+	{
+		char aqm[16];
+
+		if (cfg_str(ld, g, "aqm", "codel", aqm, sizeof(aqm)) < 0)
+			return -1;
+		if (strcmp(aqm, "codel") != 0 && strcmp(aqm, "none") != 0)
+			return value_fail(ld, config_setting_get_member(g, "aqm"),
+					  "aqm must be \"codel\" or \"none\"");
+		cfg->shape_no_aqm = strcmp(aqm, "none") == 0;
+	}
 	rc = load_script(ld, root, g, cfg);
 	if (rc <= 0)
 		return rc;      /* the script's policy is in cfg->policy, or an error */

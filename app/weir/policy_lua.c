@@ -97,6 +97,7 @@ struct weir_lua {
 	char short_src[LUA_IDSIZE];     /* how Lua's own messages name the file */
 	uint32_t default_limit;
 	uint8_t default_mode;
+	uint8_t no_aqm;
 	/* hooks */
 	bool in_hook;                   /* a hook is running: no declarations */
 	double now;                     /* weir.time() */
@@ -454,6 +455,7 @@ l_link(lua_State *L)
 	get_str(L, line, "weir.link", "default", "", tc->default_class, sizeof(tc->default_class));
 	tc->default_limit = (uint32_t)get_int(L, line, "limit", x->default_limit, 1, 1 << 24);
 	tc->mode = get_mode(L, line, x->default_mode);
+	tc->no_aqm = x->no_aqm;
 	x->link_line[d] = line;
 	return 0;
 }
@@ -980,6 +982,7 @@ weir_lua_open(const char *path, const struct weir_policy_lua_limits *lim, char *
 	x->default_limit = lim && lim->default_limit ? lim->default_limit
 						     : WEIR_POLICY_LUA_LIMIT_DEFAULT;
 	x->default_mode = lim ? lim->default_mode : WEIR_MODE_POSTACK;
+	x->no_aqm = lim ? lim->no_aqm : 0;
 	if (x->default_mode >= WEIR_MODE__COUNT)
 		x->default_mode = WEIR_MODE_POSTACK;
 	if (lim && lim->start_time > 0) {

@@ -185,7 +185,7 @@ weir_reload(struct weir_app *a, char *err, size_t errlen)
 		/* A Lua policy: its live engine (hooks) and the engine's compile. */
 		const struct weir_policy_lua_limits lim = {
 			.mem_bytes = (size_t)nc.policy_memory, .instructions = nc.policy_instructions,
-			.default_limit = nc.mbufs / (4 * nc.n_workers), .default_mode = nc.shape_mode,
+			.default_limit = nc.mbufs / (4 * nc.n_workers), .default_mode = nc.shape_mode, .no_aqm = nc.shape_no_aqm,
 		};
 
 		l = weir_lua_open(nc.policy_script, &lim, err, errlen);

@@ -846,7 +846,7 @@ script_install(struct weir_app *a, const char *text, size_t len, struct reply *r
 	const struct weir_policy_lua_limits lim = {
 		.mem_bytes = (size_t)a->cfg.policy_memory, .instructions = a->cfg.policy_instructions,
 		.default_limit = a->cfg.mbufs / (4 * a->cfg.n_workers),
-		.default_mode = a->cfg.shape_mode,
+		.default_mode = a->cfg.shape_mode, .no_aqm = a->cfg.shape_no_aqm,
 	};
 	char tmp[sizeof(a->cfg.policy_script) + 16], prev[sizeof(tmp)], prev_tmp[sizeof(tmp)];
 	char err[sizeof(a->reload_error)];

@@ -807,15 +807,15 @@ two_flows_wan_40ms(struct rig *r, uint64_t t0)
 }
 
 /* A download's sender is a WAN round trip away: its ACKs are held only
- * once more is queued than its share drains in that round trip (issue 23:
- * holding from the first queued packet left the class idle). Inbound
- * postack at 1 Mbit/s, sender 40 ms away: 125 kB/s x 40 ms = 5000 bytes,
- * three 1460-byte segments. */
+ * once more is queued than its share drains in half that round trip
+ * (issue 23: holding from the first queued packet left the class idle).
+ * Inbound postack at 2 Mbit/s, sender 40 ms away: 250 kB/s x 20 ms = 5000
+ * bytes, three 1460-byte segments. */
 static void
 test_far_sender(void)
 {
 	struct weir_policy_conf pc = {
-		.tree = { { .rate = 0 }, { .rate = 1000000, .mode = WEIR_MODE_POSTACK } },
+		.tree = { { .rate = 0 }, { .rate = 2000000, .mode = WEIR_MODE_POSTACK } },
 	};
 	struct rig r;
 	const uint64_t ms = rte_get_tsc_hz() / 1000, t0 = rte_get_tsc_hz();
@@ -835,7 +835,7 @@ test_far_sender(void)
 	for (uint32_t k = 0; k < 3; k++)
 		feed(&r, BACK_DATA(100 + k, 1400), 1, t0 + 50 * ms);
 	CHECK(feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 2, 0), 0, t0 + 50 * ms) == 1 &&
-	      weir_postack_len(r.w->pa, 1, 0) == 0, "3 queued, within the sender's BDP: not held");
+	      weir_postack_len(r.w->pa, 1, 0) == 0, "3 queued, within half the sender's BDP: not held");
 	feed(&r, BACK_DATA(103, 1400), 1, t0 + 50 * ms);
 	CHECK(feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 3, 0), 0, t0 + 50 * ms) == 0 &&
 	      weir_postack_len(r.w->pa, 1, 0) == 1, "4 queued, past it: held");
