@@ -17,7 +17,9 @@
 #include <strings.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -33,7 +35,14 @@
 #include "reload.h"
 
 #define REST_BODY_MAX (64 * 1024)       /* request bodies above this get 413 */
-#define REST_CONN_LIMIT 64              /* connections open at once */
+/* Against connection floods (issue 16.2): a client may hold few slots,
+ * must send its headers quickly, and weirctl on the box always finds a
+ * slot. A slot costs a socket and a small struct, so there are many. */
+#define REST_CONN_LIMIT 256             /* connections open at once */
+#define REST_CONN_PER_IP 16             /* of them from one address but loopback */
+#define REST_CONN_RESERVED 32           /* of them only for 127.0.0.1 and ::1 */
+#define REST_HEADER_TIMEOUT_MS 2000     /* accept (or the last reply) to whole headers */
+#define REST_REQUEST_TIMEOUT_MS 30000   /* whole headers to the reply (the body) */
 #define REST_CONN_TIMEOUT_S 10          /* idle or stalled connections are closed */
 #define REST_SCRIPT_MAX (1024 * 1024)   /* largest policy script GET policy returns */
 #define REST_UPLOAD_MAX (1024 * 1024)   /* PUT /api/v1/policy: a script, not a JSON document */
@@ -44,8 +53,23 @@
 extern const char weir_openapi_json[];
 extern const size_t weir_openapi_json_len;
 
+/* One open connection, for the deadlines MHD has no option for: its idle
+ * timeout restarts at every byte, so a client sending one byte a second
+ * would hold its slot for ever. */
+struct conn {
+	struct conn *next, **pprev;
+	int fd;
+	struct sockaddr_storage peer;
+	uint64_t deadline_ms;           /* CLOCK_MONOTONIC */
+	bool shut;                      /* shut down; MHD closes it at its next read */
+	bool nul_in_url;                /* a %00 in the URL: refused, not truncated */
+};
+
 struct weir_rest {
 	struct MHD_Daemon *d;
+	struct conn *conns;
+	uint64_t log_second, log_suppressed;   /* MHD's log, rate-limited */
+	unsigned int log_count;
 	int epfd;                       /* MHD's epoll fd, waited on by the management loop */
 	char *prev;                     /* the script text before the last upload (rollback) */
 	size_t prev_len;
@@ -1317,6 +1341,138 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 	return false;
 }
 
+/* ---- connections ---- */
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct conn *
+conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *i =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return i != NULL ? i->socket_context : NULL;
+}
+
+static void
+on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+	      enum MHD_ConnectionNotificationCode code)
+{
+	struct weir_rest *r = cls;
+	struct conn *k = *socket_context;
+	const union MHD_ConnectionInfo *i;
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (k != NULL) {
+			*k->pprev = k->next;
+			if (k->next != NULL)
+				k->next->pprev = k->pprev;
+			free(k);
+		}
+		*socket_context = NULL;
+		return;
+	}
+	i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	k = i != NULL ? calloc(1, sizeof(*k)) : NULL;
+	*socket_context = k;
+	if (k == NULL)
+		return;                 /* untracked: MHD's idle timeout still applies */
+	k->fd = i->connect_fd;
+	i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (i != NULL && i->client_addr != NULL)
+		memcpy(&k->peer, i->client_addr, i->client_addr->sa_family == AF_INET6
+		       ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	k->deadline_ms = mono_ms() + REST_HEADER_TIMEOUT_MS;
+	k->next = r->conns;
+	k->pprev = &r->conns;
+	if (r->conns != NULL)
+		r->conns->pprev = &k->next;
+	r->conns = k;
+}
+
+/* Close what is past its deadline. shutdown, not close: the fd stays
+ * MHD's, which sees the end of the stream and cleans up as usual. */
+static void
+conns_sweep(struct weir_rest *r)
+{
+	uint64_t now = mono_ms();
+
+	for (struct conn *k = r->conns; k != NULL; k = k->next)
+		if (!k->shut && now >= k->deadline_ms) {
+			shutdown(k->fd, SHUT_RDWR);
+			k->shut = true;
+		}
+}
+
+static bool
+is_loopback(const struct sockaddr *sa)
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+	if (sa->sa_family != AF_INET6)
+		return false;
+	if (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
+		return true;
+	return memcmp(s6->sin6_addr.s6_addr, v4mapped, 12) == 0 &&
+	       memcmp(s6->sin6_addr.s6_addr + 12, (const uint8_t[]){ 127, 0, 0, 1 }, 4) == 0;
+}
+
+static bool
+same_addr(const struct sockaddr *a, const struct sockaddr_storage *b)
+{
+	if (a->sa_family != b->ss_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		      &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
+}
+
+/* Other addresses may hold REST_CONN_PER_IP connections each, and not the
+ * last REST_CONN_RESERVED slots: those are for 127.0.0.1 and ::1, where
+ * weirctl and local monitoring connect, so neither one address nor a flood
+ * from many can lock the box's own administrator out. (MHD's own per-IP
+ * limit would count the loopback clients too.) */
+static enum MHD_Result
+on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct weir_rest *r = cls;
+	const union MHD_DaemonInfo *i;
+	unsigned int same = 0;
+
+	if (addrlen == 0 || is_loopback(addr))
+		return MHD_YES;
+	i = MHD_get_daemon_info(r->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+	if (i != NULL && i->num_connections >= REST_CONN_LIMIT - REST_CONN_RESERVED)
+		return MHD_NO;
+	for (const struct conn *k = r->conns; k != NULL; k = k->next)
+		same += same_addr(addr, &k->peer);
+	return same < REST_CONN_PER_IP ? MHD_YES : MHD_NO;
+}
+
+/* MHD decodes %00 into a NUL that would end the name early ("gold%00x"
+ * would be "gold"): remember it so the request is refused instead. */
+static size_t
+on_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	struct conn *k = conn_of(c);
+
+	if (k != NULL && strstr(s, "%00") != NULL)
+		k->nul_in_url = true;
+	return MHD_http_unescape(s);
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 	   const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -1325,12 +1481,21 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 	struct req *rq = *con_cls;
 	struct reply r = { .status = MHD_HTTP_OK };
 	const char *allow = NULL;
+	struct conn *k;
 
 	if (rq == NULL) {
 		rq = calloc(1, sizeof(*rq));
 		if (rq == NULL)
 			return MHD_NO;
 		*con_cls = rq;
+		/* The headers are in: the body gets a deadline of its own. */
+		k = conn_of(c);
+		if (k != NULL)
+			k->deadline_ms = mono_ms() + REST_REQUEST_TIMEOUT_MS;
+		if (k != NULL && k->nul_in_url) {
+			reply_error(&r, MHD_HTTP_BAD_REQUEST, "the URL has a NUL byte (%%00)");
+			return send_reply(c, &r, NULL);
+		}
 		if (refuse_early(a, c, url, method, rq, &r, &allow))
 			return send_reply(c, &r, allow);
 		return MHD_YES;         /* the body, if any, comes in the next calls */
@@ -1364,7 +1529,13 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	     enum MHD_RequestTerminationCode toe)
 {
 	struct req *rq = *con_cls;
+	struct conn *k = conn_of(c);
 
+	/* A kept-alive connection's next request must come as quickly. */
+	if (k != NULL) {
+		k->deadline_ms = mono_ms() + REST_HEADER_TIMEOUT_MS;
+		k->nul_in_url = false;
+	}
 	if (rq != NULL) {
 		free(rq->body);
 		free(rq);
@@ -1372,11 +1543,27 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	}
 }
 
+/* At most 10 lines a second: a flood makes MHD log every refused
+ * connection, and the log must not become the next thing to fill up. */
 static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	struct weir_rest *r = cls;
+	uint64_t sec = mono_ms() / 1000;
 	char msg[512];
 
+	if (sec != r->log_second) {
+		if (r->log_suppressed > 0)
+			RTE_LOG(WARNING, USER1, "rest: %" PRIu64 " more messages in the last "
+				"seconds not logged\n", r->log_suppressed);
+		r->log_second = sec;
+		r->log_count = 0;
+		r->log_suppressed = 0;
+	}
+	if (r->log_count++ >= 10) {
+		r->log_suppressed++;
+		return;
+	}
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	RTE_LOG(WARNING, USER1, "rest: %s", msg);
 }
@@ -1470,11 +1657,13 @@ weir_rest_start(struct weir_app *a, char *err, size_t errlen)
 	}
 	/* The logger first, so MHD's messages about the other options reach it. */
 	errno = 0;
-	r->d = MHD_start_daemon(flags, cfg->mgmt_port, NULL, NULL, on_request, a,
-		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+	r->d = MHD_start_daemon(flags, cfg->mgmt_port, on_accept, r, on_request, a,
+		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, r,
 		MHD_OPTION_SOCK_ADDR, sa,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)REST_CONN_LIMIT,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)REST_CONN_TIMEOUT_S,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, r,
+		MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 		MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_END);
@@ -1531,6 +1720,7 @@ weir_rest_wait(struct weir_app *a, unsigned int us)
 		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
 			usleep(1000);   /* cannot happen on a valid fd; do not spin */
 		MHD_run(r->d);
+		conns_sweep(r);
 	}
 }
 

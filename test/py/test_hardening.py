@@ -93,3 +93,104 @@ def test_sigterm_stops_a_busy_hook(tmp_path):
     finally:
         if w.p.poll() is None:
             w.stop()
+
+
+# ---- 16.2: connection floods ----
+
+class Attack:
+    """n sockets from each of the source addresses, kept open: reopened as soon as weir
+    closes one. slow: send a header byte every `every` s (slowloris); else idle."""
+
+    def __init__(self, port, n, sources=("127.0.0.2",), slow=False, every=0.5):
+        import threading
+        self.port, self.slow, self.every = port, slow, every
+        self.want = [(src, i) for src in sources for i in range(n)]
+        self.socks = {}
+        self.reopened = 0
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def open(self, key):
+        s = socket.socket()
+        s.setblocking(False)
+        s.bind((key[0], 0))
+        try:
+            s.connect(("127.0.0.1", self.port))
+        except BlockingIOError:
+            pass
+        self.socks[key] = (s, 0)
+
+    def run(self):
+        for key in self.want:
+            self.open(key)
+        while not self.stop.wait(self.every):
+            for key, (s, sent) in list(self.socks.items()):
+                try:
+                    if s.recv(4096, socket.MSG_DONTWAIT) == b"":
+                        raise ConnectionError
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    s.close()
+                    self.reopened += 1
+                    self.open(key)
+                    continue
+                if self.slow:
+                    line = b"GET /api/v1/status HTTP/1.1\r\nX-a: "
+                    try:
+                        s.send(line[sent:sent + 1] if sent < len(line) else b"a")
+                        self.socks[key] = (s, sent + 1)
+                    except OSError:
+                        pass
+
+    def close(self):
+        self.stop.set()
+        self.t.join()
+        for s, _ in self.socks.values():
+            s.close()
+
+
+def latencies(w, seconds=4.0):
+    """GET /status from a well-behaved client (127.0.0.1) for `seconds`: each latency."""
+    out, end = [], time.monotonic() + seconds
+    while time.monotonic() < end:
+        t0 = time.monotonic()
+        try:
+            status, _, _ = w.request("GET", "/api/v1/status", timeout=5)
+        except OSError as e:
+            status = repr(e)
+        out.append((time.monotonic() - t0, status))
+        time.sleep(0.2)
+    return out
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    w = Weir(tmp_path_factory.mktemp("flood"), "flood")
+    yield w
+    w.stop()
+
+
+@pytest.mark.parametrize("name,kw", [
+    ("64 idle", dict(n=64)),
+    ("500 idle", dict(n=500)),
+    ("100 slowloris", dict(n=100, slow=True, every=2.0)),
+    ("100 fast slowloris", dict(n=100, slow=True, every=0.2)),
+    ("100 slowloris from 127.0.0.1", dict(n=100, slow=True, every=2.0, sources=["127.0.0.1"])),
+    ("20 addresses x 16 slowloris", dict(n=16, slow=True, every=1.0,
+                                         sources=[f"127.0.0.{i}" for i in range(2, 22)])),
+])
+def test_api_answers_during_a_flood(api, name, kw):
+    a = Attack(api.port, **kw)
+    try:
+        time.sleep(3)       # the attack is established, past the header deadline
+        lat = latencies(api)
+    finally:
+        a.close()
+    worst = max(t for t, _ in lat)
+    print(f"\n{name}: {len(lat)} GET /status, worst {worst * 1000:.0f} ms, "
+          f"median {sorted(t for t, _ in lat)[len(lat) // 2] * 1000:.0f} ms, "
+          f"attack sockets reopened {a.reopened}")
+    assert all(status == 200 for _, status in lat), lat
+    assert worst < 1.0, lat
