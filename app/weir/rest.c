@@ -122,18 +122,77 @@ static void
 reply_error(struct reply *r, unsigned int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The length of the well-formed UTF-8 sequence (RFC 3629) at s, 0 if it is
+ * not one. Stops at the first bad byte, so never reads past a NUL. */
+static size_t
+utf8_seq(const unsigned char *s)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 1;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 2;
+		lo = s[0] == 0xe0 ? 0xa0 : 0x80;        /* overlong */
+		hi = s[0] == 0xed ? 0x9f : 0xbf;        /* surrogates */
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 3;
+		lo = s[0] == 0xf0 ? 0x90 : 0x80;
+		hi = s[0] == 0xf4 ? 0x8f : 0xbf;        /* above U+10FFFF */
+	} else {
+		return 0;
+	}
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i <= n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n + 1;
+}
+
+/* in as valid UTF-8 for JSON: each byte of a malformed sequence becomes
+ * the text \xHH, and a sequence is never cut (jansson refuses invalid
+ * UTF-8, which left error bodies empty: a URL's %ff, a script's bytes). */
+static void
+utf8_clean(const char *in, char *out, size_t outlen)
+{
+	const unsigned char *s = (const unsigned char *)in;
+	size_t o = 0, n;
+
+	while (*s != '\0') {
+		n = utf8_seq(s);
+		if (n == 0) {
+			if (o + 4 >= outlen)
+				break;
+			snprintf(out + o, outlen - o, "\\x%02x", *s++);
+			o += 4;
+			continue;
+		}
+		if (o + n >= outlen)
+			break;
+		memcpy(out + o, s, n);
+		o += n;
+		s += n;
+	}
+	out[o] = '\0';
+}
+
 static void
 reply_error(struct reply *r, unsigned int status, const char *fmt, ...)
 {
-	char msg[1024];
+	char msg[1024], clean[sizeof(msg) * 4];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	utf8_clean(msg, clean, sizeof(clean));
 	json_decref(r->json);
 	r->status = status;
-	r->json = json_pack("{s:{s:i, s:s}}", "error", "code", (int)status, "message", msg);
+	r->json = json_pack("{s:{s:i, s:s}}", "error", "code", (int)status, "message", clean);
 }
 
 static void

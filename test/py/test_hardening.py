@@ -194,3 +194,33 @@ def test_api_answers_during_a_flood(api, name, kw):
           f"attack sockets reopened {a.reopened}")
     assert all(status == 200 for _, status in lat), lat
     assert worst < 1.0, lat
+
+
+# ---- 16.4: error bodies ----
+
+def test_error_messages_with_bytes_that_are_not_utf8(api):
+    e = assert_error(*api.request("PATCH", "/api/v1/classes/outbound/%ff%fe",
+                                  body={"rate": "1mbit"}), 404)
+    assert "\\xff\\xfe" in e["message"], e
+
+
+def test_nul_in_the_url_is_refused(api):
+    before = api.get("/api/v1/classes")[1]
+    e = assert_error(*api.request("PATCH", "/api/v1/classes/outbound/gold%00x",
+                                  body={"rate": "1mbit"}), 400)
+    assert "NUL" in e["message"]
+    assert api.get("/api/v1/classes")[1]["outbound"] == before["outbound"]
+    assert_error(*api.request("GET", "/api/v1/status%00"), 400)
+    assert_error(*api.request("GET", "/api/v1/flows?proto=tcp%00x"), 400)
+    assert api.get("/api/v1/status")[0] == 200
+
+
+def test_lua_error_with_bytes_that_are_not_utf8(tmp_path):
+    w, script = script_weir(tmp_path, "utf8")
+    try:
+        e = assert_error(*w.request("PUT", "/api/v1/policy", body=LINK.encode() +
+                                    b'error("caf\xe9 \xff")\n',
+                                    headers={"Content-Type": "text/x-lua"}), 422)
+        assert e["message"].startswith(f"{script}:4: ") and "caf\\xe9 \\xff" in e["message"], e
+    finally:
+        w.stop()
