@@ -1061,12 +1061,13 @@ h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
 /* ---- PATCH /api/v1/classes/{direction}/{name} ---- */
 
 /* A rate field of the body: bit/s as an integer or "20mbit". 0, or -1 with
- * the reply made (400: wrong type, 422: a value weir refuses). */
+ * the reply made (400: wrong type or not a rate, 422: a value weir refuses). */
 static int
 class_rate(const char *key, const json_t *v, uint64_t *out, struct reply *r)
 {
 	struct weir_value val = { .type = WEIR_VALUE_OTHER };
 	char err[256];
+	int m;
 
 	if (json_is_integer(v)) {
 		val.type = WEIR_VALUE_INT;
@@ -1079,8 +1080,11 @@ class_rate(const char *key, const json_t *v, uint64_t *out, struct reply *r)
 			    "or a string such as \"20mbit\"", key);
 		return -1;
 	}
-	if (weir_value_rate(key, &val, out, err, sizeof(err)) != 0) {
-		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s", err);
+	m = weir_value_rate(key, &val, out, err, sizeof(err));
+	if (m != 0) {
+		/* not a rate at all is malformed; out of range, a value refused */
+		reply_error(r, m == -1 ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_UNPROCESSABLE_CONTENT, "%s",
+			    err);
 		return -1;
 	}
 	if (*out == 0) {

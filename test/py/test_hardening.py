@@ -224,3 +224,35 @@ def test_lua_error_with_bytes_that_are_not_utf8(tmp_path):
         assert e["message"].startswith(f"{script}:4: ") and "caf\\xe9 \\xff" in e["message"], e
     finally:
         w.stop()
+
+
+# ---- 16.5: rate strings follow the documented grammar exactly ----
+
+LENIENT = ["0x10mbit", "1e1mbit", " 5mbit", "5mbit ", "inf", "nan", "+5mbit", "-0", "5.mbit",
+           ".5mbit", "5 mbit", "5mbits", "0x10", "1e7", "5mbit\n"]
+
+
+@pytest.mark.parametrize("rate", LENIENT)
+def test_config_refuses_lenient_rates(tmp_path, rate):
+    text = CHECK_CFG.format(tag="rate") + f'shaping = {{ outbound = "{rate}"; }};\n'
+    text = text.replace('"5mbit\n"', '"5mbit\\n"')
+    cfg, p, _ = check(tmp_path, text)
+    line = len(text.splitlines())
+    assert p.returncode != 0 and p.stderr.startswith(f"{cfg}:{line}: "), p.stderr
+    assert "must be a rate" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("rate", LENIENT)
+def test_api_refuses_lenient_rates(api, rate):
+    before = api.get("/api/v1/classes")[1]["outbound"]
+    e = assert_error(*api.request("PATCH", "/api/v1/classes/outbound/gold",
+                                  body={"rate": rate}), 400)
+    assert "must be a rate" in e["message"]
+    assert api.get("/api/v1/classes")[1]["outbound"] == before
+
+
+def test_documented_rates_still_accepted(tmp_path):
+    for rate in ("20mbit", "1.5gbit", "800kbit", "64000bit", "64000", "20Mbit", "0"):
+        text = CHECK_CFG.format(tag="rate") + f'shaping = {{ outbound = "{rate}"; }};\n'
+        _, p, _ = check(tmp_path, text)
+        assert p.returncode == 0, (rate, p.stderr)

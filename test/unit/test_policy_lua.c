@@ -952,6 +952,24 @@ test_office_example(void)
 	weir_lua_close(e);
 }
 
+/* Issue 16.5: strtod's extras are not rates. */
+static void
+test_rate_grammar(void)
+{
+	static const char *const bad[] = { "0x10mbit", "1e1mbit", " 5mbit", "5mbit ", "inf",
+					   "nan", "+5mbit", "5.mbit", ".5mbit", "5 mbit", "1e7" };
+	char text[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), LINK "weir.class{ dir = 'outbound', name = 'bulk', "
+			 "rate = '%s' }\n", bad[i]);
+		expect_error(bad[i], text, NULL, 2, "'rate' must be a rate like");
+	}
+	weir_policy_free(expect_ok("documented rates", LINK
+		  "weir.class{ dir = 'outbound', name = 'bulk', rate = '1.5mbit', ceil = '20Mbit' }\n",
+		  NULL));
+}
+
 /* malloc's bytes in use, big (mmapped) blocks included */
 static size_t
 heap_used(void)
@@ -1031,6 +1049,7 @@ main(void)
 	test_examples();
 	test_office_example();
 	test_undo_log_bounded();
+	test_rate_grammar();
 	for (unsigned int i = 1; i <= n_scripts; i++) {
 		char path[128];
 
