@@ -95,4 +95,9 @@ int weir_config_check_eal(const struct weir_config *cfg, char *err, size_t errle
 
 void weir_config_free(struct weir_config *cfg);
 
+/* The bearer token: the first line of path, 16 to 254 characters, from a
+ * regular file only its owner may read or write. 0, or -1 with err (no
+ * FILE:LINE: the caller knows which setting named the file). */
+int weir_token_read(const char *path, char *out, size_t outlen, char *err, size_t errlen);
+
 #endif /* WEIR_APP_CONFIG_H */

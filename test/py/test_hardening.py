@@ -256,3 +256,55 @@ def test_documented_rates_still_accepted(tmp_path):
         text = CHECK_CFG.format(tag="rate") + f'shaping = {{ outbound = "{rate}"; }};\n'
         _, p, _ = check(tmp_path, text)
         assert p.returncode == 0, (rate, p.stderr)
+
+
+# ---- 16.6: includes and the token file ----
+
+def include_case(tmp_path, setup, include):
+    setup(tmp_path)
+    text = CHECK_CFG.format(tag="inc") + f"@include \"{include}\"\n"
+    cfg, p, took = check(tmp_path, text, timeout=10)
+    return cfg, len(text.splitlines()), p
+
+
+def test_include_of_nothing(tmp_path):
+    cfg, line, p = include_case(tmp_path, lambda d: None, "")
+    assert p.returncode == 1 and p.stderr.startswith(f"{cfg}:{line}: "), p.stderr
+    assert "names no file" in p.stderr and "flex" not in p.stderr
+
+
+def test_include_of_a_directory_and_a_fifo(tmp_path):
+    cfg, line, p = include_case(tmp_path, lambda d: (d / "sub").mkdir(), "sub")
+    assert p.returncode == 1 and p.stderr.startswith(f"{cfg}:{line}: "), p.stderr
+    assert "not a regular file" in p.stderr
+    cfg, line, p = include_case(tmp_path, lambda d: os.mkfifo(d / "fifo"), "fifo")
+    assert p.returncode == 1 and "not a regular file" in p.stderr, p.stderr
+
+
+def test_include_of_a_missing_file(tmp_path):
+    cfg, line, p = include_case(tmp_path, lambda d: None, "nope.cfg")
+    assert p.returncode == 1 and p.stderr.startswith(f"{cfg}:{line}: "), p.stderr
+    assert "cannot read" in p.stderr and "nope.cfg" in p.stderr
+
+
+def test_include_of_a_file_that_is_not_config(tmp_path):
+    def setup(d):
+        (d / "blob.cfg").write_bytes(b"\x7fELF\x02\x01\x01\x00 binary ][")
+        (d / "mid.cfg").write_text("# nested\n\n@include \"blob.cfg\"\n")
+    cfg, line, p = include_case(tmp_path, setup, "mid.cfg")
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.startswith(f"{tmp_path}/blob.cfg:1: syntax error"), p.stderr
+    assert f"(included from {tmp_path}/mid.cfg:3)" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o620])
+def test_token_file_readable_by_others_is_refused(tmp_path, mode):
+    tok = tmp_path / "token"
+    tok.write_text("0123456789abcdef0123\n")
+    tok.chmod(mode)
+    text = CHECK_CFG.format(tag="tok") + 'management = {\n  token_file = "token";\n};\n'
+    cfg, p, _ = check(tmp_path, text)
+    assert p.returncode == 1 and p.stderr.startswith(f"{cfg}:{len(text.splitlines()) - 1}: ")
+    assert "only its owner" in p.stderr and f"{mode:04o}" in p.stderr, p.stderr
+    tok.chmod(0o600)
+    assert check(tmp_path, text)[1].returncode == 0

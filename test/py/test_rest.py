@@ -781,6 +781,7 @@ def test_openapi_schemas_validate_responses(weir):
 def test_token(tmp_path):
     token = "s3cret-token-0123456789"
     (tmp_path / "token").write_text(token + "\n")
+    (tmp_path / "token").chmod(0o600)
     w = Weir(tmp_path, "token", extra=' token_file = "token";')
     try:
         for path in ("/api/v1/status", "/metrics", "/api/v1/openapi.json", "/nope"):
@@ -852,6 +853,7 @@ def test_tls(tmp_path):
 def check(tmp_path, management, files=()):
     for name, text in files:
         (tmp_path / name).write_text(text)
+        (tmp_path / name).chmod(0o600)      # a token file must be (TLS files may be)
     cfg = tmp_path / "weir.cfg"
     text = CFG.format(tag="chk", pid=0, port=0, extra="", lan="a", empty="b", lan_out="c",
                       wan_out="d").replace("management = { port = 0; };", management)
