@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -857,15 +858,22 @@ file_read(const char *path, size_t *len)
 	return buf;
 }
 
-/* Write data to path, flushed to disk, with mode (readers see all of it
- * or, before the rename that follows, none). 0 or -1 with errno. */
+/* data in a new file next to path, with mode, flushed to disk: its name
+ * is made by mkstemp, which creates it with O_EXCL, so no existing file or
+ * planted symlink is ever written through. 0 with the name in out, or -1
+ * with errno and nothing left behind. */
 static int
-file_write(const char *path, const char *data, size_t len, mode_t mode)
+temp_write(const char *path, const char *data, size_t len, mode_t mode, char *out,
+	   size_t outlen)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	size_t off = 0;
-	int e;
+	int fd, e;
 
+	if (snprintf(out, outlen, "%s.upload.XXXXXX", path) >= (int)outlen) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = mkostemp(out, O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	while (off < len) {
@@ -879,13 +887,43 @@ file_write(const char *path, const char *data, size_t len, mode_t mode)
 	}
 	if (fchmod(fd, mode) != 0 || fsync(fd) != 0)
 		goto fail;
-	return close(fd);
+	if (close(fd) != 0) {
+		e = errno;
+		unlink(out);
+		errno = e;
+		return -1;
+	}
+	return 0;
 fail:
 	e = errno;
 	close(fd);
-	unlink(path);
+	unlink(out);
 	errno = e;
 	return -1;
+}
+
+/* Make the renames in path's directory durable: without it a power cut
+ * after the reply can bring the old name back. */
+static void
+dir_sync(const char *path)
+{
+	char d[sizeof(((struct weir_config *)0)->policy_script)];
+	int fd;
+
+	snprintf(d, sizeof(d), "%s", path);
+	fd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) != 0)
+		RTE_LOG(WARNING, USER1, "rest: cannot sync the directory of %s: %s\n", path,
+			strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+static unsigned int
+write_status(int e)
+{
+	return e == ENOSPC || e == EDQUOT ? MHD_HTTP_INSUFFICIENT_STORAGE
+					  : MHD_HTTP_INTERNAL_SERVER_ERROR;
 }
 
 /* Every "from" in s becomes "to" (the validation ran on a temp file; the
@@ -920,8 +958,10 @@ reply_policy_error(struct weir_app *a, struct reply *r, unsigned int status, con
 /* Put text in place of the policy script and switch to it: checked in the
  * sandbox first (nothing changes if it fails), then renamed over the
  * script, then reloaded so the workers, the hooks' engine and the file
- * agree. The replaced text becomes the one rollback restores. 0, or -1
- * with r made. */
+ * agree. The replaced file stays linked as PATH.keep until the switch is
+ * done, so putting it back is a rename, which needs no disk space; it then
+ * becomes PATH.prev, and its text the one rollback restores. 0, or -1 with
+ * r made. */
 static int
 script_install(struct weir_app *a, const char *text, size_t len, struct reply *r)
 {
@@ -931,23 +971,24 @@ script_install(struct weir_app *a, const char *text, size_t len, struct reply *r
 		.default_limit = a->cfg.mbufs / (4 * a->cfg.n_workers),
 		.default_mode = a->cfg.shape_mode,
 	};
-	char tmp[sizeof(a->cfg.policy_script) + 16], prev[sizeof(tmp)], prev_tmp[sizeof(tmp)];
-	char err[sizeof(a->reload_error)];
+	char tmp[sizeof(a->cfg.policy_script) + 16], prev[sizeof(tmp)], keep[sizeof(tmp)];
+	char err[sizeof(a->reload_error)], both[sizeof(err) + 2 * sizeof(keep) + 256];
 	struct weir_lua *l;
 	struct weir_policy *np = NULL;
 	struct stat st;
 	mode_t mode = 0644;
 	size_t old_len = 0;
 	char *old;
+	int e;
 
-	snprintf(tmp, sizeof(tmp), "%s.upload", path);
 	snprintf(prev, sizeof(prev), "%s.prev", path);
-	snprintf(prev_tmp, sizeof(prev_tmp), "%s.prev.tmp", path);
+	snprintf(keep, sizeof(keep), "%s.keep", path);
 	if (stat(path, &st) == 0)
 		mode = st.st_mode & 0777;
-	if (file_write(tmp, text, len, mode) != 0) {
-		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot write %s: %s", tmp,
-			    strerror(errno));
+	if (temp_write(path, text, len, mode, tmp, sizeof(tmp)) != 0) {
+		e = errno;
+		reply_error(r, write_status(e), "cannot write the upload next to %s: %s", path,
+			    strerror(e));
 		return -1;
 	}
 	l = weir_lua_open(tmp, &lim, err, sizeof(err));
@@ -962,27 +1003,45 @@ script_install(struct weir_app *a, const char *text, size_t len, struct reply *r
 		return -1;
 	}
 	old = file_read(path, &old_len);
-	if (old == NULL || file_write(prev_tmp, old, old_len, mode) != 0 ||
-	    rename(tmp, path) != 0) {
-		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot replace %s: %s", path,
-			    old == NULL ? "cannot read it" : strerror(errno));
+	unlink(keep);                   /* left by a crash, or planted: never written */
+	if (old == NULL || link(path, keep) != 0 || rename(tmp, path) != 0) {
+		e = old == NULL ? EIO : errno;
+		reply_error(r, write_status(e), "cannot replace %s: %s", path,
+			    old == NULL ? "cannot read it" : strerror(e));
 		unlink(tmp);
-		unlink(prev_tmp);
+		unlink(keep);
 		free(old);
 		return -1;
 	}
+	dir_sync(path);
 	if (weir_mgmt_reload(a) != 0) {
 		/* The script is fine but the switch is not (a change that needs a
 		 * restart, or the config file's own error): the old file goes back. */
-		if (file_write(tmp, old, old_len, mode) != 0 || rename(tmp, path) != 0)
-			RTE_LOG(ERR, USER1, "rest: cannot put %s back: %s\n", path, strerror(errno));
-		unlink(prev_tmp);
+		if (rename(keep, path) == 0) {
+			dir_sync(path);
+			reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, a->reload_error);
+		} else {
+			/* The rejected script must not be what the next reload or
+			 * restart runs: better no script (which fails loudly). */
+			e = errno;
+			unlink(path);
+			dir_sync(path);
+			RTE_LOG(ERR, USER1, "rest: cannot put %s back (%s); removed the rejected "
+				"upload\n", path, strerror(e));
+			if (snprintf(both, sizeof(both), "%s; and the previous script could not be "
+				     "put back (%s: %s), so %s was removed: the running policy is "
+				     "unchanged, but restore the file (from %s) before the next "
+				     "reload or restart", a->reload_error, keep, strerror(e), path,
+				     keep) >= (int)sizeof(both))
+				RTE_LOG(ERR, USER1, "rest: %s\n", both);       /* cut in the reply */
+			reply_policy_error(a, r, MHD_HTTP_INTERNAL_SERVER_ERROR, both);
+		}
 		free(old);
-		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, a->reload_error);
 		return -1;
 	}
-	if (rename(prev_tmp, prev) != 0)
+	if (rename(keep, prev) != 0)
 		RTE_LOG(WARNING, USER1, "rest: cannot write %s: %s\n", prev, strerror(errno));
+	dir_sync(path);
 	free(a->rest->prev);
 	a->rest->prev = old;
 	a->rest->prev_len = old_len;

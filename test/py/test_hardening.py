@@ -308,3 +308,86 @@ def test_token_file_readable_by_others_is_refused(tmp_path, mode):
     assert "only its owner" in p.stderr and f"{mode:04o}" in p.stderr, p.stderr
     tok.chmod(0o600)
     assert check(tmp_path, text)[1].returncode == 0
+
+
+# ---- 17.16: the policy upload's files ----
+
+def test_upload_never_writes_through_a_planted_name(tmp_path):
+    w, script = script_weir(tmp_path, "plant")
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    try:
+        for name in (".upload", ".prev.tmp", ".keep"):
+            Path(f"{script}{name}").symlink_to(victim)
+        new = script.read_text().replace('"bulk"', '"guests"')
+        status, _, data = put_script(w, new)
+        assert status == 200, data
+        assert victim.read_text() == "precious\n"
+        assert not script.is_symlink() and script.read_text() == new
+        assert not Path(f"{script}.prev").is_symlink()
+        assert not [p for p in tmp_path.iterdir() if ".upload." in p.name]
+    finally:
+        w.stop()
+
+
+def fill(path, size=None):
+    """Write path until the disk is full, or size bytes."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    left = size
+    try:
+        while left is None or left > 0:
+            n = os.write(fd, b"\1" * (4096 if left is None else min(4096, left)))
+            left = None if left is None else left - n
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def test_upload_on_a_full_disk(tmp_path):
+    """The script on a 256 KiB tmpfs filled up: the upload is refused with 507, the old file
+    and the running policy stay, nothing is left behind; a switch that fails on the full disk
+    still puts the old script back (a rename, no space needed)."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], check=True)
+    try:
+        script = mnt / "policy.lua"
+        original = (REPO / "lua" / "policy.lua").read_text()
+        script.write_text(original)
+
+        def lua(text):
+            return (text[:text.index("shaping = {")] + text[text.index("management = {"):] +
+                    f'policy = {{ script = "{script}"; }};\n')
+
+        w = Weir(tmp_path, "full", edit=lua)
+        try:
+            epoch = w.get("/api/v1/policy")[1]["epoch"]
+            new = original.replace('"bulk"', '"guests"')
+            fill(mnt / "fill")
+            e = assert_error(*put_script(w, new), 507)
+            assert "No space left" in e["message"], e
+            assert script.read_text() == original
+            assert sorted(p.name for p in mnt.iterdir()) == ["fill", "policy.lua"]
+            assert w.get("/api/v1/policy")[1]["epoch"] == epoch
+
+            # Room for the upload only: the switch then fails (no inbound tree) and the old
+            # script comes back although no byte is free for a copy of it.
+            os.unlink(mnt / "fill")
+            outbound_only = new[:new.index("-- WAN -> LAN")] + \
+                new[new.index("-- First match"):].replace('weir.rule{ class = "guests", vlan',
+                                                          '-- ')
+            free = os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize
+            fill(mnt / "fill", free - 4096 * ((len(outbound_only) + 4095) // 4096))
+            e = assert_error(*put_script(w, outbound_only), 422)
+            assert "restart" in e["message"], e
+            assert script.read_text() == original
+            assert sorted(p.name for p in mnt.iterdir()) == ["fill", "policy.lua"]
+            os.unlink(mnt / "fill")
+            status, _, data = put_script(w, new)
+            assert status == 200, data
+            assert sorted(p.name for p in mnt.iterdir()) == ["policy.lua", "policy.lua.prev"]
+        finally:
+            w.stop()
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
