@@ -474,8 +474,15 @@ load_management(struct loader *ld, const config_setting_t *root, struct weir_con
 			  path) >= (int)sizeof(cfg->mgmt_token_file))
 		return cfg_fail(ld, tf, "'management.token_file': path too long");
 	if (weir_token_read(cfg->mgmt_token_file, cfg->mgmt_token, sizeof(cfg->mgmt_token), msg,
-			    sizeof(msg)) < 0)
-		return cfg_fail(ld, tf, "%s", msg);
+			    sizeof(msg)) < 0) {
+		if (!ld->token_soft)
+			return cfg_fail(ld, tf, "%s", msg);
+		if (snprintf(cfg->mgmt_token_error, sizeof(cfg->mgmt_token_error), "%s:%d: %s",
+			     config_setting_source_file(tf) ? config_setting_source_file(tf)
+							    : ld->path,
+			     config_setting_source_line(tf), msg) >= (int)sizeof(cfg->mgmt_token_error))
+			RTE_LOG(ERR, USER1, "%s\n", msg);      /* the whole of it, paths included */
+	}
 	return 0;
 }
 
@@ -633,10 +640,11 @@ included(const struct includes *is, const char *file)
 	return NULL;
 }
 
-int
-weir_config_load(const char *path, struct weir_config *cfg, char *err, size_t errlen)
+static int
+config_load(const char *path, struct weir_config *cfg, bool token_soft, char *err,
+	    size_t errlen)
 {
-	struct loader ld = { .path = path, .err = err, .errlen = errlen };
+	struct loader ld = { .path = path, .err = err, .errlen = errlen, .token_soft = token_soft };
 	config_t lc;
 	const config_setting_t *root;
 	char incdir[4096];
@@ -693,6 +701,18 @@ out:
 	if (rc < 0)
 		weir_config_free(cfg);
 	return rc;
+}
+
+int
+weir_config_load(const char *path, struct weir_config *cfg, char *err, size_t errlen)
+{
+	return config_load(path, cfg, false, err, errlen);
+}
+
+int
+weir_config_load_reload(const char *path, struct weir_config *cfg, char *err, size_t errlen)
+{
+	return config_load(path, cfg, true, err, errlen);
 }
 
 int

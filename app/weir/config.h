@@ -82,6 +82,9 @@ struct weir_config {
 	uint16_t mgmt_port;                     /* 0 = no server */
 	char mgmt_token_file[4096];             /* resolved path; "" = no token asked */
 	char mgmt_token[256];                   /* its first line */
+	/* FILE:LINE: why the token file could not be used ("" = it could);
+	 * only weir_config_load_reload leaves it set instead of failing. */
+	char mgmt_token_error[1024];
 	char mgmt_tls_cert[4096];               /* resolved PEM paths; both "" = plain HTTP */
 	char mgmt_tls_key[4096];
 	int mgmt_line;
@@ -89,6 +92,11 @@ struct weir_config {
 
 /* Load and validate `path`. On error, returns -1 with "FILE:LINE: message" in err. */
 int weir_config_load(const char *path, struct weir_config *cfg, char *err, size_t errlen);
+/* The same for a reload: a token file that cannot be used is reported in
+ * cfg->mgmt_token_error rather than failing the load, so it never blocks a
+ * policy reload (the running token then stays). */
+int weir_config_load_reload(const char *path, struct weir_config *cfg, char *err,
+			    size_t errlen);
 
 /* Checks that need EAL up (lcores enabled). Same error format. */
 int weir_config_check_eal(const struct weir_config *cfg, char *err, size_t errlen);

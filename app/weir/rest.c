@@ -730,17 +730,21 @@ h_policy(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct re
 		"script_text", script ? script_text(a->cfg.policy_script) : json_null(),
 		"reloads", (json_int_t)a->reloads, "reload_failures", (json_int_t)a->reload_failures,
 		"last_error", a->reload_error));
+	if (r->json != NULL)
+		json_object_set_new(r->json, "token_error", json_string(a->token_error));
 }
 
-/* Check the config file (and its script) as a reload would, changing nothing. */
+/* Check the config file (and its script) as a reload would, changing
+ * nothing; token_err: what a reload would say of the token file. */
 static int
-reload_check(struct weir_app *a, char *err, size_t errlen)
+reload_check(struct weir_app *a, char *err, size_t errlen, char *token_err, size_t token_errlen)
 {
 	struct weir_config nc;
 	int rc = 0;
 
-	if (weir_config_load(a->cfg.path, &nc, err, errlen) < 0)
+	if (weir_config_load_reload(a->cfg.path, &nc, err, errlen) < 0)
 		return -1;
+	snprintf(token_err, token_errlen, "%s", nc.mgmt_token_error);
 	for (int d = 0; d < WEIR_POLICY_DIRS && a->cfg.policy != NULL; d++) {
 		bool now = a->cfg.policy->tree[d].n_classes != 0;
 		bool then = nc.policy != NULL && nc.policy->tree[d].n_classes != 0;
@@ -797,7 +801,7 @@ body_object(struct MHD_Connection *c, struct req *rq, struct reply *r, json_t **
 static void
 h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
 {
-	char err[sizeof(a->reload_error)];
+	char err[sizeof(a->reload_error)], token_err[sizeof(a->token_error)] = "";
 	bool dry_run = false;
 	const char *key;
 	json_t *body, *v;
@@ -820,10 +824,11 @@ h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, st
 	}
 	json_decref(body);
 	if (dry_run) {
-		rc = reload_check(a, err, sizeof(err));
+		rc = reload_check(a, err, sizeof(err), token_err, sizeof(token_err));
 	} else {
 		rc = weir_mgmt_reload(a);
 		snprintf(err, sizeof(err), "%s", a->reload_error);
+		snprintf(token_err, sizeof(token_err), "%s", a->token_error);
 	}
 	if (rc != 0) {
 		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s", err);
@@ -832,9 +837,13 @@ h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, st
 				    json_integer(a->cfg.policy ? a->cfg.policy->epoch : 0));
 		return;
 	}
+	/* The policy reloaded; a token file that could not be used is said
+	 * here (the token in force stays) rather than failing the reload. */
 	reply_json(r, json_pack("{s:I, s:b, s:I}",
 		"epoch", (json_int_t)(a->cfg.policy ? a->cfg.policy->epoch : 0),
 		"dry_run", dry_run, "reloads", (json_int_t)a->reloads));
+	if (r->json != NULL && token_err[0] != '\0')
+		json_object_set_new(r->json, "token_error", json_string(token_err));
 }
 
 /* ---- PUT /api/v1/policy, POST /api/v1/policy/rollback ---- */

@@ -391,3 +391,54 @@ def test_upload_on_a_full_disk(tmp_path):
             w.stop()
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+# ---- 17.17: the token is reloaded with the policy ----
+
+def test_token_rotation_and_a_broken_token_file(tmp_path):
+    tok = tmp_path / "token"
+    a, b = "token-A-0123456789abcdef", "token-B-0123456789abcdef"
+    tok.write_text(a + "\n")
+    tok.chmod(0o600)
+    w = Weir(tmp_path, "rotate", extra=' token_file = "token";')
+    try:
+        w.token = a
+        assert w.get("/api/v1/status")[0] == 200
+        # Rotated on disk, then a reload: the new token works, the old one no longer.
+        tok.write_text(b + "\n")
+        status, _, data = w.request("POST", "/api/v1/policy/reload", body={})
+        assert status == 200 and "token_error" not in json.loads(data), data
+        assert_error(*w.request("GET", "/api/v1/status"), 401)
+        w.token = b
+        assert w.get("/api/v1/status")[0] == 200
+        # A short, an open or a missing token file: the policy still reloads, the token in
+        # force stays, and the reply says why.
+        line = next(i for i, l in enumerate(w.text.splitlines(), 1) if "token_file" in l)
+        for breakit, needle in ((lambda: tok.write_text("short\n"), "must be 16 to"),
+                                (lambda: tok.chmod(0o644), "only its owner"),
+                                (lambda: tok.unlink(), "cannot read")):
+            tok.write_text(b + "\n")
+            tok.chmod(0o600)
+            breakit()
+            epoch = w.get("/api/v1/policy")[1]["epoch"]
+            status, _, data = w.request("POST", "/api/v1/policy/reload", body={})
+            r = json.loads(data)
+            assert status == 200 and r["epoch"] == epoch + 1, data
+            assert r["token_error"].startswith(f"{w.cfg}:{line}: ") and needle in r["token_error"]
+            assert "token in force stays" in r["token_error"]
+            assert w.get("/api/v1/policy")[1]["token_error"] == r["token_error"]
+            assert w.get("/api/v1/status")[0] == 200
+            assert_error(*w.request("GET", "/api/v1/status", token=False), 401)
+        # SIGHUP does the same.
+        tok.write_text(a + "\n")
+        tok.chmod(0o600)
+        epoch = w.get("/api/v1/policy")[1]["epoch"]
+        w.p.send_signal(signal.SIGHUP)
+        w.token = a
+        deadline = time.time() + 10
+        while time.time() < deadline and w.request("GET", "/api/v1/status")[0] != 200:
+            time.sleep(0.1)
+        assert w.get("/api/v1/policy")[1]["epoch"] == epoch + 1
+        assert w.get("/api/v1/policy")[1]["token_error"] == ""
+    finally:
+        w.stop()
