@@ -1408,6 +1408,81 @@ query_key(void *cls, enum MHD_ValueKind kind, const char *key, const char *value
 	return MHD_NO;
 }
 
+/* Host names the appliance by an IP address (any: a literal cannot be
+ * rebound) or as localhost, with an optional port; a DNS name is what a
+ * DNS rebinding attack sends. */
+static bool
+host_ok(const char *host)
+{
+	char name[64];
+	const char *port = NULL;
+	unsigned char addr[16];
+	size_t n;
+
+	if (host[0] == '[') {
+		const char *end = strchr(host, ']');
+
+		if (end == NULL || (size_t)(end - host - 1) >= sizeof(name))
+			return false;
+		snprintf(name, sizeof(name), "%.*s", (int)(end - host - 1), host + 1);
+		if (end[1] == ':')
+			port = end + 2;
+		else if (end[1] != '\0')
+			return false;
+		if (inet_pton(AF_INET6, name, addr) != 1)
+			return false;
+	} else {
+		n = strcspn(host, ":");
+		if (n >= sizeof(name))
+			return false;
+		snprintf(name, sizeof(name), "%.*s", (int)n, host);
+		if (host[n] == ':')
+			port = host + n + 1;
+		if (strcasecmp(name, "localhost") != 0 && inet_pton(AF_INET, name, addr) != 1)
+			return false;
+	}
+	return port == NULL || (port[0] != '\0' && strspn(port, "0123456789") == strlen(port));
+}
+
+/* With no token, a web page in a browser on the box (or, through DNS
+ * rebinding, anywhere) must not change anything: state-changing requests
+ * must name the appliance by address, come from its own origin if a
+ * browser says where from, and POSTs (the one such method a browser sends
+ * cross-site without a preflight, which weir never answers) must be JSON.
+ * true: r holds the refusal. */
+static bool
+refuse_cross_site(struct MHD_Connection *c, const char *method, struct reply *r)
+{
+	const char *host, *origin, *ct;
+	size_t sl;
+
+	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
+		return false;
+	host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+	ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (host != NULL && !host_ok(host)) {
+		reply_error(r, MHD_HTTP_FORBIDDEN, "without a management token, %s requests must "
+			    "name weir by its address or localhost in Host, not '%s' (DNS rebinding)",
+			    method, host);
+		return true;
+	}
+	sl = strncasecmp(origin ? origin : "", "http://", 7) == 0 ? 7
+	   : strncasecmp(origin ? origin : "", "https://", 8) == 0 ? 8 : 0;
+	if (origin != NULL && (host == NULL || sl == 0 || strcasecmp(origin + sl, host) != 0)) {
+		reply_error(r, MHD_HTTP_FORBIDDEN, "without a management token, %s requests from "
+			    "another origin (%s) are refused (cross-site request)", method, origin);
+		return true;
+	}
+	if (strcmp(method, "POST") == 0 && !ctype_is(ct, "application/json")) {
+		reply_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "without a management token, POST "
+			    "requests must have Content-Type: application/json (even without a "
+			    "body)");
+		return true;
+	}
+	return false;
+}
+
 /* Whatever can be refused from the request line and headers alone is
  * refused before any body is read: a client without the token cannot
  * make us buffer anything. true: r holds the refusal. */
@@ -1458,6 +1533,8 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 		return true;
 	}
 	*allow = NULL;
+	if (a->cfg.mgmt_token[0] == '\0' && refuse_cross_site(c, method, r))
+		return true;
 	qc.allowed = rq->route->query;
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_key, &qc);
 	if (qc.bad != NULL) {

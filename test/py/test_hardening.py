@@ -442,3 +442,58 @@ def test_token_rotation_and_a_broken_token_file(tmp_path):
         assert w.get("/api/v1/policy")[1]["token_error"] == ""
     finally:
         w.stop()
+
+
+# ---- 17.18: no token: no cross-site or DNS-rebinding changes ----
+
+def raw(w, method, path, headers, body=b""):
+    """A request with exactly these headers (http.client adds Host only if absent)."""
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", w.port, timeout=10)
+    try:
+        c.putrequest(method, path, skip_host="Host" in headers, skip_accept_encoding=True)
+        for k, v in headers.items():
+            c.putheader(k, v)
+        c.putheader("Content-Length", str(len(body)))
+        c.endheaders(body)
+        r = c.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        c.close()
+
+
+def test_cross_site_posts_are_refused(api):
+    here = f"127.0.0.1:{api.port}"
+    epoch = api.get("/api/v1/policy")[1]["epoch"]
+    # A form or fetch() without preflight can only send these types, or none.
+    for ctype in (None, "text/plain", "application/x-www-form-urlencoded",
+                  "multipart/form-data; boundary=x"):
+        h = {"Content-Type": ctype} if ctype else {}
+        for path in ("/api/v1/counters/reset", "/api/v1/policy/reload"):
+            e = assert_error(*raw(api, "POST", path, h), 415)
+            assert "application/json" in e["message"]
+    # DNS rebinding: the browser names the attacker's domain in Host.
+    for host in ("evil.example", f"evil.example:{api.port}", "127.0.0.1.evil.example",
+                 "localhost.", "[::1", "127.0.0.1:x"):
+        e = assert_error(*raw(api, "POST", "/api/v1/policy/reload",
+                              {"Host": host, "Content-Type": "application/json"}, b"{}"), 403)
+        assert "DNS rebinding" in e["message"], e
+        assert_error(*raw(api, "PATCH", "/api/v1/classes/outbound/gold",
+                          {"Host": host, "Content-Type": "application/json"},
+                          b'{"rate": "1mbit"}'), 403)
+    # Cross-site: Origin is another site.
+    for origin in ("http://evil.example", "null", f"http://127.0.0.1:{api.port + 1}",
+                   f"ftp://{here}"):
+        e = assert_error(*raw(api, "POST", "/api/v1/policy/reload",
+                              {"Host": here, "Origin": origin,
+                               "Content-Type": "application/json"}, b"{}"), 403)
+        assert "another origin" in e["message"], e
+    assert api.get("/api/v1/policy")[1]["epoch"] == epoch
+    # Reads stay open to any Host (scrapers may use a name); weirctl's way works.
+    assert raw(api, "GET", "/api/v1/status", {"Host": "weir.example"})[0] == 200
+    for host, origin in ((here, None), (f"localhost:{api.port}", None),
+                         (f"[::1]:{api.port}", None), (here, f"http://{here}"), ("10.1.2.3", None)):
+        h = {"Host": host, "Content-Type": "application/json"}
+        if origin:
+            h["Origin"] = origin
+        assert raw(api, "POST", "/api/v1/counters/reset", h)[0] == 200, (host, origin)

@@ -112,6 +112,8 @@ class Weir:
         if isinstance(body, (dict, list)):
             body = json.dumps(body)
             h.setdefault("Content-Type", "application/json")
+        if method == "POST" and body is None:
+            h.setdefault("Content-Type", "application/json")  # weir without a token asks it
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             c.request(method, path, body=body, headers=h)
