@@ -16,6 +16,8 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -124,6 +126,58 @@ weir_lua_set_stop_flag(volatile const sig_atomic_t *flag)
 	stop_flag = flag;
 }
 
+/*
+ * The watchdog: a thread that raises `expired` once the running script or
+ * hook call is past its deadline. The hooks and the wrapped library
+ * functions then only read a flag, cheap enough to check at every line
+ * and every library call; reading the clock there would cost. Scripts run
+ * one at a time (the management lcore; a unit test), so one deadline.
+ */
+static struct {
+	pthread_once_t once;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;              /* on CLOCK_MONOTONIC */
+	bool ok;                        /* the thread runs */
+	uint64_t run;                   /* the run being watched; 0: none */
+	struct timespec deadline;
+} wd = { .once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER };
+static atomic_bool wd_expired;
+
+static void *
+wd_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&wd.mu);
+	for (;;) {
+		uint64_t run;
+
+		while (wd.run == 0 || atomic_load(&wd_expired))
+			pthread_cond_wait(&wd.cv, &wd.mu);
+		run = wd.run;
+		if (pthread_cond_timedwait(&wd.cv, &wd.mu, &wd.deadline) == ETIMEDOUT &&
+		    wd.run == run)
+			atomic_store(&wd_expired, true);
+	}
+	return NULL;
+}
+
+static void
+wd_start(void)
+{
+	pthread_condattr_t ca;
+	pthread_t t;
+
+	if (pthread_condattr_init(&ca) != 0)
+		return;
+	if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+	    pthread_cond_init(&wd.cv, &ca) == 0) {
+		wd.ok = pthread_create(&t, NULL, wd_main, NULL) == 0;
+		if (wd.ok)
+			pthread_detach(t);
+	}
+	pthread_condattr_destroy(&ca);
+}
+
 static double
 mono_now(void)
 {
@@ -133,10 +187,51 @@ mono_now(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* A run (the top level or one hook call) starts: watch its deadline. */
 static void
 start_clock(struct weir_lua *x)
 {
+	static uint64_t runs;
+	struct timespec ts;
+	long long ns;
+
+	pthread_once(&wd.once, wd_start);
 	x->deadline = mono_now() + x->time_limit;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ns = ts.tv_nsec + (long long)((x->time_limit - (long long)x->time_limit) * 1e9);
+	pthread_mutex_lock(&wd.mu);
+	wd.run = ++runs;
+	wd.deadline.tv_sec = ts.tv_sec + (time_t)x->time_limit + ns / 1000000000;
+	wd.deadline.tv_nsec = ns % 1000000000;
+	atomic_store(&wd_expired, false);
+	if (wd.ok)
+		pthread_cond_signal(&wd.cv);
+	pthread_mutex_unlock(&wd.mu);
+}
+
+static void
+stop_clock(void)
+{
+	pthread_mutex_lock(&wd.mu);
+	wd.run = 0;
+	atomic_store(&wd_expired, false);
+	if (wd.ok)
+		pthread_cond_signal(&wd.cv);
+	pthread_mutex_unlock(&wd.mu);
+}
+
+/* Past the deadline (the clock itself if the watchdog could not start). */
+static bool
+expired(const struct weir_lua *x)
+{
+	return wd.ok ? atomic_load_explicit(&wd_expired, memory_order_relaxed)
+		     : mono_now() >= x->deadline;
+}
+
+static bool
+stopping(void)
+{
+	return stop_flag != NULL && *stop_flag;
 }
 
 /* Every allocation of the state goes through here, so the limit covers
@@ -179,26 +274,26 @@ sandbox_hook(lua_State *L, lua_Debug *ar)
 
 	/* The allocator's user data is the context: no stack work per line. */
 	lua_getallocf(L, (void **)&x);
+	/* The time limit and SIGTERM's flag at every line too: a few
+	 * instructions on big strings can take milliseconds each. */
 	if (ar->event == LUA_HOOKLINE) {
 		x->line = ar->currentline;
+		if (!expired(x) && !stopping())
+			return;
+	} else if (ar->event == LUA_HOOKCOUNT) {
+		x->insns += x->hook_step;
+		if (x->insns < x->insn_limit && !expired(x) && !stopping())
+			return;
+	} else {
 		return;
 	}
-	if (ar->event != LUA_HOOKCOUNT)
-		return;
-	x->insns += x->hook_step;
-	/* A clock read per HOOK_COUNT instructions: the time limit catches
-	 * instructions that are slow (C functions on big strings), the stop
-	 * flag a SIGTERM. */
-	if (x->insns < x->insn_limit && (stop_flag == NULL || !*stop_flag) &&
-	    mono_now() < x->deadline)
-		return;
 	lua_getinfo(L, "l", ar);
 	if (ar->currentline > 0)
 		x->line = ar->currentline;
 	if (x->insns >= x->insn_limit)
 		snprintf(msg, sizeof(msg), "%s:%d: instruction budget exhausted (%llu instructions)",
 			 x->path, x->line, (unsigned long long)x->insn_limit);
-	else if (stop_flag != NULL && *stop_flag)
+	else if (stopping())
 		snprintf(msg, sizeof(msg), "%s:%d: stopped: weir is shutting down", x->path,
 			 x->line);
 	else
@@ -261,9 +356,9 @@ lib_fail(lua_State *L, const char *fmt, ...)
 static int
 guard(lua_State *L, struct weir_lua *x, const char *fn)
 {
-	if (stop_flag != NULL && *stop_flag)
+	if (stopping())
 		return lib_fail(L, "%s: stopped: weir is shutting down", fn);
-	if (mono_now() >= x->deadline)
+	if (expired(x))
 		return lib_fail(L, "%s: time limit exceeded (%.0f ms)", fn, x->time_limit * 1e3);
 	return 0;
 }
@@ -467,6 +562,81 @@ b_move(lua_State *L)
 	return call_wrapped(L);
 }
 
+/* table.sort runs its comparisons in C: without a comparator they are
+ * string comparisons as long as the strings; a comparator must be Lua
+ * code (which the hooks watch), not a C function such as string.upper
+ * on big strings. */
+static int
+b_sort(lua_State *L)
+{
+	struct weir_lua *x;
+	double n, maxlen = 0, steps;
+
+	lua_getallocf(L, (void **)&x);
+	guard(L, x, "table.sort");
+	if (lua_type(L, 1) != LUA_TTABLE)
+		return call_wrapped(L);         /* Lua's own argument error */
+	if (!lua_isnoneornil(L, 2) && (lua_type(L, 2) != LUA_TFUNCTION || lua_iscfunction(L, 2)))
+		return lib_fail(L, "table.sort: the comparator must be a Lua function");
+	n = (double)lua_rawlen(L, 1);
+	if (lua_isnoneornil(L, 2))
+		for (lua_Integer i = 1; i <= (lua_Integer)n; i++) {
+			if (lua_rawgeti(L, 1, i) == LUA_TSTRING && (double)lua_rawlen(L, -1) > maxlen)
+				maxlen = (double)lua_rawlen(L, -1);
+			lua_pop(L, 1);
+		}
+	steps = n * (log2(n + 1) + 1) * (1 + maxlen / 16);
+	if (steps > WEIR_POLICY_LUA_MATCH_STEPS)
+		return lib_fail(L, "table.sort: %.0f elements of up to %.0f bytes are too costly to "
+				"compare (worst case %.2g steps, at most %.0f)", n, maxlen, steps,
+				WEIR_POLICY_LUA_MATCH_STEPS);
+	return call_wrapped(L);
+}
+
+/* Every other library function: the time limit and the stop flag at each
+ * call, so a loop of calls that are slow on big strings (string.upper,
+ * tonumber, utf8.len ...) stops in time. Upvalue 2 is its name. */
+static int
+b_guarded(lua_State *L)
+{
+	struct weir_lua *x;
+
+	lua_getallocf(L, (void **)&x);
+	if (stopping() || expired(x))
+		guard(L, x, lua_tostring(L, lua_upvalueindex(2)));
+	return call_wrapped(L);
+}
+
+static void
+wrap_rest(lua_State *L, const char *lib)
+{
+	if (lib != NULL)
+		lua_getglobal(L, lib);
+	else
+		lua_pushglobaltable(L);
+	lua_pushnil(L);
+	while (lua_next(L, -2) != 0) {
+		/* a C function, not a closure made here (those have upvalues) */
+		bool plain = lua_tocfunction(L, -1) != NULL && lua_type(L, -2) == LUA_TSTRING;
+
+		if (plain && lua_getupvalue(L, -1, 1) != NULL) {
+			lua_pop(L, 1);
+			plain = false;
+		}
+		if (plain) {
+			lua_pushfstring(L, "%s%s%s", lib ? lib : "", lib ? "." : "", lua_tostring(L, -2));
+			lua_pushcclosure(L, b_guarded, 2);
+			lua_pushvalue(L, -2);
+			lua_insert(L, -2);
+			/* replacing an existing key's value during next() is allowed */
+			lua_rawset(L, -4);
+		} else {
+			lua_pop(L, 1);
+		}
+	}
+	lua_pop(L, 1);
+}
+
 static void
 wrap(lua_State *L, const char *lib, const char *name, lua_CFunction fn)
 {
@@ -510,6 +680,18 @@ sandbox_open(lua_State *L)
 	wrap(L, LUA_STRLIBNAME, "gsub", b_gsub);
 	wrap(L, LUA_STRLIBNAME, "rep", b_rep);
 	wrap(L, LUA_TABLIBNAME, "move", b_move);
+	wrap(L, LUA_TABLIBNAME, "sort", b_sort);
+	wrap_rest(L, LUA_STRLIBNAME);
+	wrap_rest(L, LUA_TABLIBNAME);
+	wrap_rest(L, LUA_UTF8LIBNAME);
+	lua_pushglobaltable(L);
+	for (const char *const *g = (const char *const[]){ "tonumber", "tostring", NULL }; *g; g++) {
+		lua_getfield(L, -1, *g);
+		lua_pushstring(L, *g);
+		lua_pushcclosure(L, b_guarded, 2);
+		lua_setfield(L, -2, *g);
+	}
+	lua_pop(L, 1);
 }
 
 /* ---- declarations ---- */
@@ -1304,6 +1486,7 @@ weir_lua_open(const char *path, const struct weir_policy_lua_limits *lim, char *
 	lua_pushcfunction(x->L, run_script);
 	lua_pushlightuserdata(x->L, x);
 	status = lua_pcall(x->L, 1, 0, 0);
+	stop_clock();
 	if (status != LUA_OK || x->failed) {
 		report_run(x->L, x, status, err, errlen);
 		goto fail;
@@ -1652,6 +1835,7 @@ call_hook(struct weir_lua *x, struct call *c, char *err, size_t errlen)
 	lua_pushcfunction(L, call_protected);
 	lua_pushlightuserdata(L, c);
 	status = lua_pcall(L, 1, 1, 0);
+	stop_clock();
 	/* after a runaway hook it still fires at every instruction */
 	lua_sethook(L, NULL, 0, 0);
 	x->in_hook = false;

@@ -360,6 +360,11 @@ test_c_functions_bounded(void)
 		{ "rep of nothing", LINK BULK "\nlocal s = string.rep('', 1e15)\n",
 		  "not enough memory", 4 },
 		{ "table.move of nils", LINK BULK "table.move({}, 1, 1e15, 2)\n", "table.move", 3 },
+		{ "sort of big strings", LINK BULK "local s = ('a'):rep(1 << 24)\n"
+		  "local t = {} for i = 1, 200 do t[i] = s end\ntable.sort(t)\n",
+		  "table.sort: 200 elements", 5 },
+		{ "sort with a C comparator", LINK BULK "table.sort({ 'a', 'b' }, string.upper)\n",
+		  "the comparator must be a Lua function", 3 },
 	};
 	const struct weir_policy_lua_limits lots = { .instructions = 10000000000ull, .time_ms = 300 };
 	static volatile sig_atomic_t stop;
@@ -376,11 +381,22 @@ test_c_functions_bounded(void)
 	expect_error("many allowed calls", LINK BULK "local s = string.rep('a', 3000)\n"
 		     "while true do s:find('a-b') end\n", &lots, 4, "time limit exceeded (300 ms)");
 	CHECK(now_s() - t0 < 1, "time limit: %.3f s", now_s() - t0);
+	/* Slow calls and slow operators: the watchdog's flag is read at each
+	 * library call and each line, not only every 1,000 instructions. */
+	t0 = now_s();
+	expect_error("slow calls", LINK BULK "local s = ('a'):rep(1 << 24)\n"
+		     "while true do s:upper() end\n", &lots, 4, "time limit exceeded (300 ms)");
+	CHECK(now_s() - t0 < 1, "slow calls: %.3f s", now_s() - t0);
+	t0 = now_s();
+	expect_error("slow operators", LINK BULK "local s, u = ('a'):rep(1 << 23), ('a'):rep(1 << 23)\n"
+		     "while true do local x = s < u; x = s .. u end\n", &lots, 4,
+		     "time limit exceeded (300 ms)");
+	CHECK(now_s() - t0 < 1, "slow operators: %.3f s", now_s() - t0);
 	/* SIGTERM's flag stops even a script with budget to spare. */
 	weir_lua_set_stop_flag(&stop);
 	stop = 1;
 	t0 = now_s();
-	expect_error("stop flag", LINK BULK "\nwhile true do end\n", &lots, 4,
+	expect_error("stop flag", LINK BULK "\nwhile true do end\n", &lots, 1,
 		     "stopped: weir is shutting down");
 	CHECK(now_s() - t0 < 0.5, "stopped in %.3f s", now_s() - t0);
 	weir_lua_set_stop_flag(NULL);
@@ -395,7 +411,11 @@ test_c_functions_bounded(void)
 		  "local big = string.rep('word ', 20000)\n"
 		  "assert(big:find('nope', 1, true) == nil and #big:rep(2, ',') == 200001)\n"
 		  "assert(big:match('^(%a+)') == 'word')\n"
-		  "assert(#table.move({1, 2, 3}, 1, 3, 2) == 4)\n", NULL));
+		  "assert(#table.move({1, 2, 3}, 1, 3, 2) == 4)\n"
+		  "local t = { 'b', 'c', 'a' }; table.sort(t); assert(t[1] == 'a')\n"
+		  "table.sort(t, function(a, b) return a > b end); assert(t[1] == 'c')\n"
+		  "assert(tonumber('12') == 12 and tostring(3) == '3' and utf8.len('h\\u{e9}') == 2)\n",
+		  NULL));
 }
 
 static void
