@@ -127,36 +127,45 @@ weir_lua_set_stop_flag(volatile const sig_atomic_t *flag)
 }
 
 /*
- * The watchdog: a thread that raises `expired` once the running script or
- * hook call is past its deadline. The hooks and the wrapped library
- * functions then only read a flag, cheap enough to check at every line
- * and every library call; reading the clock there would cost. Scripts run
- * one at a time (the management lcore; a unit test), so one deadline.
+ * The watchdog: a thread that marks the running script or hook call
+ * expired once it is past its deadline. The hooks and the wrapped library
+ * functions then only read one word, cheap enough to check at every line
+ * and every library call, where reading the clock would cost; starting and
+ * ending a run (hundreds of thousands of on_flow calls a second) is one
+ * store each, never a wake-up. Scripts run one at a time (the management
+ * lcore; a unit test), so one deadline.
  */
-static struct {
-	pthread_once_t once;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;              /* on CLOCK_MONOTONIC */
-	bool ok;                        /* the thread runs */
-	uint64_t run;                   /* the run being watched; 0: none */
-	struct timespec deadline;
-} wd = { .once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER };
-static atomic_bool wd_expired;
+#define WD_TICK_NS 10000000L            /* the watchdog's resolution: 10 ms */
+#define WD_EXPIRED UINT64_MAX
+
+static pthread_once_t wd_once = PTHREAD_ONCE_INIT;
+static bool wd_ok;                      /* the thread runs */
+/* CLOCK_MONOTONIC ns of the running run's deadline, 0 (none) or
+ * WD_EXPIRED; deadlines of successive runs differ, so the thread's
+ * compare-and-swap never expires a run it did not look at. */
+static _Atomic uint64_t wd_deadline;
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void *
 wd_main(void *arg)
 {
-	(void)arg;
-	pthread_mutex_lock(&wd.mu);
-	for (;;) {
-		uint64_t run;
+	const struct timespec tick = { 0, WD_TICK_NS };
 
-		while (wd.run == 0 || atomic_load(&wd_expired))
-			pthread_cond_wait(&wd.cv, &wd.mu);
-		run = wd.run;
-		if (pthread_cond_timedwait(&wd.cv, &wd.mu, &wd.deadline) == ETIMEDOUT &&
-		    wd.run == run)
-			atomic_store(&wd_expired, true);
+	(void)arg;
+	for (;;) {
+		uint64_t d = atomic_load(&wd_deadline);
+
+		if (d != 0 && d != WD_EXPIRED && mono_ns() >= d)
+			atomic_compare_exchange_strong(&wd_deadline, &d, WD_EXPIRED);
+		nanosleep(&tick, NULL);
 	}
 	return NULL;
 }
@@ -164,18 +173,11 @@ wd_main(void *arg)
 static void
 wd_start(void)
 {
-	pthread_condattr_t ca;
 	pthread_t t;
 
-	if (pthread_condattr_init(&ca) != 0)
-		return;
-	if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
-	    pthread_cond_init(&wd.cv, &ca) == 0) {
-		wd.ok = pthread_create(&t, NULL, wd_main, NULL) == 0;
-		if (wd.ok)
-			pthread_detach(t);
-	}
-	pthread_condattr_destroy(&ca);
+	wd_ok = pthread_create(&t, NULL, wd_main, NULL) == 0;
+	if (wd_ok)
+		pthread_detach(t);
 }
 
 static double
@@ -191,40 +193,22 @@ mono_now(void)
 static void
 start_clock(struct weir_lua *x)
 {
-	static uint64_t runs;
-	struct timespec ts;
-	long long ns;
-
-	pthread_once(&wd.once, wd_start);
+	pthread_once(&wd_once, wd_start);
 	x->deadline = mono_now() + x->time_limit;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ns = ts.tv_nsec + (long long)((x->time_limit - (long long)x->time_limit) * 1e9);
-	pthread_mutex_lock(&wd.mu);
-	wd.run = ++runs;
-	wd.deadline.tv_sec = ts.tv_sec + (time_t)x->time_limit + ns / 1000000000;
-	wd.deadline.tv_nsec = ns % 1000000000;
-	atomic_store(&wd_expired, false);
-	if (wd.ok)
-		pthread_cond_signal(&wd.cv);
-	pthread_mutex_unlock(&wd.mu);
+	atomic_store(&wd_deadline, mono_ns() + (uint64_t)(x->time_limit * 1e9));
 }
 
 static void
 stop_clock(void)
 {
-	pthread_mutex_lock(&wd.mu);
-	wd.run = 0;
-	atomic_store(&wd_expired, false);
-	if (wd.ok)
-		pthread_cond_signal(&wd.cv);
-	pthread_mutex_unlock(&wd.mu);
+	atomic_store(&wd_deadline, 0);
 }
 
-/* Past the deadline (the clock itself if the watchdog could not start). */
+/* Past the deadline (by the clock itself if the watchdog could not start). */
 static bool
 expired(const struct weir_lua *x)
 {
-	return wd.ok ? atomic_load_explicit(&wd_expired, memory_order_relaxed)
+	return wd_ok ? atomic_load_explicit(&wd_deadline, memory_order_relaxed) == WD_EXPIRED
 		     : mono_now() >= x->deadline;
 }
 
