@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
@@ -177,6 +178,8 @@ nomem:
 static void
 token_update(struct weir_app *a, const struct weir_config *nc)
 {
+	json_t *t;
+
 	if (strcmp(a->cfg.mgmt_tls_cert, nc->mgmt_tls_cert) != 0 ||
 	    strcmp(a->cfg.mgmt_tls_key, nc->mgmt_tls_key) != 0)
 		RTE_LOG(WARNING, USER1, "management.tls_cert and tls_key are read at start only: "
@@ -185,6 +188,14 @@ token_update(struct weir_app *a, const struct weir_config *nc)
 		snprintf(a->token_error, sizeof(a->token_error), "%s (the token in force stays)",
 			 nc->mgmt_token_error);
 		RTE_LOG(ERR, USER1, "%s\n", a->token_error);
+		/* It goes into the stats' JSON, which a byte that is not UTF-8
+		 * (in a path) would make fail as a whole. */
+		t = json_string(a->token_error);
+		if (t == NULL)
+			snprintf(a->token_error, sizeof(a->token_error), "management.token_file "
+				 "cannot be used (the message is not UTF-8: see the log); the token "
+				 "in force stays");
+		json_decref(t);
 		return;
 	}
 	a->token_error[0] = '\0';
