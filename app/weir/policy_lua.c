@@ -469,14 +469,13 @@ check_pattern(lua_State *L, const char *fn, bool plain_ok, bool anchor_ok)
 			   "or a shorter subject)", fn, n, steps, WEIR_POLICY_LUA_MATCH_STEPS);
 }
 
-/* Call the wrapped function (upvalue 1) with all the arguments. */
+/* Run the wrapped library function (upvalue 1, a C function without
+ * upvalues of its own) in this frame: no second call, and its argument
+ * errors name the function as the script called it. */
 static int
 call_wrapped(lua_State *L)
 {
-	lua_pushvalue(L, lua_upvalueindex(1));
-	lua_insert(L, 1);
-	lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-	return lua_gettop(L);
+	return lua_tocfunction(L, lua_upvalueindex(1))(L);
 }
 
 static int
