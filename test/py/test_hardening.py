@@ -55,6 +55,7 @@ def test_check_bounds_c_functions(tmp_path, body, line, needle):
     script.write_text(LINK + body)
     _, p, took = check(tmp_path, CHECK_CFG.format(tag="lua") +
                        f'policy = {{ script = "{script}"; instructions = 10000000000; }};\n')
+    print(f"\n--check refused it in {took * 1000:.0f} ms: {p.stderr.strip()}")
     assert p.returncode != 0 and took < 10, (took, p.stderr)
     assert p.stderr.startswith(f"{script}:{line}: ") and needle in p.stderr, p.stderr
 
@@ -88,6 +89,7 @@ def test_sigterm_stops_a_busy_hook(tmp_path):
         w.p.send_signal(signal.SIGTERM)
         out, err = w.p.communicate(timeout=30)
         took = time.monotonic() - t0
+        print(f"\nSIGTERM during a busy timer: weir exited in {took * 1000:.0f} ms")
         assert w.p.returncode == 0, err
         assert took < 1.0, took
     finally:
