@@ -412,6 +412,10 @@ test_c_functions_bounded(void)
 		  "assert(big:find('nope', 1, true) == nil and #big:rep(2, ',') == 200001)\n"
 		  "assert(big:match('^(%a+)') == 'word')\n"
 		  "assert(#table.move({1, 2, 3}, 1, 3, 2) == 4)\n"
+		  "assert(('a]b'):find('[]]') == 2 and ('x.y'):gsub('[%.]', '') == 'xy')\n"
+		  "assert(('THE (quick) fox'):match('%f[%a]%a+', 5) == 'quick')\n"
+		  "assert(('f(a(b))'):match('%b()') == '(a(b))' and ('abab'):match('(ab)%1') == 'ab')\n"
+		  "assert(('[x]'):find('^%[(.-)%]$') == 1 and ('a-b'):find('-', 1, true) == 2)\n"
 		  "local t = { 'b', 'c', 'a' }; table.sort(t); assert(t[1] == 'a')\n"
 		  "table.sort(t, function(a, b) return a > b end); assert(t[1] == 'c')\n"
 		  "assert(tonumber('12') == 12 and tostring(3) == '3' and utf8.len('h\\u{e9}') == 2)\n",
