@@ -33,6 +33,7 @@ struct weir_app {
 	uint64_t switch_prepare_us;     /* last switch: ACL tries and trees built */
 	uint64_t switch_take_us;        /* last switch: posted until every worker took it */
 	char reload_error[512];         /* why the last reload failed ("" = it did not) */
+	char token_error[1100];          /* why the last reload kept the old token ("" = it did not) */
 	volatile sig_atomic_t reload;   /* SIGHUP: re-read the policy */
 	/* The Lua policy's live engine and its hooks (hooks.c); NULL without
 	 * policy.script. */

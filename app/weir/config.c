@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <libgen.h>
+#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 #include <libconfig.h>
@@ -437,8 +440,7 @@ load_management(struct loader *ld, const config_setting_t *root, struct weir_con
 	const config_setting_t *g = cfg_group(ld, root, "management", false);
 	const config_setting_t *tf;
 	unsigned char addr[16];
-	char path[sizeof(cfg->mgmt_token_file)], dir[sizeof(cfg->path)];
-	FILE *f;
+	char path[sizeof(cfg->mgmt_token_file)], dir[sizeof(cfg->path)], msg[4500];
 	long long v;
 
 	if (ld->failed || (g && cfg_check_keys(ld, g, keys) < 0))
@@ -471,17 +473,52 @@ load_management(struct loader *ld, const config_setting_t *root, struct weir_con
 	else if (snprintf(cfg->mgmt_token_file, sizeof(cfg->mgmt_token_file), "%s/%s", dirname(dir),
 			  path) >= (int)sizeof(cfg->mgmt_token_file))
 		return cfg_fail(ld, tf, "'management.token_file': path too long");
-	f = fopen(cfg->mgmt_token_file, "r");
-	if (f == NULL)
-		return cfg_fail(ld, tf, "cannot read 'management.token_file' %s: %s",
-			       cfg->mgmt_token_file, strerror(errno));
-	if (fgets(cfg->mgmt_token, sizeof(cfg->mgmt_token), f) == NULL)
-		cfg->mgmt_token[0] = '\0';
+	if (weir_token_read(cfg->mgmt_token_file, cfg->mgmt_token, sizeof(cfg->mgmt_token), msg,
+			    sizeof(msg)) < 0) {
+		if (!ld->token_soft)
+			return cfg_fail(ld, tf, "%s", msg);
+		if (snprintf(cfg->mgmt_token_error, sizeof(cfg->mgmt_token_error), "%s:%d: %s",
+			     config_setting_source_file(tf) ? config_setting_source_file(tf)
+							    : ld->path,
+			     config_setting_source_line(tf), msg) >= (int)sizeof(cfg->mgmt_token_error))
+			RTE_LOG(ERR, USER1, "%s\n", msg);      /* the whole of it, paths included */
+	}
+	return 0;
+}
+
+int
+weir_token_read(const char *path, char *out, size_t outlen, char *err, size_t errlen)
+{
+	char tok[sizeof(((struct weir_config *)0)->mgmt_token)];
+	struct stat st;
+	FILE *f;
+
+	f = fopen(path, "r");
+	if (f == NULL) {
+		snprintf(err, errlen, "cannot read 'management.token_file' %s: %s", path,
+			 strerror(errno));
+		return -1;
+	}
+	/* A secret others can read or write is no secret (ssh refuses such
+	 * keys for the same reason). */
+	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+		snprintf(err, errlen, "'management.token_file' %s must be a regular file that "
+			 "only its owner can read and write (mode %04o; chmod 600 it)", path,
+			 (unsigned int)(st.st_mode & 07777));
+		fclose(f);
+		return -1;
+	}
+	if (fgets(tok, sizeof(tok), f) == NULL)
+		tok[0] = '\0';
 	fclose(f);
-	cfg->mgmt_token[strcspn(cfg->mgmt_token, "\r\n")] = '\0';
-	if (strlen(cfg->mgmt_token) < 16 || strlen(cfg->mgmt_token) >= sizeof(cfg->mgmt_token) - 1)
-		return cfg_fail(ld, tf, "the token in %s must be 16 to %zu characters on its first line",
-			       cfg->mgmt_token_file, sizeof(cfg->mgmt_token) - 2);
+	tok[strcspn(tok, "\r\n")] = '\0';
+	if (strlen(tok) < 16 || strlen(tok) >= sizeof(tok) - 1 || strlen(tok) >= outlen) {
+		snprintf(err, errlen, "the token in %s must be 16 to %zu characters on its first line",
+			 path, sizeof(tok) - 2);
+		return -1;
+	}
+	snprintf(out, outlen, "%s", tok);
 	return 0;
 }
 
@@ -507,13 +544,112 @@ check_mbuf_budget(struct loader *ld, const config_setting_t *root, const struct 
 	return 0;
 }
 
-int
-weir_config_load(const char *path, struct weir_config *cfg, char *err, size_t errlen)
+/* ---- @include ----
+ *
+ * libconfig 1.5 has no include hook: it opens whatever the name resolves
+ * to, and flex exits the process (reload included) on a directory such as
+ * @include "" gives, and blocks on a FIFO. So the includes are found and
+ * checked first, and each included file remembers who included it, for
+ * the messages libconfig gives about the included file alone. */
+
+#define INCLUDE_DEPTH 10                /* libconfig's own limit */
+#define INCLUDES_MAX 64
+
+struct include {
+	char path[4096];                /* as libconfig resolves it */
+	char name[256];                 /* as written, which libconfig's errors give */
+	int from;                       /* the includer's index; -1: the main file */
+	int line;
+};
+
+struct includes {
+	struct include inc[INCLUDES_MAX];
+	unsigned int n;
+};
+
+/* file's @include lines, checked and recorded, recursively. 0, or -1 with
+ * err naming file and the line of the include. */
+static int
+check_includes(const char *file, int self, const char *incdir, int depth, struct includes *is,
+	       const regex_t *re, char *err, size_t errlen)
 {
-	struct loader ld = { .path = path, .err = err, .errlen = errlen };
+	FILE *f = fopen(file, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	int lineno = 0, rc = 0;
+
+	if (f == NULL)
+		return 0;               /* config_read_file reports it */
+	while (rc == 0 && getline(&line, &cap, f) >= 0) {
+		regmatch_t m[2];
+		struct include *in;
+		struct stat st;
+		char name[4096];
+
+		lineno++;
+		if (regexec(re, line, 2, m, 0) != 0)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(m[1].rm_eo - m[1].rm_so), line + m[1].rm_so);
+		if (name[0] == '\0') {
+			snprintf(err, errlen, "%s:%d: @include \"\" names no file", file, lineno);
+			rc = -1;
+			break;
+		}
+		if (depth >= INCLUDE_DEPTH || is->n == INCLUDES_MAX) {
+			snprintf(err, errlen, "%s:%d: @include \"%s\": more than %d levels or %d "
+				 "includes", file, lineno, name, INCLUDE_DEPTH, INCLUDES_MAX);
+			rc = -1;
+			break;
+		}
+		in = &is->inc[is->n++];
+		in->from = self;
+		in->line = lineno;
+		snprintf(in->name, sizeof(in->name), "%.*s", (int)(sizeof(in->name) - 1), name);
+		if (snprintf(in->path, sizeof(in->path), "%s%s%s",
+			     name[0] == '/' || incdir == NULL ? "" : incdir,
+			     name[0] == '/' || incdir == NULL ? "" : "/", name) >= (int)sizeof(in->path)) {
+			snprintf(err, errlen, "%s:%d: @include: path too long", file, lineno);
+			rc = -1;
+		} else if (stat(in->path, &st) != 0 || access(in->path, R_OK) != 0) {
+			snprintf(err, errlen, "%s:%d: @include \"%s\": cannot read %s: %s", file,
+				 lineno, name, in->path, strerror(errno));
+			rc = -1;
+		} else if (!S_ISREG(st.st_mode)) {
+			snprintf(err, errlen, "%s:%d: @include \"%s\": %s is not a regular file",
+				 file, lineno, name, in->path);
+			rc = -1;
+		} else {
+			rc = check_includes(in->path, (int)(in - is->inc), incdir, depth + 1, is, re,
+					    err, errlen);
+		}
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* An included file's error: libconfig names the file as the @include
+ * wrote it; give its path and " (included from FILE:LINE)". NULL if file
+ * is not an included one. */
+static const struct include *
+included(const struct includes *is, const char *file)
+{
+	for (unsigned int i = 0; file != NULL && i < is->n; i++)
+		if (strcmp(is->inc[i].path, file) == 0 || strcmp(is->inc[i].name, file) == 0)
+			return &is->inc[i];
+	return NULL;
+}
+
+static int
+config_load(const char *path, struct weir_config *cfg, bool token_soft, char *err,
+	    size_t errlen)
+{
+	struct loader ld = { .path = path, .err = err, .errlen = errlen, .token_soft = token_soft };
 	config_t lc;
 	const config_setting_t *root;
 	char incdir[4096];
+	struct includes *is = NULL;
+	regex_t re;
 	int rc = -1;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -522,9 +658,29 @@ weir_config_load(const char *path, struct weir_config *cfg, char *err, size_t er
 	/* @include "x.cfg" is relative to the including file, not the cwd. */
 	snprintf(incdir, sizeof(incdir), "%s", path);
 	config_set_include_dir(&lc, dirname(incdir));
+	/* libconfig's scanner: @include at the start of a line, then a string */
+	if (regcomp(&re, "^[ \t]*@include[ \t]+\"([^\"]*)\"", REG_EXTENDED) != 0) {
+		snprintf(err, errlen, "%s:0: out of memory", path);
+		goto out;
+	}
+	is = calloc(1, sizeof(*is));
+	if (is == NULL || check_includes(path, -1, config_get_include_dir(&lc), 0, is, &re, err,
+					 errlen) < 0) {
+		if (is == NULL)
+			snprintf(err, errlen, "%s:0: out of memory", path);
+		regfree(&re);
+		goto out;
+	}
+	regfree(&re);
 	if (config_read_file(&lc, path) != CONFIG_TRUE) {
+		const struct include *in = included(is, config_error_file(&lc));
+
 		if (config_error_type(&lc) == CONFIG_ERR_FILE_IO)
 			snprintf(err, errlen, "%s:0: cannot read file: %s", path, strerror(errno));
+		else if (in != NULL)
+			snprintf(err, errlen, "%s:%d: syntax error: %s (included from %s:%d)",
+				 in->path, config_error_line(&lc), config_error_text(&lc),
+				 in->from < 0 ? path : is->inc[in->from].path, in->line);
 		else
 			snprintf(err, errlen, "%s:%d: syntax error: %s",
 				 config_error_file(&lc) ? config_error_file(&lc) : path,
@@ -540,10 +696,23 @@ weir_config_load(const char *path, struct weir_config *cfg, char *err, size_t er
 		goto out;
 	rc = 0;
 out:
+	free(is);
 	config_destroy(&lc);
 	if (rc < 0)
 		weir_config_free(cfg);
 	return rc;
+}
+
+int
+weir_config_load(const char *path, struct weir_config *cfg, char *err, size_t errlen)
+{
+	return config_load(path, cfg, false, err, errlen);
+}
+
+int
+weir_config_load_reload(const char *path, struct weir_config *cfg, char *err, size_t errlen)
+{
+	return config_load(path, cfg, true, err, errlen);
 }
 
 int

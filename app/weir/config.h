@@ -83,6 +83,9 @@ struct weir_config {
 	uint16_t mgmt_port;                     /* 0 = no server */
 	char mgmt_token_file[4096];             /* resolved path; "" = no token asked */
 	char mgmt_token[256];                   /* its first line */
+	/* FILE:LINE: why the token file could not be used ("" = it could);
+	 * only weir_config_load_reload leaves it set instead of failing. */
+	char mgmt_token_error[1024];
 	char mgmt_tls_cert[4096];               /* resolved PEM paths; both "" = plain HTTP */
 	char mgmt_tls_key[4096];
 	int mgmt_line;
@@ -90,10 +93,20 @@ struct weir_config {
 
 /* Load and validate `path`. On error, returns -1 with "FILE:LINE: message" in err. */
 int weir_config_load(const char *path, struct weir_config *cfg, char *err, size_t errlen);
+/* The same for a reload: a token file that cannot be used is reported in
+ * cfg->mgmt_token_error rather than failing the load, so it never blocks a
+ * policy reload (the running token then stays). */
+int weir_config_load_reload(const char *path, struct weir_config *cfg, char *err,
+			    size_t errlen);
 
 /* Checks that need EAL up (lcores enabled). Same error format. */
 int weir_config_check_eal(const struct weir_config *cfg, char *err, size_t errlen);
 
 void weir_config_free(struct weir_config *cfg);
+
+/* The bearer token: the first line of path, 16 to 254 characters, from a
+ * regular file only its owner may read or write. 0, or -1 with err (no
+ * FILE:LINE: the caller knows which setting named the file). */
+int weir_token_read(const char *path, char *out, size_t outlen, char *err, size_t errlen);
 
 #endif /* WEIR_APP_CONFIG_H */

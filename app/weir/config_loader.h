@@ -22,6 +22,7 @@ struct loader {
 	char *err;
 	size_t errlen;
 	bool failed;
+	bool token_soft;                /* weir_config_load_reload */
 };
 
 int cfg_fail(struct loader *ld, const config_setting_t *s, const char *fmt, ...)

@@ -290,6 +290,8 @@ main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	/* A script or hook running when SIGTERM comes stops at its next check. */
+	weir_lua_set_stop_flag(&app.quit);
 	app.start_tsc = rte_rdtsc();
 
 	app.mp = rte_pktmbuf_pool_create("weir_mbufs", app.cfg.mbufs, app.cfg.mbuf_cache,

@@ -13,6 +13,7 @@
 #ifndef WEIR_APP_POLICY_LUA_H
 #define WEIR_APP_POLICY_LUA_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,11 +23,17 @@
 #define WEIR_POLICY_LUA_MEM_DEFAULT     (64u << 20)     /* bytes */
 #define WEIR_POLICY_LUA_INSNS_DEFAULT   10000000ull     /* VM instructions */
 #define WEIR_POLICY_LUA_LIMIT_DEFAULT   4096u           /* leaf limit, packets */
+#define WEIR_POLICY_LUA_TIME_DEFAULT_MS 2000u           /* wall clock per run or hook call */
+/* Worst-case steps one string pattern call may take (find, match, gmatch,
+ * gsub; ~2.5 ns each, so ~0.25 s): C code the instruction budget cannot
+ * stop is refused before it starts rather than interrupted. */
+#define WEIR_POLICY_LUA_MATCH_STEPS     100000000.0
 
 /* Every field's 0 means its default; a NULL limits pointer means all defaults. */
 struct weir_policy_lua_limits {
 	size_t mem_bytes;               /* the Lua state's memory, all allocations */
 	uint64_t instructions;          /* VM instructions the script may execute */
+	uint32_t time_ms;               /* wall clock one run or hook call may take */
 	/* What the config file knows and the script does not: the leaf limit
 	 * when neither weir.link{limit} nor the class sets one (the config path
 	 * uses a quarter of the mbufs per worker), and the links' default mode
@@ -48,6 +55,13 @@ struct weir_policy_lua_limits {
  * and the memory limit. A script that declares no weir.link is an error:
  * there is nothing to shape (a plain bridge needs no policy).
  */
+/*
+ * A flag (the signal handler's quit) that stops any running script or hook
+ * at its next budget check with an error: SIGTERM must not wait for a
+ * script. NULL: none.
+ */
+void weir_lua_set_stop_flag(volatile const sig_atomic_t *flag);
+
 struct weir_policy *weir_policy_lua_load(const char *path, uint32_t epoch,
 					 const struct weir_policy_lua_limits *lim,
 					 char *err, size_t errlen);

@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,26 +41,38 @@ weir_value_rate(const char *key, const struct weir_value *v, uint64_t *out, char
 	if (v->type == WEIR_VALUE_INT) {
 		r = (double)v->i;
 	} else if (v->type == WEIR_VALUE_STR) {
+		/* Exactly the documented grammar: digits, a decimal fraction, a
+		 * unit. strtod alone also takes " 5", "0x10", "1e1", "inf". */
+		regex_t re;
+		regmatch_t unit[2];
 		char *end;
+		int m;
 
-		r = strtod(v->s, &end);
-		if (end == v->s)
-			r = -1;
-		else if (*end != '\0') {
-			double mul = 0;
+		if (regcomp(&re, "^[0-9]+(\\.[0-9]+)?([kmg]?bit)?$", REG_EXTENDED | REG_ICASE) != 0)
+			return fail(err, errlen, "'%s': out of memory", key);
+		m = regexec(&re, v->s, 2, unit, 0);
+		regfree(&re);
+		if (m == 0) {
+			r = strtod(v->s, &end);
+			if (*end != '\0') {
+				double mul = 0;
 
-			for (size_t i = 0; i < RTE_DIM(units); i++)
-				if (strcasecmp(end, units[i].unit) == 0)
-					mul = units[i].mul;
-			r = mul > 0 ? r * mul : -1;
+				for (size_t i = 0; i < RTE_DIM(units); i++)
+					if (strcasecmp(end, units[i].unit) == 0)
+						mul = units[i].mul;
+				r *= mul;
+			}
 		}
 	}
-	/* !(r >= 0) also refuses NaN, which strtod accepts as "nan". */
 	if (!(r >= 0))
-		return fail(err, errlen, "'%s' must be a rate like \"20mbit\", \"1gbit\" or bit/s", key);
-	if (r != 0 && (r < (double)WEIR_CBQ_RATE_MIN || r > 100e9))
-		return fail(err, errlen, "'%s' is %.0f bit/s; it must be 0 (unshaped) or between 8kbit "
-			    "and 100gbit", key, r);
+		return fail(err, errlen, "'%s' must be a rate like \"20mbit\", \"1.5gbit\", "
+			    "\"800kbit\" or bit/s (digits, an optional .fraction, an optional unit "
+			    "bit, kbit, mbit or gbit)", key);
+	if (r != 0 && (r < (double)WEIR_CBQ_RATE_MIN || r > 100e9)) {
+		fail(err, errlen, "'%s' is %.0f bit/s; it must be 0 (unshaped) or between 8kbit "
+		     "and 100gbit", key, r);
+		return -2;
+	}
 	*out = (uint64_t)r;
 	return 0;
 }

@@ -32,7 +32,9 @@ struct weir_value {
 };
 
 /* "20mbit", "1.5gbit", "800kbit", "64000bit" or an integer of bit/s; 0 is
- * allowed (unshaped / unset), otherwise 8kbit .. 100gbit. */
+ * allowed (unshaped / unset), otherwise 8kbit .. 100gbit. Strings follow
+ * exactly [0-9]+(.[0-9]+)?(bit|kbit|mbit|gbit)?, the unit in any case.
+ * -1: not a rate; -2: a rate out of range (err says which). */
 int weir_value_rate(const char *key, const struct weir_value *v, uint64_t *out,
 		    char *err, size_t errlen);
 

@@ -7,10 +7,12 @@
  * quiescent-state scheme with one pointer per worker, no locks.
  */
 #include <errno.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
@@ -168,6 +170,45 @@ nomem:
 	return -1;
 }
 
+/* The management token is re-read with every reload, so a rotated token
+ * file takes effect without a restart. A file that cannot be used keeps
+ * the token in force (never none) and does not fail the policy's reload.
+ * The TLS files are read at start only: MHD keeps the key it started
+ * with. */
+static void
+token_update(struct weir_app *a, const struct weir_config *nc)
+{
+	json_t *t;
+
+	if (strcmp(a->cfg.mgmt_tls_cert, nc->mgmt_tls_cert) != 0 ||
+	    strcmp(a->cfg.mgmt_tls_key, nc->mgmt_tls_key) != 0)
+		RTE_LOG(WARNING, USER1, "management.tls_cert and tls_key are read at start only: "
+			"restart weir to use the new ones\n");
+	if (nc->mgmt_token_error[0] != '\0') {
+		snprintf(a->token_error, sizeof(a->token_error), "%s (the token in force stays)",
+			 nc->mgmt_token_error);
+		RTE_LOG(ERR, USER1, "%s\n", a->token_error);
+		/* It goes into the stats' JSON, which a byte that is not UTF-8
+		 * (in a path) would make fail as a whole. */
+		t = json_string(a->token_error);
+		if (t == NULL)
+			snprintf(a->token_error, sizeof(a->token_error), "management.token_file "
+				 "cannot be used (the message is not UTF-8: see the log); the token "
+				 "in force stays");
+		json_decref(t);
+		return;
+	}
+	a->token_error[0] = '\0';
+	if (strcmp(a->cfg.mgmt_token, nc->mgmt_token) == 0)
+		return;
+	snprintf(a->cfg.mgmt_token, sizeof(a->cfg.mgmt_token), "%s", nc->mgmt_token);
+	snprintf(a->cfg.mgmt_token_file, sizeof(a->cfg.mgmt_token_file), "%s", nc->mgmt_token_file);
+	if (nc->mgmt_token[0] != '\0')
+		RTE_LOG(NOTICE, USER1, "management token reloaded from %s\n", nc->mgmt_token_file);
+	else
+		RTE_LOG(WARNING, USER1, "management.token_file removed: the API asks for no token\n");
+}
+
 int
 weir_reload(struct weir_app *a, char *err, size_t errlen)
 {
@@ -178,8 +219,9 @@ weir_reload(struct weir_app *a, char *err, size_t errlen)
 	struct weir_policy *np;
 
 	err[0] = '\0';
-	if (weir_config_load(a->cfg.path, &nc, err, errlen) < 0)
+	if (weir_config_load_reload(a->cfg.path, &nc, err, errlen) < 0)
 		return -1;
+	token_update(a, &nc);
 	np = nc.policy;
 	if (nc.policy_script[0] != '\0') {
 		/* A Lua policy: its live engine (hooks) and the engine's compile. */

@@ -16,8 +16,11 @@
 #include <string.h>
 #include <strings.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -33,7 +36,14 @@
 #include "reload.h"
 
 #define REST_BODY_MAX (64 * 1024)       /* request bodies above this get 413 */
-#define REST_CONN_LIMIT 64              /* connections open at once */
+/* Against connection floods (issue 16.2): a client may hold few slots,
+ * must send its headers quickly, and weirctl on the box always finds a
+ * slot. A slot costs a socket and a small struct, so there are many. */
+#define REST_CONN_LIMIT 256             /* connections open at once */
+#define REST_CONN_PER_IP 16             /* of them from one address but loopback */
+#define REST_CONN_RESERVED 32           /* of them only for 127.0.0.1 and ::1 */
+#define REST_HEADER_TIMEOUT_MS 2000     /* accept (or the last reply) to whole headers */
+#define REST_REQUEST_TIMEOUT_MS 30000   /* whole headers to the reply (the body) */
 #define REST_CONN_TIMEOUT_S 10          /* idle or stalled connections are closed */
 #define REST_SCRIPT_MAX (1024 * 1024)   /* largest policy script GET policy returns */
 #define REST_UPLOAD_MAX (1024 * 1024)   /* PUT /api/v1/policy: a script, not a JSON document */
@@ -44,8 +54,23 @@
 extern const char weir_openapi_json[];
 extern const size_t weir_openapi_json_len;
 
+/* One open connection, for the deadlines MHD has no option for: its idle
+ * timeout restarts at every byte, so a client sending one byte a second
+ * would hold its slot for ever. */
+struct conn {
+	struct conn *next, **pprev;
+	int fd;
+	struct sockaddr_storage peer;
+	uint64_t deadline_ms;           /* CLOCK_MONOTONIC */
+	bool shut;                      /* shut down; MHD closes it at its next read */
+	bool nul_in_url;                /* a %00 in the URL: refused, not truncated */
+};
+
 struct weir_rest {
 	struct MHD_Daemon *d;
+	struct conn *conns;
+	uint64_t log_second, log_suppressed;   /* MHD's log, rate-limited */
+	unsigned int log_count;
 	int epfd;                       /* MHD's epoll fd, waited on by the management loop */
 	char *prev;                     /* the script text before the last upload (rollback) */
 	size_t prev_len;
@@ -98,18 +123,77 @@ static void
 reply_error(struct reply *r, unsigned int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The length of the well-formed UTF-8 sequence (RFC 3629) at s, 0 if it is
+ * not one. Stops at the first bad byte, so never reads past a NUL. */
+static size_t
+utf8_seq(const unsigned char *s)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 1;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 2;
+		lo = s[0] == 0xe0 ? 0xa0 : 0x80;        /* overlong */
+		hi = s[0] == 0xed ? 0x9f : 0xbf;        /* surrogates */
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 3;
+		lo = s[0] == 0xf0 ? 0x90 : 0x80;
+		hi = s[0] == 0xf4 ? 0x8f : 0xbf;        /* above U+10FFFF */
+	} else {
+		return 0;
+	}
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i <= n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n + 1;
+}
+
+/* in as valid UTF-8 for JSON: each byte of a malformed sequence becomes
+ * the text \xHH, and a sequence is never cut (jansson refuses invalid
+ * UTF-8, which left error bodies empty: a URL's %ff, a script's bytes). */
+static void
+utf8_clean(const char *in, char *out, size_t outlen)
+{
+	const unsigned char *s = (const unsigned char *)in;
+	size_t o = 0, n;
+
+	while (*s != '\0') {
+		n = utf8_seq(s);
+		if (n == 0) {
+			if (o + 4 >= outlen)
+				break;
+			snprintf(out + o, outlen - o, "\\x%02x", *s++);
+			o += 4;
+			continue;
+		}
+		if (o + n >= outlen)
+			break;
+		memcpy(out + o, s, n);
+		o += n;
+		s += n;
+	}
+	out[o] = '\0';
+}
+
 static void
 reply_error(struct reply *r, unsigned int status, const char *fmt, ...)
 {
-	char msg[1024];
+	char msg[1024], clean[sizeof(msg) * 4];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	utf8_clean(msg, clean, sizeof(clean));
 	json_decref(r->json);
 	r->status = status;
-	r->json = json_pack("{s:{s:i, s:s}}", "error", "code", (int)status, "message", msg);
+	r->json = json_pack("{s:{s:i, s:s}}", "error", "code", (int)status, "message", clean);
 }
 
 static void
@@ -646,17 +730,21 @@ h_policy(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct re
 		"script_text", script ? script_text(a->cfg.policy_script) : json_null(),
 		"reloads", (json_int_t)a->reloads, "reload_failures", (json_int_t)a->reload_failures,
 		"last_error", a->reload_error));
+	if (r->json != NULL)
+		json_object_set_new(r->json, "token_error", json_string(a->token_error));
 }
 
-/* Check the config file (and its script) as a reload would, changing nothing. */
+/* Check the config file (and its script) as a reload would, changing
+ * nothing; token_err: what a reload would say of the token file. */
 static int
-reload_check(struct weir_app *a, char *err, size_t errlen)
+reload_check(struct weir_app *a, char *err, size_t errlen, char *token_err, size_t token_errlen)
 {
 	struct weir_config nc;
 	int rc = 0;
 
-	if (weir_config_load(a->cfg.path, &nc, err, errlen) < 0)
+	if (weir_config_load_reload(a->cfg.path, &nc, err, errlen) < 0)
 		return -1;
+	snprintf(token_err, token_errlen, "%s", nc.mgmt_token_error);
 	for (int d = 0; d < WEIR_POLICY_DIRS && a->cfg.policy != NULL; d++) {
 		bool now = a->cfg.policy->tree[d].n_classes != 0;
 		bool then = nc.policy != NULL && nc.policy->tree[d].n_classes != 0;
@@ -713,7 +801,7 @@ body_object(struct MHD_Connection *c, struct req *rq, struct reply *r, json_t **
 static void
 h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
 {
-	char err[sizeof(a->reload_error)];
+	char err[sizeof(a->reload_error)], token_err[sizeof(a->token_error)] = "";
 	bool dry_run = false;
 	const char *key;
 	json_t *body, *v;
@@ -736,10 +824,11 @@ h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, st
 	}
 	json_decref(body);
 	if (dry_run) {
-		rc = reload_check(a, err, sizeof(err));
+		rc = reload_check(a, err, sizeof(err), token_err, sizeof(token_err));
 	} else {
 		rc = weir_mgmt_reload(a);
 		snprintf(err, sizeof(err), "%s", a->reload_error);
+		snprintf(token_err, sizeof(token_err), "%s", a->token_error);
 	}
 	if (rc != 0) {
 		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s", err);
@@ -748,9 +837,13 @@ h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, st
 				    json_integer(a->cfg.policy ? a->cfg.policy->epoch : 0));
 		return;
 	}
+	/* The policy reloaded; a token file that could not be used is said
+	 * here (the token in force stays) rather than failing the reload. */
 	reply_json(r, json_pack("{s:I, s:b, s:I}",
 		"epoch", (json_int_t)(a->cfg.policy ? a->cfg.policy->epoch : 0),
 		"dry_run", dry_run, "reloads", (json_int_t)a->reloads));
+	if (r->json != NULL && token_err[0] != '\0')
+		json_object_set_new(r->json, "token_error", json_string(token_err));
 }
 
 /* ---- PUT /api/v1/policy, POST /api/v1/policy/rollback ---- */
@@ -774,15 +867,22 @@ file_read(const char *path, size_t *len)
 	return buf;
 }
 
-/* Write data to path, flushed to disk, with mode (readers see all of it
- * or, before the rename that follows, none). 0 or -1 with errno. */
+/* data in a new file next to path, with mode, flushed to disk: its name
+ * is made by mkstemp, which creates it with O_EXCL, so no existing file or
+ * planted symlink is ever written through. 0 with the name in out, or -1
+ * with errno and nothing left behind. */
 static int
-file_write(const char *path, const char *data, size_t len, mode_t mode)
+temp_write(const char *path, const char *data, size_t len, mode_t mode, char *out,
+	   size_t outlen)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	size_t off = 0;
-	int e;
+	int fd, e;
 
+	if (snprintf(out, outlen, "%s.upload.XXXXXX", path) >= (int)outlen) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = mkostemp(out, O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	while (off < len) {
@@ -796,13 +896,43 @@ file_write(const char *path, const char *data, size_t len, mode_t mode)
 	}
 	if (fchmod(fd, mode) != 0 || fsync(fd) != 0)
 		goto fail;
-	return close(fd);
+	if (close(fd) != 0) {
+		e = errno;
+		unlink(out);
+		errno = e;
+		return -1;
+	}
+	return 0;
 fail:
 	e = errno;
 	close(fd);
-	unlink(path);
+	unlink(out);
 	errno = e;
 	return -1;
+}
+
+/* Make the renames in path's directory durable: without it a power cut
+ * after the reply can bring the old name back. */
+static void
+dir_sync(const char *path)
+{
+	char d[sizeof(((struct weir_config *)0)->policy_script)];
+	int fd;
+
+	snprintf(d, sizeof(d), "%s", path);
+	fd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) != 0)
+		RTE_LOG(WARNING, USER1, "rest: cannot sync the directory of %s: %s\n", path,
+			strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+static unsigned int
+write_status(int e)
+{
+	return e == ENOSPC || e == EDQUOT ? MHD_HTTP_INSUFFICIENT_STORAGE
+					  : MHD_HTTP_INTERNAL_SERVER_ERROR;
 }
 
 /* Every "from" in s becomes "to" (the validation ran on a temp file; the
@@ -837,8 +967,10 @@ reply_policy_error(struct weir_app *a, struct reply *r, unsigned int status, con
 /* Put text in place of the policy script and switch to it: checked in the
  * sandbox first (nothing changes if it fails), then renamed over the
  * script, then reloaded so the workers, the hooks' engine and the file
- * agree. The replaced text becomes the one rollback restores. 0, or -1
- * with r made. */
+ * agree. The replaced file stays linked as PATH.keep until the switch is
+ * done, so putting it back is a rename, which needs no disk space; it then
+ * becomes PATH.prev, and its text the one rollback restores. 0, or -1 with
+ * r made. */
 static int
 script_install(struct weir_app *a, const char *text, size_t len, struct reply *r)
 {
@@ -848,23 +980,24 @@ script_install(struct weir_app *a, const char *text, size_t len, struct reply *r
 		.default_limit = a->cfg.mbufs / (4 * a->cfg.n_workers),
 		.default_mode = a->cfg.shape_mode, .no_aqm = a->cfg.shape_no_aqm,
 	};
-	char tmp[sizeof(a->cfg.policy_script) + 16], prev[sizeof(tmp)], prev_tmp[sizeof(tmp)];
-	char err[sizeof(a->reload_error)];
+	char tmp[sizeof(a->cfg.policy_script) + 16], prev[sizeof(tmp)], keep[sizeof(tmp)];
+	char err[sizeof(a->reload_error)], both[sizeof(err) + 2 * sizeof(keep) + 256];
 	struct weir_lua *l;
 	struct weir_policy *np = NULL;
 	struct stat st;
 	mode_t mode = 0644;
 	size_t old_len = 0;
 	char *old;
+	int e;
 
-	snprintf(tmp, sizeof(tmp), "%s.upload", path);
 	snprintf(prev, sizeof(prev), "%s.prev", path);
-	snprintf(prev_tmp, sizeof(prev_tmp), "%s.prev.tmp", path);
+	snprintf(keep, sizeof(keep), "%s.keep", path);
 	if (stat(path, &st) == 0)
 		mode = st.st_mode & 0777;
-	if (file_write(tmp, text, len, mode) != 0) {
-		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot write %s: %s", tmp,
-			    strerror(errno));
+	if (temp_write(path, text, len, mode, tmp, sizeof(tmp)) != 0) {
+		e = errno;
+		reply_error(r, write_status(e), "cannot write the upload next to %s: %s", path,
+			    strerror(e));
 		return -1;
 	}
 	l = weir_lua_open(tmp, &lim, err, sizeof(err));
@@ -879,27 +1012,45 @@ script_install(struct weir_app *a, const char *text, size_t len, struct reply *r
 		return -1;
 	}
 	old = file_read(path, &old_len);
-	if (old == NULL || file_write(prev_tmp, old, old_len, mode) != 0 ||
-	    rename(tmp, path) != 0) {
-		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot replace %s: %s", path,
-			    old == NULL ? "cannot read it" : strerror(errno));
+	unlink(keep);                   /* left by a crash, or planted: never written */
+	if (old == NULL || link(path, keep) != 0 || rename(tmp, path) != 0) {
+		e = old == NULL ? EIO : errno;
+		reply_error(r, write_status(e), "cannot replace %s: %s", path,
+			    old == NULL ? "cannot read it" : strerror(e));
 		unlink(tmp);
-		unlink(prev_tmp);
+		unlink(keep);
 		free(old);
 		return -1;
 	}
+	dir_sync(path);
 	if (weir_mgmt_reload(a) != 0) {
 		/* The script is fine but the switch is not (a change that needs a
 		 * restart, or the config file's own error): the old file goes back. */
-		if (file_write(tmp, old, old_len, mode) != 0 || rename(tmp, path) != 0)
-			RTE_LOG(ERR, USER1, "rest: cannot put %s back: %s\n", path, strerror(errno));
-		unlink(prev_tmp);
+		if (rename(keep, path) == 0) {
+			dir_sync(path);
+			reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, a->reload_error);
+		} else {
+			/* The rejected script must not be what the next reload or
+			 * restart runs: better no script (which fails loudly). */
+			e = errno;
+			unlink(path);
+			dir_sync(path);
+			RTE_LOG(ERR, USER1, "rest: cannot put %s back (%s); removed the rejected "
+				"upload\n", path, strerror(e));
+			if (snprintf(both, sizeof(both), "%s; and the previous script could not be "
+				     "put back (%s: %s), so %s was removed: the running policy is "
+				     "unchanged, but restore the file (from %s) before the next "
+				     "reload or restart", a->reload_error, keep, strerror(e), path,
+				     keep) >= (int)sizeof(both))
+				RTE_LOG(ERR, USER1, "rest: %s\n", both);       /* cut in the reply */
+			reply_policy_error(a, r, MHD_HTTP_INTERNAL_SERVER_ERROR, both);
+		}
 		free(old);
-		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, a->reload_error);
 		return -1;
 	}
-	if (rename(prev_tmp, prev) != 0)
+	if (rename(keep, prev) != 0)
 		RTE_LOG(WARNING, USER1, "rest: cannot write %s: %s\n", prev, strerror(errno));
+	dir_sync(path);
 	free(a->rest->prev);
 	a->rest->prev = old;
 	a->rest->prev_len = old_len;
@@ -978,12 +1129,13 @@ h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
 /* ---- PATCH /api/v1/classes/{direction}/{name} ---- */
 
 /* A rate field of the body: bit/s as an integer or "20mbit". 0, or -1 with
- * the reply made (400: wrong type, 422: a value weir refuses). */
+ * the reply made (400: wrong type or not a rate, 422: a value weir refuses). */
 static int
 class_rate(const char *key, const json_t *v, uint64_t *out, struct reply *r)
 {
 	struct weir_value val = { .type = WEIR_VALUE_OTHER };
 	char err[256];
+	int m;
 
 	if (json_is_integer(v)) {
 		val.type = WEIR_VALUE_INT;
@@ -996,8 +1148,11 @@ class_rate(const char *key, const json_t *v, uint64_t *out, struct reply *r)
 			    "or a string such as \"20mbit\"", key);
 		return -1;
 	}
-	if (weir_value_rate(key, &val, out, err, sizeof(err)) != 0) {
-		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s", err);
+	m = weir_value_rate(key, &val, out, err, sizeof(err));
+	if (m != 0) {
+		/* not a rate at all is malformed; out of range, a value refused */
+		reply_error(r, m == -1 ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_UNPROCESSABLE_CONTENT, "%s",
+			    err);
 		return -1;
 	}
 	if (*out == 0) {
@@ -1253,6 +1408,81 @@ query_key(void *cls, enum MHD_ValueKind kind, const char *key, const char *value
 	return MHD_NO;
 }
 
+/* Host names the appliance by an IP address (any: a literal cannot be
+ * rebound) or as localhost, with an optional port; a DNS name is what a
+ * DNS rebinding attack sends. */
+static bool
+host_ok(const char *host)
+{
+	char name[64];
+	const char *port = NULL;
+	unsigned char addr[16];
+	size_t n;
+
+	if (host[0] == '[') {
+		const char *end = strchr(host, ']');
+
+		if (end == NULL || (size_t)(end - host - 1) >= sizeof(name))
+			return false;
+		snprintf(name, sizeof(name), "%.*s", (int)(end - host - 1), host + 1);
+		if (end[1] == ':')
+			port = end + 2;
+		else if (end[1] != '\0')
+			return false;
+		if (inet_pton(AF_INET6, name, addr) != 1)
+			return false;
+	} else {
+		n = strcspn(host, ":");
+		if (n >= sizeof(name))
+			return false;
+		snprintf(name, sizeof(name), "%.*s", (int)n, host);
+		if (host[n] == ':')
+			port = host + n + 1;
+		if (strcasecmp(name, "localhost") != 0 && inet_pton(AF_INET, name, addr) != 1)
+			return false;
+	}
+	return port == NULL || (port[0] != '\0' && strspn(port, "0123456789") == strlen(port));
+}
+
+/* With no token, a web page in a browser on the box (or, through DNS
+ * rebinding, anywhere) must not change anything: state-changing requests
+ * must name the appliance by address, come from its own origin if a
+ * browser says where from, and POSTs (the one such method a browser sends
+ * cross-site without a preflight, which weir never answers) must be JSON.
+ * true: r holds the refusal. */
+static bool
+refuse_cross_site(struct MHD_Connection *c, const char *method, struct reply *r)
+{
+	const char *host, *origin, *ct;
+	size_t sl;
+
+	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
+		return false;
+	host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+	ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (host != NULL && !host_ok(host)) {
+		reply_error(r, MHD_HTTP_FORBIDDEN, "without a management token, %s requests must "
+			    "name weir by its address or localhost in Host, not '%s' (DNS rebinding)",
+			    method, host);
+		return true;
+	}
+	sl = strncasecmp(origin ? origin : "", "http://", 7) == 0 ? 7
+	   : strncasecmp(origin ? origin : "", "https://", 8) == 0 ? 8 : 0;
+	if (origin != NULL && (host == NULL || sl == 0 || strcasecmp(origin + sl, host) != 0)) {
+		reply_error(r, MHD_HTTP_FORBIDDEN, "without a management token, %s requests from "
+			    "another origin (%s) are refused (cross-site request)", method, origin);
+		return true;
+	}
+	if (strcmp(method, "POST") == 0 && !ctype_is(ct, "application/json")) {
+		reply_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "without a management token, POST "
+			    "requests must have Content-Type: application/json (even without a "
+			    "body)");
+		return true;
+	}
+	return false;
+}
+
 /* Whatever can be refused from the request line and headers alone is
  * refused before any body is read: a client without the token cannot
  * make us buffer anything. true: r holds the refusal. */
@@ -1303,6 +1533,8 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 		return true;
 	}
 	*allow = NULL;
+	if (a->cfg.mgmt_token[0] == '\0' && refuse_cross_site(c, method, r))
+		return true;
 	qc.allowed = rq->route->query;
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_key, &qc);
 	if (qc.bad != NULL) {
@@ -1317,6 +1549,138 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 	return false;
 }
 
+/* ---- connections ---- */
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct conn *
+conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *i =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return i != NULL ? i->socket_context : NULL;
+}
+
+static void
+on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+	      enum MHD_ConnectionNotificationCode code)
+{
+	struct weir_rest *r = cls;
+	struct conn *k = *socket_context;
+	const union MHD_ConnectionInfo *i;
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (k != NULL) {
+			*k->pprev = k->next;
+			if (k->next != NULL)
+				k->next->pprev = k->pprev;
+			free(k);
+		}
+		*socket_context = NULL;
+		return;
+	}
+	i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	k = i != NULL ? calloc(1, sizeof(*k)) : NULL;
+	*socket_context = k;
+	if (k == NULL)
+		return;                 /* untracked: MHD's idle timeout still applies */
+	k->fd = i->connect_fd;
+	i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (i != NULL && i->client_addr != NULL)
+		memcpy(&k->peer, i->client_addr, i->client_addr->sa_family == AF_INET6
+		       ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	k->deadline_ms = mono_ms() + REST_HEADER_TIMEOUT_MS;
+	k->next = r->conns;
+	k->pprev = &r->conns;
+	if (r->conns != NULL)
+		r->conns->pprev = &k->next;
+	r->conns = k;
+}
+
+/* Close what is past its deadline. shutdown, not close: the fd stays
+ * MHD's, which sees the end of the stream and cleans up as usual. */
+static void
+conns_sweep(struct weir_rest *r)
+{
+	uint64_t now = mono_ms();
+
+	for (struct conn *k = r->conns; k != NULL; k = k->next)
+		if (!k->shut && now >= k->deadline_ms) {
+			shutdown(k->fd, SHUT_RDWR);
+			k->shut = true;
+		}
+}
+
+static bool
+is_loopback(const struct sockaddr *sa)
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+	if (sa->sa_family != AF_INET6)
+		return false;
+	if (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
+		return true;
+	return memcmp(s6->sin6_addr.s6_addr, v4mapped, 12) == 0 &&
+	       memcmp(s6->sin6_addr.s6_addr + 12, (const uint8_t[]){ 127, 0, 0, 1 }, 4) == 0;
+}
+
+static bool
+same_addr(const struct sockaddr *a, const struct sockaddr_storage *b)
+{
+	if (a->sa_family != b->ss_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		      &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
+}
+
+/* Other addresses may hold REST_CONN_PER_IP connections each, and not the
+ * last REST_CONN_RESERVED slots: those are for 127.0.0.1 and ::1, where
+ * weirctl and local monitoring connect, so neither one address nor a flood
+ * from many can lock the box's own administrator out. (MHD's own per-IP
+ * limit would count the loopback clients too.) */
+static enum MHD_Result
+on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct weir_rest *r = cls;
+	const union MHD_DaemonInfo *i;
+	unsigned int same = 0;
+
+	if (addrlen == 0 || is_loopback(addr))
+		return MHD_YES;
+	i = MHD_get_daemon_info(r->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+	if (i != NULL && i->num_connections >= REST_CONN_LIMIT - REST_CONN_RESERVED)
+		return MHD_NO;
+	for (const struct conn *k = r->conns; k != NULL; k = k->next)
+		same += same_addr(addr, &k->peer);
+	return same < REST_CONN_PER_IP ? MHD_YES : MHD_NO;
+}
+
+/* MHD decodes %00 into a NUL that would end the name early ("gold%00x"
+ * would be "gold"): remember it so the request is refused instead. */
+static size_t
+on_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	struct conn *k = conn_of(c);
+
+	if (k != NULL && strstr(s, "%00") != NULL)
+		k->nul_in_url = true;
+	return MHD_http_unescape(s);
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 	   const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -1325,12 +1689,21 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 	struct req *rq = *con_cls;
 	struct reply r = { .status = MHD_HTTP_OK };
 	const char *allow = NULL;
+	struct conn *k;
 
 	if (rq == NULL) {
 		rq = calloc(1, sizeof(*rq));
 		if (rq == NULL)
 			return MHD_NO;
 		*con_cls = rq;
+		/* The headers are in: the body gets a deadline of its own. */
+		k = conn_of(c);
+		if (k != NULL)
+			k->deadline_ms = mono_ms() + REST_REQUEST_TIMEOUT_MS;
+		if (k != NULL && k->nul_in_url) {
+			reply_error(&r, MHD_HTTP_BAD_REQUEST, "the URL has a NUL byte (%%00)");
+			return send_reply(c, &r, NULL);
+		}
 		if (refuse_early(a, c, url, method, rq, &r, &allow))
 			return send_reply(c, &r, allow);
 		return MHD_YES;         /* the body, if any, comes in the next calls */
@@ -1364,7 +1737,13 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	     enum MHD_RequestTerminationCode toe)
 {
 	struct req *rq = *con_cls;
+	struct conn *k = conn_of(c);
 
+	/* A kept-alive connection's next request must come as quickly. */
+	if (k != NULL) {
+		k->deadline_ms = mono_ms() + REST_HEADER_TIMEOUT_MS;
+		k->nul_in_url = false;
+	}
 	if (rq != NULL) {
 		free(rq->body);
 		free(rq);
@@ -1372,11 +1751,27 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	}
 }
 
+/* At most 10 lines a second: a flood makes MHD log every refused
+ * connection, and the log must not become the next thing to fill up. */
 static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	struct weir_rest *r = cls;
+	uint64_t sec = mono_ms() / 1000;
 	char msg[512];
 
+	if (sec != r->log_second) {
+		if (r->log_suppressed > 0)
+			RTE_LOG(WARNING, USER1, "rest: %" PRIu64 " more messages in the last "
+				"seconds not logged\n", r->log_suppressed);
+		r->log_second = sec;
+		r->log_count = 0;
+		r->log_suppressed = 0;
+	}
+	if (r->log_count++ >= 10) {
+		r->log_suppressed++;
+		return;
+	}
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	RTE_LOG(WARNING, USER1, "rest: %s", msg);
 }
@@ -1470,11 +1865,13 @@ weir_rest_start(struct weir_app *a, char *err, size_t errlen)
 	}
 	/* The logger first, so MHD's messages about the other options reach it. */
 	errno = 0;
-	r->d = MHD_start_daemon(flags, cfg->mgmt_port, NULL, NULL, on_request, a,
-		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+	r->d = MHD_start_daemon(flags, cfg->mgmt_port, on_accept, r, on_request, a,
+		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, r,
 		MHD_OPTION_SOCK_ADDR, sa,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)REST_CONN_LIMIT,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)REST_CONN_TIMEOUT_S,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, r,
+		MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 		MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_END);
@@ -1531,6 +1928,7 @@ weir_rest_wait(struct weir_app *a, unsigned int us)
 		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
 			usleep(1000);   /* cannot happen on a valid fd; do not spin */
 		MHD_run(r->d);
+		conns_sweep(r);
 	}
 }
 

@@ -270,7 +270,7 @@ weir_stats_json(const struct weir_app *app)
 			"rate_updates", (json_int_t)w->share_seq / 2));
 	}
 	return json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:I, "
-			 "s:o, s:{s:I, s:I, s:I, s:s, s:I, s:I}, s:{s:I, s:I}}",
+			 "s:o, s:{s:I, s:I, s:I, s:s, s:s, s:I, s:I}, s:{s:I, s:I}}",
 		"version", WEIR_VERSION,
 		"uptime_s", (double)(rte_rdtsc() - app->start_tsc) / hz,
 		"ports", ports,
@@ -288,6 +288,7 @@ weir_stats_json(const struct weir_app *app)
 			  "reloads", (json_int_t)app->reloads,
 			  "reload_failures", (json_int_t)app->reload_failures,
 			  "reload_error", app->reload_error,
+			  "token_error", app->token_error,
 			  "switch_prepare_us", (json_int_t)app->switch_prepare_us,
 			  "switch_take_us", (json_int_t)app->switch_take_us,
 		"mbufs", "total", (json_int_t)app->mp->size,

@@ -115,6 +115,8 @@ class Weir:
         if isinstance(body, (dict, list)):
             body = json.dumps(body)
             h.setdefault("Content-Type", "application/json")
+        if method == "POST" and body is None:
+            h.setdefault("Content-Type", "application/json")  # weir without a token asks it
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             c.request(method, path, body=body, headers=h)
@@ -485,12 +487,13 @@ def test_class_change(tmp_path):
         assert by["bulk"]["ceil_bps"] == 25_000_000 and by["bulk"]["mode"] == "pfq"
         epoch += 2
         # Values weir refuses, or a policy that does not validate: 422, nothing changes.
-        for body in ({"rate": "20 parsecs"}, {"mode": "bogus"}, {"rate": 0},
+        for body in ({"rate": "200gbit"}, {"mode": "bogus"}, {"rate": 0},
                      {"ceil": "10mbit"}, {"rate": "40mbit"}):
             e = assert_error(*patch_class(w, "outbound/gold", body), 422)
             assert e["epoch"] == epoch, (body, e)
         # Unknown fields, wrong types, no change at all: 400.
         for body in ({}, {"prio": 1}, {"rate": True}, {"rate": 1.5}, {"mode": 2},
+                     {"rate": "20 parsecs"},
                      {"rate": "15mbit", "x": 1}, [], None):
             assert_error(*patch_class(w, "outbound/gold", body), 400)
         assert_error(*patch_class(w, "outbound/gold", '{"rate": "1mbit"}',
@@ -783,6 +786,7 @@ def test_openapi_schemas_validate_responses(weir):
 def test_token(tmp_path):
     token = "s3cret-token-0123456789"
     (tmp_path / "token").write_text(token + "\n")
+    (tmp_path / "token").chmod(0o600)
     w = Weir(tmp_path, "token", extra=' token_file = "token";')
     try:
         for path in ("/api/v1/status", "/metrics", "/api/v1/openapi.json", "/nope"):
@@ -854,6 +858,7 @@ def test_tls(tmp_path):
 def check(tmp_path, management, files=()):
     for name, text in files:
         (tmp_path / name).write_text(text)
+        (tmp_path / name).chmod(0o600)      # a token file must be (TLS files may be)
     cfg = tmp_path / "weir.cfg"
     text = cfg_text(tag="chk", pid=0, port=0, extra="", lan="a", empty="b", lan_out="c",
                       wan_out="d").replace("management = { port = 0; };", management)

@@ -191,6 +191,7 @@ def test_errors(weir, tmp_path):
 def test_token(tmp_path):
     token = tmp_path / "token"
     token.write_text("s3cret-token-0123456789abcdef\n")
+    token.chmod(0o600)
     w = Weir(tmp_path, "ctltoken", extra=' token_file = "token";')
     try:
         rc, out, err = ctl(w, "status")

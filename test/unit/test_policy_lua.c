@@ -6,6 +6,7 @@
  * limit). No EAL: the policy builder allocates from libc.
  */
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -322,6 +323,103 @@ test_limits(void)
 	/* A budget big enough for an ordinary policy is not in the way. */
 	weir_policy_free(expect_ok("small loop", LINK BULK
 		  "for i = 1, 1000 do local x = tostring(i) end\n", &few_insns));
+}
+
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Issue 16.1: C functions the instruction budget cannot stop. Each of these
+ * ran for hours (or for ever) before; now each fails at its line at once. */
+static void
+test_c_functions_bounded(void)
+{
+	static const struct {
+		const char *what, *text, *needle;
+		int line;
+	} bad[] = {
+		{ "string.find backtracking",
+		  LINK BULK "local s = string.rep('a', 30000)\n"
+		  "string.find(s, string.rep('a-', 12) .. 'b')\n", "pattern too costly", 4 },
+		{ "as a method", LINK BULK "local s = string.rep('a', 30000)\n"
+		  "s:match(string.rep('a-', 12) .. 'b')\n", "string.match: pattern too costly", 4 },
+		{ "gmatch", LINK BULK "local s = string.rep('a', 30000)\n"
+		  "for w in s:gmatch('a*a*a*b') do end\n", "string.gmatch: pattern too costly", 4 },
+		{ "gsub", LINK BULK "local s = string.rep('a', 30000)\n"
+		  "s:gsub('(a-)(a-)(a-)b', '')\n", "string.gsub: pattern too costly", 4 },
+		{ "%b scans", LINK BULK "local s = string.rep('(', 100000)\n"
+		  "s:find('%b()%b()')\n", "pattern too costly", 4 },
+		{ "plain needle", LINK BULK "local s = string.rep('a', 1 << 24)\n"
+		  "s:find(string.rep('a', 1 << 20) .. 'b', 1, true)\n", "pattern too costly", 4 },
+		{ "rep of nothing", LINK BULK "\nlocal s = string.rep('', 1e15)\n",
+		  "not enough memory", 4 },
+		{ "table.move of nils", LINK BULK "table.move({}, 1, 1e15, 2)\n", "table.move", 3 },
+		{ "sort of big strings", LINK BULK "local s = ('a'):rep(1 << 24)\n"
+		  "local t = {} for i = 1, 200 do t[i] = s end\ntable.sort(t)\n",
+		  "table.sort: 200 elements", 5 },
+		{ "sort with a C comparator", LINK BULK "table.sort({ 'a', 'b' }, string.upper)\n",
+		  "the comparator must be a Lua function", 3 },
+	};
+	const struct weir_policy_lua_limits lots = { .instructions = 10000000000ull, .time_ms = 300 };
+	static volatile sig_atomic_t stop;
+	double t0;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		t0 = now_s();
+		expect_error(bad[i].what, bad[i].text, NULL, bad[i].line, bad[i].needle);
+		CHECK(now_s() - t0 < 1, "%s: refused in %.3f s", bad[i].what, now_s() - t0);
+	}
+	/* Calls allowed one by one still add up to the time limit, which the
+	 * count hook and each wrapper check. */
+	t0 = now_s();
+	expect_error("many allowed calls", LINK BULK "local s = string.rep('a', 3000)\n"
+		     "while true do s:find('a-b') end\n", &lots, 4, "time limit exceeded (300 ms)");
+	CHECK(now_s() - t0 < 1, "time limit: %.3f s", now_s() - t0);
+	/* Slow calls and slow operators: the watchdog's flag is read at each
+	 * library call and each line, not only every 1,000 instructions. */
+	t0 = now_s();
+	expect_error("slow calls", LINK BULK "local s = ('a'):rep(1 << 24)\n"
+		     "while true do s:upper() end\n", &lots, 4, "time limit exceeded (300 ms)");
+	CHECK(now_s() - t0 < 1, "slow calls: %.3f s", now_s() - t0);
+	t0 = now_s();
+	expect_error("slow operators", LINK BULK "local s, u = ('a'):rep(1 << 23), ('a'):rep(1 << 23)\n"
+		     "while true do local x = s < u; x = s .. u end\n", &lots, 4,
+		     "time limit exceeded (300 ms)");
+	CHECK(now_s() - t0 < 1, "slow operators: %.3f s", now_s() - t0);
+	/* SIGTERM's flag stops even a script with budget to spare. */
+	weir_lua_set_stop_flag(&stop);
+	stop = 1;
+	t0 = now_s();
+	expect_error("stop flag", LINK BULK "\nwhile true do end\n", &lots, 1,
+		     "stopped: weir is shutting down");
+	CHECK(now_s() - t0 < 0.5, "stopped in %.3f s", now_s() - t0);
+	weir_lua_set_stop_flag(NULL);
+	/* What a policy script does with patterns still works. */
+	weir_policy_free(expect_ok("ordinary patterns", LINK BULK
+		  "local s = '  tenant-42 = gold  '\n"
+		  "local k, v = s:match('^%s*(.-)%s*=%s*(.-)%s*$')\n"
+		  "assert(k == 'tenant-42' and v == 'gold')\n"
+		  "assert(('10.1.2.3'):find('^10%.') == 1)\n"
+		  "assert(select(2, ('a,b,c'):gsub(',', ';')) == 2)\n"
+		  "local n = 0; for w in ('x y z'):gmatch('%a+') do n = n + 1 end; assert(n == 3)\n"
+		  "local big = string.rep('word ', 20000)\n"
+		  "assert(big:find('nope', 1, true) == nil and #big:rep(2, ',') == 200001)\n"
+		  "assert(big:match('^(%a+)') == 'word')\n"
+		  "assert(#table.move({1, 2, 3}, 1, 3, 2) == 4)\n"
+		  "assert(('a]b'):find('[]]') == 2 and ('x.y'):gsub('[%.]', '') == 'xy')\n"
+		  "assert(('THE (quick) fox'):match('%f[%a]%a+', 5) == 'quick')\n"
+		  "assert(('f(a(b))'):match('%b()') == '(a(b))' and ('abab'):match('(ab)%1') == 'ab')\n"
+		  "assert(('[x]'):find('^%[(.-)%]$') == 1 and ('a-b'):find('-', 1, true) == 2)\n"
+		  "local t = { 'b', 'c', 'a' }; table.sort(t); assert(t[1] == 'a')\n"
+		  "table.sort(t, function(a, b) return a > b end); assert(t[1] == 'c')\n"
+		  "assert(tonumber('12') == 12 and tostring(3) == '3' and utf8.len('h\\u{e9}') == 2)\n",
+		  NULL));
 }
 
 static void
@@ -878,6 +976,73 @@ test_office_example(void)
 	weir_lua_close(e);
 }
 
+/* Issue 16.5: strtod's extras are not rates. */
+static void
+test_rate_grammar(void)
+{
+	static const char *const bad[] = { "0x10mbit", "1e1mbit", " 5mbit", "5mbit ", "inf",
+					   "nan", "+5mbit", "5.mbit", ".5mbit", "5 mbit", "1e7" };
+	char text[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), LINK "weir.class{ dir = 'outbound', name = 'bulk', "
+			 "rate = '%s' }\n", bad[i]);
+		expect_error(bad[i], text, NULL, 2, "'rate' must be a rate like");
+	}
+	weir_policy_free(expect_ok("documented rates", LINK
+		  "weir.class{ dir = 'outbound', name = 'bulk', rate = '1.5mbit', ceil = '20Mbit' }\n",
+		  NULL));
+}
+
+/* malloc's bytes in use, big (mmapped) blocks included */
+static size_t
+heap_used(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+/* Issue 17.12: set_class's undo log holds one entry per class and call,
+ * within the sandbox's memory, however often a hook loops over it. */
+static void
+test_undo_log_bounded(void)
+{
+	static const char text[] =
+		"weir.link{ dir = 'outbound', rate = '30mbit', default = 'bulk' }\n"
+		"weir.class{ dir = 'outbound', name = 'bulk', rate = '10mbit' }\n"
+		"weir.class{ dir = 'outbound', name = 'web', rate = '10mbit' }\n"
+		"weir.every(1, function()\n"
+		"  for i = 1, 300000 do\n"
+		"    weir.set_class{ dir = 'outbound', name = 'bulk', rate = 1000000 + i }\n"
+		"  end\n"
+		"end)\n"
+		"weir.every(3, function()\n"
+		"  weir.set_class{ dir = 'outbound', name = 'web', rate = '1mbit' }\n"
+		"  weir.set_class{ dir = 'outbound', name = 'web', rate = '2mbit' }\n"
+		"  weir.set_class{ dir = 'outbound', name = 'bulk', rate = '3mbit' }\n"
+		"  error('undo all three')\n"
+		"end)\n";
+	const struct weir_policy_lua_limits lim = { .instructions = 1000000000ull,
+						    .mem_bytes = 4u << 20, .time_ms = 60000 };
+	const char *path = script(text);
+	struct weir_lua *e = open_ok("undo log", path, 1000, &lim);
+	char err[512] = "";
+	size_t before;
+
+	if (e == NULL)
+		return;
+	before = heap_used();
+	CHECK(weir_lua_run_timers(e, 1001, err, sizeof(err)) == 1, "the loop ran: %s", err);
+	/* 300,000 logged changes were ~40 MB outside the 4 MB cap */
+	CHECK(heap_used() < before + (6u << 20), "heap grew by %zu bytes", heap_used() - before);
+	CHECK(compiled(e, 0, "bulk").rate == 1300000, "the last rate stands");
+	CHECK(weir_lua_run_timers(e, 1003, err, sizeof(err)) == -1, "the failing one fails");
+	CHECK(compiled(e, 0, "web").rate == 10000000 && compiled(e, 0, "bulk").rate == 1300000,
+	      "its changes undone, twice-changed web included");
+	weir_lua_close(e);
+}
+
 int
 main(void)
 {
@@ -892,6 +1057,7 @@ main(void)
 	test_build_errors();
 	test_lua_errors();
 	test_limits();
+	test_c_functions_bounded();
 	test_shipped_policy();
 	/* weir.at and weir.date in a known time zone */
 	setenv("TZ", "UTC", 1);
@@ -906,6 +1072,8 @@ main(void)
 	test_registration_errors();
 	test_examples();
 	test_office_example();
+	test_undo_log_bounded();
+	test_rate_grammar();
 	for (unsigned int i = 1; i <= n_scripts; i++) {
 		char path[128];
 
