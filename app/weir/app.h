@@ -33,6 +33,20 @@ struct weir_app {
 	uint64_t switch_prepare_us;     /* last switch: ACL tries and trees built */
 	uint64_t switch_take_us;        /* last switch: posted until every worker took it */
 	char reload_error[512];         /* why the last reload failed ("" = it did not) */
+	/* How long a switch waits for every worker to take it (0 = 5 s). A
+	 * worker that takes longer takes it late: the new policy is in force
+	 * anyway, and what the late worker still uses waits in `retire`. */
+	uint32_t switch_wait_us;
+	uint64_t switches_late;         /* switches some worker took after the wait */
+	/* The previous policy and the posted switch array of a switch some
+	 * worker had not taken when the wait ended: freed by
+	 * weir_reload_retire() once every worker acknowledged `epoch`. At most
+	 * one: no switch is posted while a worker holds one. */
+	struct {
+		struct weir_policy *policy;
+		struct weir_policy_switch *sw;
+		uint32_t epoch;
+	} retire;
 	volatile sig_atomic_t reload;   /* SIGHUP: re-read the policy */
 	/* The Lua policy's live engine and its hooks (hooks.c); NULL without
 	 * policy.script. */
@@ -56,10 +70,6 @@ void weir_stats_print(const struct weir_app *app, FILE *out);
 
 /* The whole counters snapshot (what the stats file holds), new reference. */
 json_t *weir_stats_json(const struct weir_app *app);
-
-/* Re-read the config and switch to its policy now, as SIGHUP does: 0, or
- * -1 with the running policy kept and app->reload_error saying why. */
-int weir_mgmt_reload(struct weir_app *app);
 
 /* Write the counters as JSON to cfg.stats_file (atomically: temp + rename). */
 int weir_stats_write_file(const struct weir_app *app);

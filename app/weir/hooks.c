@@ -131,6 +131,7 @@ apply_if_dirty(struct weir_app *a)
 {
 	char err[512];
 	struct weir_policy *p;
+	int rc;
 
 	if (!weir_lua_dirty(a->lua))
 		return;
@@ -139,11 +140,14 @@ apply_if_dirty(struct weir_app *a)
 		hook_failed(a, "change", err);
 		return;
 	}
-	if (weir_policy_apply(a, p, &a->cfg, err, sizeof(err)) != 0) {
-		weir_policy_free(p);
+	rc = weir_policy_apply(a, p, &a->cfg, err, sizeof(err));
+	if (rc < 0) {
+		weir_policy_free(p);    /* never posted: still ours */
 		hook_failed(a, "switch", err);
 		return;
 	}
+	if (rc > 0)             /* in force; a worker takes it late */
+		hook_failed(a, "switch", err);
 	RTE_LOG(NOTICE, USER1, "policy %u in force (changed by a hook)\n", a->cfg.policy->epoch);
 }
 

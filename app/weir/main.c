@@ -314,6 +314,7 @@ main(int argc, char **argv)
 	weir_mgmt_loop(&app);
 
 	stop_workers(&app);
+	weir_reload_shutdown(&app);     /* a late switch ends here */
 	for (unsigned int i = 0; i < app.n_workers; i++)
 		weir_worker_flush_queues(app.workers[i]);       /* counted as dropped */
 	printf("weir: stopping; final counters:\n");

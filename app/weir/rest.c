@@ -1082,6 +1082,7 @@ h_class_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 	struct weir_policy *np;
 	char err[sizeof(a->reload_error)];
 	const char *name = strchr(rq->sub, '/');
+	int rc;
 	size_t dlen = name != NULL ? (size_t)(name - rq->sub) : strlen(rq->sub);
 	int d, k = -1;
 
@@ -1118,13 +1119,15 @@ h_class_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, perr.msg);
 		return;
 	}
-	if (weir_policy_apply(a, np, &a->cfg, err, sizeof(err)) != 0) {
-		/* Taken anyway when a stuck worker made the switch half-done. */
-		if (a->cfg.policy != np)
-			weir_policy_free(np);
+	rc = weir_policy_apply(a, np, &a->cfg, err, sizeof(err));
+	if (rc < 0) {
+		weir_policy_free(np);   /* never posted: still ours */
 		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
 		return;
 	}
+	/* rc > 0: in force, a worker takes it late (err says which). */
+	if (rc > 0)
+		RTE_LOG(WARNING, USER1, "%s\n", err);
 	p = a->cfg.policy;
 	k = weir_policy_class_find(p, d, name + 1);
 	RTE_LOG(NOTICE, USER1, "policy %u in force (%s class %s changed through the API)\n",

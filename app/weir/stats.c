@@ -339,26 +339,6 @@ weir_stats_print(const struct weir_app *app, FILE *out)
 	fflush(out);
 }
 
-/* SIGHUP or POST /api/v1/policy/reload: switch to the file's policy now,
- * or keep the running one and say why. */
-int
-weir_mgmt_reload(struct weir_app *app)
-{
-	char err[sizeof(app->reload_error)];
-
-	if (weir_reload(app, err, sizeof(err)) == 0) {
-		app->reload_error[0] = '\0';
-		RTE_LOG(NOTICE, USER1, "policy %u in force (reload %" PRIu64 ")\n",
-			app->cfg.policy->epoch, app->reloads);
-		return 0;
-	}
-	app->reload_failures++;
-	snprintf(app->reload_error, sizeof(app->reload_error), "%s", err);
-	RTE_LOG(ERR, USER1, "reload failed, policy %u stays in force: %s\n",
-		app->cfg.policy ? app->cfg.policy->epoch : 0, err);
-	return -1;
-}
-
 void
 weir_mgmt_loop(struct weir_app *app)
 {
@@ -375,6 +355,7 @@ weir_mgmt_loop(struct weir_app *app)
 			app->reload = 0;
 			weir_mgmt_reload(app);
 		}
+		weir_reload_retire(app);        /* after a late switch */
 		weir_rebalance(app);
 		weir_hooks_poll(app);
 		if (rte_rdtsc() < next)

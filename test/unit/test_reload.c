@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Unit tests for switching a running appliance to a new policy
+ * (app/weir/reload.c) when a worker does not take the switch in time: the
+ * worker here is created but never launched, so it takes the switch only
+ * when the test says so, long after the management side stopped waiting.
+ * The policy in force must stay valid memory throughout, the old one must
+ * be freed only once the late worker took the switch, and nothing may be
+ * freed twice. Run it in an ASan build to see a use-after-free directly
+ * (meson setup build-asan -Db_sanitize=address,undefined).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include "unit.h"
+#include "app.h"
+#include "reload.h"
+#include "rebalance.h"
+#include "hooks.h"
+
+#define CAP 64
+
+static struct weir_app app;
+
+static const char CONF_HEAD[] =
+	"lcores = { management = 0; workers = [1]; };\n"
+	"ports = { lan = { device = \"net_null0\"; }; wan = { device = \"net_null1\"; }; };\n"
+	"mempool = { mbufs = 8191; cache = 0; };\n"
+	"flows = { capacity = 64; };\n";
+
+/* A config file whose outbound tree has the classes named in `classes`. */
+static void
+write_conf(const char *path, const char *classes, const char *dflt)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL) {
+		perror(path);
+		exit(2);
+	}
+	fprintf(f, "%sshaping = { outbound = { rate = \"10mbit\"; default = \"%s\"; "
+		"classes = ( %s ); }; };\n", CONF_HEAD, dflt, classes);
+	fclose(f);
+}
+
+static char conf_path[] = "/tmp/weir-test-reload-XXXXXX";
+
+/* The appliance as main.c starts it, with one worker that is not run. */
+static void
+app_start(void)
+{
+	char err[WEIR_CONFIG_ERR_LEN];
+	struct weir_flow_table_conf fc = {
+		.name = "reload_ft", .capacity = CAP, .socket_id = SOCKET_ID_ANY,
+		.tsc_hz = rte_get_tsc_hz(), .timeouts = { 5, 100, 10, 2, 30, 15 },
+	};
+	struct weir_worker_conf wc = { .burst = 32 };
+	struct weir_cbq *sh[WEIR_PORT__COUNT] = { NULL, NULL };
+	int fd = mkstemp(conf_path);
+
+	if (fd < 0) {
+		perror("mkstemp");
+		exit(2);
+	}
+	close(fd);
+	write_conf(conf_path, "{ name = \"a\"; rate = \"4mbit\"; }, { name = \"b\"; rate = \"6mbit\"; }",
+		   "b");
+	memset(&app, 0, sizeof(app));
+	if (weir_config_load(conf_path, &app.cfg, err, sizeof(err)) < 0) {
+		printf("config: %s\n", err);
+		exit(2);
+	}
+	app.cfg.worker_lcores[0] = rte_lcore_id();
+	app.n_workers = 1;
+	app.flows[0] = weir_flow_table_create(&fc);
+	wc.policy = app.cfg.policy;
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		if (app.cfg.policy->tree[d].n_classes != 0)
+			sh[d] = weir_app_shaper(&app.cfg, app.cfg.policy, d, SOCKET_ID_ANY);
+	app.workers[0] = weir_worker_create(&wc, app.flows[0], sh, SOCKET_ID_ANY);
+	if (app.flows[0] == NULL || app.workers[0] == NULL) {
+		printf("cannot create the worker\n");
+		exit(2);
+	}
+	/* Do not wait 5 s for a worker that is not running. */
+	app.switch_wait_us = 20000;
+}
+
+static void
+app_stop(void)
+{
+	/* As main.c's shutdown: workers stopped, then everything freed. */
+	weir_reload_shutdown(&app);
+	weir_worker_free(app.workers[0]);
+	weir_flow_table_free(app.flows[0]);
+	weir_rebalance_free(&app);
+	weir_hooks_free(&app);
+	weir_config_free(&app.cfg);
+	unlink(conf_path);
+}
+
+/* SIGHUP with a new file while the worker is stuck: the switch times out. */
+static void
+test_reload_late_worker(void)
+{
+	struct weir_worker *w = app.workers[0];
+	const struct weir_policy *old = app.cfg.policy;
+	uint32_t old_epoch = old->epoch;
+	uint64_t t0;
+	int rc;
+
+	write_conf(conf_path, "{ name = \"x\"; rate = \"3mbit\"; }, { name = \"y\"; rate = \"3mbit\"; }, "
+		   "{ name = \"z\"; rate = \"4mbit\"; }", "z");
+	t0 = rte_get_timer_cycles();
+	rc = weir_mgmt_reload(&app);
+	/* The wait is measured, not counted in sleeps. */
+	CHECK(rte_get_timer_cycles() - t0 >= rte_get_timer_hz() / 50, "returned before 20 ms");
+	/* Posted to a worker, the new policy is the one in force, whether the
+	 * worker took it in time or not: the call may report the late worker,
+	 * but the policy it points to must be alive and the one posted. */
+	CHECK(app.cfg.policy != NULL && app.cfg.policy != old, "rc %d", rc);
+	CHECK(app.cfg.policy->epoch == old_epoch + 1, "epoch %u", app.cfg.policy->epoch);
+	/* Read it as /status does: a use-after-free here when it was freed. */
+	CHECK(app.cfg.policy->tree[WEIR_PORT_LAN].n_classes == 4, "%u classes",
+	      app.cfg.policy->tree[WEIR_PORT_LAN].n_classes);
+	CHECK(weir_policy_class_find(app.cfg.policy, WEIR_PORT_LAN, "z") >= 0, "no class z");
+	CHECK(strstr(app.reload_error, "has not taken") != NULL, "reload_error '%s'",
+	      app.reload_error);
+	/* A second reload while the worker still holds the switch is refused
+	 * and changes nothing. */
+	rc = weir_mgmt_reload(&app);
+	CHECK(rc != 0, "a second switch was posted over a pending one");
+	CHECK(app.cfg.policy->epoch == old_epoch + 1, "epoch %u", app.cfg.policy->epoch);
+	/* The old policy is still the late worker's: not freed yet. */
+	CHECK(app.retire.policy == old, "old policy not kept for the late worker");
+	weir_reload_retire(&app);
+	CHECK(app.retire.policy == old, "old policy freed before the worker took the switch");
+	/* The worker wakes up and takes it; the next wake retires the old one. */
+	CHECK(weir_worker_policy_take(w) == 1, "the worker had no switch to take");
+	weir_reload_retire(&app);
+	CHECK(app.retire.policy == NULL, "old policy not retired after the worker took it");
+	/* A second late switch after that one: the same again. */
+	write_conf(conf_path, "{ name = \"a\"; rate = \"5mbit\"; }, { name = \"b\"; rate = \"5mbit\"; }",
+		   "a");
+	old = app.cfg.policy;
+	rc = weir_mgmt_reload(&app);
+	CHECK(app.cfg.policy != old && app.cfg.policy->epoch == old_epoch + 2, "rc %d", rc);
+	CHECK(app.retire.policy == old, "old policy not kept for the late worker");
+	CHECK(weir_worker_policy_take(w) == 1, "the worker had no switch to take");
+	weir_reload_retire(&app);
+	CHECK(app.retire.policy == NULL, "old policy not retired after the worker took it");
+}
+
+int
+main(int argc, char **argv)
+{
+	unit_eal_init(argv[0], "reload", "256");
+	app_start();
+	test_reload_late_worker();
+	app_stop();
+	return unit_report();
+}
