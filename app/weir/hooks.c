@@ -29,6 +29,7 @@
 #include "hooks.h"
 #include "policy_lua.h"
 #include "reload.h"
+#include "worker_view.h"
 
 #define EV_RING 4096            /* events per worker waiting for the management lcore */
 #define CMD_RING 1024
@@ -60,15 +61,11 @@ hook_failed(struct weir_app *a, const char *what, const char *err)
 static void
 set_event_flags(struct weir_app *a)
 {
-	for (unsigned int i = 0; i < a->n_workers; i++) {
-		struct weir_worker *w = a->workers[i];
-
-		if (w == NULL || w->conf.events == NULL)
-			continue;
-		/* Plain flags the worker reads once per new or ending flow. */
-		w->conf.new_flow_events = a->lua != NULL && weir_lua_has(a->lua, WEIR_LUA_FLOW);
-		w->conf.end_flow_events = a->lua != NULL && weir_lua_has(a->lua, WEIR_LUA_FLOW_END);
-	}
+	for (unsigned int i = 0; i < a->n_workers; i++)
+		if (a->workers[i] != NULL)
+			weir_worker_set_flow_events(a->workers[i],
+				a->lua != NULL && weir_lua_has(a->lua, WEIR_LUA_FLOW),
+				a->lua != NULL && weir_lua_has(a->lua, WEIR_LUA_FLOW_END));
 }
 
 int
@@ -324,14 +321,15 @@ weir_hooks_stats(struct weir_app *a)
 		for (uint16_t c = 0; c < n; c++) {
 			snprintf(cls[d][c].name, sizeof(cls[d][c].name), "%s", p->tree[d].classes[c].name);
 			for (unsigned int i = 0; i < a->n_workers; i++) {
-				struct weir_cbq_stats st;
+				struct weir_class_view v;
 
-				if (weir_cbq_stats(a->workers[i]->shaper[d], c, &st) != 0)
+				/* A worker still on the previous policy: left out. */
+				if (weir_worker_class_view(a->workers[i], p, d, c, &v) != 0)
 					continue;
-				cls[d][c].bytes += st.bytes;
-				cls[d][c].pkts += st.pkts;
-				cls[d][c].drops += st.drops;
-				cls[d][c].rate_bps += st.rate_bps;
+				cls[d][c].bytes += v.cbq.bytes;
+				cls[d][c].pkts += v.cbq.pkts;
+				cls[d][c].drops += v.cbq.drops;
+				cls[d][c].rate_bps += v.cbq.rate_bps;
 			}
 		}
 		s.classes[d] = cls[d];

@@ -31,6 +31,7 @@
 #include "policy.h"
 #include "policy_values.h"
 #include "reload.h"
+#include "worker_view.h"
 
 #define REST_BODY_MAX (64 * 1024)       /* request bodies above this get 413 */
 #define REST_CONN_LIMIT 64              /* connections open at once */
@@ -384,19 +385,15 @@ prefix_match(const uint8_t *addr, const uint8_t *pfx, unsigned int bits)
 }
 
 /* The flow's class in direction d, if it was classified under the policy
- * in force (class_gen == the worker's generation); -1 otherwise. Checked
- * against the policy's bounds: the entry may change as we read it. */
+ * in force and its worker runs that policy; -1 otherwise. */
 static int
-flow_class(const struct weir_app *a, const struct weir_worker *w, const struct weir_flow *f, int d)
+flow_class(const struct weir_app *a, const struct weir_worker *w, uint32_t slot,
+	   const struct weir_flow *f, int d)
 {
-	const struct weir_policy *p = a->cfg.policy;
-	uint16_t leaf;
+	struct weir_flow_view v;
 
-	if (p == NULL || f->class_gen == 0 || f->class_gen != w->gen8 ||
-	    f->class_id >= p->n_targets || p->tree[d].n_classes == 0)
-		return -1;
-	leaf = p->targets[f->class_id].leaf[d];
-	return leaf < p->tree[d].n_classes ? leaf : -1;
+	weir_worker_flow_view(w, a->cfg.policy, slot, f, d, &v);
+	return v.leaf;
 }
 
 static json_t *
@@ -413,25 +410,23 @@ static json_t *
 flow_dir_json(struct flow_walk *fw, const struct weir_flow *f, uint32_t slot, int d)
 {
 	const struct weir_policy *p = fw->a->cfg.policy;
-	const struct weir_worker *w = fw->w;
-	int cls = flow_class(fw->a, w, f, d);
+	struct weir_flow_view v;
 	json_t *o = json_pack("{s:I, s:I}", "bytes", (json_int_t)f->bytes[d],
 			      "pkts", (json_int_t)f->pkts[d]);
 
-	json_object_set_new(o, "class", cls >= 0 ? json_string(p->tree[d].classes[cls].name)
+	/* Cheap per-slot reads of the worker's queues: a snapshot. A worker
+	 * that has not taken the policy in force yet shows no class. */
+	weir_worker_flow_view(fw->w, p, slot, f, d, &v);
+	json_object_set_new(o, "class", v.leaf >= 0 ? json_string(p->tree[d].classes[v.leaf].name)
 			    : json_null());
-	json_object_set_new(o, "mode", cls >= 0 ? json_string(weir_shape_mode_name(
-			    p->targets[f->class_id].mode[d])) : json_null());
-	/* Cheap per-slot reads of the worker's queues: a snapshot. */
-	if (w->shaper[d] != NULL)
-		json_object_set_new(o, "queued_pkts", json_integer(
-			weir_drr_qlen(weir_cbq_qtab(w->shaper[d]), slot)));
-	if (w->pa != NULL) {
-		uint32_t rtt = w->pa->q[d][slot].rtt;
-
-		json_object_set_new(o, "acks_held", json_integer(weir_postack_len(w->pa, d, slot)));
-		json_object_set_new(o, "rtt_ms", rtt ? json_real((double)rtt * 1e3 / (double)fw->hz)
-				    : json_null());
+	json_object_set_new(o, "mode", v.leaf >= 0 ? json_string(weir_shape_mode_name(
+			    p->targets[v.target].mode[d])) : json_null());
+	if (v.shaped)
+		json_object_set_new(o, "queued_pkts", json_integer(v.queued_pkts));
+	if (v.postack) {
+		json_object_set_new(o, "acks_held", json_integer(v.acks_held));
+		json_object_set_new(o, "rtt_ms", v.rtt_ticks ? json_real((double)v.rtt_ticks * 1e3 /
+				    (double)fw->hz) : json_null());
 	}
 	return o;
 }
@@ -459,7 +454,9 @@ flow_visit(const struct weir_flow *f, const struct weir_flow_key *k, void *arg)
 		bool hit = false;
 
 		for (int d = 0; d < WEIR_POLICY_DIRS; d++)
-			hit |= flt->cls[d] >= 0 && flow_class(fw->a, fw->w, f, d) == flt->cls[d];
+			hit |= flt->cls[d] >= 0 &&
+			       flow_class(fw->a, fw->w, weir_flow_slot(fw->a->flows[fw->worker], f),
+					  f, d) == flt->cls[d];
 		if (!hit)
 			return 0;
 	}

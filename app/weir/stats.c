@@ -11,6 +11,7 @@
 #include <rte_ethdev.h>
 
 #include "app.h"
+#include "worker_view.h"
 #include "rebalance.h"
 #include "reload.h"
 #include "hooks.h"
@@ -22,10 +23,13 @@ static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
 static void
 sum_workers(const struct weir_app *app, struct weir_worker_counters *sum)
 {
+	static struct weir_worker_counters copy[WEIR_MAX_WORKERS];  /* management lcore only */
 	const struct weir_worker_counters *blocks[WEIR_MAX_WORKERS];
 
-	for (unsigned int i = 0; i < app->n_workers; i++)
-		blocks[i] = &app->workers[i]->ctr;
+	for (unsigned int i = 0; i < app->n_workers; i++) {
+		weir_worker_port_counters(app->workers[i], &copy[i]);
+		blocks[i] = &copy[i];
+	}
 	weir_counters_sum(blocks, app->n_workers, sum);
 }
 
@@ -76,37 +80,38 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 }
 
 /* Class `cls` of direction `dir`, summed over the workers (each holds a
- * share of every class). Reads the workers' counters as they run: each
- * value is a plain aligned load, good enough for statistics. */
+ * share of every class). Reads the workers' counters as they run
+ * (worker_view.h); a worker that has not taken the policy in force yet is
+ * left out until it has. */
 static json_t *
 class_json(const struct weir_app *app, int dir, uint16_t cls)
 {
 	const struct weir_policy_class *pk = &app->cfg.policy->tree[dir].classes[cls];
 	struct weir_cbq_stats sum = { 0 };
-	struct weir_class_counters cc = { 0 };
+	struct weir_class_view cc = { 0 };
 	json_t *o;
 
 	for (unsigned int i = 0; i < app->n_workers; i++) {
-		const struct weir_worker *w = app->workers[i];
-		struct weir_cbq_stats st;
+		struct weir_class_view v;
+		const struct weir_cbq_stats *st = &v.cbq;
 
-		if (w->shaper[dir] == NULL || weir_cbq_stats(w->shaper[dir], cls, &st) != 0)
+		if (weir_worker_class_view(app->workers[i], app->cfg.policy, dir, cls, &v) != 0)
 			continue;
-		sum.bytes += st.bytes;
-		sum.pkts += st.pkts;
-		sum.drops_flow += st.drops_flow;
-		sum.drops_class += st.drops_class;
-		sum.borrowed += st.borrowed;
-		sum.lent += st.lent;
-		sum.qlen += st.qlen;
-		sum.qbytes += st.qbytes;
-		sum.backlogged += st.backlogged;
-		sum.rate_bps += st.rate_bps;
-		sum.ceil_bps += st.ceil_bps;
-		cc.flows += w->cls_ctr[dir][cls].flows;
-		cc.admitted += w->cls_ctr[dir][cls].admitted;
-		cc.refused += w->cls_ctr[dir][cls].refused;
-		cc.diverted += w->cls_ctr[dir][cls].diverted;
+		sum.bytes += st->bytes;
+		sum.pkts += st->pkts;
+		sum.drops_flow += st->drops_flow;
+		sum.drops_class += st->drops_class;
+		sum.borrowed += st->borrowed;
+		sum.lent += st->lent;
+		sum.qlen += st->qlen;
+		sum.qbytes += st->qbytes;
+		sum.backlogged += st->backlogged;
+		sum.rate_bps += st->rate_bps;
+		sum.ceil_bps += st->ceil_bps;
+		cc.flows += v.flows;
+		cc.admitted += v.admitted;
+		cc.refused += v.refused;
+		cc.diverted += v.diverted;
 	}
 	o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"parent", cls == 0 ? "" : app->cfg.policy->tree[dir].classes[pk->cbq.parent].name,
@@ -166,7 +171,6 @@ shaping_json(const struct weir_app *app, int dir)
 	return o;
 }
 
-/* PostACK's ACK queues, summed over the workers. */
 /* The Lua policy's hooks: calls and errors per kind, what they moved, and
  * the workers' flow events; null without policy.script. */
 static json_t *
@@ -188,12 +192,13 @@ hooks_json(const struct weir_app *app)
 				"calls", (json_int_t)lc->hook[h].calls,
 				"errors", (json_int_t)lc->hook[h].errors));
 	for (unsigned int i = 0; i < app->n_workers; i++) {
-		const struct weir_worker *w = app->workers[i];
+		struct weir_worker_info wi;
 
-		sent += w->events_sent;
-		dropped += w->events_dropped;
-		applied += w->cmds_applied;
-		stale += w->cmds_stale;
+		weir_worker_info(app->workers[i], &wi);
+		sent += wi.events_sent;
+		dropped += wi.events_dropped;
+		applied += wi.cmds_applied;
+		stale += wi.cmds_stale;
 	}
 	o = json_pack("{s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"script", app->cfg.policy_script, "hooks", k,
@@ -205,6 +210,7 @@ hooks_json(const struct weir_app *app)
 	return o;
 }
 
+/* PostACK's ACK queues, summed over the workers. */
 static json_t *
 postack_json(const struct weir_app *app)
 {
@@ -212,12 +218,12 @@ postack_json(const struct weir_app *app)
 	bool any = false;
 
 	for (unsigned int i = 0; i < app->n_workers; i++) {
-		const struct weir_postack_stats *st;
+		struct weir_postack_stats copy;
+		const struct weir_postack_stats *st = &copy;
 
-		if (app->workers[i]->pa == NULL)
+		if (weir_worker_postack_stats(app->workers[i], &copy) != 0)
 			continue;
 		any = true;
-		st = weir_postack_stats(app->workers[i]->pa);
 		sum.held += st->held;
 		sum.released += st->released;
 		sum.flushed += st->flushed;
@@ -260,14 +266,15 @@ weir_stats_json(const struct weir_app *app)
 	for (int r = 0; r < WEIR_PORT__COUNT; r++)
 		json_object_set_new(ports, role_name[r], port_json(app, &sum.port[r], r));
 	for (unsigned int i = 0; i < app->n_workers; i++) {
-		const struct weir_worker *w = app->workers[i];
+		struct weir_worker_info wi;
 
+		weir_worker_info(app->workers[i], &wi);
 		json_array_append_new(workers, json_pack("{s:i, s:i, s:I, s:I, s:I, s:f, s:I, s:I}",
-			"lcore", (int)app->cfg.worker_lcores[i], "queue", (int)w->conf.queue,
-			"loops", (json_int_t)w->ctr.loops, "idle_loops", (json_int_t)w->ctr.idle_loops,
-			"sleeps", (json_int_t)w->ctr.sleeps, "busy_s", (double)w->ctr.busy_tsc / hz,
+			"lcore", (int)app->cfg.worker_lcores[i], "queue", (int)wi.queue,
+			"loops", (json_int_t)wi.loops, "idle_loops", (json_int_t)wi.idle_loops,
+			"sleeps", (json_int_t)wi.sleeps, "busy_s", (double)wi.busy_tsc / hz,
 			"flows_active", (json_int_t)weir_flow_table_stats(app->flows[i])->active,
-			"rate_updates", (json_int_t)w->share_seq / 2));
+			"rate_updates", (json_int_t)wi.rate_updates));
 	}
 	return json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:I, "
 			 "s:o, s:{s:I, s:I, s:I, s:s, s:I, s:I}, s:{s:I, s:I}}",

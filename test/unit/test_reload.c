@@ -5,9 +5,12 @@
  * when the test says so, long after the management side stopped waiting.
  * The policy in force must stay valid memory throughout, the old one must
  * be freed only once the late worker took the switch, and nothing may be
- * freed twice. Run it in an ASan build to see a use-after-free directly
+ * freed twice, and readers (lib/worker_view.h) must leave the late
+ * worker's tree alone until it took the switch. Run it in an ASan build to see a use-after-free directly
  * (meson setup build-asan -Db_sanitize=address,undefined).
  */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,7 @@
 #include "reload.h"
 #include "rebalance.h"
 #include "hooks.h"
+#include "worker_view.h"
 
 #define CAP 64
 
@@ -136,6 +140,18 @@ test_reload_late_worker(void)
 	rc = weir_mgmt_reload(&app);
 	CHECK(rc != 0, "a second switch was posted over a pending one");
 	CHECK(app.cfg.policy->epoch == old_epoch + 1, "epoch %u", app.cfg.policy->epoch);
+	/* A reader during the switch (stats, REST, hooks, the rebalancer all
+	 * go through worker_view.h): the late worker still runs the old tree,
+	 * which it frees when it takes the switch, and whose classes are not
+	 * the new policy's. It must not be read now. */
+	{
+		struct weir_class_view v;
+		int z = weir_policy_class_find(app.cfg.policy, WEIR_PORT_LAN, "z");
+
+		CHECK(!weir_worker_view_current(w, app.cfg.policy), "late worker reported current");
+		CHECK(weir_worker_class_view(w, app.cfg.policy, WEIR_PORT_LAN, (uint16_t)z, &v) ==
+		      -EAGAIN, "class view of a worker that has not taken the policy");
+	}
 	/* The old policy is still the late worker's: not freed yet. */
 	CHECK(app.retire.policy == old, "old policy not kept for the late worker");
 	weir_reload_retire(&app);
@@ -144,6 +160,15 @@ test_reload_late_worker(void)
 	CHECK(weir_worker_policy_take(w) == 1, "the worker had no switch to take");
 	weir_reload_retire(&app);
 	CHECK(app.retire.policy == NULL, "old policy not retired after the worker took it");
+	{
+		struct weir_class_view v;
+		int z = weir_policy_class_find(app.cfg.policy, WEIR_PORT_LAN, "z");
+
+		CHECK(weir_worker_view_current(w, app.cfg.policy), "worker took it, not current");
+		CHECK(weir_worker_class_view(w, app.cfg.policy, WEIR_PORT_LAN, (uint16_t)z, &v) == 0,
+		      "class view after the take");
+		CHECK(v.cbq.rate_bps == 4000000, "rate %" PRIu64, v.cbq.rate_bps);
+	}
 	/* A second late switch after that one: the same again. */
 	write_conf(conf_path, "{ name = \"a\"; rate = \"5mbit\"; }, { name = \"b\"; rate = \"5mbit\"; }",
 		   "a");
