@@ -29,6 +29,7 @@
 #include "hooks.h"
 #include "policy_lua.h"
 #include "reload.h"
+#include "text.h"
 #include "worker_view.h"
 
 #define EV_RING 4096            /* events per worker waiting for the management lcore */
@@ -48,13 +49,14 @@ static void
 hook_failed(struct weir_app *a, const char *what, const char *err)
 {
 	a->hook_errors++;
-	snprintf(a->hook_error, sizeof(a->hook_error), "%.*s", (int)sizeof(a->hook_error) - 1, err);
+	/* Cut on a character boundary: the message ends up in JSON. */
+	weir_utf8_copy(a->hook_error, sizeof(a->hook_error), err);
 	/* Logged at most once a second: a hook failing on every flow must not
 	 * flood the log. */
 	if (rte_rdtsc() - a->hook_log_tsc >= rte_get_tsc_hz()) {
 		a->hook_log_tsc = rte_rdtsc();
 		RTE_LOG(ERR, USER1, "policy %s failed (%" PRIu64 " so far): %s\n", what,
-			a->hook_errors, err);
+			a->hook_errors, a->hook_error);        /* the repaired text */
 	}
 }
 

@@ -23,6 +23,7 @@
 #include "rebalance.h"
 #include "hooks.h"
 #include "policy_lua.h"
+#include "text.h"
 
 #define ACK_WAIT_US 5000000     /* a worker polls every few microseconds; 5 s is "stuck" */
 
@@ -289,14 +290,14 @@ weir_mgmt_reload(struct weir_app *app)
 
 	if (rc >= 0) {
 		/* In force; a late worker is worth saying, not a failure. */
-		snprintf(app->reload_error, sizeof(app->reload_error), "%s", err);
+		weir_utf8_copy(app->reload_error, sizeof(app->reload_error), err);
 		RTE_LOG(NOTICE, USER1, "policy %u in force (reload %" PRIu64 ")%s%s\n",
-			app->cfg.policy->epoch, app->reloads, rc > 0 ? ": " : "", err);
+			app->cfg.policy->epoch, app->reloads, rc > 0 ? ": " : "", app->reload_error);
 		return 0;
 	}
 	app->reload_failures++;
-	snprintf(app->reload_error, sizeof(app->reload_error), "%s", err);
+	weir_utf8_copy(app->reload_error, sizeof(app->reload_error), err);
 	RTE_LOG(ERR, USER1, "reload failed, policy %u stays in force: %s\n",
-		app->cfg.policy ? app->cfg.policy->epoch : 0, err);
+		app->cfg.policy ? app->cfg.policy->epoch : 0, app->reload_error);
 	return -1;
 }

@@ -31,6 +31,7 @@
 #include "policy.h"
 #include "policy_values.h"
 #include "reload.h"
+#include "text.h"
 #include "worker_view.h"
 
 #define REST_BODY_MAX (64 * 1024)       /* request bodies above this get 413 */
@@ -110,7 +111,9 @@ reply_error(struct reply *r, unsigned int status, const char *fmt, ...)
 	va_end(ap);
 	json_decref(r->json);
 	r->status = status;
-	r->json = json_pack("{s:{s:i, s:s}}", "error", "code", (int)status, "message", msg);
+	/* msg may quote a script or a file (any bytes): repaired, never lost. */
+	r->json = json_pack("{s:{s:i, s:o}}", "error", "code", (int)status, "message",
+			    weir_json_text(msg));
 }
 
 static void
@@ -241,8 +244,8 @@ h_status(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct re
 			"duplex", link.link_duplex == RTE_ETH_LINK_FULL_DUPLEX ? "full" : "half",
 			"autoneg", link.link_autoneg == RTE_ETH_LINK_AUTONEG);
 		json_object_set_new(ports, role_name[role], json_pack(
-			"{s:s, s:i, s:o, s:O, s:O, s:O, s:O, s:I}",
-			"device", a->cfg.port[role].device, "port_id", (int)a->ports.id[role],
+			"{s:o, s:i, s:o, s:O, s:O, s:O, s:O, s:I}",
+			"device", weir_json_text(a->cfg.port[role].device), "port_id", (int)a->ports.id[role],
 			"link", lj,
 			"rx", json_object_get(p, "rx"), "tx", json_object_get(p, "tx"),
 			"rx_bytes", json_object_get(p, "rx_bytes"),
@@ -635,14 +638,14 @@ h_policy(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct re
 {
 	bool script = a->cfg.policy_script[0] != '\0';
 
-	reply_json(r, json_pack("{s:I, s:s, s:s, s:o, s:o, s:I, s:I, s:s}",
+	reply_json(r, json_pack("{s:I, s:s, s:o, s:o, s:o, s:I, s:I, s:o}",
 		"epoch", (json_int_t)(a->cfg.policy ? a->cfg.policy->epoch : 0),
 		"source", script ? "script" : "config",
-		"config", a->cfg.path,
-		"script", script ? json_string(a->cfg.policy_script) : json_null(),
+		"config", weir_json_text(a->cfg.path),
+		"script", script ? weir_json_text(a->cfg.policy_script) : json_null(),
 		"script_text", script ? script_text(a->cfg.policy_script) : json_null(),
 		"reloads", (json_int_t)a->reloads, "reload_failures", (json_int_t)a->reload_failures,
-		"last_error", a->reload_error));
+		"last_error", weir_json_text(a->reload_error)));
 }
 
 /* Check the config file (and its script) as a reload would, changing nothing. */
@@ -900,8 +903,9 @@ script_install(struct weir_app *a, const char *text, size_t len, struct reply *r
 	free(a->rest->prev);
 	a->rest->prev = old;
 	a->rest->prev_len = old_len;
-	reply_json(r, json_pack("{s:I, s:s, s:s, s:I}",
-		"epoch", (json_int_t)a->cfg.policy->epoch, "script", path, "previous", prev,
+	reply_json(r, json_pack("{s:I, s:o, s:o, s:I}",
+		"epoch", (json_int_t)a->cfg.policy->epoch, "script", weir_json_text(path),
+		"previous", weir_json_text(prev),
 		"reloads", (json_int_t)a->reloads));
 	return 0;
 }

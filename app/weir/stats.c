@@ -11,6 +11,7 @@
 #include <rte_ethdev.h>
 
 #include "app.h"
+#include "text.h"
 #include "worker_view.h"
 #include "rebalance.h"
 #include "reload.h"
@@ -57,8 +58,8 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 
 	for (unsigned int r = 1; r < WEIR_MAL__COUNT; r++)
 		json_object_set_new(mal, weir_malformed_name(r), json_integer((json_int_t)pc->malformed_by[r]));
-	o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
-		      "device", app->cfg.port[role].device,
+	o = json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+		      "device", weir_json_text(app->cfg.port[role].device),
 		      "rx", (json_int_t)pc->rx_pkts, "rx_bytes", (json_int_t)pc->rx_bytes,
 		      "tx", (json_int_t)pc->tx_pkts, "tx_bytes", (json_int_t)pc->tx_bytes,
 		      "forwarded", (json_int_t)pc->forwarded, "tx_full", (json_int_t)pc->tx_full,
@@ -200,9 +201,11 @@ hooks_json(const struct weir_app *app)
 		applied += wi.cmds_applied;
 		stale += wi.cmds_stale;
 	}
-	o = json_pack("{s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
-		"script", app->cfg.policy_script, "hooks", k,
-		"errors", (json_int_t)app->hook_errors, "last_error", app->hook_error,
+	/* The script's path and its last error may be any bytes (a message
+	 * quotes the script): repaired so the whole snapshot never fails. */
+	o = json_pack("{s:o, s:o, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"script", weir_json_text(app->cfg.policy_script), "hooks", k,
+		"errors", (json_int_t)app->hook_errors, "last_error", weir_json_text(app->hook_error),
 		"events_sent", (json_int_t)sent, "events_dropped", (json_int_t)dropped,
 		"moves", (json_int_t)app->hook_moves,
 		"moves_dropped", (json_int_t)app->hook_moves_dropped,
@@ -277,7 +280,7 @@ weir_stats_json(const struct weir_app *app)
 			"rate_updates", (json_int_t)wi.rate_updates));
 	}
 	return json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:I, "
-			 "s:o, s:{s:I, s:I, s:I, s:s, s:I, s:I}, s:{s:I, s:I}}",
+			 "s:o, s:{s:I, s:I, s:I, s:o, s:I, s:I}, s:{s:I, s:I}}",
 		"version", WEIR_VERSION,
 		"uptime_s", (double)(rte_rdtsc() - app->start_tsc) / hz,
 		"ports", ports,
@@ -294,7 +297,7 @@ weir_stats_json(const struct weir_app *app)
 		"policy", "epoch", (json_int_t)(app->cfg.policy ? app->cfg.policy->epoch : 0),
 			  "reloads", (json_int_t)app->reloads,
 			  "reload_failures", (json_int_t)app->reload_failures,
-			  "reload_error", app->reload_error,
+			  "reload_error", weir_json_text(app->reload_error),
 			  "switch_prepare_us", (json_int_t)app->switch_prepare_us,
 			  "switch_take_us", (json_int_t)app->switch_take_us,
 		"mbufs", "total", (json_int_t)app->mp->size,

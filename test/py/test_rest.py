@@ -940,3 +940,43 @@ def test_telemetry(weir):
     assert counters["workers"]["0/lcore"] == 1
     assert gold == classes["outbound/gold"]
     assert bad is None
+
+
+# ---- error text that is not valid UTF-8 (issue 17 #13) ----
+
+def test_hook_error_not_utf8_keeps_monitoring_up(tmp_path):
+    """A hook error that quotes raw bytes, and one long enough to be cut inside a
+    multi-byte character, must not take /status, /counters or /metrics down: the
+    snapshot carries a repaired message, cut on a character boundary."""
+    w, script = script_weir(tmp_path, "utf8")
+    try:
+        # error(..., 0): no position prefix, so the message is what we build here.
+        bad = script.read_text() + (
+            '\nlocal n = 0\n'
+            'weir.every(0.1, function(now)\n'
+            '  n = n + 1\n'
+            '  if n % 2 == 1 then error("raw \\255 byte", 0) end\n'
+            '  error(string.rep("\\226\\130\\172", 400), 0)\n'   # 1200 bytes of euro signs
+            'end)\n')
+        status, _, data = put_script(w, bad)
+        assert status == 200, data
+        deadline = time.time() + 10
+        seen = set()
+        while time.time() < deadline and len(seen) < 2:
+            for path in ("/api/v1/status", "/api/v1/counters", "/metrics"):
+                status, _, data = w.request("GET", path)
+                assert status == 200, (path, data)
+            c = json.loads(w.request("GET", "/api/v1/counters")[2])
+            err = c["hooks"]["last_error"]
+            m = re.match(rf"{re.escape(str(script))}:\d+: (.*)$", err)
+            if m and m.group(1).startswith("raw"):
+                assert m.group(1) == "raw ? byte", err
+                seen.add("raw")
+            elif m and m.group(1).startswith("\u20ac"):
+                assert set(m.group(1)) == {"\u20ac"} and len(err.encode()) <= 511, err
+                seen.add("long")
+            time.sleep(0.1)
+        assert seen == {"raw", "long"}, seen
+        assert c["hooks"]["errors"] >= 2
+    finally:
+        w.stop()
