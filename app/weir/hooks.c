@@ -134,17 +134,21 @@ apply_if_dirty(struct weir_app *a)
 
 	if (!weir_lua_dirty(a->lua))
 		return;
-	p = weir_lua_compile(a->lua, 0, err, sizeof(err));
+	p = weir_lua_compile_change(a->lua, 0, err, sizeof(err));
 	if (p == NULL) {
 		hook_failed(a, "change", err);
 		return;
 	}
 	rc = weir_policy_apply(a, p, &a->cfg, err, sizeof(err));
 	if (rc < 0) {
+		/* Not in force: the change stays pending and is tried again at
+		 * the next wake (a worker still holding a late switch is the
+		 * usual cause; apply refuses that before building anything). */
 		weir_policy_free(p);    /* never posted: still ours */
 		hook_failed(a, "switch", err);
 		return;
 	}
+	weir_lua_commit(a->lua);
 	if (rc > 0)             /* in force; a worker takes it late */
 		hook_failed(a, "switch", err);
 	RTE_LOG(NOTICE, USER1, "policy %u in force (changed by a hook)\n", a->cfg.policy->epoch);

@@ -26,6 +26,7 @@
 #include "rebalance.h"
 #include "hooks.h"
 #include "worker_view.h"
+#include "policy_lua.h"
 
 #define CAP 64
 
@@ -54,9 +55,12 @@ write_conf(const char *path, const char *classes, const char *dflt)
 
 static char conf_path[] = "/tmp/weir-test-reload-XXXXXX";
 
-/* The appliance as main.c starts it, with one worker that is not run. */
+static char script_path[] = "/tmp/weir-test-reload-lua-XXXXXX";
+
+/* The appliance as main.c starts it, with one worker that is not run; with
+ * a Lua script when `script` is not NULL. */
 static void
-app_start(void)
+app_start(const char *script)
 {
 	char err[WEIR_CONFIG_ERR_LEN];
 	struct weir_flow_table_conf fc = {
@@ -72,20 +76,42 @@ app_start(void)
 		exit(2);
 	}
 	close(fd);
-	write_conf(conf_path, "{ name = \"a\"; rate = \"4mbit\"; }, { name = \"b\"; rate = \"6mbit\"; }",
-		   "b");
+	if (script == NULL) {
+		write_conf(conf_path, "{ name = \"a\"; rate = \"4mbit\"; }, "
+			   "{ name = \"b\"; rate = \"6mbit\"; }", "b");
+	} else {
+		FILE *f;
+
+		fd = mkstemp(script_path);
+		f = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (f == NULL) {
+			perror("script");
+			exit(2);
+		}
+		fputs(script, f);
+		fclose(f);
+		f = fopen(conf_path, "w");
+		fprintf(f, "%spolicy = { script = \"%s\"; };\n", CONF_HEAD, script_path);
+		fclose(f);
+	}
 	memset(&app, 0, sizeof(app));
 	if (weir_config_load(conf_path, &app.cfg, err, sizeof(err)) < 0) {
 		printf("config: %s\n", err);
 		exit(2);
 	}
 	app.cfg.worker_lcores[0] = rte_lcore_id();
+	/* As main.c: the script's engine and compile before the workers. */
+	if (weir_hooks_init(&app, err, sizeof(err)) < 0) {
+		printf("hooks: %s\n", err);
+		exit(2);
+	}
 	app.n_workers = 1;
 	app.flows[0] = weir_flow_table_create(&fc);
 	wc.policy = app.cfg.policy;
 	for (int d = 0; d < WEIR_PORT__COUNT; d++)
 		if (app.cfg.policy->tree[d].n_classes != 0)
 			sh[d] = weir_app_shaper(&app.cfg, app.cfg.policy, d, SOCKET_ID_ANY);
+	weir_hooks_worker_conf(&app, 0, &wc);
 	app.workers[0] = weir_worker_create(&wc, app.flows[0], sh, SOCKET_ID_ANY);
 	if (app.flows[0] == NULL || app.workers[0] == NULL) {
 		printf("cannot create the worker\n");
@@ -106,6 +132,9 @@ app_stop(void)
 	weir_hooks_free(&app);
 	weir_config_free(&app.cfg);
 	unlink(conf_path);
+	unlink(script_path);
+	strcpy(conf_path, "/tmp/weir-test-reload-XXXXXX");
+	strcpy(script_path, "/tmp/weir-test-reload-lua-XXXXXX");
 }
 
 /* SIGHUP with a new file while the worker is stuck: the switch times out. */
@@ -181,12 +210,62 @@ test_reload_late_worker(void)
 	CHECK(app.retire.policy == NULL, "old policy not retired after the worker took it");
 }
 
+static const char HOOK_SCRIPT[] =
+	"weir.link{ dir = \"outbound\", rate = \"10mbit\", default = \"b\" }\n"
+	"weir.class{ dir = \"outbound\", name = \"a\", rate = \"4mbit\" }\n"
+	"weir.class{ dir = \"outbound\", name = \"b\", rate = \"6mbit\" }\n"
+	"weir.every(0.1, function(now)\n"
+	"  weir.set_class{ dir = \"outbound\", name = \"a\", rate = \"2mbit\" }\n"
+	"end)\n";
+
+static uint64_t
+rate_of(const char *cls)
+{
+	const struct weir_policy *p = app.cfg.policy;
+	int k = weir_policy_class_find(p, WEIR_PORT_LAN, cls);
+
+	return k < 0 ? 0 : p->tree[WEIR_PORT_LAN].classes[k].cbq.rate;
+}
+
+/* issue 17 #19: a hook's weir.set_class whose switch fails (here: the
+ * worker still holds a late switch) must stay pending and go in force
+ * later, not be taken for done. The timer restates the same rate every
+ * 0.1 s, which the engine ignores once it believes the rate is set. */
+static void
+test_hook_change_kept_when_switch_fails(void)
+{
+	struct weir_worker *w = app.workers[0];
+	uint32_t epoch;
+
+	/* A reload the worker does not take in time: a switch stays posted. */
+	CHECK(weir_mgmt_reload(&app) == 0 && app.retire.policy != NULL, "no late switch");
+	epoch = app.cfg.policy->epoch;
+	usleep(150000);
+	weir_hooks_poll(&app);          /* the timer: set_class, compile, switch refused */
+	CHECK(app.cfg.policy->epoch == epoch && rate_of("a") == 4000000, "switched over a pending one");
+	CHECK(app.hook_errors == 1 && strstr(app.hook_error, "has not taken") != NULL, "'%s'",
+	      app.hook_error);
+	CHECK(weir_lua_dirty(app.lua), "the change that did not go in force is marked done");
+	/* The worker takes the reload; the change goes in force next. */
+	CHECK(weir_worker_policy_take(w) == 1, "no switch to take");
+	usleep(150000);
+	weir_hooks_poll(&app);
+	CHECK(app.cfg.policy->epoch == epoch + 1, "epoch %u, want %u", app.cfg.policy->epoch,
+	      epoch + 1);
+	CHECK(rate_of("a") == 2000000, "class a at %" PRIu64 " bit/s: the hook's change was lost",
+	      rate_of("a"));
+	CHECK(!weir_lua_dirty(app.lua), "in force but still pending");
+}
+
 int
 main(int argc, char **argv)
 {
 	unit_eal_init(argv[0], "reload", "256");
-	app_start();
+	app_start(NULL);
 	test_reload_late_worker();
+	app_stop();
+	app_start(HOOK_SCRIPT);
+	test_hook_change_kept_when_switch_fails();
 	app_stop();
 	return unit_report();
 }
