@@ -56,6 +56,9 @@ struct weir_app {
 	uint64_t hook_errors;           /* hooks, recompiles and switches that failed */
 	char hook_error[512];
 	uint64_t hook_log_tsc;
+	uint32_t hook_budget_us;        /* Lua time per management wake (0 = 5 ms, hooks.c) */
+	unsigned int hook_next;         /* the worker whose events go first next wake */
+	uint64_t hook_wakes_full;       /* wakes that left events for the next one */
 	uint64_t hook_moves;            /* flows on_flow sent to another class */
 	uint64_t hook_moves_dropped;    /* a worker's command ring was full */
 	struct weir_rest *rest;         /* the REST API's server (rest.c); NULL = none */

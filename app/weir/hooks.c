@@ -34,7 +34,12 @@
 
 #define EV_RING 4096            /* events per worker waiting for the management lcore */
 #define CMD_RING 1024
-#define EV_PER_POLL 1024        /* events per worker per 10 ms wake (~5 ms of Lua): bounds a stall */
+/* Time in hooks per management wake (every 10 ms): the rest of the wake is
+ * REST's and the stats'. Counted in time, not events: one on_flow may use
+ * its whole instruction budget. A call started is finished (the engine's
+ * instruction budget bounds it); events not reached wait in their ring. */
+#define HOOK_BUDGET_US 5000
+#define EV_BURST 1              /* events taken at a time: the time is checked between calls */
 
 static double
 wall_now(void)
@@ -223,40 +228,67 @@ new_flow(struct weir_app *a, unsigned int wi, const struct weir_flow_event *ev, 
 	}
 }
 
+static void
+flow_event(struct weir_app *a, unsigned int wi, const struct weir_flow_event *ev, double hz)
+{
+	char err[512];
+
+	if (ev->type == WEIR_FEV_NEW) {
+		new_flow(a, wi, ev, hz);
+	} else {
+		struct weir_lua_flow f;
+
+		flow_of_event(a, ev, hz, &f);
+		if (weir_lua_on_flow_end(a->lua, &f, err, sizeof(err)) < 0)
+			hook_failed(a, "on_flow_end", err);
+	}
+}
+
 void
 weir_hooks_poll(struct weir_app *a)
 {
 	const double hz = (double)rte_get_tsc_hz();
+	const uint64_t t0 = rte_rdtsc();
+	const uint64_t budget = (uint64_t)(a->hook_budget_us != 0 ? a->hook_budget_us :
+					   HOOK_BUDGET_US) * rte_get_tsc_hz() / 1000000;
+	unsigned int got;
 	char err[512];
 
 	if (a->lua == NULL)
 		return;
-	for (unsigned int i = 0; i < a->n_workers; i++) {
-		struct weir_flow_event ev[32];
-		unsigned int n, done = 0;
-
-		if (a->ev_ring[i] == NULL)
-			continue;
-		while (done < EV_PER_POLL &&
-		       (n = rte_ring_sc_dequeue_burst_elem(a->ev_ring[i], ev, sizeof(ev[0]),
-							   RTE_DIM(ev), NULL)) > 0) {
-			for (unsigned int k = 0; k < n; k++) {
-				if (ev[k].type == WEIR_FEV_NEW) {
-					new_flow(a, i, &ev[k], hz);
-				} else {
-					struct weir_lua_flow f;
-
-					flow_of_event(a, &ev[k], hz, &f);
-					if (weir_lua_on_flow_end(a->lua, &f, err, sizeof(err)) < 0)
-						hook_failed(a, "on_flow_end", err);
-				}
-			}
-			done += n;
-		}
-	}
+	/* Timers first: they are few and due at a time; events can wait. */
 	if (wall_now() >= weir_lua_next_timer(a->lua) &&
 	    weir_lua_run_timers(a->lua, wall_now(), err, sizeof(err)) < 0)
 		hook_failed(a, "timer", err);
+	/* A few events from each worker in turn, starting where the last wake
+	 * stopped, until the rings are empty or the time is used up: one
+	 * worker's flood of new flows cannot starve the others' hooks. */
+	do {
+		got = 0;
+		for (unsigned int k = 0; k < a->n_workers; k++) {
+			unsigned int i = (a->hook_next + k) % a->n_workers;
+			struct weir_flow_event ev[EV_BURST];
+			unsigned int n;
+
+			if (rte_rdtsc() - t0 >= budget) {
+				a->hook_next = i;
+				for (unsigned int j = 0; j < a->n_workers; j++)
+					if (a->ev_ring[j] != NULL && !rte_ring_empty(a->ev_ring[j])) {
+						a->hook_wakes_full++;
+						break;
+					}
+				goto done;
+			}
+			if (a->ev_ring[i] == NULL)
+				continue;
+			n = rte_ring_sc_dequeue_burst_elem(a->ev_ring[i], ev, sizeof(ev[0]),
+							   RTE_DIM(ev), NULL);
+			for (unsigned int e = 0; e < n; e++)
+				flow_event(a, i, &ev[e], hz);
+			got += n;
+		}
+	} while (got > 0);
+done:
 	apply_if_dirty(a);
 }
 

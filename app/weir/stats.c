@@ -210,6 +210,8 @@ hooks_json(const struct weir_app *app)
 		"moves", (json_int_t)app->hook_moves,
 		"moves_dropped", (json_int_t)app->hook_moves_dropped,
 		"moves_applied", (json_int_t)applied, "moves_stale", (json_int_t)stale);
+	/* Wakes whose hook time ran out with events still waiting. */
+	json_object_set_new(o, "wakes_over_budget", json_integer((json_int_t)app->hook_wakes_full));
 	return o;
 }
 
