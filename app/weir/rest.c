@@ -434,13 +434,14 @@ flow_dir_json(struct flow_walk *fw, const struct weir_flow *f, uint32_t slot, in
 	return o;
 }
 
+/* One flow (a copy: weir_flow_read_next) of worker fw->worker's slot:
+ * 1 if it matched the filters and was listed, 0 if not listed. */
 static int
-flow_visit(const struct weir_flow *f, const struct weir_flow_key *k, void *arg)
+flow_visit(struct flow_walk *fw, const struct weir_flow *f, const struct weir_flow_key *k,
+	   uint32_t slot)
 {
-	struct flow_walk *fw = arg;
 	const struct flow_filter *flt = fw->flt;
 	bool lan_hi = (f->shape & WEIR_FSH_LAN_HI) != 0;
-	uint32_t slot;
 	const char *pn;
 	double age, idle;
 	json_t *o;
@@ -457,15 +458,12 @@ flow_visit(const struct weir_flow *f, const struct weir_flow_key *k, void *arg)
 		bool hit = false;
 
 		for (int d = 0; d < WEIR_POLICY_DIRS; d++)
-			hit |= flt->cls[d] >= 0 &&
-			       flow_class(fw->a, fw->w, weir_flow_slot(fw->a->flows[fw->worker], f),
-					  f, d) == flt->cls[d];
+			hit |= flt->cls[d] >= 0 && flow_class(fw->a, fw->w, slot, f, d) == flt->cls[d];
 		if (!hit)
 			return 0;
 	}
 	if (fw->matched++ < fw->offset || json_array_size(fw->list) >= fw->limit)
 		return 0;       /* counted for "total", not listed */
-	slot = weir_flow_slot(fw->a->flows[fw->worker], f);
 	pn = proto_name(k->proto);
 	age = fw->now > f->first_tsc ? (double)(fw->now - f->first_tsc) / (double)fw->hz : 0.0;
 	idle = fw->now > f->last_tsc ? (double)(fw->now - f->last_tsc) / (double)fw->hz : 0.0;
@@ -481,7 +479,7 @@ flow_visit(const struct weir_flow *f, const struct weir_flow_key *k, void *arg)
 		"out", flow_dir_json(fw, f, slot, WEIR_DIR_OUT),
 		"in", flow_dir_json(fw, f, slot, WEIR_DIR_IN));
 	json_array_append_new(fw->list, o);
-	return 0;
+	return 1;
 }
 
 static bool
@@ -499,7 +497,7 @@ parse_uint(const char *s, uint64_t max, uint64_t *out)
 /* 0, or -1 with the 400 reply made. */
 static int
 flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *flt,
-	     uint64_t *limit, uint64_t *offset, struct reply *r)
+	     uint64_t *limit, uint64_t *offset, bool *by_cursor, uint64_t *cursor, struct reply *r)
 {
 	const char *v;
 	uint64_t u;
@@ -508,6 +506,23 @@ flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *f
 	flt->port = flt->proto = -1;
 	*limit = FLOWS_LIMIT_DEFAULT;
 	*offset = 0;
+	*cursor = 0;
+	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "cursor");
+	*by_cursor = v != NULL;
+	if (v != NULL && (!parse_uint(v, UINT64_MAX, cursor) ||
+			  (*cursor >> 32) > a->n_workers ||
+			  ((*cursor >> 32) == a->n_workers && (uint32_t)*cursor != 0) ||
+			  ((*cursor >> 32) < a->n_workers &&
+			   (uint32_t)*cursor > weir_flow_table_capacity(a->flows[*cursor >> 32])))) {
+		reply_error(r, MHD_HTTP_BAD_REQUEST, "'cursor' must be 0 or a 'next' of an earlier "
+			    "listing");
+		return -1;
+	}
+	if (v != NULL && MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset") != NULL) {
+		reply_error(r, MHD_HTTP_BAD_REQUEST, "'cursor' and 'offset' page two different ways: "
+			    "use one");
+		return -1;
+	}
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
 	if (v != NULL && (!parse_uint(v, FLOWS_LIMIT_MAX, limit) || *limit == 0)) {
 		reply_error(r, MHD_HTTP_BAD_REQUEST, "'limit' must be an integer from 1 to %d",
@@ -593,19 +608,59 @@ bad_host:
 	return -1;
 }
 
+/*
+ * Two ways to page. limit/offset: every request walks every table to count
+ * "total", so paging through n flows costs n/limit whole walks. cursor:
+ * start at a position (0, or the "next" of the page before) and walk
+ * only until `limit` flows matched; paging through everything is one
+ * walk in all, and "total" is not counted. A position is worker << 32 |
+ * slot; slots are walked in order, so a flow that lives through the whole
+ * paging is listed once. Entries are read as copies (weir_flow_read_next:
+ * the torn-entry rule is there).
+ */
 static void
 h_flows(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
 {
 	struct flow_filter flt;
 	struct flow_walk fw = { .a = a, .flt = &flt, .now = rte_rdtsc(), .hz = rte_get_tsc_hz() };
+	bool by_cursor, more = false;
+	uint64_t cursor, next = 0;
+	unsigned int i;
+	uint32_t s0;
 
-	if (flows_filter(a, c, &flt, &fw.limit, &fw.offset, r) < 0)
+	if (flows_filter(a, c, &flt, &fw.limit, &fw.offset, &by_cursor, &cursor, r) < 0)
 		return;
 	fw.list = json_array();
-	for (unsigned int i = 0; i < a->n_workers; i++) {
+	i = (unsigned int)(cursor >> 32);
+	s0 = (uint32_t)cursor;
+	for (; i < a->n_workers; i++, s0 = 0) {
+		const uint32_t cap = weir_flow_table_capacity(a->flows[i]);
+		struct weir_flow f;
+		struct weir_flow_key k;
+
 		fw.w = a->workers[i];
 		fw.worker = i;
-		weir_flow_walk(a->flows[i], flow_visit, &fw);
+		for (uint32_t slot = s0; slot < cap; slot++) {
+			/* A full cursor page stops here and says where the next
+			 * one starts; limit/offset walk on to count "total". */
+			if (by_cursor && json_array_size(fw.list) >= fw.limit) {
+				next = (uint64_t)i << 32 | slot;
+				more = true;
+				goto out;
+			}
+			slot = weir_flow_read_next(a->flows[i], slot, &f, &k);
+			if (slot >= cap)
+				break;
+			flow_visit(&fw, &f, &k, slot);
+		}
+	}
+out:
+	if (by_cursor) {
+		reply_json(r, json_pack("{s:I, s:I, s:o, s:o}", "cursor", (json_int_t)cursor,
+					"limit", (json_int_t)fw.limit,
+					"next", more ? json_integer((json_int_t)next) : json_null(),
+					"flows", fw.list));
+		return;
 	}
 	reply_json(r, json_pack("{s:I, s:I, s:I, s:o}", "total", (json_int_t)fw.matched,
 				"offset", (json_int_t)fw.offset, "limit", (json_int_t)fw.limit,
@@ -1162,8 +1217,8 @@ h_metrics(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct r
 	r->ctype = "text/plain; version=0.0.4; charset=utf-8";
 }
 
-static const char *const flows_query[] = { "limit", "offset", "class", "host", "port", "proto",
-					   NULL };
+static const char *const flows_query[] = { "limit", "offset", "cursor", "class", "host", "port",
+					   "proto", NULL };
 
 static const struct route routes[] = {
 	{ "/api/v1/status", "GET", h_status, NULL },

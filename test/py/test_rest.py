@@ -237,6 +237,35 @@ def test_flows_paging(weir):
     assert len(set(seen)) == len(FLOWS)
 
 
+def test_flows_cursor_paging(weir):
+    """Cursor paging (issue 17 #15): each page walks only from its cursor; following
+    'next' from 0 lists every flow once, with filters too."""
+    for query, want in (("", set(FLOWS)), ("&proto=udp", {f for f in FLOWS if f[4] == "udp"})):
+        seen, cursor, pages = [], 0, 0
+        while cursor is not None:
+            status, f = weir.get(f"/api/v1/flows?limit=2&cursor={cursor}{query}")
+            assert status == 200, f
+            assert f["cursor"] == cursor and f["limit"] == 2 and "total" not in f
+            assert len(f["flows"]) <= 2
+            seen += [(x["lan"]["addr"], x["lan"]["port"], x["wan"]["addr"], x["wan"]["port"],
+                      x["proto"]) for x in f["flows"]]
+            assert f["next"] is None or f["next"] > cursor
+            cursor = f["next"]
+            pages += 1
+            assert pages <= len(FLOWS) + 1
+        assert sorted(seen) == sorted(want), query
+    # One page holding them all says there is no next one.
+    status, f = weir.get("/api/v1/flows?cursor=0&limit=1000")
+    assert len(f["flows"]) == len(FLOWS) and f["next"] is None
+
+
+@pytest.mark.parametrize("query", [
+    "cursor=abc", "cursor=-1", "cursor=0&offset=2", f"cursor={(1 << 32) | 5}",
+    f"cursor={2 << 32}", "cursor=1025"])
+def test_flows_bad_cursor(weir, query):
+    assert_error(*weir.request("GET", f"/api/v1/flows?{query}"), 400)
+
+
 @pytest.mark.parametrize("query", [
     "limit=0", "limit=1001", "limit=abc", "limit=-1", "limit=", "offset=-1", "offset=1.5",
     "port=65536", "port=x", "proto=bogus", "proto=256", "host=10.0.0", "host=10.0.0.0/33",
