@@ -308,8 +308,10 @@ test_hooks_bounded_by_time(void)
 	printf("one on_flow %.0f us; a wake with 200 waiting: %.0f us, %" PRIu64 " calls\n", one,
 	       wake, lc->hook[WEIR_LUA_FLOW].calls - 1);
 	/* The budget, plus the call under way when it ran out, plus slack
-	 * for a shared machine. */
-	CHECK(wake <= 5000 + 2 * one + 2000, "a wake took %.0f us (one call %.0f us)", wake, one);
+	 * for a shared machine (meson runs the unit tests side by side). */
+	CHECK(wake <= 5000 + 2 * one + 20000, "a wake took %.0f us (one call %.0f us)", wake, one);
+	CHECK(lc->hook[WEIR_LUA_FLOW].calls - 1 < 100, "%" PRIu64 " calls in one wake",
+	      lc->hook[WEIR_LUA_FLOW].calls - 1);
 	CHECK(rte_ring_count(app.ev_ring[0]) > 0, "every event handled in one wake");
 	CHECK(app.hook_wakes_full == 1, "%" PRIu64 " wakes over budget", app.hook_wakes_full);
 	while (rte_ring_count(app.ev_ring[0]) > 0 && wakes < 1000) {
