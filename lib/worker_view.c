@@ -10,12 +10,24 @@
 #include "worker.h"
 #include "worker_view.h"
 
-bool
-weir_worker_view_current(const struct weir_worker *w, const struct weir_policy *p)
+uint32_t
+weir_worker_policy_acked(const struct weir_worker *w)
 {
 	/* Release-stored by the worker after it freed the old trees and
 	 * stored the new ones: after this load they are visible. */
-	return p != NULL && __atomic_load_n(&w->policy_acked, __ATOMIC_ACQUIRE) == p->epoch;
+	return __atomic_load_n(&w->policy_acked, __ATOMIC_ACQUIRE);
+}
+
+bool
+weir_worker_switch_pending(const struct weir_worker *w)
+{
+	return __atomic_load_n(&w->pending, __ATOMIC_ACQUIRE) != NULL;
+}
+
+bool
+weir_worker_view_current(const struct weir_worker *w, const struct weir_policy *p)
+{
+	return p != NULL && weir_worker_policy_acked(w) == p->epoch;
 }
 
 int

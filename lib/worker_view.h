@@ -35,6 +35,12 @@
 
 struct weir_worker;
 
+/* The epoch of the policy the worker runs (acquire: what it freed and
+ * stored in taking that policy's switch is visible after this). */
+uint32_t weir_worker_policy_acked(const struct weir_worker *w);
+/* Does the worker hold a posted switch it has not taken yet? */
+bool weir_worker_switch_pending(const struct weir_worker *w);
+
 /* Has the worker acknowledged policy p (its trees are p's and stable)? */
 bool weir_worker_view_current(const struct weir_worker *w, const struct weir_policy *p);
 

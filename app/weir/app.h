@@ -65,16 +65,4 @@ struct weir_app {
 	volatile sig_atomic_t quit;
 };
 
-/* The management lcore's loop: periodic stats until app->quit. */
-void weir_mgmt_loop(struct weir_app *app);
-
-/* Print the counters in the one human-readable form the appliance uses. */
-void weir_stats_print(const struct weir_app *app, FILE *out);
-
-/* The whole counters snapshot (what the stats file holds), new reference. */
-json_t *weir_stats_json(const struct weir_app *app);
-
-/* Write the counters as JSON to cfg.stats_file (atomically: temp + rename). */
-int weir_stats_write_file(const struct weir_app *app);
-
 #endif /* WEIR_APP_H */

@@ -24,6 +24,8 @@
 #include <rte_mbuf.h>
 
 #include "app.h"
+#include "mgmt.h"
+#include "stats.h"
 #include "rebalance.h"
 #include "reload.h"
 #include "hooks.h"

@@ -24,6 +24,7 @@
 #include "hooks.h"
 #include "policy_lua.h"
 #include "text.h"
+#include "worker_view.h"
 
 #define ACK_WAIT_US 5000000     /* a worker polls every few microseconds; 5 s is "stuck" */
 
@@ -74,7 +75,7 @@ static bool
 acked(const struct weir_worker *w, uint32_t epoch)
 {
 	/* Epochs only grow; serial comparison keeps that true across a wrap. */
-	return (int32_t)(__atomic_load_n(&w->policy_acked, __ATOMIC_ACQUIRE) - epoch) >= 0;
+	return (int32_t)(weir_worker_policy_acked(w) - epoch) >= 0;
 }
 
 /* Wait until every worker acknowledged `epoch` or the wait ends. The time
@@ -162,7 +163,7 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 	 * within the wait) is found here, before anything is built or posted. */
 	weir_reload_retire(a);
 	for (i = 0; i < a->n_workers; i++)
-		if (__atomic_load_n(&a->workers[i]->pending, __ATOMIC_ACQUIRE) != NULL) {
+		if (weir_worker_switch_pending(a->workers[i])) {
 			snprintf(err, errlen, "worker %u has not taken policy %u yet: try again", i,
 				 op->epoch);
 			return -1;

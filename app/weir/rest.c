@@ -27,6 +27,7 @@
 #include <rte_log.h>
 
 #include "rest.h"
+#include "stats.h"
 #include "metrics.h"
 #include "policy.h"
 #include "policy_values.h"

@@ -10,14 +10,9 @@
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 
-#include "app.h"
+#include "stats.h"
 #include "text.h"
 #include "worker_view.h"
-#include "rebalance.h"
-#include "reload.h"
-#include "hooks.h"
-#include "rest.h"
-#include "telemetry.h"
 
 static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
 
@@ -349,35 +344,4 @@ weir_stats_print(const struct weir_app *app, FILE *out)
 	fprintf(out, "flows: active %u inserted %" PRIu64 " expired %" PRIu64 " full %" PRIu64 "\n",
 		fs.active, fs.inserted, fs.expired, fs.full);
 	fflush(out);
-}
-
-void
-weir_mgmt_loop(struct weir_app *app)
-{
-	uint64_t hz = rte_get_tsc_hz();
-	uint64_t period = (uint64_t)(app->cfg.stats_interval * (double)hz);
-	uint64_t next = rte_rdtsc() + period;
-
-	while (!app->quit) {
-		/* The management lcore is not a poller: it wakes every 10 ms,
-		 * which bounds the latency of signals, and serves REST requests
-		 * as they come in between. */
-		weir_rest_wait(app, 10000);
-		if (app->reload) {
-			app->reload = 0;
-			weir_mgmt_reload(app);
-		}
-		weir_reload_retire(app);        /* after a late switch */
-		weir_rebalance(app);
-		weir_hooks_poll(app);
-		if (rte_rdtsc() < next)
-			continue;
-		next += period;
-		weir_hooks_stats(app);
-		if (weir_stats_write_file(app) != 0)
-			RTE_LOG(WARNING, USER1, "cannot write stats file %s\n", app->cfg.stats_file);
-		weir_telemetry_publish(app);
-		if (app->cfg.stats_print)
-			weir_stats_print(app, stdout);
-	}
 }
