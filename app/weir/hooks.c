@@ -308,13 +308,11 @@ host_cmp(const void *x, const void *y)
 }
 
 /* One row per live classified flow (its LAN host's address); merged
- * after sorting. The management lcore reads counters the worker writes:
- * a snapshot a packet or two stale, never torn pointers (the table's
- * memory is fixed). */
+ * after sorting. f and key are copies (weir_flow_read_next: a flow whose
+ * slot changed hands during the read is skipped, never torn). */
 static int
-host_of_flow(const struct weir_flow *f, const struct weir_flow_key *key, void *arg)
+host_of_flow(const struct weir_flow *f, const struct weir_flow_key *key, struct host_acc *acc)
 {
-	struct host_acc *acc = arg;
 	const int hi = !!(f->shape & WEIR_FSH_LAN_HI);
 	struct weir_lua_host_stats *h;
 
@@ -373,9 +371,15 @@ weir_hooks_stats(struct weir_app *a)
 		s.classes[d] = cls[d];
 		s.n_classes[d] = n;
 	}
-	for (unsigned int i = 0; i < a->n_workers; i++)
-		if (weir_flow_walk(a->flows[i], host_of_flow, &acc) != 0)
-			goto out;
+	for (unsigned int i = 0; i < a->n_workers; i++) {
+		const uint32_t cap = weir_flow_table_capacity(a->flows[i]);
+		struct weir_flow f;
+		struct weir_flow_key k;
+
+		for (uint32_t s = 0; (s = weir_flow_read_next(a->flows[i], s, &f, &k)) < cap; s++)
+			if (host_of_flow(&f, &k, &acc) != 0)
+				goto out;
+	}
 	if (acc.n > 0) {
 		size_t m = 0;
 
