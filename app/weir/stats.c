@@ -257,7 +257,7 @@ weir_stats_json(const struct weir_app *app)
 {
 	struct weir_worker_counters sum;
 	struct weir_flow_stats fs;
-	json_t *workers = json_array();
+	json_t *workers = json_array(), *o;
 	json_t *ports = json_object();
 	double hz = (double)rte_get_tsc_hz();
 
@@ -276,7 +276,7 @@ weir_stats_json(const struct weir_app *app)
 			"flows_active", (json_int_t)weir_flow_table_stats(app->flows[i])->active,
 			"rate_updates", (json_int_t)wi.rate_updates));
 	}
-	return json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:I, "
+	o = json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:I, "
 			 "s:o, s:{s:I, s:I, s:I, s:o, s:I, s:I}, s:{s:I, s:I}}",
 		"version", WEIR_VERSION,
 		"uptime_s", (double)(rte_rdtsc() - app->start_tsc) / hz,
@@ -299,6 +299,11 @@ weir_stats_json(const struct weir_app *app)
 			  "switch_take_us", (json_int_t)app->switch_take_us,
 		"mbufs", "total", (json_int_t)app->mp->size,
 			 "in_use", (json_int_t)rte_mempool_in_use_count(app->mp));
+	/* Switches some worker took after the wait (in force all the same;
+	 * the previous policy is freed once it did). */
+	json_object_set_new(json_object_get(o, "policy"), "switches_late",
+			    json_integer((json_int_t)app->switches_late));
+	return o;
 }
 
 int
