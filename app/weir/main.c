@@ -293,6 +293,15 @@ main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
 	app.start_tsc = rte_rdtsc();
+	/* Debug only (docs/management.md): a short wait makes every policy
+	 * switch late, so tests reach that path with workers that run. */
+	if (getenv("WEIR_DEBUG_SWITCH_WAIT_US") != NULL) {
+		app.switch_wait_us = (uint32_t)strtoul(getenv("WEIR_DEBUG_SWITCH_WAIT_US"), NULL, 10);
+		if (app.switch_wait_us == 0)
+			app.switch_wait_us = 1;
+		RTE_LOG(WARNING, USER1, "WEIR_DEBUG_SWITCH_WAIT_US: policy switches wait %u us for "
+			"the workers (a debugging knob)\n", app.switch_wait_us);
+	}
 
 	app.mp = rte_pktmbuf_pool_create("weir_mbufs", app.cfg.mbufs, app.cfg.mbuf_cache,
 					 WEIR_MBUF_PRIV_SIZE, RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());

@@ -18,6 +18,7 @@
 #include <rte_lcore.h>
 #include <rte_log.h>
 #include <rte_malloc.h>
+#include <rte_pause.h>
 
 #include "reload.h"
 #include "rebalance.h"
@@ -89,13 +90,22 @@ wait_acked(const struct weir_app *a, uint32_t epoch, unsigned int *which)
 	unsigned int i;
 
 	for (;;) {
+		uint64_t now, left_us;
+
 		for (i = 0; i < a->n_workers && acked(a->workers[i], epoch); i++)
 			;
 		if (i == a->n_workers)
 			return false;
-		if (rte_get_timer_cycles() >= end)
+		now = rte_get_timer_cycles();
+		if (now >= end)
 			break;
-		usleep(1000);
+		/* 1 ms sleeps; the last millisecond spins, so the wait ends on
+		 * time even when it is shorter than a sleep's slack. */
+		left_us = (end - now) * 1000000 / hz;
+		if (left_us >= 1000)
+			usleep(1000);
+		else
+			rte_pause();
 	}
 	*which = i;
 	return true;

@@ -82,7 +82,7 @@ def write_pcaps(d):
 
 
 class Weir:
-    def __init__(self, d, tag, extra="", edit=lambda text: text):
+    def __init__(self, d, tag, extra="", edit=lambda text: text, env=None):
         self.dir = d
         self.port = free_port()
         self.token = None
@@ -93,7 +93,8 @@ class Weir:
                                     lan_out=d / "lan_out.pcap", wan_out=d / "wan_out.pcap"))
         self.cfg.write_text(self.text)
         self.p = subprocess.Popen(["nice", "-n", "19", str(WEIR), "--", "--config", str(self.cfg)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, **(env or {})})
         deadline = time.time() + 30
         while time.time() < deadline:
             assert self.p.poll() is None, self.p.communicate()
@@ -1007,5 +1008,48 @@ def test_hook_error_not_utf8_keeps_monitoring_up(tmp_path):
             time.sleep(0.1)
         assert seen == {"raw", "long"}, seen
         assert c["hooks"]["errors"] >= 2
+    finally:
+        w.stop()
+
+
+# ---- a policy switch a worker takes after the wait (issue 17 #11) ----
+
+def test_switch_taken_late(tmp_path):
+    """With WEIR_DEBUG_SWITCH_WAIT_US=1 the management side stops waiting before the
+    worker takes a switch: every reload and PATCH goes in force late. The policy in force
+    must stay readable, a second switch is refused only while the worker still holds
+    the first, the old policy is freed once it took it, and shutdown frees everything
+    once (run against an ASan build to see a use-after-free or double free directly)."""
+    w = Weir(tmp_path, "late", env={"WEIR_DEBUG_SWITCH_WAIT_US": "1"})
+
+    def switch(do):
+        # Refused, changing nothing, while the worker still holds the last one.
+        for _ in range(100):
+            status, h, data = do()
+            if status != 422 or b"try again" not in data:
+                return status, data
+            time.sleep(0.01)
+        return status, data
+
+    try:
+        epoch = w.get("/api/v1/policy")[1]["epoch"]
+        for i in range(3):
+            status, data = switch(lambda: w.request("POST", "/api/v1/policy/reload"))
+            assert status == 200, data
+            epoch += 1
+            status, data = switch(lambda: patch_class(w, "outbound/gold",
+                                                      {"rate": f"{15 + i}mbit"}))
+            assert status == 200, data
+            epoch += 1
+            assert json.loads(data)["epoch"] == epoch
+            by = {k["name"]: k for k in w.get("/api/v1/classes")[1]["outbound"]["classes"]}
+            assert by["gold"]["rate_bps"] == (15 + i) * 1_000_000
+            for path in ("/api/v1/status", "/api/v1/counters", "/metrics"):
+                assert w.request("GET", path)[0] == 200, path
+        c = w.get("/api/v1/counters")[1]
+        assert c["policy"]["epoch"] == epoch
+        # (A worker may take one within the microsecond: most are late, not all.)
+        assert c["policy"]["switches_late"] >= 3, c["policy"]
+        assert c["policy"]["reload_failures"] == 0, c["policy"]
     finally:
         w.stop()
