@@ -173,7 +173,10 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 	 * within the wait) is found here, before anything is built or posted. */
 	weir_reload_retire(a);
 	for (i = 0; i < a->n_workers; i++)
-		if (weir_worker_switch_pending(a->workers[i])) {
+		if (weir_worker_switch_pending(a->workers[i]) ||
+		    !acked(a->workers[i], op->epoch)) {
+			/* (A worker clears pending just before it acks: until
+			 * both, the previous switch is not retired either.) */
 			snprintf(err, errlen, "worker %u has not taken policy %u yet: try again", i,
 				 op->epoch);
 			return -1;
