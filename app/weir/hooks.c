@@ -260,9 +260,11 @@ weir_hooks_poll(struct weir_app *a)
 	if (wall_now() >= weir_lua_next_timer(a->lua) &&
 	    weir_lua_run_timers(a->lua, wall_now(), err, sizeof(err)) < 0)
 		hook_failed(a, "timer", err);
-	/* A few events from each worker in turn, starting where the last wake
+	/* One event from each worker in turn, starting where the last wake
 	 * stopped, until the rings are empty or the time is used up: one
-	 * worker's flood of new flows cannot starve the others' hooks. */
+	 * worker's flood of new flows cannot starve the others' hooks. A wake
+	 * thus lasts the timers, the budget, at most one call more (bounded
+	 * by the instruction budget) and a switch if a hook changed a class. */
 	do {
 		got = 0;
 		for (unsigned int k = 0; k < a->n_workers; k++) {

@@ -246,7 +246,8 @@ h_status(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct re
 			"autoneg", link.link_autoneg == RTE_ETH_LINK_AUTONEG);
 		json_object_set_new(ports, role_name[role], json_pack(
 			"{s:o, s:i, s:o, s:O, s:O, s:O, s:O, s:I}",
-			"device", weir_json_text(a->cfg.port[role].device), "port_id", (int)a->ports.id[role],
+			"device", weir_json_text(a->cfg.port[role].device),
+			"port_id", (int)a->ports.id[role],
 			"link", lj,
 			"rx", json_object_get(p, "rx"), "tx", json_object_get(p, "tx"),
 			"rx_bytes", json_object_get(p, "rx_bytes"),

@@ -6,8 +6,11 @@
  * The policy in force must stay valid memory throughout, the old one must
  * be freed only once the late worker took the switch, and nothing may be
  * freed twice, and readers (lib/worker_view.h) must leave the late
- * worker's tree alone until it took the switch. Run it in an ASan build to see a use-after-free directly
+ * worker's tree alone until it took the switch. Run it in an ASan build
+ * to see a use-after-free directly
  * (meson setup build-asan -Db_sanitize=address,undefined).
+ * The same rig runs the Lua hooks (app/weir/hooks.c): a class change whose
+ * switch is refused stays pending, and one wake's time in hooks is bounded.
  */
 #include <errno.h>
 #include <inttypes.h>
