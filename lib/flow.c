@@ -470,6 +470,35 @@ weir_flow_walk(const struct weir_flow_table *t, weir_flow_walk_fn fn, void *arg)
 	return 0;
 }
 
+uint32_t
+weir_flow_read_next(const struct weir_flow_table *t, uint32_t from, struct weir_flow *f,
+		    struct weir_flow_key *key)
+{
+	for (uint32_t pos = from; pos < t->capacity; pos++) {
+		const uint64_t *src = (const uint64_t *)&t->flows[pos];
+		uint64_t *dst = (uint64_t *)f;
+		uint64_t first;
+		void *k;
+
+		if (!__atomic_load_n(&t->slots[pos].live, __ATOMIC_ACQUIRE))
+			continue;
+		first = __atomic_load_n(&t->flows[pos].first_tsc, __ATOMIC_ACQUIRE);
+		if (rte_hash_get_key_with_position(t->h, (int32_t)pos, &k) != 0)
+			continue;
+		memcpy(key, k, sizeof(*key));
+		for (size_t i = 0; i < sizeof(*f) / sizeof(*dst); i++)
+			dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+		/* Everything above is read before the second look. */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (!__atomic_load_n(&t->slots[pos].live, __ATOMIC_RELAXED) ||
+		    __atomic_load_n(&t->flows[pos].first_tsc, __ATOMIC_RELAXED) != first ||
+		    f->first_tsc != first)
+			continue;
+		return pos;
+	}
+	return t->capacity;
+}
+
 const struct weir_flow_stats *
 weir_flow_table_stats(const struct weir_flow_table *t)
 {

@@ -150,6 +150,24 @@ unsigned int weir_flow_expire(struct weir_flow_table *t, uint64_t now, unsigned 
 typedef int (*weir_flow_walk_fn)(const struct weir_flow *f, const struct weir_flow_key *key, void *arg);
 int weir_flow_walk(const struct weir_flow_table *t, weir_flow_walk_fn fn, void *arg);
 
+/*
+ * Another lcore's read of a table the worker is writing (management
+ * listings): copy the first live flow in a slot >= from into *f and its
+ * key into *key and return its slot, or the capacity when there is none.
+ * Cost: the slots skipped (8 bytes each) plus a key check per live one,
+ * so a walk in slot order from 0 is linear in the capacity however it is
+ * cut into pages.
+ * Torn-entry rule: the copy is taken word by word (each 8-byte field whole)
+ * and kept only when the slot was live and held the same flow (the same
+ * first_tsc) before and after it; a slot taken by another flow meanwhile
+ * is skipped. Counters within one copy may be a packet apart. Without the
+ * hash's RW-concurrency flags the key check may miss a flow the worker is
+ * moving between buckets at that moment; it is skipped then, never torn:
+ * every array read stays in the table's fixed memory.
+ */
+uint32_t weir_flow_read_next(const struct weir_flow_table *t, uint32_t from, struct weir_flow *f,
+			     struct weir_flow_key *key);
+
 const struct weir_flow_stats *weir_flow_table_stats(const struct weir_flow_table *t);
 
 /* A flow's slot index (0 .. capacity-1): a stable small id for per-flow

@@ -34,6 +34,20 @@ struct weir_app {
 	uint64_t switch_take_us;        /* last switch: posted until every worker took it */
 	char reload_error[512];         /* why the last reload failed ("" = it did not) */
 	char token_error[1100];          /* why the last reload kept the old token ("" = it did not) */
+	/* How long a switch waits for every worker to take it (0 = 5 s). A
+	 * worker that takes longer takes it late: the new policy is in force
+	 * anyway, and what the late worker still uses waits in `retire`. */
+	uint32_t switch_wait_us;
+	uint64_t switches_late;         /* switches some worker took after the wait */
+	/* The previous policy and the posted switch array of a switch some
+	 * worker had not taken when the wait ended: freed by
+	 * weir_reload_retire() once every worker acknowledged `epoch`. At most
+	 * one: no switch is posted while a worker holds one. */
+	struct {
+		struct weir_policy *policy;
+		struct weir_policy_switch *sw;
+		uint32_t epoch;
+	} retire;
 	volatile sig_atomic_t reload;   /* SIGHUP: re-read the policy */
 	/* The Lua policy's live engine and its hooks (hooks.c); NULL without
 	 * policy.script. */
@@ -43,26 +57,13 @@ struct weir_app {
 	uint64_t hook_errors;           /* hooks, recompiles and switches that failed */
 	char hook_error[512];
 	uint64_t hook_log_tsc;
+	uint32_t hook_budget_us;        /* Lua time per management wake (0 = 5 ms, hooks.c) */
+	unsigned int hook_next;         /* the worker whose events go first next wake */
+	uint64_t hook_wakes_full;       /* wakes that left events for the next one */
 	uint64_t hook_moves;            /* flows on_flow sent to another class */
 	uint64_t hook_moves_dropped;    /* a worker's command ring was full */
 	struct weir_rest *rest;         /* the REST API's server (rest.c); NULL = none */
 	volatile sig_atomic_t quit;
 };
-
-/* The management lcore's loop: periodic stats until app->quit. */
-void weir_mgmt_loop(struct weir_app *app);
-
-/* Print the counters in the one human-readable form the appliance uses. */
-void weir_stats_print(const struct weir_app *app, FILE *out);
-
-/* The whole counters snapshot (what the stats file holds), new reference. */
-json_t *weir_stats_json(const struct weir_app *app);
-
-/* Re-read the config and switch to its policy now, as SIGHUP does: 0, or
- * -1 with the running policy kept and app->reload_error saying why. */
-int weir_mgmt_reload(struct weir_app *app);
-
-/* Write the counters as JSON to cfg.stats_file (atomically: temp + rename). */
-int weir_stats_write_file(const struct weir_app *app);
 
 #endif /* WEIR_APP_H */

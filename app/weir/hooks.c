@@ -29,10 +29,17 @@
 #include "hooks.h"
 #include "policy_lua.h"
 #include "reload.h"
+#include "text.h"
+#include "worker_view.h"
 
 #define EV_RING 4096            /* events per worker waiting for the management lcore */
 #define CMD_RING 1024
-#define EV_PER_POLL 1024        /* events per worker per 10 ms wake (~5 ms of Lua): bounds a stall */
+/* Time in hooks per management wake (every 10 ms): the rest of the wake is
+ * REST's and the stats'. Counted in time, not events: one on_flow may use
+ * its whole instruction budget. A call started is finished (the engine's
+ * instruction budget bounds it); events not reached wait in their ring. */
+#define HOOK_BUDGET_US 5000
+#define EV_BURST 1              /* events taken at a time: the time is checked between calls */
 
 static double
 wall_now(void)
@@ -47,28 +54,25 @@ static void
 hook_failed(struct weir_app *a, const char *what, const char *err)
 {
 	a->hook_errors++;
-	snprintf(a->hook_error, sizeof(a->hook_error), "%.*s", (int)sizeof(a->hook_error) - 1, err);
+	/* Cut on a character boundary: the message ends up in JSON. */
+	weir_utf8_copy(a->hook_error, sizeof(a->hook_error), err);
 	/* Logged at most once a second: a hook failing on every flow must not
 	 * flood the log. */
 	if (rte_rdtsc() - a->hook_log_tsc >= rte_get_tsc_hz()) {
 		a->hook_log_tsc = rte_rdtsc();
 		RTE_LOG(ERR, USER1, "policy %s failed (%" PRIu64 " so far): %s\n", what,
-			a->hook_errors, err);
+			a->hook_errors, a->hook_error);        /* the repaired text */
 	}
 }
 
 static void
 set_event_flags(struct weir_app *a)
 {
-	for (unsigned int i = 0; i < a->n_workers; i++) {
-		struct weir_worker *w = a->workers[i];
-
-		if (w == NULL || w->conf.events == NULL)
-			continue;
-		/* Plain flags the worker reads once per new or ending flow. */
-		w->conf.new_flow_events = a->lua != NULL && weir_lua_has(a->lua, WEIR_LUA_FLOW);
-		w->conf.end_flow_events = a->lua != NULL && weir_lua_has(a->lua, WEIR_LUA_FLOW_END);
-	}
+	for (unsigned int i = 0; i < a->n_workers; i++)
+		if (a->workers[i] != NULL)
+			weir_worker_set_flow_events(a->workers[i],
+				a->lua != NULL && weir_lua_has(a->lua, WEIR_LUA_FLOW),
+				a->lua != NULL && weir_lua_has(a->lua, WEIR_LUA_FLOW_END));
 }
 
 int
@@ -131,19 +135,27 @@ apply_if_dirty(struct weir_app *a)
 {
 	char err[512];
 	struct weir_policy *p;
+	int rc;
 
 	if (!weir_lua_dirty(a->lua))
 		return;
-	p = weir_lua_compile(a->lua, 0, err, sizeof(err));
+	p = weir_lua_compile_change(a->lua, 0, err, sizeof(err));
 	if (p == NULL) {
 		hook_failed(a, "change", err);
 		return;
 	}
-	if (weir_policy_apply(a, p, &a->cfg, err, sizeof(err)) != 0) {
-		weir_policy_free(p);
+	rc = weir_policy_apply(a, p, &a->cfg, err, sizeof(err));
+	if (rc < 0) {
+		/* Not in force: the change stays pending and is tried again at
+		 * the next wake (a worker still holding a late switch is the
+		 * usual cause; apply refuses that before building anything). */
+		weir_policy_free(p);    /* never posted: still ours */
 		hook_failed(a, "switch", err);
 		return;
 	}
+	weir_lua_commit(a->lua);
+	if (rc > 0)             /* in force; a worker takes it late */
+		hook_failed(a, "switch", err);
 	RTE_LOG(NOTICE, USER1, "policy %u in force (changed by a hook)\n", a->cfg.policy->epoch);
 }
 
@@ -216,40 +228,69 @@ new_flow(struct weir_app *a, unsigned int wi, const struct weir_flow_event *ev, 
 	}
 }
 
+static void
+flow_event(struct weir_app *a, unsigned int wi, const struct weir_flow_event *ev, double hz)
+{
+	char err[512];
+
+	if (ev->type == WEIR_FEV_NEW) {
+		new_flow(a, wi, ev, hz);
+	} else {
+		struct weir_lua_flow f;
+
+		flow_of_event(a, ev, hz, &f);
+		if (weir_lua_on_flow_end(a->lua, &f, err, sizeof(err)) < 0)
+			hook_failed(a, "on_flow_end", err);
+	}
+}
+
 void
 weir_hooks_poll(struct weir_app *a)
 {
 	const double hz = (double)rte_get_tsc_hz();
+	const uint64_t t0 = rte_rdtsc();
+	const uint64_t budget = (uint64_t)(a->hook_budget_us != 0 ? a->hook_budget_us :
+					   HOOK_BUDGET_US) * rte_get_tsc_hz() / 1000000;
+	unsigned int got;
 	char err[512];
 
 	if (a->lua == NULL)
 		return;
-	for (unsigned int i = 0; i < a->n_workers; i++) {
-		struct weir_flow_event ev[32];
-		unsigned int n, done = 0;
-
-		if (a->ev_ring[i] == NULL)
-			continue;
-		while (done < EV_PER_POLL &&
-		       (n = rte_ring_sc_dequeue_burst_elem(a->ev_ring[i], ev, sizeof(ev[0]),
-							   RTE_DIM(ev), NULL)) > 0) {
-			for (unsigned int k = 0; k < n; k++) {
-				if (ev[k].type == WEIR_FEV_NEW) {
-					new_flow(a, i, &ev[k], hz);
-				} else {
-					struct weir_lua_flow f;
-
-					flow_of_event(a, &ev[k], hz, &f);
-					if (weir_lua_on_flow_end(a->lua, &f, err, sizeof(err)) < 0)
-						hook_failed(a, "on_flow_end", err);
-				}
-			}
-			done += n;
-		}
-	}
+	/* Timers first: they are few and due at a time; events can wait. */
 	if (wall_now() >= weir_lua_next_timer(a->lua) &&
 	    weir_lua_run_timers(a->lua, wall_now(), err, sizeof(err)) < 0)
 		hook_failed(a, "timer", err);
+	/* One event from each worker in turn, starting where the last wake
+	 * stopped, until the rings are empty or the time is used up: one
+	 * worker's flood of new flows cannot starve the others' hooks. A wake
+	 * thus lasts the timers, the budget, at most one call more (bounded
+	 * by the instruction budget) and a switch if a hook changed a class. */
+	do {
+		got = 0;
+		for (unsigned int k = 0; k < a->n_workers; k++) {
+			unsigned int i = (a->hook_next + k) % a->n_workers;
+			struct weir_flow_event ev[EV_BURST];
+			unsigned int n;
+
+			if (rte_rdtsc() - t0 >= budget) {
+				a->hook_next = i;
+				for (unsigned int j = 0; j < a->n_workers; j++)
+					if (a->ev_ring[j] != NULL && !rte_ring_empty(a->ev_ring[j])) {
+						a->hook_wakes_full++;
+						break;
+					}
+				goto done;
+			}
+			if (a->ev_ring[i] == NULL)
+				continue;
+			n = rte_ring_sc_dequeue_burst_elem(a->ev_ring[i], ev, sizeof(ev[0]),
+							   RTE_DIM(ev), NULL);
+			for (unsigned int e = 0; e < n; e++)
+				flow_event(a, i, &ev[e], hz);
+			got += n;
+		}
+	} while (got > 0);
+done:
 	apply_if_dirty(a);
 }
 
@@ -269,13 +310,11 @@ host_cmp(const void *x, const void *y)
 }
 
 /* One row per live classified flow (its LAN host's address); merged
- * after sorting. The management lcore reads counters the worker writes:
- * a snapshot a packet or two stale, never torn pointers (the table's
- * memory is fixed). */
+ * after sorting. f and key are copies (weir_flow_read_next: a flow whose
+ * slot changed hands during the read is skipped, never torn). */
 static int
-host_of_flow(const struct weir_flow *f, const struct weir_flow_key *key, void *arg)
+host_of_flow(const struct weir_flow *f, const struct weir_flow_key *key, struct host_acc *acc)
 {
-	struct host_acc *acc = arg;
 	const int hi = !!(f->shape & WEIR_FSH_LAN_HI);
 	struct weir_lua_host_stats *h;
 
@@ -320,22 +359,29 @@ weir_hooks_stats(struct weir_app *a)
 		for (uint16_t c = 0; c < n; c++) {
 			snprintf(cls[d][c].name, sizeof(cls[d][c].name), "%s", p->tree[d].classes[c].name);
 			for (unsigned int i = 0; i < a->n_workers; i++) {
-				struct weir_cbq_stats st;
+				struct weir_class_view v;
 
-				if (weir_cbq_stats(a->workers[i]->shaper[d], c, &st) != 0)
+				/* A worker still on the previous policy: left out. */
+				if (weir_worker_class_view(a->workers[i], p, d, c, &v) != 0)
 					continue;
-				cls[d][c].bytes += st.bytes;
-				cls[d][c].pkts += st.pkts;
-				cls[d][c].drops += st.drops;
-				cls[d][c].rate_bps += st.rate_bps;
+				cls[d][c].bytes += v.cbq.bytes;
+				cls[d][c].pkts += v.cbq.pkts;
+				cls[d][c].drops += v.cbq.drops;
+				cls[d][c].rate_bps += v.cbq.rate_bps;
 			}
 		}
 		s.classes[d] = cls[d];
 		s.n_classes[d] = n;
 	}
-	for (unsigned int i = 0; i < a->n_workers; i++)
-		if (weir_flow_walk(a->flows[i], host_of_flow, &acc) != 0)
-			goto out;
+	for (unsigned int i = 0; i < a->n_workers; i++) {
+		const uint32_t cap = weir_flow_table_capacity(a->flows[i]);
+		struct weir_flow f;
+		struct weir_flow_key k;
+
+		for (uint32_t s = 0; (s = weir_flow_read_next(a->flows[i], s, &f, &k)) < cap; s++)
+			if (host_of_flow(&f, &k, &acc) != 0)
+				goto out;
+	}
 	if (acc.n > 0) {
 		size_t m = 0;
 

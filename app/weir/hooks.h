@@ -14,8 +14,9 @@
 int weir_hooks_init(struct weir_app *a, char *err, size_t errlen);
 /* Wire a worker's conf to its rings (start_workers). */
 void weir_hooks_worker_conf(struct weir_app *a, unsigned int i, struct weir_worker_conf *wc);
-/* Every management wake: flow events to on_flow / on_flow_end (bounded),
- * due timers, and a policy switch if a hook changed a class. */
+/* Every management wake: due timers, flow events to on_flow / on_flow_end
+ * for at most app->hook_budget_us of the wake (events left wait in their
+ * rings), and a policy switch if a hook changed a class. */
 void weir_hooks_poll(struct weir_app *a);
 /* Every stats interval: on_stats with class and LAN host totals. */
 void weir_hooks_stats(struct weir_app *a);

@@ -24,6 +24,8 @@
 #include <rte_mbuf.h>
 
 #include "app.h"
+#include "mgmt.h"
+#include "stats.h"
 #include "rebalance.h"
 #include "reload.h"
 #include "hooks.h"
@@ -293,6 +295,15 @@ main(int argc, char **argv)
 	/* A script or hook running when SIGTERM comes stops at its next check. */
 	weir_lua_set_stop_flag(&app.quit);
 	app.start_tsc = rte_rdtsc();
+	/* Debug only (docs/management.md): a short wait makes every policy
+	 * switch late, so tests reach that path with workers that run. */
+	if (getenv("WEIR_DEBUG_SWITCH_WAIT_US") != NULL) {
+		app.switch_wait_us = (uint32_t)strtoul(getenv("WEIR_DEBUG_SWITCH_WAIT_US"), NULL, 10);
+		if (app.switch_wait_us == 0)
+			app.switch_wait_us = 1;
+		RTE_LOG(WARNING, USER1, "WEIR_DEBUG_SWITCH_WAIT_US: policy switches wait %u us for "
+			"the workers (a debugging knob)\n", app.switch_wait_us);
+	}
 
 	app.mp = rte_pktmbuf_pool_create("weir_mbufs", app.cfg.mbufs, app.cfg.mbuf_cache,
 					 WEIR_MBUF_PRIV_SIZE, RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
@@ -316,6 +327,7 @@ main(int argc, char **argv)
 	weir_mgmt_loop(&app);
 
 	stop_workers(&app);
+	weir_reload_shutdown(&app);     /* a late switch ends here */
 	for (unsigned int i = 0; i < app.n_workers; i++)
 		weir_worker_flush_queues(app.workers[i]);       /* counted as dropped */
 	printf("weir: stopping; final counters:\n");

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "metrics.h"
+#include "stats.h"
 #include "flow.h"
 
 /* One metric family being written: its HELP and TYPE go out before its

@@ -1588,7 +1588,7 @@ compile(struct weir_lua *x, uint32_t epoch, char *err, size_t errlen)
 }
 
 struct weir_policy *
-weir_lua_compile(struct weir_lua *x, uint32_t epoch, char *err, size_t errlen)
+weir_lua_compile_change(struct weir_lua *x, uint32_t epoch, char *err, size_t errlen)
 {
 	char msg[MSG_LEN];
 	struct weir_policy *p = compile(x, epoch, msg, sizeof(msg));
@@ -1598,8 +1598,24 @@ weir_lua_compile(struct weir_lua *x, uint32_t epoch, char *err, size_t errlen)
 		x->cnt.compile_errors++;
 		snprintf(x->cnt.last_error, sizeof(x->cnt.last_error), "%s", msg);
 		snprintf(err, errlen, "%s", msg);
+		settle(x, false);
 	}
-	settle(x, p != NULL);
+	return p;
+}
+
+void
+weir_lua_commit(struct weir_lua *x)
+{
+	settle(x, true);
+}
+
+struct weir_policy *
+weir_lua_compile(struct weir_lua *x, uint32_t epoch, char *err, size_t errlen)
+{
+	struct weir_policy *p = weir_lua_compile_change(x, epoch, err, errlen);
+
+	if (p != NULL)
+		weir_lua_commit(x);
 	return p;
 }
 

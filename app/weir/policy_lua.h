@@ -151,6 +151,15 @@ struct weir_lua *weir_lua_open(const char *path, const struct weir_policy_lua_li
 struct weir_policy *weir_lua_compile(struct weir_lua *l, uint32_t epoch, char *err,
 				     size_t errlen);
 
+/* A hook's change: compile as weir_lua_compile, but on success leave the
+ * change pending (still dirty, not yet the last good one) until the
+ * caller has the policy in force and calls weir_lua_commit. A switch that
+ * fails thus leaves the change to be tried again, not forgotten while the
+ * script believes it made. */
+struct weir_policy *weir_lua_compile_change(struct weir_lua *l, uint32_t epoch, char *err,
+					    size_t errlen);
+void weir_lua_commit(struct weir_lua *l);
+
 /* Whether a hook changed a class since the last compile. */
 bool weir_lua_dirty(const struct weir_lua *l);
 

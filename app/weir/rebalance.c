@@ -10,6 +10,7 @@
 #include <rte_malloc.h>
 
 #include "rebalance.h"
+#include "worker_view.h"
 
 int
 weir_rebalance_init(struct weir_app *a)
@@ -40,7 +41,7 @@ void
 weir_rebalance(struct weir_app *a)
 {
 	const struct weir_policy *pol = a->cfg.policy;
-	struct weir_cbq_stats st;
+	struct weir_class_view v;
 
 	if (a->share_box[0] == NULL)
 		return;
@@ -51,9 +52,11 @@ weir_rebalance(struct weir_app *a)
 			continue;
 		for (unsigned int w = 0; w < a->n_workers; w++)
 			for (uint16_t c = 0; c < s->n_classes; c++)
+				/* A worker still on the previous policy keeps
+				 * its last sample until it takes this one. */
 				if (pol->tree[d].classes[c].is_leaf &&
-				    weir_cbq_stats(a->workers[w]->shaper[d], c, &st) == 0)
-					weir_share_sample(s, w, c, st.backlogged);
+				    weir_worker_class_view(a->workers[w], pol, d, c, &v) == 0)
+					weir_share_sample(s, w, c, v.cbq.backlogged);
 		weir_share_split(s);
 	}
 	for (unsigned int w = 0; w < a->n_workers; w++)

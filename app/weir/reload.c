@@ -7,9 +7,12 @@
  * quiescent-state scheme with one pointer per worker, no locks.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -17,11 +20,14 @@
 #include <rte_lcore.h>
 #include <rte_log.h>
 #include <rte_malloc.h>
+#include <rte_pause.h>
 
 #include "reload.h"
 #include "rebalance.h"
 #include "hooks.h"
 #include "policy_lua.h"
+#include "text.h"
+#include "worker_view.h"
 
 #define ACK_WAIT_US 5000000     /* a worker polls every few microseconds; 5 s is "stuck" */
 
@@ -62,6 +68,77 @@ weir_policy_accelerate(struct weir_policy *p)
 			(double)(rte_rdtsc() - t0) * 1e3 / (double)rte_get_tsc_hz());
 }
 
+static uint32_t
+wait_us(const struct weir_app *a)
+{
+	return a->switch_wait_us != 0 ? a->switch_wait_us : ACK_WAIT_US;
+}
+
+static bool
+acked(const struct weir_worker *w, uint32_t epoch)
+{
+	/* Epochs only grow; serial comparison keeps that true across a wrap. */
+	return (int32_t)(weir_worker_policy_acked(w) - epoch) >= 0;
+}
+
+/* Wait until every worker acknowledged `epoch` or the wait ends. The time
+ * is measured: a signal cutting a sleep short must not shorten it. Returns
+ * true (late) with *which = the first worker that has not. */
+static bool
+wait_acked(const struct weir_app *a, uint32_t epoch, unsigned int *which)
+{
+	const uint64_t hz = rte_get_timer_hz();
+	const uint64_t end = rte_get_timer_cycles() + (uint64_t)wait_us(a) * hz / 1000000;
+	unsigned int i;
+
+	for (;;) {
+		uint64_t now, left_us;
+
+		for (i = 0; i < a->n_workers && acked(a->workers[i], epoch); i++)
+			;
+		if (i == a->n_workers)
+			return false;
+		now = rte_get_timer_cycles();
+		if (now >= end)
+			break;
+		/* 1 ms sleeps; the last millisecond spins, so the wait ends on
+		 * time even when it is shorter than a sleep's slack. */
+		left_us = (end - now) * 1000000 / hz;
+		if (left_us >= 1000)
+			usleep(1000);
+		else
+			rte_pause();
+	}
+	*which = i;
+	return true;
+}
+
+void
+weir_reload_retire(struct weir_app *a)
+{
+	if (a->retire.policy == NULL && a->retire.sw == NULL)
+		return;
+	for (unsigned int i = 0; i < a->n_workers; i++)
+		if (!acked(a->workers[i], a->retire.epoch))
+			return;
+	weir_policy_free(a->retire.policy);
+	free(a->retire.sw);     /* every entry taken: the trees are the workers' */
+	memset(&a->retire, 0, sizeof(a->retire));
+	RTE_LOG(NOTICE, USER1, "every worker took policy %u; the previous one is freed\n",
+		a->cfg.policy->epoch);
+}
+
+void
+weir_reload_shutdown(struct weir_app *a)
+{
+	/* The workers are stopped: a late one takes its switch here, on this
+	 * lcore, so its trees and the old policy end the usual way. */
+	for (unsigned int i = 0; i < a->n_workers; i++)
+		if (a->workers[i] != NULL)
+			weir_worker_policy_take(a->workers[i]);
+	weir_reload_retire(a);
+}
+
 static void
 switch_free(struct weir_policy_switch *sw)
 {
@@ -78,7 +155,8 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 	struct weir_policy *op = a->cfg.policy;
 	struct weir_policy_switch *sw;
 	struct weir_config tcfg;
-	unsigned int i, waited;
+	unsigned int i;
+	bool late;
 	uint64_t t0 = rte_rdtsc(), t_post;
 
 	err[0] = '\0';
@@ -94,9 +172,13 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 		}
 	/* One switch at a time: the management lcore is the only poster, so a
 	 * worker still holding a posted switch (one that did not take the last
-	 * within ACK_WAIT_US) is found here, before anything is built or posted. */
+	 * within the wait) is found here, before anything is built or posted. */
+	weir_reload_retire(a);
 	for (i = 0; i < a->n_workers; i++)
-		if (__atomic_load_n(&a->workers[i]->pending, __ATOMIC_ACQUIRE) != NULL) {
+		if (weir_worker_switch_pending(a->workers[i]) ||
+		    !acked(a->workers[i], op->epoch)) {
+			/* (A worker clears pending just before it acks: until
+			 * both, the previous switch is not retired either.) */
 			snprintf(err, errlen, "worker %u has not taken policy %u yet: try again", i,
 				 op->epoch);
 			return -1;
@@ -130,22 +212,9 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 	/* Cannot fail: the directions were checked and no switch is pending. */
 	for (i = 0; i < a->n_workers; i++)
 		(void)weir_worker_policy_post(a->workers[i], &sw[i]);
-	for (waited = 0; waited < ACK_WAIT_US; waited += 1000) {
-		for (i = 0; i < a->n_workers; i++)
-			if (__atomic_load_n(&a->workers[i]->policy_acked, __ATOMIC_ACQUIRE) != np->epoch)
-				break;
-		if (i == a->n_workers)
-			break;
-		usleep(1000);
-	}
-	if (waited >= ACK_WAIT_US) {
-		/* A worker that does not loop for 5 s is stuck; its old tree and
-		 * the old policy cannot be freed under it. Leak them, say so. */
-		snprintf(err, errlen, "worker %u did not take policy %u within %u ms; the old "
-			 "policy is kept in memory", i, np->epoch, ACK_WAIT_US / 1000);
-		a->cfg.policy = np;
-		return -1;      /* sw too: a stuck worker may still take its entry */
-	}
+	/* From here on np is in force: a worker may take it any time, so it is
+	 * never the caller's to free again, whatever the wait below sees. */
+	late = wait_acked(a, np->epoch, &i);
 	/* Preparing (ACL tries, trees) and the workers' taking it: what a
 	 * switch costs, for the stats file. */
 	a->switch_prepare_us = (t_post - t0) * 1000000 / rte_get_tsc_hz();
@@ -154,11 +223,24 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 	a->cfg.shape_flow_limit = src->shape_flow_limit;
 	a->cfg.shape_flow_quantum = src->shape_flow_quantum;
 	a->cfg.shape_overhead = src->shape_overhead;
-	weir_policy_free(op);
-	free(sw);               /* the trees and counters are the workers' now */
+	if (late) {
+		/* The old policy is still the late worker's (and, until it takes
+		 * the switch, so is its tree); sw[i] is the worker's to read.
+		 * Both wait for weir_reload_retire(). */
+		a->retire.policy = op;
+		a->retire.sw = sw;
+		a->retire.epoch = np->epoch;
+		a->switches_late++;
+		snprintf(err, errlen, "worker %u has not taken policy %u within %u ms; it is in "
+			 "force, and the old policy is freed once that worker takes it", i, np->epoch,
+			 wait_us(a) / 1000);
+	} else {
+		weir_policy_free(op);
+		free(sw);       /* the trees and counters are the workers' now */
+	}
 	weir_rebalance_policy(a);
 	a->reloads++;
-	return 0;
+	return late ? 1 : 0;
 nomem:
 	if (sw != NULL) {
 		for (i = 0; i < a->n_workers; i++)
@@ -239,7 +321,7 @@ weir_reload(struct weir_app *a, char *err, size_t errlen)
 		}
 	}
 	rc = weir_policy_apply(a, np, &nc, err, errlen);
-	if (rc == 0) {
+	if (rc >= 0) {          /* in force (late or not): np is the app's */
 		if (np == nc.policy)
 			nc.policy = NULL;       /* in force now: not nc's to free */
 		snprintf(a->cfg.policy_script, sizeof(a->cfg.policy_script), "%s", nc.policy_script);
@@ -252,4 +334,26 @@ weir_reload(struct weir_app *a, char *err, size_t errlen)
 	}
 	weir_config_free(&nc);
 	return rc;
+}
+
+/* SIGHUP or POST /api/v1/policy/reload: switch to the file's policy now,
+ * or keep the running one and say why. */
+int
+weir_mgmt_reload(struct weir_app *app)
+{
+	char err[sizeof(app->reload_error)];
+	int rc = weir_reload(app, err, sizeof(err));
+
+	if (rc >= 0) {
+		/* In force; a late worker is worth saying, not a failure. */
+		weir_utf8_copy(app->reload_error, sizeof(app->reload_error), err);
+		RTE_LOG(NOTICE, USER1, "policy %u in force (reload %" PRIu64 ")%s%s\n",
+			app->cfg.policy->epoch, app->reloads, rc > 0 ? ": " : "", app->reload_error);
+		return 0;
+	}
+	app->reload_failures++;
+	weir_utf8_copy(app->reload_error, sizeof(app->reload_error), err);
+	RTE_LOG(ERR, USER1, "reload failed, policy %u stays in force: %s\n",
+		app->cfg.policy ? app->cfg.policy->epoch : 0, app->reload_error);
+	return -1;
 }

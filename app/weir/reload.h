@@ -25,9 +25,25 @@ void weir_policy_accelerate(struct weir_policy *p);
 int weir_reload(struct weir_app *a, char *err, size_t errlen);
 
 /* Switch every worker to np (compiled, not yet in use; its epoch is set
- * here). Takes np on success; the old policy is freed once every worker
- * has let go of it. */
+ * here). -1: nothing was posted, np is still the caller's, err says why.
+ * 0: np is in force and the old policy is freed. 1: np is in force (it was
+ * posted, so the app owns it from then on) but a worker had not taken it
+ * when the wait ended; err says which, and the old policy waits for
+ * weir_reload_retire(). Never free np after 0 or 1. */
 int weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_config *src,
 		      char *err, size_t errlen);
+
+/* Every management wake: free what a late switch left (the old policy,
+ * the posted switch array) once every worker acknowledged it. */
+void weir_reload_retire(struct weir_app *a);
+
+/* Shutdown, workers stopped: a late worker takes its switch on the calling
+ * lcore, then everything retires. Before the workers are freed. */
+void weir_reload_shutdown(struct weir_app *a);
+
+/* SIGHUP or POST /api/v1/policy/reload: re-read the config and switch to
+ * its policy now. 0 (app->reload_error says if a worker takes it late), or
+ * -1 with the running policy kept and app->reload_error saying why. */
+int weir_mgmt_reload(struct weir_app *app);
 
 #endif /* WEIR_RELOAD_H */

@@ -30,10 +30,13 @@
 #include <rte_log.h>
 
 #include "rest.h"
+#include "stats.h"
 #include "metrics.h"
 #include "policy.h"
 #include "policy_values.h"
 #include "reload.h"
+#include "text.h"
+#include "worker_view.h"
 
 #define REST_BODY_MAX (64 * 1024)       /* request bodies above this get 413 */
 /* Against connection floods (issue 16.2): a client may hold few slots,
@@ -214,7 +217,8 @@ static const char *const dir_name[WEIR_POLICY_DIRS] = { "outbound", "inbound" };
  * reset leaves them alone. Every other integer counts up. */
 static const char *const gauge_keys[] = {
 	"rate_bps", "ceil_bps", "worker_rate_bps", "worker_ceil_bps", "flow_min_bps", "prio",
-	"queued_pkts", "queued_bytes", "backlogged_flows", "flows", "flows_active", "active",
+	"queued_pkts", "queued_bytes", "backlogged_flows", "flows", "flows_active", "flows_sending",
+	"active",
 	"capacity", "acks_held", "acks_held_peak", "records", "bytes_per_ack", "epoch", "lcore",
 	"queue", "total", "in_use", "switch_prepare_us", "switch_take_us",
 };
@@ -324,8 +328,9 @@ h_status(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct re
 			"duplex", link.link_duplex == RTE_ETH_LINK_FULL_DUPLEX ? "full" : "half",
 			"autoneg", link.link_autoneg == RTE_ETH_LINK_AUTONEG);
 		json_object_set_new(ports, role_name[role], json_pack(
-			"{s:s, s:i, s:o, s:O, s:O, s:O, s:O, s:I}",
-			"device", a->cfg.port[role].device, "port_id", (int)a->ports.id[role],
+			"{s:o, s:i, s:o, s:O, s:O, s:O, s:O, s:I}",
+			"device", weir_json_text(a->cfg.port[role].device),
+			"port_id", (int)a->ports.id[role],
 			"link", lj,
 			"rx", json_object_get(p, "rx"), "tx", json_object_get(p, "tx"),
 			"rx_bytes", json_object_get(p, "rx_bytes"),
@@ -468,19 +473,15 @@ prefix_match(const uint8_t *addr, const uint8_t *pfx, unsigned int bits)
 }
 
 /* The flow's class in direction d, if it was classified under the policy
- * in force (class_gen == the worker's generation); -1 otherwise. Checked
- * against the policy's bounds: the entry may change as we read it. */
+ * in force and its worker runs that policy; -1 otherwise. */
 static int
-flow_class(const struct weir_app *a, const struct weir_worker *w, const struct weir_flow *f, int d)
+flow_class(const struct weir_app *a, const struct weir_worker *w, uint32_t slot,
+	   const struct weir_flow *f, int d)
 {
-	const struct weir_policy *p = a->cfg.policy;
-	uint16_t leaf;
+	struct weir_flow_view v;
 
-	if (p == NULL || f->class_gen == 0 || f->class_gen != w->gen8 ||
-	    f->class_id >= p->n_targets || p->tree[d].n_classes == 0)
-		return -1;
-	leaf = p->targets[f->class_id].leaf[d];
-	return leaf < p->tree[d].n_classes ? leaf : -1;
+	weir_worker_flow_view(w, a->cfg.policy, slot, f, d, &v);
+	return v.leaf;
 }
 
 static json_t *
@@ -497,36 +498,35 @@ static json_t *
 flow_dir_json(struct flow_walk *fw, const struct weir_flow *f, uint32_t slot, int d)
 {
 	const struct weir_policy *p = fw->a->cfg.policy;
-	const struct weir_worker *w = fw->w;
-	int cls = flow_class(fw->a, w, f, d);
+	struct weir_flow_view v;
 	json_t *o = json_pack("{s:I, s:I}", "bytes", (json_int_t)f->bytes[d],
 			      "pkts", (json_int_t)f->pkts[d]);
 
-	json_object_set_new(o, "class", cls >= 0 ? json_string(p->tree[d].classes[cls].name)
+	/* Cheap per-slot reads of the worker's queues: a snapshot. A worker
+	 * that has not taken the policy in force yet shows no class. */
+	weir_worker_flow_view(fw->w, p, slot, f, d, &v);
+	json_object_set_new(o, "class", v.leaf >= 0 ? json_string(p->tree[d].classes[v.leaf].name)
 			    : json_null());
-	json_object_set_new(o, "mode", cls >= 0 ? json_string(weir_shape_mode_name(
-			    p->targets[f->class_id].mode[d])) : json_null());
-	/* Cheap per-slot reads of the worker's queues: a snapshot. */
-	if (w->shaper[d] != NULL)
-		json_object_set_new(o, "queued_pkts", json_integer(
-			weir_drr_qlen(weir_cbq_qtab(w->shaper[d]), slot)));
-	if (w->pa != NULL) {
-		uint32_t rtt = w->pa->q[d][slot].rtt;
-
-		json_object_set_new(o, "acks_held", json_integer(weir_postack_len(w->pa, d, slot)));
-		json_object_set_new(o, "rtt_ms", rtt ? json_real((double)rtt * 1e3 / (double)fw->hz)
-				    : json_null());
+	json_object_set_new(o, "mode", v.leaf >= 0 ? json_string(weir_shape_mode_name(
+			    p->targets[v.target].mode[d])) : json_null());
+	if (v.shaped)
+		json_object_set_new(o, "queued_pkts", json_integer(v.queued_pkts));
+	if (v.postack) {
+		json_object_set_new(o, "acks_held", json_integer(v.acks_held));
+		json_object_set_new(o, "rtt_ms", v.rtt_ticks ? json_real((double)v.rtt_ticks * 1e3 /
+				    (double)fw->hz) : json_null());
 	}
 	return o;
 }
 
+/* One flow (a copy: weir_flow_read_next) of worker fw->worker's slot:
+ * 1 if it matched the filters and was listed, 0 if not listed. */
 static int
-flow_visit(const struct weir_flow *f, const struct weir_flow_key *k, void *arg)
+flow_visit(struct flow_walk *fw, const struct weir_flow *f, const struct weir_flow_key *k,
+	   uint32_t slot)
 {
-	struct flow_walk *fw = arg;
 	const struct flow_filter *flt = fw->flt;
 	bool lan_hi = (f->shape & WEIR_FSH_LAN_HI) != 0;
-	uint32_t slot;
 	const char *pn;
 	double age, idle;
 	json_t *o;
@@ -543,13 +543,12 @@ flow_visit(const struct weir_flow *f, const struct weir_flow_key *k, void *arg)
 		bool hit = false;
 
 		for (int d = 0; d < WEIR_POLICY_DIRS; d++)
-			hit |= flt->cls[d] >= 0 && flow_class(fw->a, fw->w, f, d) == flt->cls[d];
+			hit |= flt->cls[d] >= 0 && flow_class(fw->a, fw->w, slot, f, d) == flt->cls[d];
 		if (!hit)
 			return 0;
 	}
 	if (fw->matched++ < fw->offset || json_array_size(fw->list) >= fw->limit)
 		return 0;       /* counted for "total", not listed */
-	slot = weir_flow_slot(fw->a->flows[fw->worker], f);
 	pn = proto_name(k->proto);
 	age = fw->now > f->first_tsc ? (double)(fw->now - f->first_tsc) / (double)fw->hz : 0.0;
 	idle = fw->now > f->last_tsc ? (double)(fw->now - f->last_tsc) / (double)fw->hz : 0.0;
@@ -565,7 +564,7 @@ flow_visit(const struct weir_flow *f, const struct weir_flow_key *k, void *arg)
 		"out", flow_dir_json(fw, f, slot, WEIR_DIR_OUT),
 		"in", flow_dir_json(fw, f, slot, WEIR_DIR_IN));
 	json_array_append_new(fw->list, o);
-	return 0;
+	return 1;
 }
 
 static bool
@@ -583,7 +582,7 @@ parse_uint(const char *s, uint64_t max, uint64_t *out)
 /* 0, or -1 with the 400 reply made. */
 static int
 flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *flt,
-	     uint64_t *limit, uint64_t *offset, struct reply *r)
+	     uint64_t *limit, uint64_t *offset, bool *by_cursor, uint64_t *cursor, struct reply *r)
 {
 	const char *v;
 	uint64_t u;
@@ -592,6 +591,23 @@ flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *f
 	flt->port = flt->proto = -1;
 	*limit = FLOWS_LIMIT_DEFAULT;
 	*offset = 0;
+	*cursor = 0;
+	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "cursor");
+	*by_cursor = v != NULL;
+	if (v != NULL && (!parse_uint(v, UINT64_MAX, cursor) ||
+			  (*cursor >> 32) > a->n_workers ||
+			  ((*cursor >> 32) == a->n_workers && (uint32_t)*cursor != 0) ||
+			  ((*cursor >> 32) < a->n_workers &&
+			   (uint32_t)*cursor > weir_flow_table_capacity(a->flows[*cursor >> 32])))) {
+		reply_error(r, MHD_HTTP_BAD_REQUEST, "'cursor' must be 0 or a 'next' of an earlier "
+			    "listing");
+		return -1;
+	}
+	if (v != NULL && MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset") != NULL) {
+		reply_error(r, MHD_HTTP_BAD_REQUEST, "'cursor' and 'offset' page two different ways: "
+			    "use one");
+		return -1;
+	}
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
 	if (v != NULL && (!parse_uint(v, FLOWS_LIMIT_MAX, limit) || *limit == 0)) {
 		reply_error(r, MHD_HTTP_BAD_REQUEST, "'limit' must be an integer from 1 to %d",
@@ -677,19 +693,59 @@ bad_host:
 	return -1;
 }
 
+/*
+ * Two ways to page. limit/offset: every request walks every table to count
+ * "total", so paging through n flows costs n/limit whole walks. cursor:
+ * start at a position (0, or the "next" of the page before) and walk
+ * only until `limit` flows matched; paging through everything is one
+ * walk in all, and "total" is not counted. A position is worker << 32 |
+ * slot; slots are walked in order, so a flow that lives through the whole
+ * paging is listed once. Entries are read as copies (weir_flow_read_next:
+ * the torn-entry rule is there).
+ */
 static void
 h_flows(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
 {
 	struct flow_filter flt;
 	struct flow_walk fw = { .a = a, .flt = &flt, .now = rte_rdtsc(), .hz = rte_get_tsc_hz() };
+	bool by_cursor, more = false;
+	uint64_t cursor, next = 0;
+	unsigned int i;
+	uint32_t s0;
 
-	if (flows_filter(a, c, &flt, &fw.limit, &fw.offset, r) < 0)
+	if (flows_filter(a, c, &flt, &fw.limit, &fw.offset, &by_cursor, &cursor, r) < 0)
 		return;
 	fw.list = json_array();
-	for (unsigned int i = 0; i < a->n_workers; i++) {
+	i = (unsigned int)(cursor >> 32);
+	s0 = (uint32_t)cursor;
+	for (; i < a->n_workers; i++, s0 = 0) {
+		const uint32_t cap = weir_flow_table_capacity(a->flows[i]);
+		struct weir_flow f;
+		struct weir_flow_key k;
+
 		fw.w = a->workers[i];
 		fw.worker = i;
-		weir_flow_walk(a->flows[i], flow_visit, &fw);
+		for (uint32_t slot = s0; slot < cap; slot++) {
+			/* A full cursor page stops here and says where the next
+			 * one starts; limit/offset walk on to count "total". */
+			if (by_cursor && json_array_size(fw.list) >= fw.limit) {
+				next = (uint64_t)i << 32 | slot;
+				more = true;
+				goto out;
+			}
+			slot = weir_flow_read_next(a->flows[i], slot, &f, &k);
+			if (slot >= cap)
+				break;
+			flow_visit(&fw, &f, &k, slot);
+		}
+	}
+out:
+	if (by_cursor) {
+		reply_json(r, json_pack("{s:I, s:I, s:o, s:o}", "cursor", (json_int_t)cursor,
+					"limit", (json_int_t)fw.limit,
+					"next", more ? json_integer((json_int_t)next) : json_null(),
+					"flows", fw.list));
+		return;
 	}
 	reply_json(r, json_pack("{s:I, s:I, s:I, s:o}", "total", (json_int_t)fw.matched,
 				"offset", (json_int_t)fw.offset, "limit", (json_int_t)fw.limit,
@@ -722,16 +778,16 @@ h_policy(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct re
 {
 	bool script = a->cfg.policy_script[0] != '\0';
 
-	reply_json(r, json_pack("{s:I, s:s, s:s, s:o, s:o, s:I, s:I, s:s}",
+	reply_json(r, json_pack("{s:I, s:s, s:o, s:o, s:o, s:I, s:I, s:o}",
 		"epoch", (json_int_t)(a->cfg.policy ? a->cfg.policy->epoch : 0),
 		"source", script ? "script" : "config",
-		"config", a->cfg.path,
-		"script", script ? json_string(a->cfg.policy_script) : json_null(),
+		"config", weir_json_text(a->cfg.path),
+		"script", script ? weir_json_text(a->cfg.policy_script) : json_null(),
 		"script_text", script ? script_text(a->cfg.policy_script) : json_null(),
 		"reloads", (json_int_t)a->reloads, "reload_failures", (json_int_t)a->reload_failures,
-		"last_error", a->reload_error));
+		"last_error", weir_json_text(a->reload_error)));
 	if (r->json != NULL)
-		json_object_set_new(r->json, "token_error", json_string(a->token_error));
+		json_object_set_new(r->json, "token_error", weir_json_text(a->token_error));
 }
 
 /* Check the config file (and its script) as a reload would, changing
@@ -1054,8 +1110,9 @@ script_install(struct weir_app *a, const char *text, size_t len, struct reply *r
 	free(a->rest->prev);
 	a->rest->prev = old;
 	a->rest->prev_len = old_len;
-	reply_json(r, json_pack("{s:I, s:s, s:s, s:I}",
-		"epoch", (json_int_t)a->cfg.policy->epoch, "script", path, "previous", prev,
+	reply_json(r, json_pack("{s:I, s:o, s:o, s:I}",
+		"epoch", (json_int_t)a->cfg.policy->epoch, "script", weir_json_text(path),
+		"previous", weir_json_text(prev),
 		"reloads", (json_int_t)a->reloads));
 	return 0;
 }
@@ -1237,6 +1294,7 @@ h_class_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 	struct weir_policy *np;
 	char err[sizeof(a->reload_error)];
 	const char *name = strchr(rq->sub, '/');
+	int rc;
 	size_t dlen = name != NULL ? (size_t)(name - rq->sub) : strlen(rq->sub);
 	int d, k = -1;
 
@@ -1273,13 +1331,15 @@ h_class_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, perr.msg);
 		return;
 	}
-	if (weir_policy_apply(a, np, &a->cfg, err, sizeof(err)) != 0) {
-		/* Taken anyway when a stuck worker made the switch half-done. */
-		if (a->cfg.policy != np)
-			weir_policy_free(np);
+	rc = weir_policy_apply(a, np, &a->cfg, err, sizeof(err));
+	if (rc < 0) {
+		weir_policy_free(np);   /* never posted: still ours */
 		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
 		return;
 	}
+	/* rc > 0: in force, a worker takes it late (err says which). */
+	if (rc > 0)
+		RTE_LOG(WARNING, USER1, "%s\n", err);
 	p = a->cfg.policy;
 	k = weir_policy_class_find(p, d, name + 1);
 	RTE_LOG(NOTICE, USER1, "policy %u in force (%s class %s changed through the API)\n",
@@ -1313,8 +1373,8 @@ h_metrics(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct r
 	r->ctype = "text/plain; version=0.0.4; charset=utf-8";
 }
 
-static const char *const flows_query[] = { "limit", "offset", "class", "host", "port", "proto",
-					   NULL };
+static const char *const flows_query[] = { "limit", "offset", "cursor", "class", "host", "port",
+					   "proto", NULL };
 
 static const struct route routes[] = {
 	{ "/api/v1/status", "GET", h_status, NULL },

@@ -10,22 +10,22 @@
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 
-#include "app.h"
-#include "rebalance.h"
-#include "reload.h"
-#include "hooks.h"
-#include "rest.h"
-#include "telemetry.h"
+#include "stats.h"
+#include "text.h"
+#include "worker_view.h"
 
 static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
 
 static void
 sum_workers(const struct weir_app *app, struct weir_worker_counters *sum)
 {
+	static struct weir_worker_counters copy[WEIR_MAX_WORKERS];  /* management lcore only */
 	const struct weir_worker_counters *blocks[WEIR_MAX_WORKERS];
 
-	for (unsigned int i = 0; i < app->n_workers; i++)
-		blocks[i] = &app->workers[i]->ctr;
+	for (unsigned int i = 0; i < app->n_workers; i++) {
+		weir_worker_port_counters(app->workers[i], &copy[i]);
+		blocks[i] = &copy[i];
+	}
 	weir_counters_sum(blocks, app->n_workers, sum);
 }
 
@@ -53,8 +53,8 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 
 	for (unsigned int r = 1; r < WEIR_MAL__COUNT; r++)
 		json_object_set_new(mal, weir_malformed_name(r), json_integer((json_int_t)pc->malformed_by[r]));
-	o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
-		      "device", app->cfg.port[role].device,
+	o = json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+		      "device", weir_json_text(app->cfg.port[role].device),
 		      "rx", (json_int_t)pc->rx_pkts, "rx_bytes", (json_int_t)pc->rx_bytes,
 		      "tx", (json_int_t)pc->tx_pkts, "tx_bytes", (json_int_t)pc->tx_bytes,
 		      "forwarded", (json_int_t)pc->forwarded, "tx_full", (json_int_t)pc->tx_full,
@@ -76,37 +76,42 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 }
 
 /* Class `cls` of direction `dir`, summed over the workers (each holds a
- * share of every class). Reads the workers' counters as they run: each
- * value is a plain aligned load, good enough for statistics. */
+ * share of every class). Reads the workers' counters as they run
+ * (worker_view.h); a worker that has not taken the policy in force yet is
+ * left out until it has. */
 static json_t *
 class_json(const struct weir_app *app, int dir, uint16_t cls)
 {
 	const struct weir_policy_class *pk = &app->cfg.policy->tree[dir].classes[cls];
 	struct weir_cbq_stats sum = { 0 };
-	struct weir_class_counters cc = { 0 };
+	struct weir_class_view cc = { 0 };
 	json_t *o;
 
 	for (unsigned int i = 0; i < app->n_workers; i++) {
-		const struct weir_worker *w = app->workers[i];
-		struct weir_cbq_stats st;
+		struct weir_class_view v;
+		const struct weir_cbq_stats *st = &v.cbq;
 
-		if (w->shaper[dir] == NULL || weir_cbq_stats(w->shaper[dir], cls, &st) != 0)
+		if (weir_worker_class_view(app->workers[i], app->cfg.policy, dir, cls, &v) != 0)
 			continue;
-		sum.bytes += st.bytes;
-		sum.pkts += st.pkts;
-		sum.drops_flow += st.drops_flow;
-		sum.drops_class += st.drops_class;
-		sum.borrowed += st.borrowed;
-		sum.lent += st.lent;
-		sum.qlen += st.qlen;
-		sum.qbytes += st.qbytes;
-		sum.backlogged += st.backlogged;
-		sum.rate_bps += st.rate_bps;
-		sum.ceil_bps += st.ceil_bps;
-		cc.flows += w->cls_ctr[dir][cls].flows;
-		cc.admitted += w->cls_ctr[dir][cls].admitted;
-		cc.refused += w->cls_ctr[dir][cls].refused;
-		cc.diverted += w->cls_ctr[dir][cls].diverted;
+		sum.bytes += st->bytes;
+		sum.pkts += st->pkts;
+		sum.drops_flow += st->drops_flow;
+		sum.drops_class += st->drops_class;
+		sum.borrowed += st->borrowed;
+		sum.lent += st->lent;
+		sum.qlen += st->qlen;
+		sum.qbytes += st->qbytes;
+		sum.backlogged += st->backlogged;
+		sum.new_flows += st->new_flows;
+		sum.new_deferred += st->new_deferred;
+		sum.drops_aqm += st->drops_aqm;
+		sum.rate_bps += st->rate_bps;
+		sum.ceil_bps += st->ceil_bps;
+		cc.flows += v.flows;
+		cc.active += v.active;
+		cc.admitted += v.admitted;
+		cc.refused += v.refused;
+		cc.diverted += v.diverted;
 	}
 	o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"parent", cls == 0 ? "" : app->cfg.policy->tree[dir].classes[pk->cbq.parent].name,
@@ -123,6 +128,11 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 	json_object_set_new(o, "worker_ceil_bps", json_integer((json_int_t)sum.ceil_bps));
 	if (pk->is_leaf) {
 		json_object_set_new(o, "flows", json_integer((json_int_t)cc.flows));
+		json_object_set_new(o, "flows_sending", json_integer((json_int_t)cc.active));
+		/* DRR's new-flows list and CoDel (lib/drr.h, lib/codel.h). */
+		json_object_set_new(o, "new_flows", json_integer((json_int_t)sum.new_flows));
+		json_object_set_new(o, "new_deferred", json_integer((json_int_t)sum.new_deferred));
+		json_object_set_new(o, "drops_aqm", json_integer((json_int_t)sum.drops_aqm));
 		json_object_set_new(o, "admitted", json_integer((json_int_t)cc.admitted));
 		json_object_set_new(o, "refused", json_integer((json_int_t)cc.refused));
 		json_object_set_new(o, "diverted", json_integer((json_int_t)cc.diverted));
@@ -166,7 +176,6 @@ shaping_json(const struct weir_app *app, int dir)
 	return o;
 }
 
-/* PostACK's ACK queues, summed over the workers. */
 /* The Lua policy's hooks: calls and errors per kind, what they moved, and
  * the workers' flow events; null without policy.script. */
 static json_t *
@@ -188,23 +197,29 @@ hooks_json(const struct weir_app *app)
 				"calls", (json_int_t)lc->hook[h].calls,
 				"errors", (json_int_t)lc->hook[h].errors));
 	for (unsigned int i = 0; i < app->n_workers; i++) {
-		const struct weir_worker *w = app->workers[i];
+		struct weir_worker_info wi;
 
-		sent += w->events_sent;
-		dropped += w->events_dropped;
-		applied += w->cmds_applied;
-		stale += w->cmds_stale;
+		weir_worker_info(app->workers[i], &wi);
+		sent += wi.events_sent;
+		dropped += wi.events_dropped;
+		applied += wi.cmds_applied;
+		stale += wi.cmds_stale;
 	}
-	o = json_pack("{s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
-		"script", app->cfg.policy_script, "hooks", k,
-		"errors", (json_int_t)app->hook_errors, "last_error", app->hook_error,
+	/* The script's path and its last error may be any bytes (a message
+	 * quotes the script): repaired so the whole snapshot never fails. */
+	o = json_pack("{s:o, s:o, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"script", weir_json_text(app->cfg.policy_script), "hooks", k,
+		"errors", (json_int_t)app->hook_errors, "last_error", weir_json_text(app->hook_error),
 		"events_sent", (json_int_t)sent, "events_dropped", (json_int_t)dropped,
 		"moves", (json_int_t)app->hook_moves,
 		"moves_dropped", (json_int_t)app->hook_moves_dropped,
 		"moves_applied", (json_int_t)applied, "moves_stale", (json_int_t)stale);
+	/* Wakes whose hook time ran out with events still waiting. */
+	json_object_set_new(o, "wakes_over_budget", json_integer((json_int_t)app->hook_wakes_full));
 	return o;
 }
 
+/* PostACK's ACK queues, summed over the workers. */
 static json_t *
 postack_json(const struct weir_app *app)
 {
@@ -212,12 +227,12 @@ postack_json(const struct weir_app *app)
 	bool any = false;
 
 	for (unsigned int i = 0; i < app->n_workers; i++) {
-		const struct weir_postack_stats *st;
+		struct weir_postack_stats copy;
+		const struct weir_postack_stats *st = &copy;
 
-		if (app->workers[i]->pa == NULL)
+		if (weir_worker_postack_stats(app->workers[i], &copy) != 0)
 			continue;
 		any = true;
-		st = weir_postack_stats(app->workers[i]->pa);
 		sum.held += st->held;
 		sum.released += st->released;
 		sum.flushed += st->flushed;
@@ -251,7 +266,7 @@ weir_stats_json(const struct weir_app *app)
 {
 	struct weir_worker_counters sum;
 	struct weir_flow_stats fs;
-	json_t *workers = json_array();
+	json_t *workers = json_array(), *o;
 	json_t *ports = json_object();
 	double hz = (double)rte_get_tsc_hz();
 
@@ -260,17 +275,18 @@ weir_stats_json(const struct weir_app *app)
 	for (int r = 0; r < WEIR_PORT__COUNT; r++)
 		json_object_set_new(ports, role_name[r], port_json(app, &sum.port[r], r));
 	for (unsigned int i = 0; i < app->n_workers; i++) {
-		const struct weir_worker *w = app->workers[i];
+		struct weir_worker_info wi;
 
+		weir_worker_info(app->workers[i], &wi);
 		json_array_append_new(workers, json_pack("{s:i, s:i, s:I, s:I, s:I, s:f, s:I, s:I}",
-			"lcore", (int)app->cfg.worker_lcores[i], "queue", (int)w->conf.queue,
-			"loops", (json_int_t)w->ctr.loops, "idle_loops", (json_int_t)w->ctr.idle_loops,
-			"sleeps", (json_int_t)w->ctr.sleeps, "busy_s", (double)w->ctr.busy_tsc / hz,
+			"lcore", (int)app->cfg.worker_lcores[i], "queue", (int)wi.queue,
+			"loops", (json_int_t)wi.loops, "idle_loops", (json_int_t)wi.idle_loops,
+			"sleeps", (json_int_t)wi.sleeps, "busy_s", (double)wi.busy_tsc / hz,
 			"flows_active", (json_int_t)weir_flow_table_stats(app->flows[i])->active,
-			"rate_updates", (json_int_t)w->share_seq / 2));
+			"rate_updates", (json_int_t)wi.rate_updates));
 	}
-	return json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:I, "
-			 "s:o, s:{s:I, s:I, s:I, s:s, s:s, s:I, s:I}, s:{s:I, s:I}}",
+	o = json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:I, "
+			 "s:o, s:{s:I, s:I, s:I, s:o, s:o, s:I, s:I}, s:{s:I, s:I}}",
 		"version", WEIR_VERSION,
 		"uptime_s", (double)(rte_rdtsc() - app->start_tsc) / hz,
 		"ports", ports,
@@ -287,12 +303,17 @@ weir_stats_json(const struct weir_app *app)
 		"policy", "epoch", (json_int_t)(app->cfg.policy ? app->cfg.policy->epoch : 0),
 			  "reloads", (json_int_t)app->reloads,
 			  "reload_failures", (json_int_t)app->reload_failures,
-			  "reload_error", app->reload_error,
-			  "token_error", app->token_error,
+			  "reload_error", weir_json_text(app->reload_error),
+			  "token_error", weir_json_text(app->token_error),
 			  "switch_prepare_us", (json_int_t)app->switch_prepare_us,
 			  "switch_take_us", (json_int_t)app->switch_take_us,
 		"mbufs", "total", (json_int_t)app->mp->size,
 			 "in_use", (json_int_t)rte_mempool_in_use_count(app->mp));
+	/* Switches some worker took after the wait (in force all the same;
+	 * the previous policy is freed once it did). */
+	json_object_set_new(json_object_get(o, "policy"), "switches_late",
+			    json_integer((json_int_t)app->switches_late));
+	return o;
 }
 
 int
@@ -338,54 +359,4 @@ weir_stats_print(const struct weir_app *app, FILE *out)
 	fprintf(out, "flows: active %u inserted %" PRIu64 " expired %" PRIu64 " full %" PRIu64 "\n",
 		fs.active, fs.inserted, fs.expired, fs.full);
 	fflush(out);
-}
-
-/* SIGHUP or POST /api/v1/policy/reload: switch to the file's policy now,
- * or keep the running one and say why. */
-int
-weir_mgmt_reload(struct weir_app *app)
-{
-	char err[sizeof(app->reload_error)];
-
-	if (weir_reload(app, err, sizeof(err)) == 0) {
-		app->reload_error[0] = '\0';
-		RTE_LOG(NOTICE, USER1, "policy %u in force (reload %" PRIu64 ")\n",
-			app->cfg.policy->epoch, app->reloads);
-		return 0;
-	}
-	app->reload_failures++;
-	snprintf(app->reload_error, sizeof(app->reload_error), "%s", err);
-	RTE_LOG(ERR, USER1, "reload failed, policy %u stays in force: %s\n",
-		app->cfg.policy ? app->cfg.policy->epoch : 0, err);
-	return -1;
-}
-
-void
-weir_mgmt_loop(struct weir_app *app)
-{
-	uint64_t hz = rte_get_tsc_hz();
-	uint64_t period = (uint64_t)(app->cfg.stats_interval * (double)hz);
-	uint64_t next = rte_rdtsc() + period;
-
-	while (!app->quit) {
-		/* The management lcore is not a poller: it wakes every 10 ms,
-		 * which bounds the latency of signals, and serves REST requests
-		 * as they come in between. */
-		weir_rest_wait(app, 10000);
-		if (app->reload) {
-			app->reload = 0;
-			weir_mgmt_reload(app);
-		}
-		weir_rebalance(app);
-		weir_hooks_poll(app);
-		if (rte_rdtsc() < next)
-			continue;
-		next += period;
-		weir_hooks_stats(app);
-		if (weir_stats_write_file(app) != 0)
-			RTE_LOG(WARNING, USER1, "cannot write stats file %s\n", app->cfg.stats_file);
-		weir_telemetry_publish(app);
-		if (app->cfg.stats_print)
-			weir_stats_print(app, stdout);
-	}
 }

@@ -21,6 +21,7 @@
 #include <rte_telemetry.h>
 
 #include "telemetry.h"
+#include "stats.h"
 
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
 static json_t *snap;                    /* the last published stats; NULL = none */

@@ -85,7 +85,7 @@ def write_pcaps(d):
 
 
 class Weir:
-    def __init__(self, d, tag, extra="", edit=lambda text: text):
+    def __init__(self, d, tag, extra="", edit=lambda text: text, env=None):
         self.dir = d
         self.port = free_port()
         self.token = None
@@ -96,7 +96,8 @@ class Weir:
                                     lan_out=d / "lan_out.pcap", wan_out=d / "wan_out.pcap"))
         self.cfg.write_text(self.text)
         self.p = subprocess.Popen(["nice", "-n", "19", str(WEIR), "--", "--config", str(self.cfg)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, **(env or {})})
         deadline = time.time() + 30
         while time.time() < deadline:
             assert self.p.poll() is None, self.p.communicate()
@@ -240,6 +241,35 @@ def test_flows_paging(weir):
         assert len(f["flows"]) == min(2, len(FLOWS) - off)
         seen += [(x["worker"], x["slot"]) for x in f["flows"]]
     assert len(set(seen)) == len(FLOWS)
+
+
+def test_flows_cursor_paging(weir):
+    """Cursor paging (issue 17 #15): each page walks only from its cursor; following
+    'next' from 0 lists every flow once, with filters too."""
+    for query, want in (("", set(FLOWS)), ("&proto=udp", {f for f in FLOWS if f[4] == "udp"})):
+        seen, cursor, pages = [], 0, 0
+        while cursor is not None:
+            status, f = weir.get(f"/api/v1/flows?limit=2&cursor={cursor}{query}")
+            assert status == 200, f
+            assert f["cursor"] == cursor and f["limit"] == 2 and "total" not in f
+            assert len(f["flows"]) <= 2
+            seen += [(x["lan"]["addr"], x["lan"]["port"], x["wan"]["addr"], x["wan"]["port"],
+                      x["proto"]) for x in f["flows"]]
+            assert f["next"] is None or f["next"] > cursor
+            cursor = f["next"]
+            pages += 1
+            assert pages <= len(FLOWS) + 1
+        assert sorted(seen) == sorted(want), query
+    # One page holding them all says there is no next one.
+    status, f = weir.get("/api/v1/flows?cursor=0&limit=1000")
+    assert len(f["flows"]) == len(FLOWS) and f["next"] is None
+
+
+@pytest.mark.parametrize("query", [
+    "cursor=abc", "cursor=-1", "cursor=0&offset=2", f"cursor={(1 << 32) | 5}",
+    f"cursor={2 << 32}", "cursor=1025"])
+def test_flows_bad_cursor(weir, query):
+    assert_error(*weir.request("GET", f"/api/v1/flows?{query}"), 400)
 
 
 @pytest.mark.parametrize("query", [
@@ -948,3 +978,86 @@ def test_telemetry(weir):
     assert counters["workers"]["0/lcore"] == 1
     assert gold == classes["outbound/gold"]
     assert bad is None
+
+
+# ---- error text that is not valid UTF-8 (issue 17 #13) ----
+
+def test_hook_error_not_utf8_keeps_monitoring_up(tmp_path):
+    """A hook error that quotes raw bytes, and one long enough to be cut inside a
+    multi-byte character, must not take /status, /counters or /metrics down: the
+    snapshot carries a repaired message, cut on a character boundary."""
+    w, script = script_weir(tmp_path, "utf8")
+    try:
+        # error(..., 0): no position prefix, so the message is what we build here.
+        bad = script.read_text() + (
+            '\nlocal n = 0\n'
+            'weir.every(0.1, function(now)\n'
+            '  n = n + 1\n'
+            '  if n % 2 == 1 then error("raw \\255 byte", 0) end\n'
+            '  error(string.rep("\\226\\130\\172", 400), 0)\n'   # 1200 bytes of euro signs
+            'end)\n')
+        status, _, data = put_script(w, bad)
+        assert status == 200, data
+        deadline = time.time() + 10
+        seen = set()
+        while time.time() < deadline and len(seen) < 2:
+            for path in ("/api/v1/status", "/api/v1/counters", "/metrics"):
+                status, _, data = w.request("GET", path)
+                assert status == 200, (path, data)
+            c = json.loads(w.request("GET", "/api/v1/counters")[2])
+            err = c["hooks"]["last_error"]
+            m = re.match(rf"{re.escape(str(script))}:\d+: (.*)$", err)
+            if m and m.group(1).startswith("raw"):
+                assert m.group(1) == "raw ? byte", err
+                seen.add("raw")
+            elif m and m.group(1).startswith("\u20ac"):
+                assert set(m.group(1)) == {"\u20ac"} and len(err.encode()) <= 511, err
+                seen.add("long")
+            time.sleep(0.1)
+        assert seen == {"raw", "long"}, seen
+        assert c["hooks"]["errors"] >= 2
+    finally:
+        w.stop()
+
+
+# ---- a policy switch a worker takes after the wait (issue 17 #11) ----
+
+def test_switch_taken_late(tmp_path):
+    """With WEIR_DEBUG_SWITCH_WAIT_US=1 the management side stops waiting before the
+    worker takes a switch: every reload and PATCH goes in force late. The policy in force
+    must stay readable, a second switch is refused only while the worker still holds
+    the first, the old policy is freed once it took it, and shutdown frees everything
+    once (run against an ASan build to see a use-after-free or double free directly)."""
+    w = Weir(tmp_path, "late", env={"WEIR_DEBUG_SWITCH_WAIT_US": "1"})
+
+    def switch(do):
+        # Refused, changing nothing, while the worker still holds the last one.
+        for _ in range(100):
+            status, h, data = do()
+            if status != 422 or b"try again" not in data:
+                return status, data
+            time.sleep(0.01)
+        return status, data
+
+    try:
+        epoch = w.get("/api/v1/policy")[1]["epoch"]
+        for i in range(3):
+            status, data = switch(lambda: w.request("POST", "/api/v1/policy/reload"))
+            assert status == 200, data
+            epoch += 1
+            status, data = switch(lambda: patch_class(w, "outbound/gold",
+                                                      {"rate": f"{15 + i}mbit"}))
+            assert status == 200, data
+            epoch += 1
+            assert json.loads(data)["epoch"] == epoch
+            by = {k["name"]: k for k in w.get("/api/v1/classes")[1]["outbound"]["classes"]}
+            assert by["gold"]["rate_bps"] == (15 + i) * 1_000_000
+            for path in ("/api/v1/status", "/api/v1/counters", "/metrics"):
+                assert w.request("GET", path)[0] == 200, path
+        c = w.get("/api/v1/counters")[1]
+        assert c["policy"]["epoch"] == epoch
+        # (A worker may take one within the microsecond: most are late, not all.)
+        assert c["policy"]["switches_late"] >= 3, c["policy"]
+        assert c["policy"]["reload_failures"] == 0, c["policy"]
+    finally:
+        w.stop()

@@ -197,6 +197,15 @@ def test_token(tmp_path):
         rc, out, err = ctl(w, "status")
         assert rc == 1 and err.startswith("weirctl: 401 ")
         assert ok(w, "status", token_file=token).startswith("weir ")
+        # weir takes the first line (up to CR or LF), spaces and all: so must
+        # weirctl, whatever follows (issue 17 #19: it sent the whole file).
+        for text in ("s3cret-token-0123456789abcdef\r\nold-token-0123456789\n",
+                     "s3cret-token-0123456789abcdef\n\n# rotated 2026-11-25\n"):
+            token.write_text(text)
+            assert ok(w, "status", token_file=token).startswith("weir "), text
+        token.write_text(" s3cret-token-0123456789abcdef\n")
+        rc, out, err = ctl(w, "status", token_file=token)
+        assert rc == 1 and err.startswith("weirctl: 401 "), (rc, err)
     finally:
         w.stop()
 

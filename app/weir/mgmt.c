@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: the management lcore's loop. It is the only caller of the parts
+ * below it (REST, reload, rebalance, hooks, stats, telemetry), which do
+ * not import one another in a circle: they read the snapshot (stats.h)
+ * and the workers (worker_view.h), and are called from here.
+ */
+#include <rte_cycles.h>
+#include <rte_log.h>
+
+#include "mgmt.h"
+#include "hooks.h"
+#include "rebalance.h"
+#include "reload.h"
+#include "rest.h"
+#include "stats.h"
+#include "telemetry.h"
+
+void
+weir_mgmt_loop(struct weir_app *app)
+{
+	uint64_t hz = rte_get_tsc_hz();
+	uint64_t period = (uint64_t)(app->cfg.stats_interval * (double)hz);
+	uint64_t next = rte_rdtsc() + period;
+
+	while (!app->quit) {
+		/* The management lcore is not a poller: it wakes every 10 ms,
+		 * which bounds the latency of signals, and serves REST requests
+		 * as they come in between. */
+		weir_rest_wait(app, 10000);
+		if (app->reload) {
+			app->reload = 0;
+			weir_mgmt_reload(app);
+		}
+		weir_reload_retire(app);        /* after a late switch */
+		weir_rebalance(app);
+		weir_hooks_poll(app);
+		if (rte_rdtsc() < next)
+			continue;
+		next += period;
+		weir_hooks_stats(app);
+		if (weir_stats_write_file(app) != 0)
+			RTE_LOG(WARNING, USER1, "cannot write stats file %s\n", app->cfg.stats_file);
+		weir_telemetry_publish(app);
+		if (app->cfg.stats_print)
+			weir_stats_print(app, stdout);
+	}
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: the management lcore's view of a running worker (worker_view.h).
+ * The one file outside the worker that knows struct weir_worker's layout
+ * (and PostACK's per-flow record): keep it small.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "drr.h"
+#include "worker.h"
+#include "worker_view.h"
+
+uint32_t
+weir_worker_policy_acked(const struct weir_worker *w)
+{
+	/* Release-stored by the worker after it freed the old trees and
+	 * stored the new ones: after this load they are visible. */
+	return __atomic_load_n(&w->policy_acked, __ATOMIC_ACQUIRE);
+}
+
+bool
+weir_worker_switch_pending(const struct weir_worker *w)
+{
+	return __atomic_load_n(&w->pending, __ATOMIC_ACQUIRE) != NULL;
+}
+
+bool
+weir_worker_view_current(const struct weir_worker *w, const struct weir_policy *p)
+{
+	return p != NULL && weir_worker_policy_acked(w) == p->epoch;
+}
+
+int
+weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p, int dir,
+		       uint16_t cls, struct weir_class_view *out)
+{
+	const struct weir_class_counters *cc;
+
+	memset(out, 0, sizeof(*out));
+	if (!weir_worker_view_current(w, p))
+		return -EAGAIN;
+	if (w->shaper[dir] == NULL || cls >= p->tree[dir].n_classes ||
+	    weir_cbq_stats(w->shaper[dir], cls, &out->cbq) != 0)
+		return -ENOENT;
+	cc = &w->cls_ctr[dir][cls];
+	out->flows = cc->flows;
+	out->active = cc->active;
+	out->admitted = cc->admitted;
+	out->refused = cc->refused;
+	out->diverted = cc->diverted;
+	return 0;
+}
+
+int
+weir_worker_flow_view(const struct weir_worker *w, const struct weir_policy *p, uint32_t slot,
+		      const struct weir_flow *f, int dir, struct weir_flow_view *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->leaf = out->target = -1;
+	if (!weir_worker_view_current(w, p))
+		return -EAGAIN;
+	/* class_id is of the worker's generation gen8 (stable while it runs
+	 * p); bounds checked against p since the entry is the caller's copy
+	 * of one the worker may have been rewriting. */
+	if (f->class_gen != 0 && f->class_gen == w->gen8 && f->class_id < p->n_targets &&
+	    p->tree[dir].n_classes != 0) {
+		uint16_t leaf = p->targets[f->class_id].leaf[dir];
+
+		if (leaf < p->tree[dir].n_classes) {
+			out->leaf = leaf;
+			out->target = f->class_id;
+		}
+	}
+	if (slot >= w->unmanaged_qid)
+		return 0;
+	if (w->shaper[dir] != NULL) {
+		out->shaped = true;
+		out->queued_pkts = weir_drr_qlen(weir_cbq_qtab(w->shaper[dir]), slot);
+	}
+	if (w->pa != NULL) {
+		out->postack = true;
+		out->acks_held = weir_postack_len(w->pa, dir, slot);
+		out->rtt_ticks = w->pa->q[dir][slot].rtt;
+	}
+	return 0;
+}
+
+int
+weir_worker_postack_stats(const struct weir_worker *w, struct weir_postack_stats *out)
+{
+	if (w->pa == NULL) {
+		memset(out, 0, sizeof(*out));
+		return -ENOENT;
+	}
+	*out = *weir_postack_stats(w->pa);
+	return 0;
+}
+
+void
+weir_worker_port_counters(const struct weir_worker *w, struct weir_worker_counters *out)
+{
+	*out = w->ctr;
+}
+
+void
+weir_worker_info(const struct weir_worker *w, struct weir_worker_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->queue = w->conf.queue;
+	out->loops = w->ctr.loops;
+	out->idle_loops = w->ctr.idle_loops;
+	out->sleeps = w->ctr.sleeps;
+	out->busy_tsc = w->ctr.busy_tsc;
+	out->rate_updates = w->share_seq / 2;   /* a seqlock: two steps per update */
+	out->policy_acked = __atomic_load_n(&w->policy_acked, __ATOMIC_ACQUIRE);
+	out->policy_switches = w->policy_switches;
+	out->requeued = w->requeued;
+	out->events_sent = w->events_sent;
+	out->events_dropped = w->events_dropped;
+	out->cmds_applied = w->cmds_applied;
+	out->cmds_stale = w->cmds_stale;
+}
+
+void
+weir_worker_set_flow_events(struct weir_worker *w, bool new_flow, bool end_flow)
+{
+	if (w->conf.events == NULL)
+		return;
+	w->conf.new_flow_events = new_flow;
+	w->conf.end_flow_events = end_flow;
+}
