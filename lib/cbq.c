@@ -238,6 +238,7 @@ weir_cbq_create(const struct weir_cbq_conf *conf)
 		weir_drr_init(&k->drr, c->qt, fq, c->overhead);
 		if (cc->fifo)
 			k->drr.limit = UINT16_MAX;
+		k->drr.sparse = !cc->plain;
 		if (cc->aqm) {
 			k->drr.codel = c->qt->codel;
 			k->drr.aqm = &c->aqm;

@@ -50,6 +50,7 @@ struct weir_cbq_class_conf {
 	uint8_t fifo;           /* leaf: its flows share one queue (the caller's queue id for
 				 * it): only `limit` bounds it, not the per-flow limit */
 	uint8_t aqm;            /* leaf: CoDel on each flow queue (lib/codel.h) */
+	uint8_t plain;          /* leaf: plain DRR, no new-flows list (lib/drr.h) */
 };
 
 struct weir_cbq_conf {

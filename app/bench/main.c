@@ -15,7 +15,8 @@
  * share (mempool, caches, memory bandwidth) shows as scaling below N.
  *
  * Usage: weir-bench [EAL args] -- [--flows 1000,65536,1048576] [--packets N]
- *                   [--workers N] [--json]
+ *                   [--workers N] [--plain-drr] [--json]
+ * (--plain-drr: per-flow queues without the new-flows list and CoDel.)
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -129,6 +130,10 @@ bench_sink_free(struct bench_sink *s)
 	s->n = 0;
 }
 
+/* --plain-drr: per-flow queues as before RFC 8290's new-flows list and
+ * CoDel (the cost of both, measured against this). */
+static uint8_t plain_drr;
+
 /* Workers of a --workers run set up their tables apart, then start the timed
  * part together, so they overlap for (nearly) all of it. */
 static atomic_uint ready, n_running = 1;
@@ -182,8 +187,8 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		 * but none waits: the cost of the queueing path itself. */
 		const uint8_t sm = mode >= MODE_POSTACK ? WEIR_MODE_POSTACK : WEIR_MODE_PFQ;
 		const struct weir_policy_conf pc = {
-			.tree = { { .rate = WEIR_CBQ_RATE_MAX, .mode = sm },
-				  { .rate = WEIR_CBQ_RATE_MAX, .mode = sm } },
+			.tree = { { .rate = WEIR_CBQ_RATE_MAX, .mode = sm, .no_aqm = plain_drr },
+				  { .rate = WEIR_CBQ_RATE_MAX, .mode = sm, .no_aqm = plain_drr } },
 		};
 		struct weir_cbq_class_conf cls[2];
 		struct weir_cbq_conf cc = {
@@ -212,6 +217,8 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		}
 		for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 			cc.n_classes = weir_policy_cbq_classes(policy, d, 1, 1, cls);
+			for (uint16_t k = 0; k < cc.n_classes; k++)
+				cls[k].plain = plain_drr;
 			if ((shaper[d] = weir_cbq_create(&cc)) == NULL)
 				rte_exit(EXIT_FAILURE, "cannot create the shaper (raise -m)\n");
 		}
@@ -385,6 +392,7 @@ main(int argc, char **argv)
 		{ "packets", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "workers", required_argument, NULL, 'w' },
+		{ "plain-drr", no_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -405,9 +413,10 @@ main(int argc, char **argv)
 		case 'n': n_pkts = strtoull(optarg, NULL, 0); break;
 		case 'j': json = 1; break;
 		case 'w': n_workers = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'p': plain_drr = 1; break;
 		default:
 			fprintf(stderr, "usage: weir-bench [EAL] -- [--flows N,N] [--packets N] "
-					"[--workers N] [--json]\n");
+					"[--workers N] [--plain-drr] [--json]\n");
 			return 2;
 		}
 	}
