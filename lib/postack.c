@@ -5,7 +5,8 @@
 
 #include <rte_malloc.h>
 
-#include "postack.h"
+#include "postack_store.h"
+#include "tcr_state.h"
 
 /* One held ACK: 128 bytes, two to a cache line pair. `len` 0 marks an
  * ACK kept as an mbuf (it did not fit, or is chained). */
@@ -303,6 +304,18 @@ const struct weir_postack_stats *
 weir_postack_stats(const struct weir_postack *pa)
 {
 	return &pa->st;
+}
+
+uint32_t
+weir_postack_held(const struct weir_postack *pa, int d, uint32_t slot)
+{
+	return weir_postack_len(pa, d, slot);
+}
+
+uint32_t
+weir_postack_measured_rtt(const struct weir_postack *pa, int d, uint32_t slot)
+{
+	return pa->q[d][slot].rtt;
 }
 
 size_t

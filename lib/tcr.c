@@ -3,7 +3,8 @@
  */
 #include <rte_malloc.h>
 
-#include "tcr.h"
+#include "postack_store.h"
+#include "tcr_state.h"
 
 struct weir_tcr *
 weir_tcr_create(uint32_t n_flows, int socket_id)

@@ -11,6 +11,8 @@
 
 #include "mbuf_meta.h"
 #include "mode.h"
+#include "postack_store.h"
+#include "tcr_state.h"
 #include "worker.h"
 
 /* Empty polls before the first back-off sleep: long enough that a busy link

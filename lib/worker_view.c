@@ -79,8 +79,8 @@ weir_worker_flow_view(const struct weir_worker *w, const struct weir_policy *p, 
 	}
 	if (w->pa != NULL) {
 		out->postack = true;
-		out->acks_held = weir_postack_len(w->pa, dir, slot);
-		out->rtt_ticks = w->pa->q[dir][slot].rtt;
+		out->acks_held = weir_postack_held(w->pa, dir, slot);
+		out->rtt_ticks = weir_postack_measured_rtt(w->pa, dir, slot);
 	}
 	return 0;
 }

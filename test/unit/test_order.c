@@ -13,6 +13,8 @@
 
 #include "unit.h"
 #include "rig.h"
+#include "postack_store.h"
+#include "tcr_state.h"
 
 #define UP(seq, len) tcp_frame(0, 1, 4000, 1, 80, ACK, (seq), (len))
 #define BACK(tag) tcp_frame(1, 1, 4000, 1, 80, ACK, (tag), 0)

@@ -19,6 +19,8 @@
 #include "postack.h"
 #include "unit.h"
 #include "rig.h"
+#include "postack_store.h"
+#include "tcr_state.h"
 
 /* ---------------- the store ---------------- */
 

@@ -15,6 +15,8 @@
 
 #include "unit.h"
 #include "rig.h"
+#include "postack_store.h"
+#include "tcr_state.h"
 
 #define MBIT 1000000ull
 
