@@ -74,6 +74,20 @@ tcp_frame(int in, uint8_t lan, uint16_t lport, uint8_t wan, uint16_t wport, uint
 	return m;
 }
 
+/* The one flow of the PostACK tests: data out (UP), ACKs and data back. */
+#define UP(seq, len) tcp_frame(0, 1, 4000, 1, 80, ACK, (seq), (len))
+#define BACK(tag) tcp_frame(1, 1, 4000, 1, 80, ACK, (tag), 0)
+#define BACK_DATA(tag, len) tcp_frame(1, 1, 4000, 1, 80, ACK, (tag), (len))
+
+/* A frame's tag: its TCP sequence number (tcp_frame's seq). */
+static inline uint32_t
+rig_tag(struct rte_mbuf *m)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	return (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 | (uint32_t)f[40] << 8 | f[41];
+}
+
 #define SYN 0x02
 #define ACK 0x10
 #define RST 0x04

@@ -16,17 +16,6 @@
 #include "postack_store.h"
 #include "tcr_state.h"
 
-#define UP(seq, len) tcp_frame(0, 1, 4000, 1, 80, ACK, (seq), (len))
-#define BACK(tag) tcp_frame(1, 1, 4000, 1, 80, ACK, (tag), 0)
-#define BACK_DATA(tag, len) tcp_frame(1, 1, 4000, 1, 80, ACK, (tag), (len))
-
-static uint32_t
-tag_of(struct rte_mbuf *m)
-{
-	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
-
-	return (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 | (uint32_t)f[40] << 8 | f[41];
-}
 
 /* Outbound leaves in `out_mode`, inbound in `in_mode`, 100 Gbit/s each,
  * the flow opened by an outbound SYN. */
@@ -61,12 +50,12 @@ lan_order(struct rig *r, uint64_t now, const uint32_t *want, unsigned int n_want
 
 	for (unsigned int i = 0; i < r->n_emitted && n < RTE_DIM(got); i++)
 		if (r->emitted_to[i] == WEIR_PORT_LAN)
-			got[n++] = tag_of(r->emitted[i]);
+			got[n++] = rig_tag(r->emitted[i]);
 	rig_emitted_free(r);
 	r->w->next_tsc[WEIR_PORT_WAN] = 0;
 	k = rig_dequeue(r, WEIR_PORT_WAN, now, m, RTE_DIM(m));
 	for (uint16_t i = 0; i < k && n < RTE_DIM(got); i++)
-		got[n++] = tag_of(m[i]);
+		got[n++] = rig_tag(m[i]);
 	rte_pktmbuf_free_bulk(m, k);
 	ok = n == n_want;
 	for (unsigned int i = 0; ok && i < n; i++)
@@ -81,17 +70,17 @@ lan_order(struct rig *r, uint64_t now, const uint32_t *want, unsigned int n_want
 	return ok;
 }
 
-/* TCR: ACK 1 is due and goes on, ACK 2 of the same burst is held, and a
- * data segment later in the burst releases ACK 2: it must not leave ahead
- * of ACK 1. */
+/* TCR and postack-paced: ACK 1 is due and goes on, ACK 2 of the same burst
+ * is held, and a data segment later in the burst releases ACK 2: it must
+ * not leave ahead of ACK 1. */
 static void
-test_tcr_burst(void)
+test_paced_burst(uint8_t mode, const char *name)
 {
 	uint64_t now = rte_get_tsc_hz();
 	struct rte_mbuf *b[3];
 	struct rig r;
 
-	if (order_rig(&r, WEIR_MODE_TCR, WEIR_MODE_PFQ, "ord_tcr", now) != 0) {
+	if (order_rig(&r, mode, WEIR_MODE_PFQ, name, now) != 0) {
 		CHECK(0, "rig");
 		return;
 	}
@@ -99,27 +88,8 @@ test_tcr_burst(void)
 	b[1] = BACK(2);
 	b[2] = BACK_DATA(3, 100);
 	rig_process(&r, b, 3, WEIR_PORT_WAN, now);
-	CHECK(lan_order(&r, now, (uint32_t[]){ 1, 2, 3 }, 3), "tcr: a burst leaves in order");
-	rig_free(&r);
-}
-
-/* postack-paced: the same burst. */
-static void
-test_paced_burst(void)
-{
-	uint64_t now = rte_get_tsc_hz();
-	struct rte_mbuf *b[3];
-	struct rig r;
-
-	if (order_rig(&r, WEIR_MODE_PACED, WEIR_MODE_PFQ, "ord_paced", now) != 0) {
-		CHECK(0, "rig");
-		return;
-	}
-	b[0] = BACK(1);
-	b[1] = BACK(2);
-	b[2] = BACK_DATA(3, 100);
-	rig_process(&r, b, 3, WEIR_PORT_WAN, now);
-	CHECK(lan_order(&r, now, (uint32_t[]){ 1, 2, 3 }, 3), "postack-paced: a burst leaves in order");
+	CHECK(lan_order(&r, now, (uint32_t[]){ 1, 2, 3 }, 3), "%s: a burst leaves in order",
+	      weir_shape_mode_name(mode));
 	rig_free(&r);
 }
 
@@ -180,8 +150,8 @@ main(int argc, char **argv)
 	RTE_SET_USED(argc);
 	unit_eal_init(argv[0], "order", "256");
 	rig_mempool("ord_mp");
-	test_tcr_burst();
-	test_paced_burst();
+	test_paced_burst(WEIR_MODE_TCR, "ord_tcr");
+	test_paced_burst(WEIR_MODE_PACED, "ord_paced");
 	test_postack_burst();
 	test_fifo_other_way();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",

@@ -262,17 +262,7 @@ test_watchdog_turns(void)
 
 /* An upload: data LAN -> WAN (flow 10.0.0.1:4000 -> 192.0.2.1:80), its
  * pure ACKs WAN -> LAN tagged by their seq field. */
-#define UP(seq, len) tcp_frame(0, 1, 4000, 1, 80, ACK, (seq), (len))
-#define BACK(tag) tcp_frame(1, 1, 4000, 1, 80, ACK, (tag), 0)
-#define BACK_DATA(tag, len) tcp_frame(1, 1, 4000, 1, 80, ACK, (tag), (len))
-
-static uint32_t
-tag_of(struct rte_mbuf *m)
-{
-	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
-
-	return (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 | (uint32_t)f[40] << 8 | f[41];
-}
+#define tag_of rig_tag
 
 /* Dequeue one data packet of the outbound tree (rates are huge: the tree
  * never makes anyone wait here). */

@@ -42,13 +42,7 @@ port_rule(const char *cls, uint16_t port)
 	return r;
 }
 
-static uint32_t
-tag_of(struct rte_mbuf *m)
-{
-	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
-
-	return (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 | (uint32_t)f[40] << 8 | f[41];
-}
+#define tag_of rig_tag
 
 static uint16_t
 port_of(struct rte_mbuf *m)
