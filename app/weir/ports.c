@@ -46,6 +46,50 @@ find_or_probe(const char *device, uint16_t *port_id)
 	return rte_eth_dev_get_port_by_name(name, port_id);
 }
 
+/* The RSS hash fields both ports can hash on: with two NIC models one
+ * may hash L4 ports where the other hashes addresses only, and the two
+ * directions of a flow would then land on different workers. Both ports
+ * use what both offer. */
+static uint64_t
+common_rss_hf(const struct weir_ports *ports)
+{
+	uint64_t hf = RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP;
+
+	for (int r = 0; r < WEIR_PORT__COUNT; r++) {
+		struct rte_eth_dev_info info;
+
+		if (rte_eth_dev_info_get(ports->id[r], &info) != 0)
+			return 0;
+		hf &= info.flow_type_rss_offloads;
+	}
+	/* Addresses alone if either cannot hash L4 ports: coarser, but the
+	 * same on both sides. */
+	if ((hf & (RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP)) != (RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP))
+		hf &= RTE_ETH_RSS_IP;
+	return hf;
+}
+
+/* Program the redirection table explicitly, entry i to queue i mod n, on
+ * both ports alike: drivers' defaults differ, and with a worker count that
+ * is not a power of two the same hash could pick different queues. A PMD
+ * without a table (RSS by other means) is left as it is. */
+static int
+program_reta(uint16_t pid, uint16_t reta_size, uint16_t n_queues)
+{
+	struct rte_eth_rss_reta_entry64 reta[RTE_ETH_RSS_RETA_SIZE_512 / RTE_ETH_RETA_GROUP_SIZE];
+
+	if (reta_size == 0)
+		return 0;
+	if (reta_size > RTE_ETH_RSS_RETA_SIZE_512)
+		return -ENOTSUP;
+	memset(reta, 0, sizeof(reta));
+	for (uint16_t i = 0; i < reta_size; i++) {
+		reta[i / RTE_ETH_RETA_GROUP_SIZE].mask |= 1ull << (i % RTE_ETH_RETA_GROUP_SIZE);
+		reta[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE] = i % n_queues;
+	}
+	return rte_eth_dev_rss_reta_update(pid, reta, reta_size);
+}
+
 static int
 setup_port(const struct weir_config *cfg, int role, struct rte_mempool *mp, struct weir_ports *ports,
 	   char *err, size_t errlen)
@@ -69,8 +113,8 @@ setup_port(const struct weir_config *cfg, int role, struct rte_mempool *mp, stru
 	if (ports->n_queues > 1) {
 		/* Several workers: flows must be spread so that both
 		 * directions of a flow reach the same worker. */
-		uint64_t hf = info.flow_type_rss_offloads &
-			      (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP);
+		uint64_t hf = common_rss_hf(ports);
+
 		if (hf == 0) {
 			snprintf(err, errlen, "%s:%d: ports.%s.device %s has no RSS, so flows cannot be "
 				 "spread symmetrically over %u workers; configure one worker",
@@ -108,6 +152,16 @@ setup_port(const struct weir_config *cfg, int role, struct rte_mempool *mp, stru
 	if (rc != 0)
 		goto fail;
 	ports->started[role] = 1;
+	if (ports->n_queues > 1) {
+		rc = program_reta(pid, info.reta_size, ports->n_queues);
+		if (rc != 0 && rc != -ENOTSUP) {
+			snprintf(err, errlen, "%s:%d: ports.%s.device %s: cannot program the RSS "
+				 "redirection table (%u entries): %s", cfg->path, cfg->port[role].line,
+				 role_name[role], cfg->port[role].device, info.reta_size,
+				 rte_strerror(-rc));
+			return -1;
+		}
+	}
 	return 0;
 fail:
 	snprintf(err, errlen, "%s:%d: ports.%s.device %s: cannot set up port: %s", cfg->path,
