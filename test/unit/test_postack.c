@@ -914,6 +914,39 @@ test_tcr(void)
 	rig_free(&r);
 }
 
+/* A share of a few bit/s (a tiny class among thousands of flows) spaces
+ * TCR's ACKs at most a second apart, and its clock never wraps: `now - gap`
+ * with a gap longer than the TSC's value left next_release near 2^64 and
+ * the ACKs held for good (issue 17 item 8). */
+static void
+test_tcr_tiny_share(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000, .mode = WEIR_MODE_TCR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	struct weir_class_counters *c;
+
+	if (rig_make_pa(&r, &pc, "pa_tiny", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	two_flows_wan_40ms(&r, t0);
+	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1, 100), 0, t0 + 40 * ms);  /* a backlog */
+	c = &r.w->cls_ctr[0][1];
+	c->share_bytes_per_tick = 0;    /* 1 bit/s: what 8 kbit/s among 8000 flows floors to */
+	c->share_ticks_per_byte = (8 * hz) << 16;
+	feed(&r, ack_frame(1, 1000, 65535), 1, t0 + 41 * ms);
+	feed(&r, ack_frame(2, 2000, 65535), 1, t0 + 41 * ms);
+	feed(&r, ack_frame(3, 3000, 65535), 1, t0 + 41 * ms);
+	CHECK(weir_postack_len(r.w->pa, 0, 0) == 2, "two held");
+	CHECK(rig_watchdog(&r, t0 + 41 * ms + hz + ms) == 1, "one a second at most apart");
+	CHECK(rig_watchdog(&r, t0 + 41 * ms + 2 * hz + 2 * ms) == 1, "and the next (the clock did not wrap)");
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
 /* postack-paced (Fig. 4): a flow's ACKs paced one MSS at its share apart
  * (the class over the flows holding ACKs), a tick skipped for each data
  * packet past the first an ACK brought, the window clamped as PostACK's,
@@ -1125,6 +1158,7 @@ main(int argc, char **argv)
 	test_window_clamp();
 	test_far_sender();
 	test_tcr();
+	test_tcr_tiny_share();
 	test_paced();
 	test_cut_through();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
