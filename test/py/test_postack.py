@@ -114,7 +114,8 @@ def test_postack_paced_upload(pa_tb):
     def ok(res):
         return sum(res["postack-paced"][0]) >= 0.9 * sum(res["pfq"][0])
 
-    res = measure_twice(lambda: {m: run_mode(pa_tb, m, False) for m in ("pfq", "postack-paced")},
+    res = measure_twice(lambda: {"pfq": run_mode(pa_tb, "pfq", False, aqm="none"),
+                                 "postack-paced": run_mode(pa_tb, "postack-paced", False)},
                         ok)
     report(res, "upload")
     pfq, pa = res["pfq"], res["postack-paced"]
