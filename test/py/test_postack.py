@@ -102,7 +102,10 @@ def test_postack_holds_acks_not_data(pa_tb, reverse):
         # ACK; starving flows are paced at their fair share (docs/postack.md).
         # Measured 0.977-0.980 here; the bound leaves room for a noisy host.
         assert jain(pa[0]) >= 0.9, pa[0]
-        assert pa[1] <= 0.6 * pfq[1], (pa[1], pfq[1])
+        # A far sender's flow is held only past half its sender's BDP (postack_over):
+        # measured 27.5-37.6 packets against pfq's 52-61 (the 150 ms flow alone may keep
+        # ~21), where the paper's rule kept ~35 and left the class idle at times.
+        assert pa[1] <= 0.7 * pfq[1], (pa[1], pfq[1])
         assert pa[4]["postack"]["paced"] > 0
     assert pa[3] > 0 and pfq[3] == 0
     assert pa[4]["postack"]["released"] > 0 and pa[4]["postack"]["pool_full"] == 0
