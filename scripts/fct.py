@@ -37,12 +37,19 @@ import weirtb  # noqa: E402
 from weirtb import traffic  # noqa: E402
 
 HTTP_PORT = 8000
+# TCP payload per byte weir charges a full frame: 1448 of 1514 + 24 (Ethernet header,
+# preamble, FCS, gap: shaping.overhead). A class of R carries at most R x PAYLOAD of goodput.
+PAYLOAD = 1448 / (1514 + 24)
 SIZES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000, "10m": 10_000_000}
 
 
+AQM = "codel"
+
+
 def weir_config(path, mode, rate):
+    aqm = f'aqm = "{AQM}"; ' if AQM != "default" else ""    # "default": weir's own (older builds)
     path.write_text(weirtb.testbed_config_text(
-        f'shaping = {{ mode = "{mode}"; outbound = "{rate}"; inbound = "{rate}"; }};\n'))
+        f'shaping = {{ mode = "{mode}"; outbound = "{rate}"; inbound = "{rate}"; {aqm}}};\n'))
     return path
 
 
@@ -224,21 +231,22 @@ def run_bulk(args):
                         row = dict(mode=mode, rtt_ms=args.rtt, rate=args.rate, flows=args.flows,
                                    cc=cc, direction="download" if reverse else "upload",
                                    mbps=round(bps / 1e6, 2), of_class=round(bps / rate_bps, 3),
+                                   of_payload=round(bps / (rate_bps * PAYLOAD), 3),
                                    errors=len(errs))
                         rows.append(row)
                         print(row, flush=True)
                 stop_gateway(tb)
     write_csv(out / "bulk.csv", rows)
     lines = [f"Steady goodput (second half of {args.seconds} s) of {args.flows} flow(s) alone in a "
-             f"{args.rate} class, {args.rtt} ms RTT, as a fraction of the class rate "
-             f"(payload, so ~0.95 is full).", "",
+             f"{args.rate} class, {args.rtt} ms RTT, as a fraction of the payload the class "
+             f"carries at most ({PAYLOAD:.3f} of its rate).", "",
              "| mode | cc | upload | download |", "|---|---|---|---|"]
     for mode in args.modes:
         for cc in args.cc:
             up = [r for r in rows if r["mode"] == mode and r["cc"] == cc and r["direction"] == "upload"]
             dn = [r for r in rows if r["mode"] == mode and r["cc"] == cc and r["direction"] == "download"]
-            lines.append(f"| {mode} | {cc} | {up[0]['of_class'] if up else ''} ({up[0]['mbps'] if up else ''} Mbit/s)"
-                         f" | {dn[0]['of_class'] if dn else ''} ({dn[0]['mbps'] if dn else ''} Mbit/s) |")
+            lines.append(f"| {mode} | {cc} | {up[0]['of_payload'] if up else ''} ({up[0]['mbps'] if up else ''} Mbit/s)"
+                         f" | {dn[0]['of_payload'] if dn else ''} ({dn[0]['mbps'] if dn else ''} Mbit/s) |")
     table = "\n".join(lines) + "\n"
     (out / "bulk.md").write_text(table)
     print(table)
@@ -274,6 +282,8 @@ def main():
     ap.add_argument("--flows", type=int, default=1, help="bulk: flows")
     ap.add_argument("--cc", default="cubic", help="bulk: congestion controls, comma-separated")
     ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--aqm", default="codel", choices=["codel", "none", "default"],
+                    help="shaping.aqm for weir's pfq and tcr leaves")
     ap.add_argument("--quick", action="store_true", help="a short run that checks the script works")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -282,6 +292,8 @@ def main():
     args.bulk = [int(x) for x in args.bulk.split(",")]
     args.bulk_dirs = args.bulk_dirs.split(",")
     args.cc = args.cc.split(",")
+    global AQM
+    AQM = args.aqm
     if args.quick:
         args.modes, args.sizes, args.reps = ["pfq", "tcr"], ["100k"], 2
         args.bulk, args.bulk_dirs, args.seconds = [0], ["down"], 6
