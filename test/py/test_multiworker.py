@@ -232,6 +232,10 @@ def test_class_rates_with_flows_uneven_over_workers(mw_tb, reverse):
         classes = [c for c, _ in by_worker[w]]
         assert classes.count("gold") >= gold_w.count(w) and classes.count("bulk") >= bulk_w.count(w), by_worker
     assert len(ctl_lines) >= 8, listed["ctl"]
+    # weirctl's WORKER column (last) shows both workers' data flows.
+    ctl_workers = {l.split()[-1] for l in ctl_lines
+                   if any(f":{p}" in l for p in range(GOLD_PORT, GOLD_PORT + 4))}
+    assert ctl_workers == {"0", "1"}, listed["ctl"]
     assert split_frames(st) == 0, st["ports"]
 
 
