@@ -17,6 +17,7 @@ Every test also checks flow_split == 0 (frames of a TCP flow reaching a worker t
 never saw its SYN).
 """
 import json
+import os
 import signal
 import sys
 import threading
@@ -35,7 +36,9 @@ from weirtb import PathSpec  # noqa: E402
 from weirtb.traffic import PYTHON, _dst_addr, default_pairs  # noqa: E402
 from test_classes import Sampler, jain  # noqa: E402
 
-WORKERS = 2
+# WEIR_MW_WORKERS=3 runs the same tests with 3 workers (flows still placed on
+# workers 0 and 1; the third holds iperf3's control connections and probes).
+WORKERS = int(os.environ.get("WEIR_MW_WORKERS", "2"))
 MGMT_PORT = 8097
 LINK, GOLD, BULK = 30e6, 20e6, 10e6
 GOLD_PORT, BULK_PORT, PA_PORT = 5201, 5301, 5305
@@ -80,7 +83,6 @@ def mw_tb(tmp_path_factory):
 
 
 def restart(tb, cfg):
-    import os
     os.environ["WEIR_TESTBED_CFG"] = str(cfg)
     tb.start_gateway("weir")
 
@@ -235,7 +237,7 @@ def test_class_rates_with_flows_uneven_over_workers(mw_tb, reverse):
     # weirctl's WORKER column (last) shows both workers' data flows.
     ctl_workers = {l.split()[-1] for l in ctl_lines
                    if any(f":{p}" in l for p in range(GOLD_PORT, GOLD_PORT + 4))}
-    assert ctl_workers == {"0", "1"}, listed["ctl"]
+    assert {"0", "1"} <= ctl_workers, listed["ctl"]   # (iperf3's control connections anywhere)
     assert split_frames(st) == 0, st["ports"]
 
 
@@ -275,12 +277,12 @@ def test_postack_per_worker(mw_tb):
         restart(tb, tb.cfg)
     assert all(f.error is None for f in flows), [f.error for f in flows]
     steady = [sum(f.interval_bps[4:14]) / 10 for f in flows]
-    print(f"postack, 2 workers: {sum(steady) / 1e6:.2f} Mbit/s, Jain {jain(steady):.4f} "
+    print(f"postack, {WORKERS} workers: {sum(steady) / 1e6:.2f} Mbit/s, Jain {jain(steady):.4f} "
           f"{[round(x / 1e6, 2) for x in steady]}; peak ACKs held per worker {held}; "
           f"postack {st['postack']}; flow_split {split_frames(st)}")
     assert sum(steady) >= 0.9 * 10e6, steady
     assert jain(steady) >= 0.99, steady
-    assert all(held[w] > 0 for w in range(WORKERS)), held
+    assert held[0] > 0 and held[1] > 0, held       # the workers the flows were put on
     assert split_frames(st) == 0, st["ports"]
 
 
