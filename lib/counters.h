@@ -38,6 +38,10 @@ struct weir_port_counters {
 	uint64_t managed;        /* frames tracked in a flow */
 	uint64_t win_clamped;    /* ACKs whose advertised window PostACK cut */
 	uint64_t sack_passed;    /* ACKs with SACK blocks PostACK let through unheld (loss) */
+	/* Frames of a TCP flow whose SYN this worker never saw, with several
+	 * workers (conf.count_split): the flow is split across workers
+	 * (docs/multiworker.md, "flow_split"). Forwarded and shaped as usual. */
+	uint64_t flow_split;
 	uint64_t malformed_by[WEIR_MAL__COUNT];
 } __rte_cache_aligned;
 

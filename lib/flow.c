@@ -342,6 +342,8 @@ tcp_track(struct weir_flow *f, const struct weir_pkt *p, enum weir_dir dir)
 			/* A retransmitted SYN leaves SYN_SENT/SYN_RECV as they are;
 			 * a SYN in a live connection is not a new one. */
 		} else if (f->state == WEIR_FS_NONE || f->state == WEIR_FS_SYN_SENT) {
+			if (f->state == WEIR_FS_NONE)
+				f->flags |= WEIR_FF_MIDSTREAM;  /* the SYN went elsewhere */
 			f->state = WEIR_FS_SYN_RECV;
 		}
 		return;
@@ -349,9 +351,11 @@ tcp_track(struct weir_flow *f, const struct weir_pkt *p, enum weir_dir dir)
 
 	switch (f->state) {
 	case WEIR_FS_NONE:
-		/* First packet not a SYN: picked up mid-stream (e.g. after a
-		 * restart or an eviction). */
+		/* First packet not a SYN: picked up mid-stream (after a
+		 * restart or an eviction, or its opening went to another
+		 * worker). */
 		f->state = WEIR_FS_ESTABLISHED;
+		f->flags |= WEIR_FF_MIDSTREAM;
 		break;
 	case WEIR_FS_SYN_SENT:  /* SYN+ACK went by another path or was lost */
 	case WEIR_FS_SYN_RECV:

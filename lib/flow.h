@@ -48,6 +48,10 @@ enum weir_flow_state {
 const char *weir_flow_state_name(unsigned int state);
 
 /* weir_flow.flags */
+/* TCP: the entry was opened by a packet other than a SYN (a SYN+ACK, an ACK,
+ * data): this table never saw the connection open. With several workers it
+ * marks a flow whose opening went to another worker (flow_split). */
+#define WEIR_FF_MIDSTREAM       0x01
 #define WEIR_FF_SEEN_OUT        0x02  /* a packet was seen in WEIR_DIR_OUT */
 #define WEIR_FF_SEEN_IN         0x04  /* a packet was seen in WEIR_DIR_IN */
 #define WEIR_FF_FIN_OUT         0x08  /* FIN sent by the LAN side */

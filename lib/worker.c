@@ -799,6 +799,10 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 				weir_flow_track(f, &weir_mbuf_meta(m)->pkt, (enum weir_dir)from,
 						m->pkt_len, now);
 				pc->managed++;
+				/* A flag already in the flow's cache line: no cost
+				 * unless the flow is split. */
+				if (unlikely(f->flags & WEIR_FF_MIDSTREAM) && w->conf.count_split)
+					pc->flow_split++;
 				if (w->policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from)) {
 					rte_pktmbuf_free(m);
 					pc->refused++;

@@ -90,6 +90,9 @@ struct weir_worker_conf {
 	 * is sent at once instead of being queued and dequeued in the same
 	 * loop (same order, same charges; not for postack-paced leaves). */
 	bool cut_through;
+	/* Several workers share the traffic: count frames of TCP flows this
+	 * worker's table picked up without their SYN (flow_split). */
+	bool count_split;
 	/* Needed with shapers: maps a flow to its leaf in each direction. The
 	 * worker does not own it (one policy serves every worker). */
 	const struct weir_policy *policy;

@@ -279,13 +279,29 @@ load_lcores(struct loader *ld, const config_setting_t *root, struct weir_config 
 static int
 load_ports(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
-	static const char *const keys[] = { "lan", "wan", NULL };
+	static const char *const keys[] = { "lan", "wan", "distribution", NULL };
 	static const char *const port_keys[] = { "device", NULL };
 	static const char *const names[WEIR_PORT__COUNT] = { "lan", "wan" };
 	const config_setting_t *g = cfg_group(ld, root, "ports", true);
+	const config_setting_t *dist;
+	char dname[32];
 
 	if (g == NULL || cfg_check_keys(ld, g, keys) < 0)
 		return -1;
+	/* How flows reach workers (docs/multiworker.md): "rss" (the default)
+	 * asks the NIC for symmetric RSS; "kernel-fanout" trusts the kernel's
+	 * PACKET_FANOUT hash that net_af_packet's qpairs=N already uses. */
+	if (cfg_str(ld, g, "distribution", "rss", dname, sizeof(dname)) < 0)
+		return -1;
+	dist = config_setting_get_member(g, "distribution");
+	cfg->dist_line = dist ? config_setting_source_line(dist) : 0;
+	if (strcmp(dname, "rss") == 0)
+		cfg->distribution = WEIR_DIST_RSS;
+	else if (strcmp(dname, "kernel-fanout") == 0)
+		cfg->distribution = WEIR_DIST_KERNEL_FANOUT;
+	else
+		return cfg_fail(ld, dist, "'ports.distribution' is \"%s\"; expected \"rss\" or "
+				"\"kernel-fanout\"", dname);
 	for (int r = 0; r < WEIR_PORT__COUNT; r++) {
 		const config_setting_t *p = cfg_group(ld, g, names[r], true);
 

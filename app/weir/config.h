@@ -24,6 +24,15 @@ struct weir_port_config {
 	int line;               /* where it was set, for later error messages */
 };
 
+/* ports.distribution: what spreads flows over several workers' queues. */
+enum weir_distribution {
+	WEIR_DIST_RSS = 0,              /* the NIC's RSS with a symmetric key (ports.c) */
+	/* net_af_packet qpairs=N: the kernel's PACKET_FANOUT hash, which is
+	 * symmetric, with the PMD's rollover flag (a flow may move under
+	 * overload: counted as flow_split). */
+	WEIR_DIST_KERNEL_FANOUT,
+};
+
 struct weir_config {
 	char path[4096];
 
@@ -38,6 +47,8 @@ struct weir_config {
 	int lcores_line;
 
 	struct weir_port_config port[WEIR_PORT__COUNT];
+	enum weir_distribution distribution;
+	int dist_line;
 
 	uint32_t mbufs;
 	uint32_t mbuf_cache;

@@ -113,6 +113,12 @@ port_metrics(FILE *out, const json_t *ports)
 				sample(&f, num(p, drops[i].key), "port", port_role[r],
 				       "reason", drops[i].reason, NULL, NULL);
 	}
+	fam_begin(&f, out, "weir_port_flow_split_total", "counter",
+		  "Frames of TCP flows received by a worker that never saw their SYN (a flow "
+		  "split across workers; 0 with one worker).");
+	for (int r = 0; r < 2; r++)
+		sample(&f, num(json_object_get(ports, port_role[r]), "flow_split"), "port",
+		       port_role[r], NULL, NULL, NULL, NULL);
 	fam_begin(&f, out, "weir_port_unmanaged_total", "counter",
 		  "Frames bridged without a flow (not shaped), by reason.");
 	for (int r = 0; r < 2; r++) {
@@ -242,6 +248,16 @@ worker_metrics(FILE *out, const json_t *workers)
 			sample(&f, num(json_array_get(workers, i), fams[k].key), "worker", id,
 			       NULL, NULL, NULL, NULL);
 		}
+	}
+	fam_begin(&f, out, "weir_worker_flow_split_total", "counter",
+		  "Frames of TCP flows a worker received without having seen their SYN, by rx port.");
+	for (size_t i = 0; i < json_array_size(workers); i++) {
+		const json_t *fs = json_object_get(json_array_get(workers, i), "flow_split");
+		char id[24];
+
+		snprintf(id, sizeof(id), "%zu", i);
+		for (int r = 0; r < 2; r++)
+			sample(&f, num(fs, port_role[r]), "worker", id, "port", port_role[r], NULL, NULL);
 	}
 }
 

@@ -110,14 +110,33 @@ setup_port(const struct weir_config *cfg, int role, struct rte_mempool *mp, stru
 			 cfg->port[role].device, info.max_rx_queues, info.max_tx_queues, ports->n_queues);
 		return -1;
 	}
-	if (ports->n_queues > 1) {
+	if (ports->n_queues > 1 && cfg->distribution == WEIR_DIST_KERNEL_FANOUT) {
+		/*
+		 * net_af_packet joins its qpairs sockets in one PACKET_FANOUT
+		 * group per interface, mode HASH with FLAG_DEFRAG and
+		 * FLAG_ROLLOVER. The kernel's fanout hash is the symmetric flow
+		 * hash (addresses and ports sorted before hashing, one boot-wide
+		 * seed), and queue q is the q-th socket joined on both ports, so
+		 * both directions of a flow meet on the same queue index. No
+		 * RSS to configure; frames that rollover moves are counted as
+		 * flow_split by the workers. Only this PMD is known to do that.
+		 */
+		if (strcmp(info.driver_name, "net_af_packet") != 0) {
+			snprintf(err, errlen, "%s:%d: ports.distribution = \"kernel-fanout\" needs "
+				 "net_af_packet ports; ports.%s.device %s is %s", cfg->path,
+				 cfg->dist_line, role_name[role], cfg->port[role].device,
+				 info.driver_name);
+			return -1;
+		}
+	} else if (ports->n_queues > 1) {
 		/* Several workers: flows must be spread so that both
 		 * directions of a flow reach the same worker. */
 		uint64_t hf = common_rss_hf(ports);
 
 		if (hf == 0) {
 			snprintf(err, errlen, "%s:%d: ports.%s.device %s has no RSS, so flows cannot be "
-				 "spread symmetrically over %u workers; configure one worker",
+				 "spread symmetrically over %u workers; configure one worker (or, "
+				 "for net_af_packet qpairs=N, ports.distribution = \"kernel-fanout\")",
 				 cfg->path, cfg->lcores_line, role_name[role], cfg->port[role].device,
 				 ports->n_queues);
 			return -1;

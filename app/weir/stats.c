@@ -65,6 +65,7 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 	json_object_set_new(o, "refused", json_integer((json_int_t)pc->refused));
 	json_object_set_new(o, "win_clamped", json_integer((json_int_t)pc->win_clamped));
 	json_object_set_new(o, "sack_passed", json_integer((json_int_t)pc->sack_passed));
+	json_object_set_new(o, "flow_split", json_integer((json_int_t)pc->flow_split));
 	/* What the PMD itself saw: frames lost before weir could poll them. */
 	if (app->ports.started[role] && rte_eth_stats_get(app->ports.id[role], &es) == 0) {
 		json_object_set_new(o, "pmd_rx_missed", json_integer((json_int_t)es.imissed));
@@ -276,14 +277,19 @@ weir_stats_json(const struct weir_app *app)
 		json_object_set_new(ports, role_name[r], port_json(app, &sum.port[r], r));
 	for (unsigned int i = 0; i < app->n_workers; i++) {
 		struct weir_worker_info wi;
+		struct weir_worker_counters wc;
 
 		weir_worker_info(app->workers[i], &wi);
-		json_array_append_new(workers, json_pack("{s:i, s:i, s:I, s:I, s:I, s:f, s:I, s:I}",
+		weir_worker_port_counters(app->workers[i], &wc);
+		json_array_append_new(workers, json_pack("{s:i, s:i, s:I, s:I, s:I, s:f, s:I, s:I, s:{s:I, s:I}}",
 			"lcore", (int)app->cfg.worker_lcores[i], "queue", (int)wi.queue,
 			"loops", (json_int_t)wi.loops, "idle_loops", (json_int_t)wi.idle_loops,
 			"sleeps", (json_int_t)wi.sleeps, "busy_s", (double)wi.busy_tsc / hz,
 			"flows_active", (json_int_t)weir_flow_table_stats(app->flows[i])->active,
-			"rate_updates", (json_int_t)wi.rate_updates));
+			"rate_updates", (json_int_t)wi.rate_updates,
+			/* Frames of flows split across workers, by rx port. */
+			"flow_split", "lan", (json_int_t)wc.port[WEIR_PORT_LAN].flow_split,
+				      "wan", (json_int_t)wc.port[WEIR_PORT_WAN].flow_split));
 	}
 	o = json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:I, "
 			 "s:o, s:{s:I, s:I, s:I, s:o, s:o, s:I, s:I}, s:{s:I, s:I}}",
@@ -348,9 +354,9 @@ weir_stats_print(const struct weir_app *app, FILE *out)
 
 		fprintf(out, "port %s: rx %" PRIu64 " tx %" PRIu64 " forwarded %" PRIu64 " tx_full %"
 			PRIu64 " dropped %" PRIu64 " non_ip %" PRIu64 " fragments %" PRIu64
-			" malformed %" PRIu64 " flow_full %" PRIu64 "\n", role_name[r], pc->rx_pkts,
-			pc->tx_pkts, pc->forwarded, pc->tx_full, pc->dropped, pc->non_ip,
-			pc->fragments, pc->malformed, pc->flow_full);
+			" malformed %" PRIu64 " flow_full %" PRIu64 " flow_split %" PRIu64 "\n",
+			role_name[r], pc->rx_pkts, pc->tx_pkts, pc->forwarded, pc->tx_full, pc->dropped,
+			pc->non_ip, pc->fragments, pc->malformed, pc->flow_full, pc->flow_split);
 		for (unsigned int m = 1; m < WEIR_MAL__COUNT; m++)
 			if (pc->malformed_by[m] != 0)
 				fprintf(out, "  malformed %s: %" PRIu64 "\n", weir_malformed_name(m),

@@ -30,12 +30,29 @@ def weir_config_text(lan, wan, *, prefix, mem_mb=256, eal_log_level="error", mbu
             + body)
 
 
-def testbed_config_text(body="", *, stats_interval=None):
+def testbed_config_text(body="", *, stats_interval=None, workers=1):
     """conf/testbed.cfg (weir between gw-lan and gw-wan), its stats written every
-    `stats_interval` s instead of 1 s, then a blank line and `body`."""
+    `stats_interval` s instead of 1 s, then a blank line and `body`.
+
+    workers > 1: that many workers, each polling one queue of both af_packet
+    ports (qpairs=N, the kernel's PACKET_FANOUT hash spreads the flows:
+    ports.distribution = "kernel-fanout"). The machine has 2 vCPUs, so EAL's
+    --lcores lets the management lcore and every worker float over both CPUs
+    (the workers sleep when idle) instead of pinning N + 1 threads to 2 cores."""
     text = (CONF / "testbed.cfg").read_text()
     if stats_interval is not None:
         text = text.replace("interval = 1.0;", f"interval = {stats_interval};")
+    if workers > 1:
+        lcores = ",".join(f"{i}@(0-1)" for i in range(workers + 1))
+        ids = ", ".join(str(i) for i in range(1, workers + 1))
+        for old, new in (
+                ('"--log-level=notice"]', f'"--log-level=notice", "--lcores={lcores}"]'),
+                ("workers = [1];", f"workers = [{ids}];"),
+                ("qdisc_bypass=1\"; };\n  wan", f"qdisc_bypass=1,qpairs={workers}\"; }};\n  wan"),
+                ("qdisc_bypass=1\"; };\n};", f"qdisc_bypass=1,qpairs={workers}\"; }};\n"
+                                            '  distribution = "kernel-fanout";\n};')):
+            assert old in text, old
+            text = text.replace(old, new)
     return text + "\n" + body
 
 

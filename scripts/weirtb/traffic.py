@@ -88,13 +88,15 @@ def _wait_listening(tb, host, port, timeout=5.0):
 
 
 def iperf_flows(tb, n=4, duration=10, reverse=False, cc=None, pairs=None, interval=1.0,
-                base_port=5201, v6=False, extra_args=()):
+                base_port=5201, v6=False, extra_args=(), cports=None):
     """Run n concurrent iperf3 TCP flows for `duration` seconds.
 
     Servers run on WAN hosts and clients on LAN hosts; reverse=True makes the
     WAN side send (inbound traffic, iperf3 -R). cc is a congestion control
     name for every flow, or a list with one per flow (iperf3 -C sets it on the
-    sender's socket). Returns one FlowResult per flow.
+    sender's socket). cports: the LAN host's TCP port of each flow's data
+    connection (iperf3 --cport), e.g. to put it on a chosen worker of weir.
+    Returns one FlowResult per flow.
     """
     pairs = pairs or default_pairs(tb, n)
     ccs = cc if isinstance(cc, (list, tuple)) else [cc] * len(pairs)
@@ -115,6 +117,8 @@ def iperf_flows(tb, n=4, duration=10, reverse=False, cc=None, pairs=None, interv
                 argv.append("-R")
             if ccs[i]:
                 argv += ["-C", ccs[i]]
+            if cports:
+                argv += ["--cport", str(cports[i])]
             argv += list(extra_args)
             clients.append(tb.popen(lan, argv))
         for i, (lan, wan) in enumerate(pairs):

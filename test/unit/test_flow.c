@@ -262,9 +262,24 @@ test_tcp_handshake(void)
 	CHECK((f->flags & (WEIR_FF_SEEN_OUT | WEIR_FF_SEEN_IN)) == (WEIR_FF_SEEN_OUT | WEIR_FF_SEEN_IN),
 	      "both directions seen");
 	CHECK(!(f->flags & WEIR_FF_REPLIED), "REPLIED is for non-TCP");
+	CHECK(!(f->flags & WEIR_FF_MIDSTREAM), "opened by its SYN: not mid-stream");
 	CHECK(f->first_tsc == 100 && f->last_tsc == 400, "timestamps %lu %lu",
 	      (unsigned long)f->first_tsc, (unsigned long)f->last_tsc);
 out:
+	weir_flow_table_free(t);
+}
+
+/* A SYN+ACK that opens an entry: the SYN went to another table (another
+ * worker): flagged, so every frame of the flow counts as flow_split. */
+static void
+test_tcp_synack_first(void)
+{
+	struct weir_flow_table *t = table("ft_sa", 64);
+	struct synth sa = tcp4("192.0.2.9", 443, "10.0.0.2", 40000, WEIR_TCP_SYN | WEIR_TCP_ACK);
+	struct weir_flow *f = pkt(t, &sa, WEIR_DIR_IN, 1);
+
+	CHECK(f != NULL && f->state == WEIR_FS_SYN_RECV, "SYN+ACK first: syn_recv");
+	CHECK(f != NULL && (f->flags & WEIR_FF_MIDSTREAM), "SYN+ACK first: flagged");
 	weir_flow_table_free(t);
 }
 
@@ -282,6 +297,7 @@ test_tcp_midstream_and_fin(void)
 		goto out;
 	CHECK(f->wscale[0] == WEIR_WSCALE_NONE && f->wscale[1] == WEIR_WSCALE_NONE,
 	      "mid-stream: window scale unknown");
+	CHECK(f->flags & WEIR_FF_MIDSTREAM, "mid-stream: flagged (its opening was not seen)");
 
 	/* LAN side closes: FIN at seq 1000 with 10 bytes -> FIN occupies 1010. */
 	out.tcp_flags = WEIR_TCP_FIN | WEIR_TCP_ACK;
@@ -371,6 +387,8 @@ test_tcp_rst_and_reuse(void)
 	CHECK(f->first_tsc == 50 && f->pkts[WEIR_DIR_OUT] == 1 && f->pkts[WEIR_DIR_IN] == 0 &&
 	      f->bytes[WEIR_DIR_OUT] == 64, "restart forgets the old connection's counters");
 	CHECK(f->flags == WEIR_FF_SEEN_OUT && f->wscale[WEIR_DIR_OUT] == 3, "restart flags %#x", f->flags);
+	/* (the restart also forgot that the old connection was picked up
+	 * mid-stream: this one was seen from its SYN) */
 	CHECK(weir_flow_table_stats(t)->inserted == 1, "no second insert");
 
 	/* A SYN in an established connection is not a new connection. */
@@ -827,6 +845,7 @@ main(int argc, char **argv)
 	test_key_vlan();
 	test_bidir_lookup();
 	test_tcp_handshake();
+	test_tcp_synack_first();
 	test_tcp_midstream_and_fin();
 	test_tcp_rst_and_reuse();
 	test_udp_replied();

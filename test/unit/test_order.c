@@ -4,6 +4,7 @@
  * and 3). Each test looks at the wire order of one port: frames handed on
  * directly (r.emitted) and frames that wait in the class tree (dequeued).
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@
 #include "rig.h"
 #include "postack_store.h"
 #include "tcr_state.h"
+#include "worker_view.h"
 
 
 /* Outbound leaves in `out_mode`, inbound in `in_mode`, 100 Gbit/s each,
@@ -144,6 +146,59 @@ test_fifo_other_way(void)
 	rig_free(&r);
 }
 
+static void
+emit_free(void *arg, enum weir_port_role to, struct rte_mbuf **pkts, uint16_t n)
+{
+	RTE_SET_USED(arg);
+	RTE_SET_USED(to);
+	rte_pktmbuf_free_bulk(pkts, n);
+}
+
+/* flow_split (several workers): frames of a TCP flow whose entry was not
+ * opened by a SYN are counted on the port they came in on, every frame of
+ * it; a flow seen from its SYN is not, and one worker counts nothing. */
+static void
+test_flow_split_count(void)
+{
+	for (int split = 0; split < 2; split++) {
+		struct weir_flow_table_conf fc = {
+			.name = split ? "ord_fs1" : "ord_fs0", .capacity = 64,
+			.socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(),
+			.timeouts = { 30, 600, 30, 5, 60, 30 },
+		};
+		struct weir_flow_table *ft = weir_flow_table_create(&fc);
+		struct weir_worker_conf wc = { .burst = 32, .emit = emit_free, .count_split = split };
+		struct weir_worker *w = ft ? weir_worker_create(&wc, ft, NULL, SOCKET_ID_ANY) : NULL;
+		uint64_t now = rte_get_tsc_hz();
+		struct weir_worker_counters c;
+		struct rte_mbuf *b[3];
+
+		if (w == NULL) {
+			CHECK(0, "worker");
+			weir_flow_table_free(ft);
+			return;
+		}
+		/* Flow A opened here by its SYN; flow B's SYN went to another worker. */
+		b[0] = tcp_frame(0, 1, 4000, 1, 80, SYN, 1, 0);
+		weir_worker_process(w, b, 1, WEIR_PORT_LAN, now);
+		b[0] = tcp_frame(1, 1, 4000, 1, 80, SYN | ACK, 1, 0);
+		b[1] = tcp_frame(1, 2, 4001, 1, 80, SYN | ACK, 1, 0);
+		b[2] = tcp_frame(1, 2, 4001, 1, 80, ACK, 2, 100);
+		weir_worker_process(w, b, 3, WEIR_PORT_WAN, now);
+		b[0] = tcp_frame(0, 2, 4001, 1, 80, ACK, 5, 0);
+		b[1] = tcp_frame(0, 1, 4000, 1, 80, ACK, 2, 0);
+		weir_worker_process(w, b, 2, WEIR_PORT_LAN, now);
+		weir_worker_tx(w);
+		weir_worker_port_counters(w, &c);
+		CHECK(c.port[WEIR_PORT_WAN].flow_split == (split ? 2u : 0u) &&
+		      c.port[WEIR_PORT_LAN].flow_split == (split ? 1u : 0u),
+		      "flow_split %d: wan %" PRIu64 " lan %" PRIu64, split,
+		      c.port[WEIR_PORT_WAN].flow_split, c.port[WEIR_PORT_LAN].flow_split);
+		weir_worker_free(w);
+		weir_flow_table_free(ft);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -154,6 +209,7 @@ main(int argc, char **argv)
 	test_paced_burst(WEIR_MODE_PACED, "ord_paced");
 	test_postack_burst();
 	test_fifo_other_way();
+	test_flow_split_count();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
 	      rte_mempool_in_use_count(mp));
 	return unit_report();
