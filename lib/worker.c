@@ -198,14 +198,20 @@ weir_worker_tx(struct weir_worker *w)
 /* Everything that leaves goes through here, in the order decided: frames
  * that go on, frames the tree lets go, ACKs a mode releases. A full array
  * is sent early (in order) rather than grown: it holds several bursts. */
-void
-weir_worker_out(struct weir_worker *w, int to, struct rte_mbuf *m)
+static inline void
+out_push(struct weir_worker *w, int to, struct rte_mbuf *m)
 {
 	struct weir_out *o = &w->out[to];
 
 	if (unlikely(o->n == WEIR_OUT_MAX))
 		tx_port(w, (enum weir_port_role)to);
 	o->pkts[o->n++] = m;
+}
+
+void
+weir_worker_out(struct weir_worker *w, int to, struct rte_mbuf *m)
+{
+	out_push(w, to, m);
 	w->ctr.port[to ^ 1].forwarded++;
 }
 
@@ -755,7 +761,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	struct weir_flow_key keys[WEIR_BURST_MAX];
 	struct weir_flow *flows[WEIR_BURST_MAX];
 	uint16_t managed_idx[WEIR_BURST_MAX];
-	uint16_t n_managed = 0, sent = 0;
+	uint16_t n_managed = 0, sent = 0, unshaped = 0;
 	uint64_t bytes = 0;
 
 	for (uint16_t i = 0; i < n && i < 4; i++)
@@ -819,11 +825,12 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			enqueue_one(w, from, m, f, now);
 			sent += w->out[from ^ 1].n != before;
 		} else {
-			weir_worker_out(w, from ^ 1, m);
-			sent++;
+			out_push(w, from ^ 1, m);
+			unshaped++;
 		}
 	}
-	return sent;
+	pc->forwarded += unshaped;      /* once a burst, not per frame */
+	return sent + unshaped;
 }
 
 /* Packets CoDel dropped at the head of their flows' queues: counted as
@@ -867,10 +874,11 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 			w->next_tsc[dir] = d.next_tsc;
 			break;
 		}
-		weir_worker_out(w, dir ^ 1, m);
+		out_push(w, dir ^ 1, m);
 		n++;
 		on_sent(w, dir, m, d.leaf, d.queue_id, d.qlen, now);
 	}
+	w->ctr.port[dir].forwarded += n;
 	return n;
 }
 
