@@ -950,6 +950,12 @@ weir_worker_flush_queues(struct weir_worker *w)
 	}
 	if (w->shaper[0] == NULL && w->shaper[1] == NULL)
 		return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
+	/* Held ACKs (issue 16.8): the app checks the pool right after this,
+	 * before weir_worker_free would give them back, so postack-paced,
+	 * which holds ACKs nearly all the time, exited 3. An ACK of data
+	 * direction d came in through the other port. */
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		w->ctr.port[d ^ 1].dropped += weir_postack_drop_all(w->pa, d);
 	weir_flow_walk(w->flows, free_flow_queue, w);
 	drain_queue(w, NULL, false);
 	/* The shared queues of fifo leaves. */

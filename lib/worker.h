@@ -261,8 +261,8 @@ unsigned int weir_worker_share_apply(struct weir_worker *w);
  * released to the out-arrays. */
 unsigned int weir_worker_postack_idle(struct weir_worker *w, uint64_t now);
 
-/* Free every frame still queued or waiting in the out-arrays (shutdown);
- * returns how many. */
+/* Free every frame still queued, held by the ACK store or waiting in the
+ * out-arrays (shutdown), counted as dropped; returns how many. */
 unsigned int weir_worker_flush_queues(struct weir_worker *w);
 
 /* The lcore loop (rte_eal_remote_launch entry point); returns when w->stop. */
