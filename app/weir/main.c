@@ -162,6 +162,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 			.burst = a->cfg.burst,
 			.idle_sleep_us = a->cfg.idle_sleep_us,
 			.cut_through = a->cfg.cut_through,
+			.malformed_pps = a->cfg.malformed_pps,
 			.expire_budget = 64,
 			.policy = a->cfg.policy,
 			.share_box = a->share_box[i],
