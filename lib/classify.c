@@ -265,7 +265,9 @@ weir_classify_tuple_make(const uint8_t *frame, const struct weir_pkt *p, enum we
 	t->family = p->l3;
 	t->dscp = p->dscp & 0x3f;
 	t->vlan = p->vlan_outer & 0xfff;
-	t->has_ports = proto_has_ports(p->l4proto);
+	/* A fragment carries no ports (its pseudo-flow is its host pair's):
+	 * rules with ports never match it. */
+	t->has_ports = proto_has_ports(p->l4proto) && !(p->flags & WEIR_PF_FRAGMENT);
 	if (t->has_ports) {
 		t->port[0] = lan_is_src ? p->sport : p->dport;
 		t->port[1] = lan_is_src ? p->dport : p->sport;

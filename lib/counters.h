@@ -21,7 +21,14 @@ enum weir_port_role {
 };
 
 /* What happened to the frames received on one port (counted at the rx side,
- * except tx_pkts/tx_bytes which count what left through the port). */
+ * except tx_pkts/tx_bytes which count what left through the port).
+ *
+ * Two ways to add them up. By kind, every rx frame is exactly one of
+ *   rx_pkts = managed + flow_full + non_ip + l2_control + fragments + malformed
+ * and by fate, once nothing is queued, held or waiting to be sent,
+ *   rx_pkts = forwarded + tx_full + dropped + refused + malformed_dropped
+ * (a frame a mode creates, never received, would break the second: no mode
+ * does today). */
 struct weir_port_counters {
 	uint64_t rx_pkts;
 	uint64_t rx_bytes;
@@ -31,9 +38,12 @@ struct weir_port_counters {
 	uint64_t tx_full;        /* rx frames dropped: the other port's tx ring stayed full */
 	uint64_t dropped;        /* rx frames dropped: their flow's or class's queue was full */
 	uint64_t refused;        /* rx frames dropped: their flow was refused admission */
-	uint64_t non_ip;         /* bridged unmanaged: ARP, LLDP, other ethertypes */
-	uint64_t fragments;      /* bridged unmanaged: IP fragments */
+	uint64_t non_ip;         /* bridged unmanaged: other ethertypes (not L2 control) */
+	uint64_t l2_control;     /* ARP, RARP, LLDP, LACP, EAPOL, 01:80:c2:00:00:0X:
+				  * sent on at once, ahead of shaping */
+	uint64_t fragments;      /* IP fragments: shaped per host pair (a pseudo-flow) */
 	uint64_t malformed;      /* bridged unmanaged: sum of malformed_by[] */
+	uint64_t malformed_dropped; /* of those, dropped over worker.malformed_pps */
 	uint64_t flow_full;      /* bridged unmanaged: new flow, flow table full */
 	uint64_t managed;        /* frames tracked in a flow */
 	uint64_t win_clamped;    /* ACKs whose advertised window PostACK cut */

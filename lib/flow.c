@@ -391,15 +391,20 @@ weir_flow_track(struct weir_flow *f, const struct weir_pkt *p, enum weir_dir dir
 	    (p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_ACK | WEIR_TCP_RST)) == WEIR_TCP_SYN)
 		flow_restart(f, now);
 
-	f->bytes[dir] += wire_len;
-	f->pkts[dir]++;
-	f->flags |= dir == WEIR_DIR_OUT ? WEIR_FF_SEEN_OUT : WEIR_FF_SEEN_IN;
-	f->last_tsc = now;
-
+	weir_flow_touch(f, dir, wire_len, now);
 	if (tcp)
 		tcp_track(f, p, dir);
 	else if ((f->flags & (WEIR_FF_SEEN_OUT | WEIR_FF_SEEN_IN)) == (WEIR_FF_SEEN_OUT | WEIR_FF_SEEN_IN))
 		f->flags |= WEIR_FF_REPLIED;
+}
+
+void
+weir_flow_touch(struct weir_flow *f, enum weir_dir dir, uint32_t wire_len, uint64_t now)
+{
+	f->bytes[dir] += wire_len;
+	f->pkts[dir]++;
+	f->flags |= dir == WEIR_DIR_OUT ? WEIR_FF_SEEN_OUT : WEIR_FF_SEEN_IN;
+	f->last_tsc = now;
 }
 
 static inline uint64_t

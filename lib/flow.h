@@ -140,6 +140,11 @@ void weir_flow_lookup_bulk(struct weir_flow_table *t, const struct weir_flow_key
 void weir_flow_track(struct weir_flow *f, const struct weir_pkt *p, enum weir_dir dir,
 		     uint32_t wire_len, uint64_t now);
 
+/* Account a packet without a transport header to read (an IP fragment of
+ * a host pair's pseudo-flow): bytes, packets, directions seen, last seen;
+ * no TCP state. */
+void weir_flow_touch(struct weir_flow *f, enum weir_dir dir, uint32_t wire_len, uint64_t now);
+
 /* Called for each flow just before it is removed (to drain its queues later on). */
 typedef void (*weir_flow_evict_cb)(struct weir_flow *f, const struct weir_flow_key *key, void *arg);
 

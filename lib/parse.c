@@ -348,6 +348,18 @@ parse_ipv6(const uint8_t *frame, uint32_t len, uint32_t l3, struct weir_pkt *p)
 	return parse_l4(frame, off, end - off, p);
 }
 
+/* ARP, RARP, LLDP, slow protocols (LACP, marker), EAPOL; and anything to
+ * 01:80:c2:00:00:00-0f, the group 802.1D bridges never forward (STP's
+ * BPDUs are 802.3 frames with a length, not an ethertype). */
+static inline int
+is_l2_control(const uint8_t *frame, uint16_t et)
+{
+	static const uint8_t reserved[5] = { 0x01, 0x80, 0xc2, 0x00, 0x00 };
+
+	return et == 0x0806 || et == 0x8035 || et == 0x88cc || et == 0x8809 || et == 0x888e ||
+	       (memcmp(frame, reserved, sizeof(reserved)) == 0 && (frame[5] & 0xf0) == 0);
+}
+
 unsigned int
 weir_parse(const uint8_t *frame, uint32_t len, struct weir_pkt *p)
 {
@@ -384,5 +396,9 @@ weir_parse(const uint8_t *frame, uint32_t len, struct weir_pkt *p)
 		return parse_ipv4(frame, len, off, p);
 	if (et == ETHERTYPE_IPV6)
 		return parse_ipv6(frame, len, off, p);
-	return WEIR_MAL_NONE;   /* ARP, LLDP, ...: not IP, bridged as is */
+	/* Not IP. Only here, off the IP path, is the frame looked at for L2
+	 * control (the link's own signalling, never to be queued). */
+	if (is_l2_control(frame, et))
+		p->flags |= WEIR_PF_L2_CONTROL;
+	return WEIR_MAL_NONE;
 }

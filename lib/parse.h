@@ -5,9 +5,12 @@
  * compact meta-data record that every later stage uses instead of touching the
  * headers again. It never reads past `len`. A frame it cannot fully trust is
  * given a `malformed` reason; the rule for such frames is simple and stated
- * once here: they are forwarded unmanaged (bridged as they are) and counted
- * per reason by the caller. Fragments are not malformed but are unmanaged too
+ * once here: they are not managed (no flow) and are counted per reason by
+ * the caller. Fragments are not malformed but are unmanaged too
  * (no L4 header to key on in non-first fragments), flagged WEIR_PF_FRAGMENT.
+ * What the worker does with each kind (L2 control ahead of shaping, fragments
+ * per host pair, malformed frames rate-limited) is in lib/worker.c and the
+ * README's "What the bridge does with each frame".
  */
 #ifndef WEIR_PARSE_H
 #define WEIR_PARSE_H
@@ -50,6 +53,9 @@ enum weir_l3 {
 #define WEIR_PF_IP_OPTS    0x08  /* IPv4 options or IPv6 extension headers present */
 #define WEIR_PF_TCP_TS     0x10  /* TCP timestamp option present (ts_off valid) */
 #define WEIR_PF_TCP_SACK   0x20  /* TCP SACK blocks present (sack_off/sack_n valid) */
+#define WEIR_PF_L2_CONTROL 0x40  /* not IP, an L2 control frame: ARP, RARP, LLDP, slow
+                                  * protocols (LACP), EAPOL, or any frame to the IEEE
+                                  * reserved group 01:80:c2:00:00:0X (STP, ...) */
 
 /* TCP flags as on the wire (byte 13 of the TCP header). */
 #define WEIR_TCP_FIN 0x01

@@ -284,6 +284,31 @@ weir_postack_watchdog(struct weir_postack *pa, uint64_t now, unsigned int budget
 	return n;
 }
 
+unsigned int
+weir_postack_drop_all(struct weir_postack *pa, int d)
+{
+	unsigned int n = 0;
+
+	if (pa == NULL)
+		return 0;
+	/* Every slot, not the watchdog's ring: nothing held may be missed. */
+	for (uint32_t s = 0; s < pa->n_flows; s++) {
+		struct weir_postack_q *q = &pa->q[d][s];
+
+		while (q->n > 0) {
+			uint32_t r = pop_rec(pa, q);
+
+			if (pa->rec[r].len == 0) {
+				rte_pktmbuf_free(pa->rec[r].m);
+				pa->st.mbufs--;
+			}
+			free_rec(pa, r);
+			n++;
+		}
+	}
+	return n;
+}
+
 void
 weir_postack_for_each_holder(struct weir_postack *pa, void (*fn)(void *arg, int d, uint32_t slot),
 			     void *arg)

@@ -151,6 +151,10 @@ bool weir_postack_cut_window(struct weir_postack *pa, const struct weir_flow *f,
 			     struct rte_mbuf *m, const struct weir_pkt *p, int a, uint32_t slot,
 			     uint32_t limit);
 
+/* Drop every ACK held for data direction d (shutdown): mbufs go back to
+ * the pool, records to the free list. Returns how many were dropped. */
+unsigned int weir_postack_drop_all(struct weir_postack *pa, int d);
+
 /* Call fn for every (d, slot) holding ACKs now (fn may release them). */
 void weir_postack_for_each_holder(struct weir_postack *pa,
 				  void (*fn)(void *arg, int d, uint32_t slot), void *arg);

@@ -56,6 +56,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 	w->flows = flows;
 	w->tsc_hz = rte_get_tsc_hz();
 	w->tsc_per_us = RTE_MAX(w->tsc_hz / 1000000, (uint64_t)1);
+	w->mal_bucket.tokens = (uint64_t)conf->malformed_pps << 20;    /* full at start */
 	if (conf->postack != NULL && !shaped) {
 		rte_free(w);
 		return NULL;    /* ACKs are held against a class tree's data queues */
@@ -119,20 +120,27 @@ weir_worker_free(struct weir_worker *w)
 	rte_free(w);
 }
 
-/* Count why a frame is bridged unmanaged; returns true if it is manageable. */
-static inline bool
+/* Count a frame that is not manageable by kind; returns true for an IP
+ * fragment, which is keyed to its host pair's pseudo-flow (its addresses,
+ * VLAN and protocol, ports 0: weir_flow_key_make with the ports the
+ * parser left 0), so a datagram's fragments keep their order in one queue
+ * and one host's fragments cannot starve another's. */
+static bool
 count_unmanaged(struct weir_port_counters *pc, const struct weir_pkt *p)
 {
-	if (likely(weir_pkt_manageable(p)))
-		return true;
 	if (p->malformed != WEIR_MAL_NONE) {
 		pc->malformed++;
 		pc->malformed_by[p->malformed]++;
-	} else if (p->flags & WEIR_PF_FRAGMENT) {
-		pc->fragments++;
-	} else {
-		pc->non_ip++;
+		return false;
 	}
+	if (p->flags & WEIR_PF_FRAGMENT) {
+		pc->fragments++;
+		return true;
+	}
+	if (p->flags & WEIR_PF_L2_CONTROL)
+		pc->l2_control++;
+	else
+		pc->non_ip++;
 	return false;
 }
 
@@ -512,24 +520,30 @@ admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 
 /* ---- flow events for the policy hooks (once per flow, never per packet) ---- */
 
-/* May one more event go now? A token bucket of one second's worth. */
+/* May one more go now, at `per_s` a second (0: no limit)? */
 static bool
+tbucket_take(struct weir_tbucket *b, uint32_t per_s, uint64_t hz, uint64_t now)
+{
+	const uint64_t cap = (uint64_t)per_s << 20;
+
+	if (per_s == 0)
+		return true;
+	if (now - b->tsc >= hz)
+		b->tokens = cap;
+	else
+		b->tokens = RTE_MIN(cap, b->tokens + (uint64_t)((unsigned __int128)(now - b->tsc) *
+								cap / hz));
+	b->tsc = now;
+	if (b->tokens < (1u << 20))
+		return false;
+	b->tokens -= 1u << 20;
+	return true;
+}
+
+static inline bool
 event_budget(struct weir_worker *w, uint64_t now)
 {
-	const uint64_t cap = (uint64_t)w->conf.events_per_s << 20;
-
-	if (w->conf.events_per_s == 0)
-		return true;
-	if (now - w->ev_tsc >= w->tsc_hz)
-		w->ev_tokens = cap;
-	else
-		w->ev_tokens = RTE_MIN(cap, w->ev_tokens + (uint64_t)((unsigned __int128)(now - w->ev_tsc) *
-								       cap / w->tsc_hz));
-	w->ev_tsc = now;
-	if (w->ev_tokens < (1u << 20))
-		return false;
-	w->ev_tokens -= 1u << 20;
-	return true;
+	return tbucket_take(&w->ev_bucket, w->conf.events_per_s, w->tsc_hz, now);
 }
 
 static void
@@ -730,6 +744,54 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	}
 }
 
+/* What becomes of a frame that is not manageable (counted by kind already). */
+enum um_fate {
+	UM_ON,          /* on as any frame: queued (f, or the unmanaged queue) or sent */
+	UM_SENT,        /* handed to the out-array: went on now */
+	UM_GONE,        /* dropped, counted */
+};
+
+/* Off the IP path:
+ * - L2 control is the link's own signalling (ARP resolution, LACP, STP):
+ *   it goes ahead of shaping, never queued or dropped by weir; it is a
+ *   few frames a second, and queued behind bulk data it timed out (16.3);
+ * - an IP fragment with a pseudo-flow is tracked (bytes, packets, last
+ *   seen: no TCP state, no ACK control, there is no TCP header) and
+ *   classified by its addresses like any flow;
+ * - a malformed frame bound for a class tree takes a token of the worker's
+ *   malformed_pps bucket, or is dropped: garbage cannot fill the default
+ *   class at any rate. An unshaped direction stays transparent. */
+static enum um_fate
+unmanaged_one(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f,
+	      enum weir_port_role from, uint64_t now)
+{
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+	struct weir_port_counters *pc = &w->ctr.port[from];
+
+	if (p->flags & WEIR_PF_FRAGMENT) {
+		if (f == NULL)
+			return UM_ON;
+		weir_flow_touch(f, (enum weir_dir)from, m->pkt_len, now);
+		if (w->policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from)) {
+			rte_pktmbuf_free(m);
+			pc->refused++;
+			return UM_GONE;
+		}
+		return UM_ON;
+	}
+	if (p->flags & WEIR_PF_L2_CONTROL) {
+		weir_worker_out(w, from ^ 1, m);
+		return UM_SENT;
+	}
+	if (p->malformed != WEIR_MAL_NONE && w->shaper[from] != NULL &&
+	    !tbucket_take(&w->mal_bucket, w->conf.malformed_pps, w->tsc_hz, now)) {
+		rte_pktmbuf_free(m);
+		pc->malformed_dropped++;
+		return UM_GONE;
+	}
+	return UM_ON;
+}
+
 /* With a large table the ACK store's entry and the data queue's length
  * are cache misses for every pure ACK; ask for them for the whole burst
  * before the first is needed. */
@@ -763,6 +825,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	uint16_t managed_idx[WEIR_BURST_MAX];
 	uint16_t n_managed = 0, sent = 0, unshaped = 0;
 	uint64_t bytes = 0;
+	uint64_t slow = 0;      /* bit i: pkts[i] is not manageable (WEIR_BURST_MAX <= 64) */
 
 	for (uint16_t i = 0; i < n && i < 4; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
@@ -778,7 +841,12 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		/* Headers are parsed in the first segment only: a frame whose
 		 * headers straddle segments reads as truncated (unmanaged). */
 		weir_parse(frame, m->data_len, p);
-		if (count_unmanaged(pc, p) && w->flows != NULL) {
+		if (unlikely(!weir_pkt_manageable(p))) {
+			slow |= 1ull << i;
+			if (!count_unmanaged(pc, p))
+				continue;
+		}
+		if (w->flows != NULL) {
 			weir_flow_key_make(frame, p, &keys[n_managed]);
 			managed_idx[n_managed++] = i;
 		}
@@ -797,7 +865,19 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		struct rte_mbuf *m = pkts[i];
 		struct weir_flow *f = NULL;
 
-		if (k < n_managed && managed_idx[k] == i) {
+		if (unlikely(slow & (1ull << i))) {
+			if (k < n_managed && managed_idx[k] == i)
+				f = flows[k++];         /* a fragment's pseudo-flow (NULL: table full) */
+			switch (unmanaged_one(w, m, f, from, now)) {
+			case UM_SENT:
+				sent++;
+				continue;
+			case UM_GONE:
+				continue;
+			case UM_ON:
+				break;
+			}
+		} else if (k < n_managed && managed_idx[k] == i) {
 			f = flows[k++];
 			if (unlikely(f == NULL)) {
 				pc->flow_full++;
@@ -987,6 +1067,12 @@ weir_worker_flush_queues(struct weir_worker *w)
 	}
 	if (w->shaper[0] == NULL && w->shaper[1] == NULL)
 		return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
+	/* Held ACKs (issue 16.8): the app checks the pool right after this,
+	 * before weir_worker_free would give them back, so postack-paced,
+	 * which holds ACKs nearly all the time, exited 3. An ACK of data
+	 * direction d came in through the other port. */
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		w->ctr.port[d ^ 1].dropped += weir_postack_drop_all(w->pa, d);
 	weir_flow_walk(w->flows, free_flow_queue, w);
 	drain_queue(w, NULL, false);
 	/* The shared queues of fifo leaves. */

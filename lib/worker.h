@@ -33,6 +33,12 @@
  * receive bursts, dequeues and released ACKs fit several times over. */
 #define WEIR_OUT_MAX 512
 
+/* A token bucket of one second's worth: `tokens` << 20 may go now. */
+struct weir_tbucket {
+	uint64_t tokens;
+	uint64_t tsc;
+};
+
 /* Frames decided to leave through one port, in the order decided. */
 struct weir_out {
 	uint16_t n;
@@ -116,6 +122,10 @@ struct weir_worker_conf {
 	bool new_flow_events;
 	bool end_flow_events;
 	uint32_t events_per_s;
+	/* Malformed frames this worker lets into its class trees a second (a
+	 * token bucket of one second's worth, full at start); more are dropped,
+	 * counted. 0 = no limit. An unshaped direction passes them all. */
+	uint32_t malformed_pps;
 };
 
 /*
@@ -136,8 +146,9 @@ struct weir_policy_switch {
 };
 
 /* Per class of one direction's tree, on one worker (single writer). Frames
- * without a flow (non-IP, malformed, fragments, table full) go to the
- * default class, in one queue id past the flow slots. */
+ * without a flow (non-IP other than L2 control, malformed, new flows with
+ * the table full) go to the default class, in one queue id past the flow
+ * slots. */
 struct weir_class_counters {
 	uint32_t flows;         /* flows classified here and not ended (admission counts these) */
 	uint32_t _pad;
@@ -189,8 +200,8 @@ struct weir_worker {
 	uint64_t policy_switches;
 	uint64_t requeued;                     /* packets moved into new trees by switches */
 	/* Flow events and hook commands. */
-	uint64_t ev_tokens;                    /* events that may go now, << 20 */
-	uint64_t ev_tsc;
+	struct weir_tbucket ev_bucket;         /* conf.events_per_s */
+	struct weir_tbucket mal_bucket;        /* conf.malformed_pps */
 	uint64_t events_sent;
 	uint64_t events_dropped;               /* ring full or over events_per_s */
 	uint64_t cmds_applied;
@@ -264,8 +275,8 @@ unsigned int weir_worker_share_apply(struct weir_worker *w);
  * released to the out-arrays. */
 unsigned int weir_worker_postack_idle(struct weir_worker *w, uint64_t now);
 
-/* Free every frame still queued or waiting in the out-arrays (shutdown);
- * returns how many. */
+/* Free every frame still queued, held by the ACK store or waiting in the
+ * out-arrays (shutdown), counted as dropped; returns how many. */
 unsigned int weir_worker_flush_queues(struct weir_worker *w);
 
 /* The lcore loop (rte_eal_remote_launch entry point); returns when w->stop. */

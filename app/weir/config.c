@@ -327,7 +327,8 @@ load_sizes(struct loader *ld, const config_setting_t *root, struct weir_config *
 {
 	static const char *const mp_keys[] = { "mbufs", "cache", NULL };
 	static const char *const ring_keys[] = { "rx_desc", "tx_desc", NULL };
-	static const char *const wk_keys[] = { "burst", "idle_sleep_us", "cut_through", NULL };
+	static const char *const wk_keys[] = { "burst", "idle_sleep_us", "cut_through",
+					       "malformed_pps", NULL };
 	const config_setting_t *mp = cfg_group(ld, root, "mempool", false);
 	const config_setting_t *rings = cfg_group(ld, root, "rings", false);
 	const config_setting_t *wk = cfg_group(ld, root, "worker", false);
@@ -360,6 +361,9 @@ load_sizes(struct loader *ld, const config_setting_t *root, struct weir_config *
 	cfg->idle_sleep_us = (uint32_t)v;
 	if (cfg_bool(ld, wk, "cut_through", true, &cfg->cut_through) < 0)
 		return -1;
+	if (cfg_int(ld, wk, "malformed_pps", 1000, 0, 100000000, &v) < 0)
+		return -1;
+	cfg->malformed_pps = (uint32_t)v;
 	return 0;
 }
 

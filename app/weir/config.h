@@ -58,6 +58,7 @@ struct weir_config {
 	uint16_t burst;
 	uint32_t idle_sleep_us;
 	bool cut_through;               /* worker.cut_through: see weir_worker_conf */
+	uint32_t malformed_pps;         /* worker.malformed_pps: see weir_worker_conf */
 
 	uint32_t flow_capacity;
 	struct weir_flow_timeouts timeouts;

@@ -165,6 +165,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 			.idle_sleep_us = a->cfg.idle_sleep_us,
 			.cut_through = a->cfg.cut_through,
 			.count_split = a->cfg.n_workers > 1,
+			.malformed_pps = a->cfg.malformed_pps,
 			.expire_budget = 64,
 			.policy = a->cfg.policy,
 			.share_box = a->share_box[i],

@@ -80,9 +80,11 @@ port_metrics(FILE *out, const json_t *ports)
 		const char *reason;
 	} drops[] = {
 		{ "tx_full", "tx_full" }, { "dropped", "queue_full" }, { "refused", "admission" },
+		{ "malformed_dropped", "malformed_over_rate" },
 		{ "pmd_rx_missed", "pmd_rx_missed" }, { "pmd_rx_nombuf", "pmd_rx_nombuf" },
 	}, unmanaged[] = {
-		{ "non_ip", "non_ip" }, { "fragments", "fragment" }, { "malformed", "malformed" },
+		{ "non_ip", "non_ip" }, { "l2_control", "l2_control" }, { "fragments", "fragment" },
+		{ "malformed", "malformed" },
 		{ "flow_full", "flow_table_full" },
 	};
 	struct fam f;
@@ -120,7 +122,8 @@ port_metrics(FILE *out, const json_t *ports)
 		sample(&f, num(json_object_get(ports, port_role[r]), "flow_split"), "port",
 		       port_role[r], NULL, NULL, NULL, NULL);
 	fam_begin(&f, out, "weir_port_unmanaged_total", "counter",
-		  "Frames bridged without a flow (not shaped), by reason.");
+		  "Frames not tracked as a connection, by kind (fragment: shaped per host pair; "
+		  "l2_control: sent ahead of shaping; the rest: the default class).");
 	for (int r = 0; r < 2; r++) {
 		const json_t *p = json_object_get(ports, port_role[r]);
 

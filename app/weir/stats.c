@@ -63,6 +63,8 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 		      "flow_full", (json_int_t)pc->flow_full, "managed", (json_int_t)pc->managed,
 		      "malformed_by", mal);
 	json_object_set_new(o, "refused", json_integer((json_int_t)pc->refused));
+	json_object_set_new(o, "l2_control", json_integer((json_int_t)pc->l2_control));
+	json_object_set_new(o, "malformed_dropped", json_integer((json_int_t)pc->malformed_dropped));
 	json_object_set_new(o, "win_clamped", json_integer((json_int_t)pc->win_clamped));
 	json_object_set_new(o, "sack_passed", json_integer((json_int_t)pc->sack_passed));
 	json_object_set_new(o, "flow_split", json_integer((json_int_t)pc->flow_split));
@@ -353,10 +355,12 @@ weir_stats_print(const struct weir_app *app, FILE *out)
 		const struct weir_port_counters *pc = &sum.port[r];
 
 		fprintf(out, "port %s: rx %" PRIu64 " tx %" PRIu64 " forwarded %" PRIu64 " tx_full %"
-			PRIu64 " dropped %" PRIu64 " non_ip %" PRIu64 " fragments %" PRIu64
-			" malformed %" PRIu64 " flow_full %" PRIu64 " flow_split %" PRIu64 "\n",
+			PRIu64 " dropped %" PRIu64 " refused %" PRIu64 " non_ip %" PRIu64
+			" l2_control %" PRIu64 " fragments %" PRIu64 " malformed %" PRIu64
+			" malformed_dropped %" PRIu64 " flow_full %" PRIu64 " flow_split %" PRIu64 "\n",
 			role_name[r], pc->rx_pkts, pc->tx_pkts, pc->forwarded, pc->tx_full, pc->dropped,
-			pc->non_ip, pc->fragments, pc->malformed, pc->flow_full, pc->flow_split);
+			pc->refused, pc->non_ip, pc->l2_control, pc->fragments, pc->malformed,
+			pc->malformed_dropped, pc->flow_full, pc->flow_split);
 		for (unsigned int m = 1; m < WEIR_MAL__COUNT; m++)
 			if (pc->malformed_by[m] != 0)
 				fprintf(out, "  malformed %s: %" PRIu64 "\n", weir_malformed_name(m),

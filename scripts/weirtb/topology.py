@@ -100,6 +100,10 @@ class Testbed:
             raise ValueError("need one PathSpec per WAN host")
         self.seed = seed
         self._procs = {}  # role -> Popen (only for processes this object started)
+        # (exit code, log tail) of every weir this object stopped with SIGTERM,
+        # restarts included: the fixtures assert each is 0 (issue 16.8: 3 =
+        # mbufs not back in the pool).
+        self.weir_exits = []
         self.gateway_running = None
         self.has_vlan_if = False
 
@@ -296,8 +300,14 @@ class Testbed:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+            if role == "weir":
+                self.weir_exits.append((p.returncode, self.log_tail("weir", 40)))
         self._save_state()
         return p.returncode
+
+    def bad_weir_exits(self):
+        """The (exit code, log tail) of each weir stopped so far that did not exit 0."""
+        return [e for e in self.weir_exits if e[0] != 0]
 
     def signal_gateway(self, sig):
         """Send weir a signal (SIGHUP: reload its policy)."""

@@ -7,7 +7,7 @@ Usage: /usr/bin/python3 test/pcap/gen_malformed.py OUT.pcap OUT.json
          (generate into a temporary directory, run build's test/unit/parse_pcap
           on the pcap and fail unless its counts equal the labels)
 
-Each frame is built with a label (managed, non_ip, fragment or a malformed
+Each frame is built with a label (managed, non_ip, l2_control, fragment or a malformed
 reason named as lib/parse.c's weir_malformed_name() names it), so the JSON is
 what the generator *intends*; test/unit/parse_pcap.c prints what the parser
 *finds*, and tests compare the two. The same bytes come out on every run
@@ -79,9 +79,11 @@ def good():
     short = bytes(eth() / v4() / UDP(sport=1, dport=2))
     frames.append((short + bytes(60 - len(short)), "managed"))
     frames += [
-        (bytes(eth() / ARP(hwsrc=LAN_MAC, psrc=A4, pdst=B4)), "non_ip"),
-        (bytes(eth(100) / ARP(op=2, hwsrc=WAN_MAC, psrc=B4, pdst=A4)), "non_ip"),
-        (bytes(Ether(src=LAN_MAC, dst="01:80:c2:00:00:0e", type=0x88cc) / Raw(bytes(46))), "non_ip"),
+        (bytes(eth() / ARP(hwsrc=LAN_MAC, psrc=A4, pdst=B4)), "l2_control"),
+        (bytes(eth(100) / ARP(op=2, hwsrc=WAN_MAC, psrc=B4, pdst=A4)), "l2_control"),
+        (bytes(Ether(src=LAN_MAC, dst="01:80:c2:00:00:0e", type=0x88cc) / Raw(bytes(46))), "l2_control"),
+        # IEEE 802 local experimental ethertype: not IP, not L2 control.
+        (bytes(Ether(src=LAN_MAC, dst=WAN_MAC, type=0x88b5) / Raw(bytes(46))), "non_ip"),
     ]
     return frames
 
@@ -132,7 +134,7 @@ def write(pcap_path, json_path):
     frames = (good() + fragments() + malformed()) * ROUNDS
     random.Random(SEED).shuffle(frames)
     want = {"total": len(frames), "malformed": {r: 0 for r in REASONS},
-            "fragments": 0, "non_ip": 0, "managed": 0}
+            "fragments": 0, "non_ip": 0, "l2_control": 0, "managed": 0}
     w = RawPcapWriter(str(pcap_path), linktype=1)     # 1 = Ethernet
     w.write_header(None)    # write_packet() alone would leave the file headerless
     for i, (frame, label) in enumerate(frames):

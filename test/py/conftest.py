@@ -45,6 +45,16 @@ def testbed():
     finally:
         tb.down()
         signal.signal(signal.SIGTERM, old)
+    check_weir_exits(tb)
+
+
+def check_weir_exits(tb):
+    """Every weir the testbed stopped with SIGTERM (restarts and teardown
+    included) exited 0: clean shutdown, every mbuf back in the pool."""
+    bad = tb.bad_weir_exits()
+    if bad:
+        pytest.fail(f"weir exited {[rc for rc, _ in bad]} after SIGTERM\n" + bad[0][1],
+                    pytrace=False)
 
 
 @contextlib.contextmanager
@@ -72,6 +82,7 @@ def weir_testbed(cfg, **kw):
             os.environ.pop("WEIR_TESTBED_CFG", None)
         else:
             os.environ["WEIR_TESTBED_CFG"] = old
+    check_weir_exits(tb)
 
 
 def measure_twice(run, good, tries=3):

@@ -164,6 +164,8 @@ BAD = [
      "furlongs", r"'shaping\.outbound' must be a rate"),
     ("rate out of range", lambda t: t + 'shaping = { inbound = "1bit"; };\n',
      "1bit", r"'shaping\.inbound' is 1 bit/s; it must be 0 \(unshaped\) or between"),
+    ("malformed_pps range", lambda t: t + "worker = { malformed_pps = -1; };\n",
+     "malformed_pps = -1", r"'worker\.malformed_pps' is -1; it must be between 0 and"),
     ("group expected", lambda t: t.replace("mempool = { mbufs = 8191; cache = 128; };", "mempool = 5;"),
      "mempool", r"'mempool' must be a group"),
 ]

@@ -46,6 +46,7 @@ def test_parser_matches_labels(tmp_path):
     assert got == expect
     assert all(n > 0 for n in expect["malformed"].values()), "a reason the pcap never triggers"
     assert expect["fragments"] > 0 and expect["non_ip"] > 0 and expect["managed"] > 0
+    assert expect["l2_control"] > 0
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="weir on net_pcap ports is run as root")
@@ -87,6 +88,7 @@ def test_malformed_pcap_replay(tmp_path):
     assert lan["malformed"] == sum(expect["malformed"].values())
     assert lan["fragments"] == expect["fragments"]
     assert lan["non_ip"] == expect["non_ip"]
+    assert lan["l2_control"] == expect["l2_control"]
     assert lan["managed"] == expect["managed"]
     assert lan["forwarded"] == expect["total"] and lan["tx_full"] == 0
     assert final["ports"]["wan"]["tx"] == expect["total"]

@@ -19,6 +19,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
 from conftest import measure_twice, weir_testbed  # noqa: E402
+from weirtb.topology import allow_congestion_control  # noqa: E402
 
 RATE = "10mbit"
 STATS_INTERVAL = 0.2
@@ -138,3 +139,38 @@ def test_postack_transfer_is_byte_exact(pa_tb):
     assert st["postack"]["held"] > 100
     code = pa_tb.stop_gateway()
     assert code == 0, pa_tb.log_tail("weir")
+
+
+@pytest.mark.parametrize("mode", ["postack-paced", "postack"])
+def test_sigterm_mid_flow_gives_every_mbuf_back(pa_tb, mode):
+    """Issue 16.8, short form of the satellite case: 32 cubic downloads in a
+    1.536 Mbit/s class over the 150 ms path, weir stopped with SIGTERM while
+    they run. postack-paced holds ACKs nearly all the time; they were still
+    in the ACK store when weir counted the pool (exit 3)."""
+    cfg = pa_tb.cfg_dir / f"sat-{mode}.cfg"
+    cfg.write_text(weirtb.testbed_config_text(
+        f'shaping = {{ mode = "{mode}"; outbound = "1.536mbit"; inbound = "1.536mbit"; }};\n',
+        stats_interval=STATS_INTERVAL))
+    os.environ["WEIR_TESTBED_CFG"] = str(cfg)
+    pa_tb.start_gateway("weir")
+    allow_congestion_control("cubic")
+    server = pa_tb.popen("w3", ["iperf3", "-s", "-1", "-p", "5390"])
+    time.sleep(0.5)
+    client = pa_tb.popen("l1", ["iperf3", "-c", pa_tb.addr("w3"), "-p", "5390", "-P", "32",
+                                "-R", "-C", "cubic", "-t", "60"])
+    try:
+        held = 0
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and held == 0:
+            time.sleep(1)
+            held = (pa_tb.weir_stats().get("postack") or {}).get("acks_held", 0)
+        time.sleep(3)
+        st = pa_tb.weir_stats()
+        code = pa_tb.stop_gateway()
+    finally:
+        for p in (client, server):
+            p.kill()
+            p.wait()
+    print(f"{mode}: ACKs held at SIGTERM ~{st['postack'].get('acks_held')}, exit {code}")
+    assert code == 0, pa_tb.log_tail("weir", 40)
+    assert "mbufs in use after shutdown: 0 " in pa_tb.log_tail("weir", 40)

@@ -16,7 +16,7 @@ int
 main(int argc, char **argv)
 {
 	char errbuf[PCAP_ERRBUF_SIZE];
-	unsigned long total = 0, fragments = 0, non_ip = 0, managed = 0;
+	unsigned long total = 0, fragments = 0, non_ip = 0, l2_control = 0, managed = 0;
 	unsigned long by[WEIR_MAL__COUNT] = { 0 };
 	struct pcap_pkthdr *h;
 	const u_char *data;
@@ -46,6 +46,8 @@ main(int argc, char **argv)
 			by[p.malformed]++;
 		else if (p.flags & WEIR_PF_FRAGMENT)
 			fragments++;
+		else if (p.flags & WEIR_PF_L2_CONTROL)
+			l2_control++;
 		else if (!weir_pkt_manageable(&p))
 			non_ip++;
 		else
@@ -60,6 +62,7 @@ main(int argc, char **argv)
 	printf("{\"total\": %lu, \"malformed\": {", total);
 	for (unsigned int r = 1; r < WEIR_MAL__COUNT; r++)
 		printf("%s\"%s\": %lu", r > 1 ? ", " : "", weir_malformed_name(r), by[r]);
-	printf("}, \"fragments\": %lu, \"non_ip\": %lu, \"managed\": %lu}\n", fragments, non_ip, managed);
+	printf("}, \"fragments\": %lu, \"non_ip\": %lu, \"l2_control\": %lu, \"managed\": %lu}\n",
+	       fragments, non_ip, l2_control, managed);
 	return 0;
 }

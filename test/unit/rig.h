@@ -130,6 +130,11 @@ rig_emitted_free(struct rig *r)
 /* Workers made while this is set send frames an empty tree lets go at once
  * (weir_worker_conf.cut_through); the tests that want it set and clear it. */
 static bool rig_cut_through;
+/* ACKs the ACK store keeps as mbufs before it copies them (the app keeps
+ * thousands; 0, the default here, copies every one). */
+static uint32_t rig_pa_mbuf_cap;
+/* weir_worker_conf.malformed_pps of workers made while set (0: no limit). */
+static uint32_t rig_malformed_pps;
 
 /* postack_acks: 0 = no PostACK queues. */
 static inline int
@@ -141,7 +146,8 @@ rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, 
 		.timeouts = { 5, 100, 10, 2, 30, 15 },
 	};
 	struct weir_cbq *sh[WEIR_PORT__COUNT] = { NULL, NULL };
-	struct weir_worker_conf wc = { .burst = 32, .cut_through = rig_cut_through };
+	struct weir_worker_conf wc = { .burst = 32, .cut_through = rig_cut_through,
+				       .malformed_pps = rig_malformed_pps };
 
 	memset(r, 0, sizeof(*r));
 	r->p = weir_policy_build(pc, 1, &e);
@@ -165,6 +171,7 @@ rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, 
 	if (postack_acks > 0) {
 		const struct weir_postack_conf pac = {
 			.n_flows = CAP, .n_acks = postack_acks, .ack_limit = 64, .idle_us = 20000,
+			.mbuf_cap = rig_pa_mbuf_cap,
 			.tsc_hz = rte_get_tsc_hz(), .socket_id = SOCKET_ID_ANY, .mp = mp,
 		};
 

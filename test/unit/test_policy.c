@@ -208,18 +208,19 @@ test_classify_and_admit(void)
 	      cc[BULK].flows == 1 && qlen(&r, 0, BULK) == 1, "fourth video flow diverted to bulk");
 	CHECK(r.w->ctr.port[WEIR_PORT_LAN].refused == 2, "diverted flows are not dropped");
 
-	/* Unmatched TCP and non-IP go to the default class. */
+	/* Unmatched TCP and non-IP go to the default class; ARP (L2 control)
+	 * goes on at once, ahead of shaping (issue 16.3). */
 	feed(&r, tcp_frame(0, 3, 3000, 1, 80, SYN, 0, 0), 0, now);
-	{
-		struct rte_mbuf *arp = rte_pktmbuf_alloc(mp);
-		uint8_t *f = (uint8_t *)rte_pktmbuf_append(arp, 60);
+	for (int et = 0; et < 2; et++) {
+		struct rte_mbuf *l2 = rte_pktmbuf_alloc(mp);
+		uint8_t *f = (uint8_t *)rte_pktmbuf_append(l2, 60);
 
 		memset(f, 0, 60);
-		f[12] = 0x08;
-		f[13] = 0x06;
-		feed(&r, arp, 0, now);
+		f[12] = et == 0 ? 0x88 : 0x08;  /* 0x88b5: IEEE local experimental */
+		f[13] = et == 0 ? 0xb5 : 0x06;
+		CHECK(feed(&r, l2, 0, now) == (uint16_t)et, "%s", et ? "ARP sent at once" : "non-IP queued");
 	}
-	CHECK(qlen(&r, 0, BULK) == 3, "unmatched flow and ARP in bulk (%u)", qlen(&r, 0, BULK));
+	CHECK(qlen(&r, 0, BULK) == 3, "unmatched flow and non-IP in bulk (%u)", qlen(&r, 0, BULK));
 
 	/* Per-flow weight from the rule: video flows weigh 3 in the DRR. */
 	{
