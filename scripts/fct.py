@@ -21,6 +21,7 @@ Usage (as root):
 Writes OUT/fct.csv (or bulk.csv), OUT/fct.md (medians and p95) and, with matplotlib, OUT/fct.png.
 """
 import argparse
+import contextlib
 import csv
 import os
 import statistics
@@ -68,6 +69,18 @@ def stop_gateway(tb):
     rc = tb.stop_gateway()
     if rc not in (None, 0):
         raise SystemExit(f"weir exited {rc}: {tb.log_tail('weir')}")
+
+
+@contextlib.contextmanager
+def testbed(n_lan, rtt_ms):
+    """The testbed with n_lan LAN hosts and one WAN host on a path of rtt_ms."""
+    tb = weirtb.Testbed(lan=n_lan, wan=1, paths=[weirtb.PathSpec(delay=rtt_ms / 2)])
+    why = tb.check_prerequisites()
+    if why:
+        raise SystemExit("testbed unavailable: " + "; ".join(why))
+    with tb:
+        tb.claim().up(wait=False)
+        yield tb
 
 
 def percentile(xs, p):
@@ -118,12 +131,7 @@ def run_fct(args):
     with tempfile.TemporaryDirectory() as www, tempfile.TemporaryDirectory() as cfgs:
         for name in args.sizes:
             Path(www, name).write_bytes(os.urandom(SIZES[name]))
-        tb = weirtb.Testbed(lan=2, wan=1, paths=[weirtb.PathSpec(delay=args.rtt / 2)])
-        why = tb.check_prerequisites()
-        if why:
-            raise SystemExit("testbed unavailable: " + "; ".join(why))
-        with tb:
-            tb.claim().up(wait=False)
+        with testbed(2, args.rtt) as tb:
             srv = tb.popen("w1", [sys.executable, "-m", "http.server", str(HTTP_PORT),
                                   "--directory", www])
             try:
@@ -211,12 +219,7 @@ def run_bulk(args):
     rows = []
     rate_bps = parse_rate(args.rate)
     with tempfile.TemporaryDirectory() as cfgs:
-        tb = weirtb.Testbed(lan=1, wan=1, paths=[weirtb.PathSpec(delay=args.rtt / 2)])
-        why = tb.check_prerequisites()
-        if why:
-            raise SystemExit("testbed unavailable: " + "; ".join(why))
-        with tb:
-            tb.claim().up(wait=False)
+        with testbed(1, args.rtt) as tb:
             for mode in args.modes:
                 start_gateway(tb, mode, args.rate, Path(cfgs))
                 for cc in args.cc:
