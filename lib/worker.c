@@ -14,6 +14,7 @@
 #include "postack_store.h"
 #include "tcr_state.h"
 #include "worker.h"
+#include "worker_int.h"
 
 /* Empty polls before the first back-off sleep: long enough that a busy link
  * never sleeps between bursts, short enough to give the core away quickly. */
@@ -26,8 +27,8 @@ static_assert((int)WEIR_PORT_LAN == (int)WEIR_DIR_OUT && (int)WEIR_PORT_WAN == (
 	      "port role doubles as the packet's direction");
 
 /* Policy epochs as flows store them: 16 bits, never 0 (0 = unclassified). */
-static inline uint16_t
-epoch16(uint32_t epoch)
+uint16_t
+weir_wk_epoch16(uint32_t epoch)
 {
 	return (uint16_t)(epoch % 0xffff + 1);
 }
@@ -81,7 +82,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 				rte_free(w);
 				return NULL;   /* conf->postack stays the caller's */
 			}
-		w->epoch16 = epoch16(pol->epoch);
+		w->epoch16 = weir_wk_epoch16(pol->epoch);
 		w->policy_acked = pol->epoch;
 		w->gen8 = 1;
 		w->unmanaged_qid = weir_flow_table_capacity(flows);
@@ -373,8 +374,8 @@ ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
  * (<< 16): the divisions happen here, when the active count or the
  * worker's rate changes, not per ACK. A share is at least 1 bit/s; the
  * pacing arithmetic stays bounded by the gap clamp in tcr.c. */
-static void
-share_update(struct weir_worker *w, int d, uint16_t leaf)
+void
+weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf)
 {
 	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
 	uint64_t share = weir_cbq_rate(w->shaper[d], leaf) / RTE_MAX(c->active, 1u);
@@ -408,7 +409,7 @@ period_roll(struct weir_worker *w, struct weir_class_counters *c, int d, uint16_
 	c->period_end = now + p;
 	if (active != c->active) {
 		c->active = active;
-		share_update(w, d, leaf);
+		weir_wk_share_update(w, d, leaf);
 	}
 }
 
@@ -424,7 +425,7 @@ note_active(struct weir_worker *w, struct weir_flow *f, int d, uint16_t leaf, ui
 	f->active_mark[d] = c->period;
 	if (++c->active_cur > c->active) {
 		c->active = c->active_cur;
-		share_update(w, d, leaf);
+		weir_wk_share_update(w, d, leaf);
 	}
 }
 
@@ -439,12 +440,12 @@ flow_count(struct weir_worker *w, const struct weir_flow *f, int32_t delta)
 			continue;
 		w->cls_ctr[d][leaf].flows += (uint32_t)delta;
 		if (w->cls_ctr[d][leaf].share_bytes_per_tick == 0)
-			share_update(w, d, leaf);       /* a fresh class: the whole rate, until flows send */
+			weir_wk_share_update(w, d, leaf);       /* a fresh class: the whole rate, until flows send */
 	}
 }
 
-static inline void
-flow_uncount(struct weir_worker *w, struct weir_flow *f)
+void
+weir_wk_flow_uncount(struct weir_worker *w, struct weir_flow *f)
 {
 	if (f->shape & WEIR_FSH_COUNTED) {
 		if (f->class_gen == w->gen8)    /* else counted in counters since replaced */
@@ -469,8 +470,8 @@ leaf_admits(const struct weir_worker *w, int d, uint16_t leaf)
 /* Put flow f in target `target` (moving anything it has queued), or apply
  * the refusing class's admission action. Returns false when the flow is
  * refused: its packets are dropped until a later packet finds room. */
-static bool
-admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
+bool
+weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 {
 	const struct weir_policy *pol = w->policy;
 	uint32_t slot = weir_flow_slot(w->flows, f);
@@ -612,8 +613,8 @@ event_end(struct weir_worker *w, struct weir_flow *f, const struct weir_flow_key
 }
 
 /* Classify a new flow (or one whose policy changed) by this packet. */
-static bool
-classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,
+bool
+weir_wk_classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,
 	      const struct weir_pkt *p, enum weir_dir dir)
 {
 	struct weir_cls_tuple t;
@@ -638,10 +639,10 @@ classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,
 	}
 	bool first = f->policy_epoch == 0, ok;
 
-	flow_uncount(w, f);
+	weir_wk_flow_uncount(w, f);
 	f->shape &= (uint8_t)~(WEIR_FSH_REFUSED | (first ? WEIR_FSH_LAN_HI | WEIR_FSH_HOOKED : 0));
 	f->policy_epoch = w->epoch16;
-	ok = admit_flow(w, f, weir_classify_tuple(w->policy->classifier, &t));
+	ok = weir_wk_admit_flow(w, f, weir_classify_tuple(w->policy->classifier, &t));
 	/* The hooks hear of every new flow, and again of a flow they moved
 	 * when a new policy re-classified it by its rules (their decision
 	 * was for the old one). */
@@ -659,20 +660,20 @@ shape_flow(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum 
 	bool ok = true;
 
 	if (unlikely(f->policy_epoch != w->epoch16))
-		ok = classify_flow(w, f, rte_pktmbuf_mtod(m, const uint8_t *),
+		ok = weir_wk_classify_flow(w, f, rte_pktmbuf_mtod(m, const uint8_t *),
 				   &weir_mbuf_meta(m)->pkt, dir);
 	else if (unlikely(f->shape & WEIR_FSH_REFUSED))
-		ok = admit_flow(w, f, f->class_id);
+		ok = weir_wk_admit_flow(w, f, f->class_id);
 	if (unlikely(f->state == WEIR_FS_CLOSED))
-		flow_uncount(w, f);     /* RST or both FINs acked: room for a new flow */
+		weir_wk_flow_uncount(w, f);     /* RST or both FINs acked: room for a new flow */
 	return ok;
 }
 
 /* The queue a frame of flow f (NULL: without a flow) waits in, in target
  * t's leaf of direction d: its flow's, the shared one of frames without a
  * flow, or a fifo leaf's one queue (past the flow slots). */
-static inline uint32_t
-shaped_qid(const struct weir_worker *w, const struct weir_policy_target *t, int d,
+uint32_t
+weir_wk_shaped_qid(const struct weir_worker *w, const struct weir_policy_target *t, int d,
 	   const struct weir_flow *f)
 {
 	if (unlikely(weir_mode(t->mode[d])->flags & WEIR_MODEF_SHARED_QUEUE))
@@ -709,7 +710,7 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	struct weir_cbq *sh = w->shaper[from];
 	const struct weir_policy_target *t = &w->policy->targets[f ? f->class_id : 0];
 	const struct weir_mode_ops *ops = weir_mode(t->mode[from]);
-	uint32_t qid = shaped_qid(w, t, from, f);
+	uint32_t qid = weir_wk_shaped_qid(w, t, from, f);
 	uint16_t leaf = t->leaf[from];  /* targets[0]: the default class */
 
 	if (f != NULL && weir_mbuf_meta(m)->pkt.payload_len > 0)
@@ -1031,7 +1032,7 @@ evict_flow(struct weir_flow *f, const struct weir_flow_key *key, void *arg)
 		return;
 	mode_end(w, f);
 	drain_queue(w, f, true);
-	flow_uncount(w, f);
+	weir_wk_flow_uncount(w, f);
 	if (w->conf.end_flow_events && f->policy_epoch != 0)
 		event_end(w, f, key);
 	f->first_tsc = 0;       /* a late hook command for this slot must not match */
@@ -1138,199 +1139,6 @@ idle_backoff(struct weir_worker *w, uint32_t cap, uint32_t *idle, uint32_t *slee
 	w->ctr.sleeps++;
 	if (*sleep_us < w->conf.idle_sleep_us)
 		*sleep_us = RTE_MIN(*sleep_us * 2, w->conf.idle_sleep_us);
-}
-
-/* ---- policy switches (rare: between bursts, not per packet) ---- */
-
-int
-weir_worker_policy_post(struct weir_worker *w, struct weir_policy_switch *sw)
-{
-	struct weir_policy_switch *none = NULL;
-
-	if (w->policy == NULL || sw == NULL || sw->policy == NULL)
-		return -EINVAL;
-	for (int d = 0; d < WEIR_PORT__COUNT; d++)
-		if ((sw->shaper[d] != NULL) != (w->shaper[d] != NULL) ||
-		    (sw->shaper[d] != NULL) != (sw->policy->tree[d].n_classes != 0) ||
-		    (sw->shaper[d] != NULL && sw->cls_ctr[d] == NULL))
-			return -EINVAL;
-	if (!__atomic_compare_exchange_n(&w->pending, &none, sw, false, __ATOMIC_RELEASE,
-					 __ATOMIC_RELAXED))
-		return -EBUSY;
-	return 0;
-}
-
-static void
-flush_holder(void *arg, int d, uint32_t slot)
-{
-	weir_mode_release(arg, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
-}
-
-/* The flow a frame from a fifo leaf's shared queue belongs to. */
-static struct weir_flow *
-flow_of_frame(struct weir_worker *w, struct rte_mbuf *m)
-{
-	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
-	struct weir_flow_key key;
-	struct weir_flow *f = NULL;
-
-	if (weir_flow_key_make(rte_pktmbuf_mtod(m, const uint8_t *), p, &key) != 0)
-		return NULL;
-	weir_flow_lookup_bulk(w->flows, &key, 1, rte_rdtsc(), &f);
-	return f;
-}
-
-/* Move a packet of the old tree of direction d into the new one: its flow
- * is re-classified under the new policy first if it was not yet. The new
- * tree takes it past its limits (it was admitted once). */
-static void
-requeue_one(struct weir_worker *w, int d, struct weir_flow *f, struct rte_mbuf *m)
-{
-	const struct weir_policy_target *t;
-
-	if (f != NULL && f->policy_epoch != w->epoch16)
-		classify_flow(w, f, rte_pktmbuf_mtod(m, const uint8_t *), &weir_mbuf_meta(m)->pkt,
-			      (enum weir_dir)d);
-	t = &w->policy->targets[f != NULL ? f->class_id : WEIR_TARGET_DEFAULT];
-	if (t->leaf[d] == WEIR_CBQ_NONE ||
-	    weir_cbq_requeue(w->shaper[d], t->leaf[d], shaped_qid(w, t, d, f), m) != 0) {
-		weir_worker_out(w, d ^ 1, m);   /* no class for it: it goes on unshaped */
-		return;
-	}
-	w->requeued++;
-}
-
-static void
-requeue_tree(struct weir_worker *w, int d, struct weir_cbq *old)
-{
-	struct rte_mbuf *pkts[WEIR_BURST_MAX];
-	uint16_t leaf = 0;
-	uint32_t qid;
-	unsigned int n;
-
-	while ((n = weir_cbq_drain_next(old, &leaf, &qid, pkts, WEIR_BURST_MAX)) > 0) {
-		struct weir_flow *f = qid < w->unmanaged_qid ? weir_flow_by_slot(w->flows, qid) : NULL;
-
-		for (unsigned int i = 0; i < n; i++)
-			requeue_one(w, d, qid > w->unmanaged_qid ? flow_of_frame(w, pkts[i]) : f, pkts[i]);
-	}
-}
-
-int
-weir_worker_policy_take(struct weir_worker *w)
-{
-	struct weir_policy_switch *sw = __atomic_load_n(&w->pending, __ATOMIC_ACQUIRE);
-	struct weir_cbq *old[WEIR_PORT__COUNT];
-	struct weir_class_counters *old_ctr[WEIR_PORT__COUNT];
-
-	if (sw == NULL)
-		return 0;
-	/* Held ACKs first: they answer data queued in the old trees. */
-	if (w->pa != NULL)
-		weir_postack_for_each_holder(w->pa, flush_holder, w);
-	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		old[d] = w->shaper[d];
-		old_ctr[d] = w->cls_ctr[d];
-		w->shaper[d] = sw->shaper[d];
-		w->cls_ctr[d] = sw->cls_ctr[d];
-		w->next_tsc[d] = 0;
-	}
-	w->policy = sw->policy;
-	w->epoch16 = epoch16(sw->policy->epoch);
-	/* Every flow's class_id is now of an older generation: re-classified
-	 * (and counted again) on its next packet, or right below if it has
-	 * packets waiting. */
-	if (w->gen8 == UINT8_MAX) {
-		/* The generation wraps: a flow idle since generation 1 would look
-		 * current again. Once every 255 switches, forget every flow's. */
-		for (uint32_t s = 0; s < w->unmanaged_qid; s++)
-			weir_flow_by_slot(w->flows, s)->class_gen = 0;
-		w->gen8 = 1;
-	} else {
-		w->gen8++;
-	}
-	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		if (old[d] != NULL) {
-			requeue_tree(w, d, old[d]);
-			weir_cbq_free(old[d]);
-		}
-		rte_free(old_ctr[d]);
-	}
-	w->policy_switches++;
-	__atomic_store_n(&w->pending, NULL, __ATOMIC_RELAXED);
-	__atomic_store_n(&w->policy_acked, sw->policy->epoch, __ATOMIC_RELEASE);
-	return 1;
-}
-
-/* Hook decisions from the management lcore: move flows to other classes. */
-unsigned int
-weir_worker_cmds(struct weir_worker *w)
-{
-	struct weir_flow_cmd c[32];
-	unsigned int n = rte_ring_sc_dequeue_burst_elem(w->conf.cmds, c, sizeof(c[0]), RTE_DIM(c),
-							NULL);
-
-	for (unsigned int i = 0; i < n; i++) {
-		struct weir_flow *f;
-
-		if (c[i].slot >= w->unmanaged_qid || c[i].epoch != w->policy->epoch ||
-		    c[i].target >= w->policy->n_targets ||
-		    (f = weir_flow_by_slot(w->flows, c[i].slot))->first_tsc != c[i].first_tsc ||
-		    f->first_tsc == 0) {
-			w->cmds_stale++;
-			continue;
-		}
-		if (f->class_id != c[i].target || f->class_gen != w->gen8) {
-			flow_uncount(w, f);
-			f->shape &= (uint8_t)~WEIR_FSH_REFUSED;
-			admit_flow(w, f, c[i].target);  /* moves what it has queued, in order */
-		}
-		f->shape |= WEIR_FSH_HOOKED;
-		w->cmds_applied++;
-	}
-	return n;
-}
-
-unsigned int
-weir_worker_share_apply(struct weir_worker *w)
-{
-	const struct weir_share_box *b = w->conf.share_box;
-	uint32_t seq = __atomic_load_n(&b->seq, __ATOMIC_ACQUIRE);
-	unsigned int changed = 0;
-
-	if (seq & 1)
-		return 0;       /* being written: next loop */
-	if (b->epoch != w->policy->epoch) {
-		w->share_seq = seq;     /* for another policy: not ours to apply */
-		return 0;
-	}
-	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		struct weir_cbq *sh = w->shaper[d];
-		uint16_t n = b->n_classes[d];
-		struct weir_cbq_stats st;
-
-		if (sh == NULL || n != w->policy->tree[d].n_classes)
-			continue;
-		for (uint16_t c = 0; c < n; c++) {
-			uint64_t rate = __atomic_load_n(&b->rate[d][c], __ATOMIC_RELAXED);
-			uint64_t ceil = __atomic_load_n(&b->ceil[d][c], __ATOMIC_RELAXED);
-
-			if (weir_cbq_stats(sh, c, &st) != 0 ||
-			    (st.rate_bps == rate && (c == 0 || st.ceil_bps == ceil)))
-				continue;
-			/* A torn pair (rate from one write, ceil from the next) is
-			 * refused; the seq check below has us come back for it. */
-			if (weir_cbq_set_rate(sh, c, rate, ceil) == 0) {
-				changed++;
-				if (w->policy->tree[d].classes[c].is_leaf)
-					share_update(w, d, c);
-			}
-		}
-	}
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&b->seq, __ATOMIC_RELAXED) == seq)
-		w->share_seq = seq;
-	return changed;
 }
 
 int

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: what lib/worker.c shares with lib/worker_policy.c (policy switches,
+ * hook commands, rate shares): the worker's own, not an interface.
+ */
+#ifndef WEIR_WORKER_INT_H
+#define WEIR_WORKER_INT_H
+
+#include "worker.h"
+
+uint16_t weir_wk_epoch16(uint32_t epoch);
+bool weir_wk_classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,
+			   const struct weir_pkt *p, enum weir_dir dir);
+uint32_t weir_wk_shaped_qid(const struct weir_worker *w, const struct weir_policy_target *t, int d,
+			    const struct weir_flow *f);
+void weir_wk_flow_uncount(struct weir_worker *w, struct weir_flow *f);
+bool weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target);
+void weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf);
+
+#endif /* WEIR_WORKER_INT_H */
