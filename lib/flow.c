@@ -355,7 +355,10 @@ tcp_track(struct weir_flow *f, const struct weir_pkt *p, enum weir_dir dir)
 		 * restart or an eviction, or its opening went to another
 		 * worker). */
 		f->state = WEIR_FS_ESTABLISHED;
-		f->flags |= WEIR_FF_MIDSTREAM;
+		/* A FIN or RST picked up so is what is left of a connection whose
+		 * entry expired, not one split across workers. */
+		if (!(fl & (WEIR_TCP_FIN | WEIR_TCP_RST)))
+			f->flags |= WEIR_FF_MIDSTREAM;
 		break;
 	case WEIR_FS_SYN_SENT:  /* SYN+ACK went by another path or was lost */
 	case WEIR_FS_SYN_RECV:
