@@ -374,8 +374,8 @@ weir_postack_track(struct weir_postack *pa, const struct weir_flow *f, const str
 	const uint8_t syn_ack = p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_ACK | WEIR_TCP_RST);
 	struct weir_postack_q *q = pa->q[a], *o = pa->q[a ^ 1];
 
-	if (likely(!(syn_ack & WEIR_TCP_SYN) && f->pkts[a] != 2))
-		return;
+	if (!(syn_ack & WEIR_TCP_SYN) && f->pkts[a] != 2)
+		return;         /* the worker calls only for handshake packets; cheap if not */
 	if (syn_ack == WEIR_TCP_SYN) {
 		q[slot].hs_tsc = now;
 	} else if (syn_ack == (WEIR_TCP_SYN | WEIR_TCP_ACK)) {

@@ -318,7 +318,9 @@ ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum
 	uint16_t leaf;
 	uint32_t held;
 
-	weir_postack_track(w->pa, f, p, a, slot, now);
+	/* Only handshake packets time anything: no call for the rest. */
+	if (unlikely((p->tcp_flags & WEIR_TCP_SYN) || f->pkts[a] == 2))
+		weir_postack_track(w->pa, f, p, a, slot, now);
 	/* The flow entry says whether ACKs may be held: the store is not
 	 * touched for flows that never held any. */
 	held = 0;
