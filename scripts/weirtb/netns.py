@@ -12,7 +12,9 @@ import time
 
 # Every namespace of the testbed starts with this prefix; teardown deletes
 # exactly these and nothing else (other engineers' namespaces share the host).
-PREFIX = "wtb-"
+# WEIRTB_NS_PREFIX gives a second testbed its own set (say "wtb2-"), so two
+# can run side by side; each then needs its own WEIRTB_STATE_DIR and lock.
+PREFIX = os.environ.get("WEIRTB_NS_PREFIX", "wtb-")
 
 # Offloads the kernel would otherwise use on veths: with them on, frames can be
 # larger than the MTU (TSO/GSO/GRO) and carry partial checksums (tx/rx), which

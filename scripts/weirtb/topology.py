@@ -21,7 +21,7 @@ from . import htb, netns
 from .netns import sh, ip, ns_name
 
 REPO = Path(__file__).resolve().parents[2]
-STATE_DIR = Path(os.environ.get("WEIRTB_STATE_DIR", "/run/weirtb"))
+STATE_DIR = Path(os.environ.get("WEIRTB_STATE_DIR", "/run/weirtb"))  # one per WEIRTB_NS_PREFIX
 STATE_FILE = STATE_DIR / "state.json"
 
 GATEWAYS = ("weir", "linux-bridge", "linux-htb")
@@ -245,7 +245,10 @@ class Testbed:
             stats = self.weir_stats_path
             if stats.exists():
                 stats.unlink()
-            argv = [str(weir_binary()), "--", "--config", str(weir_config()),
+            # The EAL file prefix follows the namespace prefix: two testbeds' weirs
+            # are two DPDK primaries (a command-line EAL arg wins over the config's).
+            argv = [str(weir_binary()), f"--file-prefix=weir-{netns.PREFIX.rstrip('-')}",
+                    "--", "--config", str(weir_config()),
                     "--stats-file", str(stats)]
             self._spawn("weir", "gw", argv)
             self._wait_for(lambda: stats.exists(), 20, "weir to write its stats file", "weir")

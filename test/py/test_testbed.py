@@ -81,11 +81,11 @@ def test_down_after_a_crash_removes_namespaces_and_processes():
     subprocess.run(cli + ["up", "--gateway", "linux-bridge", "--emu", "bridge", "--lan", "1",
                           "--wan", "1"], check=True, capture_output=True, timeout=60)
     stray = subprocess.Popen(netns.in_ns("l1", ["sleep", "300"]))
-    assert set(netns.list_ns()) == {"wtb-l1", "wtb-w1", "wtb-lan", "wtb-gw", "wtb-emu"}
+    assert set(netns.list_ns()) == {netns.PREFIX + h for h in ("l1", "w1", "lan", "gw", "emu")}
     # `up` of a new testbed first clears the leftovers ...
     with weirtb.Testbed(lan=1, wan=2, gateway="linux-bridge", emu="bridge") as tb:
         assert stray.wait(timeout=5) is not None
-        assert "wtb-w2" in netns.list_ns()
+        assert netns.PREFIX + "w2" in netns.list_ns()
         assert tb.ping("l1", "w2", count=1).ok
     # ... and leaving the context removes everything.
     assert netns.list_ns() == []
