@@ -55,6 +55,9 @@ struct weir_cbq {
 	uint16_t overhead;
 	uint16_t n;
 	uint32_t backlog;       /* packets in all leaves */
+	uint32_t backlog_soft;  /* past this, only leaves under their equal part queue */
+	uint32_t backlog_hard;  /* at this, nobody (UINT32_MAX: no bound) */
+	uint32_t leaf_part;     /* a leaf's equal part of backlog_soft */
 	struct weir_codel_params aqm;   /* CoDel's, for leaves with aqm */
 	uint16_t alast[WEIR_CBQ_NUM_PRIO];     /* tail of each priority's active list */
 	uint16_t acount[WEIR_CBQ_NUM_PRIO];
@@ -244,6 +247,15 @@ weir_cbq_create(const struct weir_cbq_conf *conf)
 			k->drr.aqm = &c->aqm;
 		}
 	}
+	c->backlog_hard = conf->backlog_limit ? conf->backlog_limit : UINT32_MAX;
+	c->backlog_soft = conf->backlog_limit ? conf->backlog_limit - conf->backlog_limit / 4 : UINT32_MAX;
+	{
+		uint32_t leaves = 0;
+
+		for (i = 0; i < n; i++)
+			leaves += c->cls[i].is_leaf;
+		c->leaf_part = c->backlog_soft / RTE_MAX(leaves, 1u);
+	}
 	return c;
 fail:
 	weir_cbq_free(c);
@@ -328,6 +340,16 @@ weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rt
 		k->st.drops++;
 		k->st.drops_class++;
 		return WEIR_CBQ_DROP_CLASS;
+	}
+	if (unlikely(c->backlog >= c->backlog_soft) &&
+	    (c->backlog >= c->backlog_hard || k->drr.pkts >= c->leaf_part)) {
+		/* The pool's share is nearly spent: the leaf that holds more
+		 * than its part pays, so a flood in one class cannot make
+		 * another drop before the hard bound. */
+		c->qt->q[queue_id].drops++;
+		k->st.drops++;
+		k->st.drops_pool++;
+		return WEIR_CBQ_DROP_POOL;
 	}
 	if (unlikely(weir_drr_enqueue(&k->drr, queue_id, m) != WEIR_DRR_OK)) {
 		k->st.drops++;

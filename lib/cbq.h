@@ -64,6 +64,12 @@ struct weir_cbq_conf {
 	uint16_t overhead;                      /* bytes added per packet: 0, or 24 = preamble+SFD+IFG+FCS */
 	uint16_t mtu;                           /* largest frame (pkt_len) expected; 0 = 1518 */
 	uint32_t burst_us;                      /* bucket depth as time at the bucket's rate; 0 = 1000 */
+	/* Packets the whole tree may hold (its share of the mempool; 0 = no
+	 * bound). Leaf limits can add up to more than the pool: without this
+	 * one direction's queues could take every mbuf, and nothing, not
+	 * even the other direction or ARP, could be received. Past 3/4 of it
+	 * a leaf holding more than its equal part is refused; at it, all. */
+	uint32_t backlog_limit;
 };
 
 /* Counters of one class. bytes/pkts count what left through the class
@@ -75,6 +81,7 @@ struct weir_cbq_stats {
 	uint64_t drops;         /* leaf: refused at enqueue (sum of the two below) */
 	uint64_t drops_flow;    /* the flow's queue was full */
 	uint64_t drops_class;   /* the class limit was reached */
+	uint64_t drops_pool;    /* the tree's backlog_limit (its mempool share) was reached */
 	uint64_t borrowed;
 	uint64_t lent;
 	uint32_t qlen;          /* leaf: packets queued now */
@@ -92,6 +99,7 @@ enum weir_cbq_rc {
 	WEIR_CBQ_DROP_FLOW = 1,         /* the flow's queue is at flow_limit */
 	WEIR_CBQ_DROP_CLASS = 2,        /* the leaf is at its limit */
 	WEIR_CBQ_DROP_BADCLASS = 3,     /* not a leaf, or out of range */
+	WEIR_CBQ_DROP_POOL = 4,         /* the tree is at its backlog_limit */
 };
 
 #define WEIR_CBQ_AQM_MAX 8      /* packets one dequeue call may drop by CoDel */

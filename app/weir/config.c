@@ -542,14 +542,39 @@ weir_token_read(const char *path, char *out, size_t outlen, char *err, size_t er
 	return 0;
 }
 
+/* What the descriptor rings, the bursts in flight and the per-lcore caches
+ * may hold of the mempool. */
+static uint64_t
+mbufs_reserved(const struct weir_config *cfg)
+{
+	uint64_t lcores = cfg->n_workers + 1;
+
+	return (uint64_t)WEIR_PORT__COUNT * cfg->n_workers * (cfg->rx_desc + cfg->tx_desc) +
+	       lcores * (cfg->mbuf_cache + 2 * WEIR_BURST_MAX);
+}
+
+uint32_t
+weir_config_tree_backlog(const struct weir_config *cfg)
+{
+	uint64_t held = mbufs_reserved(cfg);
+	int64_t spare;
+
+	/* ACKs PostACK keeps as mbufs (a policy may turn PostACK on later). */
+	held += cfg->postack_mbufs >= 0 ? (uint64_t)cfg->postack_mbufs * cfg->n_workers
+					: cfg->mbufs / 8;
+	spare = (int64_t)cfg->mbufs - (int64_t)held;
+	/* Two trees (one per direction) per worker share the rest. A pool
+	 * that barely covers the rings still lets each tree hold a few
+	 * bursts: on af_packet/af_xdp the rings hold no mbufs anyway. */
+	return (uint32_t)RTE_MAX(spare / (2 * (int64_t)cfg->n_workers), (int64_t)2 * WEIR_BURST_MAX);
+}
+
 /* The mempool must cover every descriptor ring plus what is in flight in
  * bursts and per-lcore caches, or rx stalls with "no mbufs" under load. */
 static int
 check_mbuf_budget(struct loader *ld, const config_setting_t *root, const struct weir_config *cfg)
 {
-	uint64_t lcores = cfg->n_workers + 1;
-	uint64_t need = (uint64_t)WEIR_PORT__COUNT * cfg->n_workers * (cfg->rx_desc + cfg->tx_desc) +
-			lcores * (cfg->mbuf_cache + 2 * WEIR_BURST_MAX);
+	uint64_t need = mbufs_reserved(cfg);
 	const config_setting_t *mp = config_setting_get_member(root, "mempool");
 	const config_setting_t *s = mp ? config_setting_get_member(mp, "mbufs") : NULL;
 

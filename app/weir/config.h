@@ -114,6 +114,11 @@ int weir_config_load_reload(const char *path, struct weir_config *cfg, char *err
 /* Checks that need EAL up (lcores enabled). Same error format. */
 int weir_config_check_eal(const struct weir_config *cfg, char *err, size_t errlen);
 
+/* Packets one worker's class tree of one direction may queue: its share of
+ * the mempool once the rings, caches and PostACK's kept ACKs are counted
+ * (weir_cbq_conf.backlog_limit). */
+uint32_t weir_config_tree_backlog(const struct weir_config *cfg);
+
 void weir_config_free(struct weir_config *cfg);
 
 /* The bearer token: the first line of path, 16 to 254 characters, from a

@@ -100,6 +100,7 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 		sum.pkts += st->pkts;
 		sum.drops_flow += st->drops_flow;
 		sum.drops_class += st->drops_class;
+		sum.drops_pool += st->drops_pool;
 		sum.borrowed += st->borrowed;
 		sum.lent += st->lent;
 		sum.qlen += st->qlen;
@@ -136,6 +137,8 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 		json_object_set_new(o, "new_flows", json_integer((json_int_t)sum.new_flows));
 		json_object_set_new(o, "new_deferred", json_integer((json_int_t)sum.new_deferred));
 		json_object_set_new(o, "drops_aqm", json_integer((json_int_t)sum.drops_aqm));
+		/* Refused because the tree's share of the mempool was spent. */
+		json_object_set_new(o, "drops_pool", json_integer((json_int_t)sum.drops_pool));
 		json_object_set_new(o, "admitted", json_integer((json_int_t)cc.admitted));
 		json_object_set_new(o, "refused", json_integer((json_int_t)cc.refused));
 		json_object_set_new(o, "diverted", json_integer((json_int_t)cc.diverted));

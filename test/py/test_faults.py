@@ -1,6 +1,6 @@
 """Fault injection with traffic running (issue 16.10): a port's link down and up, a
-peer that stops reading, and 100 SIGHUPs in a second (a mempool too small for the
-load is not covered yet: see issue 16).
+peer that stops reading, 100 SIGHUPs in a second, and a mempool too small for the
+load (a full TX ring is tested on net_ring ports in test/unit/test_tx_stall.c).
 After each, weir still forwards (a byte-exact transfer), its counters add up once the
 queues are empty, and every weir stopped exits 0 (every mbuf back in the pool; the
 fixture checks each exit code, lib/counters.h says how the counters add up)."""
@@ -42,7 +42,7 @@ class Load:
     """Four iperf3 flows (two each way) for `seconds`, in the background: TCP, or
     UDP at `udp` (an iperf3 -b rate) each."""
 
-    def __init__(self, tb, seconds=8, port=5600, udp=None):
+    def __init__(self, tb, seconds=8, port=5600, udp=None, parallel=1):
         self.procs = []
         for i, (lan, wan, rev) in enumerate([("l1", "w1", False), ("l2", "w2", True),
                                              ("l1", "w2", False), ("l2", "w1", True)]):
@@ -51,6 +51,7 @@ class Load:
             time.sleep(0.2)
             argv = ["iperf3", "-c", tb.addr(wan), "-p", str(p), "-t", str(seconds)]
             argv += ["-u", "-b", udp, "-l", "1400"] if udp else []
+            argv += ["-P", str(parallel)] if parallel > 1 else []
             self.procs.append(tb.popen(lan, argv + (["-R"] if rev else [])))
 
     def stop(self):
@@ -118,7 +119,7 @@ def test_slow_peer(ftb):
     """The WAN emulator stops reading for 2 s (SIGSTOP): what weir sends meanwhile
     is lost beyond its port. On af_packet over veth the kernel sends each kick
     synchronously, so weir's TX ring itself never stays full (tx_full counts
-    that case; the unit test test_tx_ring_full covers it on a ring PMD)."""
+    that case; test/unit/test_tx_stall.c covers it on net_ring ports)."""
     pid = ftb._procs["wanemu"].pid
     load = Load(ftb)
     try:
@@ -149,3 +150,61 @@ def test_sighup_storm(ftb):
     assert_forwards(ftb, 5652)
     st = assert_counters_add_up(ftb)
     print(f"100 SIGHUPs in {spent:.2f} s: policy {st.get('policy')}")
+
+
+# Too few mbufs for what the classes may queue: each direction's one class may hold
+# 3000 frames (1000 per flow), the pool has 1407 (the smallest the config accepts with
+# 256-descriptor rings). Before each tree had a share of the pool (cbq backlog_limit),
+# the outbound queue took all 1407 mbufs under this load: the PMD had none to receive
+# into, so the inbound direction, ARP and pings stalled until the queue drained.
+SMALL_POOL = """
+mempool = { mbufs = 1407; cache = 32; };
+rings = { rx_desc = 256; tx_desc = 256; };
+shaping = {
+  flow_limit = 1000;
+  outbound = { rate = "10mbit"; default = "all"; classes = ({ name = "all"; rate = "10mbit"; limit = 3000; }); };
+  inbound = { rate = "10mbit"; default = "all"; classes = ({ name = "all"; rate = "10mbit"; limit = 3000; }); };
+};
+"""
+
+
+def small_pool_config(path):
+    text = weirtb.testbed_config_text(stats_interval=0.2)
+    for group in ("mempool", "rings"):
+        text = "\n".join(line for line in text.splitlines() if not line.startswith(group + " ="))
+    path.write_text(text + "\n" + SMALL_POOL)
+    return path
+
+
+def test_mempool_too_small(ftb):
+    cfg = small_pool_config(ftb.cfg_dir / "small-pool.cfg")
+    old = os.environ["WEIR_TESTBED_CFG"]
+    os.environ["WEIR_TESTBED_CFG"] = str(cfg)
+    try:
+        ftb.start_gateway("weir")       # stops the running weir (its exit is checked)
+        total = ftb.weir_stats()["mbufs"]["total"]
+        udp = Load(ftb, seconds=6, port=5660, udp="5M", parallel=4)
+        tcp = Load(ftb, seconds=6, port=5670)
+        peak, pings = 0, []
+        try:
+            time.sleep(1.5)
+            for _ in range(8):
+                # ARP and a ping each way while both directions are overloaded:
+                # with mbufs to receive into, they get through.
+                pings.append(ftb.ping("l1", "w1", count=1).ok or ftb.ping("w1", "l1", count=1).ok)
+                peak = max(peak, ftb.weir_stats()["mbufs"]["in_use"])
+        finally:
+            udp.stop()
+            tcp.stop()
+        st = ftb.weir_stats()
+        drops_pool = sum(st["shaping"][d]["classes"]["all"]["drops_pool"] for d in ("outbound", "inbound"))
+        print(f"small pool: at most {peak} of {total} mbufs in use, {drops_pool} frames refused "
+              f"at the trees' share of the pool, pings through {sum(pings)}/{len(pings)}")
+        assert drops_pool > 0, st["shaping"]        # the load did reach the bound
+        assert peak < total - 2 * (32 + 64), (peak, total)  # and the pool never ran dry
+        assert sum(pings) >= len(pings) // 2, pings
+        assert_forwards(ftb, 5653)
+        assert_counters_add_up(ftb)
+    finally:
+        os.environ["WEIR_TESTBED_CFG"] = old
+        ftb.start_gateway("weir")       # this weir must exit 0 too: every mbuf back
