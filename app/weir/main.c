@@ -32,6 +32,7 @@
 #include "rest.h"
 #include "telemetry.h"
 #include "mbuf_meta.h"
+#include "notify.h"
 
 static struct weir_app app;
 
@@ -325,8 +326,16 @@ main(int argc, char **argv)
 	       WEIR_VERSION, app.cfg.port[0].device, app.ports.id[0], app.cfg.port[1].device,
 	       app.ports.id[1], app.n_workers);
 	fflush(stdout);
+	{
+		char status[300];
+
+		snprintf(status, sizeof(status), "bridging %.120s and %.120s with %u worker(s)",
+			 app.cfg.port[0].device, app.cfg.port[1].device, app.n_workers);
+		weir_notify_ready(status);
+	}
 
 	weir_mgmt_loop(&app);
+	weir_notify_stopping();
 
 	stop_workers(&app);
 	weir_reload_shutdown(&app);     /* a late switch ends here */

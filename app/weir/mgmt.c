@@ -8,6 +8,7 @@
 #include <rte_log.h>
 
 #include "mgmt.h"
+#include "notify.h"
 #include "hooks.h"
 #include "rebalance.h"
 #include "reload.h"
@@ -27,6 +28,9 @@ weir_mgmt_loop(struct weir_app *app)
 		 * which bounds the latency of signals, and serves REST requests
 		 * as they come in between. */
 		weir_rest_wait(app, 10000);
+		/* Here, not on a timer: only a loop that still turns proves
+		 * the management lcore is alive. */
+		weir_notify_watchdog(rte_rdtsc() / (hz / 1000000));
 		if (app->reload) {
 			app->reload = 0;
 			weir_mgmt_reload(app);
