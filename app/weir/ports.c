@@ -5,8 +5,14 @@
 #include <rte_bus.h>
 #include <rte_dev.h>
 #include <rte_ethdev.h>
+#include <rte_flow.h>
+#include <rte_log.h>
 
 #include "ports.h"
+#include "rss_check.h"
+
+/* Sample flows the start-up self-test hashes both ways (software Toeplitz). */
+#define SELFTEST_FLOWS 1024
 
 static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
 
@@ -90,6 +96,75 @@ program_reta(uint16_t pid, uint16_t reta_size, uint16_t n_queues)
 	return rte_eth_dev_rss_reta_update(pid, reta, reta_size);
 }
 
+/*
+ * Where the PMD offers it, the symmetric Toeplitz function through rte_flow
+ * (source and destination XORed before hashing: symmetric whatever the key),
+ * over all of the port's queues. Without it, the symmetric key set at
+ * configure time does the same. 0: the rule is in place.
+ */
+static int
+symmetric_flow(uint16_t pid, uint16_t n_queues, uint64_t hf, struct rte_flow **flow)
+{
+	uint16_t queues[RTE_MAX_QUEUES_PER_PORT];
+	const struct rte_flow_attr attr = { .ingress = 1 };
+	const struct rte_flow_item pattern[] = {
+		{ .type = RTE_FLOW_ITEM_TYPE_ETH },
+		{ .type = RTE_FLOW_ITEM_TYPE_END },
+	};
+	const struct rte_flow_action_rss rss = {
+		.func = RTE_ETH_HASH_FUNCTION_SYMMETRIC_TOEPLITZ,
+		.level = 0,
+		.types = hf,
+		.queue_num = n_queues,
+		.queue = queues,
+	};
+	const struct rte_flow_action actions[] = {
+		{ .type = RTE_FLOW_ACTION_TYPE_RSS, .conf = &rss },
+		{ .type = RTE_FLOW_ACTION_TYPE_END },
+	};
+	struct rte_flow_error fe;
+
+	for (uint16_t q = 0; q < n_queues; q++)
+		queues[q] = q;
+	if (rte_flow_validate(pid, &attr, pattern, actions, &fe) != 0)
+		return -1;
+	*flow = rte_flow_create(pid, &attr, pattern, actions, &fe);
+	return *flow != NULL ? 0 : -1;
+}
+
+/*
+ * The self-test: read the key and redirection table back from the device
+ * (a PMD may have kept its own key) and hash sample flows both ways in
+ * software as the NIC does. A split flow would be served by two workers;
+ * it is logged and counted, and flow_split counts its frames at run time.
+ */
+static void
+selftest(uint16_t pid, const struct rte_eth_dev_info *info, uint64_t hf, struct weir_port_rss *r)
+{
+	uint8_t key[64];
+	struct rte_eth_rss_conf rc = { .rss_key = key, .rss_key_len = sizeof(key) };
+	struct rte_eth_rss_reta_entry64 rq[RTE_ETH_RSS_RETA_SIZE_512 / RTE_ETH_RETA_GROUP_SIZE];
+	uint16_t reta[RTE_ETH_RSS_RETA_SIZE_512];
+	uint16_t n = info->reta_size;
+
+	r->check = "unverified";
+	memset(key, 0, sizeof(key));
+	if (rte_eth_dev_rss_hash_conf_get(pid, &rc) != 0 || rc.rss_key_len < 40 ||
+	    n == 0 || n > RTE_ETH_RSS_RETA_SIZE_512)
+		return;
+	memset(rq, 0, sizeof(rq));
+	for (uint16_t i = 0; i < n; i++)
+		rq[i / RTE_ETH_RETA_GROUP_SIZE].mask |= 1ull << (i % RTE_ETH_RETA_GROUP_SIZE);
+	if (rte_eth_dev_rss_reta_query(pid, rq, n) != 0)
+		return;
+	for (uint16_t i = 0; i < n; i++)
+		reta[i] = rq[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE];
+	r->check = "software";
+	r->selftest_flows = SELFTEST_FLOWS;
+	r->selftest_split = weir_rss_asymmetric(key, reta, n, (hf & RTE_ETH_RSS_TCP) != 0,
+						SELFTEST_FLOWS, 1);
+}
+
 static int
 setup_port(const struct weir_config *cfg, int role, struct rte_mempool *mp, struct weir_ports *ports,
 	   char *err, size_t errlen)
@@ -171,7 +246,11 @@ setup_port(const struct weir_config *cfg, int role, struct rte_mempool *mp, stru
 	if (rc != 0)
 		goto fail;
 	ports->started[role] = 1;
-	if (ports->n_queues > 1) {
+	ports->rss[role].hash = ports->n_queues == 1 ? "none" : "kernel-fanout";
+	ports->rss[role].check = ports->n_queues == 1 ? "none" : "capability";
+	if (ports->n_queues > 1 && cfg->distribution != WEIR_DIST_KERNEL_FANOUT) {
+		uint64_t hf = conf.rx_adv_conf.rss_conf.rss_hf;
+
 		rc = program_reta(pid, info.reta_size, ports->n_queues);
 		if (rc != 0 && rc != -ENOTSUP) {
 			snprintf(err, errlen, "%s:%d: ports.%s.device %s: cannot program the RSS "
@@ -180,6 +259,19 @@ setup_port(const struct weir_config *cfg, int role, struct rte_mempool *mp, stru
 				 rte_strerror(-rc));
 			return -1;
 		}
+		if (symmetric_flow(pid, ports->n_queues, hf, &ports->flow[role]) == 0) {
+			ports->rss[role].hash = "symmetric-toeplitz";
+			ports->rss[role].check = "capability";
+		} else {
+			ports->rss[role].hash = "symmetric-key";
+			selftest(pid, &info, hf, &ports->rss[role]);
+		}
+		rte_log(ports->rss[role].selftest_split ? RTE_LOG_WARNING : RTE_LOG_NOTICE,
+			RTE_LOGTYPE_USER1, "USER1: ports.%s (%s): RSS over %u queues by %s, checked by %s: %u of %u sample "
+			"flows split%s\n", role_name[role], info.driver_name, ports->n_queues,
+			ports->rss[role].hash, ports->rss[role].check, ports->rss[role].selftest_split,
+			ports->rss[role].selftest_flows,
+			ports->rss[role].selftest_split ? " (their frames count as flow_split)" : "");
 	}
 	return 0;
 fail:
@@ -220,6 +312,8 @@ weir_ports_close(struct weir_ports *ports)
 	for (int r = 0; r < WEIR_PORT__COUNT; r++) {
 		if (!ports->started[r])
 			continue;
+		if (ports->flow[r] != NULL)
+			rte_flow_destroy(ports->id[r], ports->flow[r], NULL);
 		rte_eth_dev_stop(ports->id[r]);
 		rte_eth_dev_close(ports->id[r]);
 		ports->started[r] = 0;

@@ -5,14 +5,27 @@
 #define WEIR_APP_PORTS_H
 
 #include <stdint.h>
+#include <rte_flow.h>
 #include <rte_mempool.h>
 
 #include "config.h"
+
+/* How a port spreads flows over its queues, and what the start-up
+ * self-test found (stats: "distribution"). */
+struct weir_port_rss {
+	const char *hash;       /* "none" (one queue), "kernel-fanout", "symmetric-toeplitz"
+				 * (rte_flow: the PMD's symmetric function), "symmetric-key" */
+	const char *check;      /* "capability", "software", "unverified" (key or RETA not readable) */
+	uint32_t selftest_flows;        /* sample flows hashed both ways in software */
+	uint32_t selftest_split;        /* of those, flows whose directions differ in queue */
+};
 
 struct weir_ports {
 	uint16_t id[WEIR_PORT__COUNT];
 	uint16_t n_queues;              /* one RX/TX queue pair per worker */
 	int started[WEIR_PORT__COUNT];
+	struct weir_port_rss rss[WEIR_PORT__COUNT];
+	struct rte_flow *flow[WEIR_PORT__COUNT];        /* the symmetric RSS rule, if any */
 };
 
 /* Probe the configured devices, configure one queue pair per worker on each

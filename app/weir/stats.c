@@ -320,6 +320,23 @@ weir_stats_json(const struct weir_app *app)
 			  "switch_take_us", (json_int_t)app->switch_take_us,
 		"mbufs", "total", (json_int_t)app->mp->size,
 			 "in_use", (json_int_t)rte_mempool_in_use_count(app->mp));
+	{
+		/* How each port spreads flows over the workers, and what the
+		 * start-up self-test found (app/weir/ports.c). */
+		json_t *d = json_pack("{s:s}", "config", app->cfg.distribution == WEIR_DIST_KERNEL_FANOUT
+					       ? "kernel-fanout" : "rss");
+
+		for (int r = 0; r < WEIR_PORT__COUNT; r++) {
+			const struct weir_port_rss *x = &app->ports.rss[r];
+
+			json_object_set_new(d, r == WEIR_PORT_LAN ? "lan" : "wan",
+				json_pack("{s:s, s:s, s:I, s:I}", "hash", x->hash ? x->hash : "none",
+					  "check", x->check ? x->check : "none",
+					  "selftest_flows", (json_int_t)x->selftest_flows,
+					  "selftest_split", (json_int_t)x->selftest_split));
+		}
+		json_object_set_new(o, "distribution", d);
+	}
 	/* Switches some worker took after the wait (in force all the same;
 	 * the previous policy is freed once it did). */
 	json_object_set_new(json_object_get(o, "policy"), "switches_late",
