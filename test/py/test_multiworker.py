@@ -241,13 +241,15 @@ def test_class_rates_with_flows_uneven_over_workers(mw_tb, reverse):
     assert split_frames(st) == 0, st["ports"]
 
 
-def test_postack_per_worker(mw_tb):
-    """PostACK, one 10 Mbit/s class each way, 4 uploads (3 on worker 0, 1 on worker 1):
-    each worker holds ACKs of its own flows; goodput and fairness as with one worker."""
+@pytest.mark.parametrize("mode", ["postack", "tcr"])
+def test_postack_per_worker(mw_tb, mode):
+    """PostACK (and TCR), one 10 Mbit/s class each way, 4 uploads (3 on worker 0, 1 on
+    worker 1): each worker holds ACKs of its own flows; goodput and fairness as with one
+    worker."""
     tb = mw_tb
-    cfg = tb.cfg_dir / "postack.cfg"
+    cfg = tb.cfg_dir / f"{mode}.cfg"
     cfg.write_text(weirtb.testbed_config_text(
-        'shaping = { mode = "postack"; outbound = "10mbit"; inbound = "10mbit"; aqm = "codel"; };\n'
+        f'shaping = {{ mode = "{mode}"; outbound = "10mbit"; inbound = "10mbit"; aqm = "codel"; }};\n'
         f"management = {{ port = {MGMT_PORT}; }};\n",
         stats_interval=STATS_INTERVAL, workers=WORKERS))
     restart(tb, cfg)
@@ -277,10 +279,12 @@ def test_postack_per_worker(mw_tb):
         restart(tb, tb.cfg)
     assert all(f.error is None for f in flows), [f.error for f in flows]
     steady = [sum(f.interval_bps[4:14]) / 10 for f in flows]
-    print(f"postack, {WORKERS} workers: {sum(steady) / 1e6:.2f} Mbit/s, Jain {jain(steady):.4f} "
+    print(f"{mode}, {WORKERS} workers: {sum(steady) / 1e6:.2f} Mbit/s, Jain {jain(steady):.4f} "
           f"{[round(x / 1e6, 2) for x in steady]}; peak ACKs held per worker {held}; "
           f"postack {st['postack']}; flow_split {split_frames(st)}")
-    assert sum(steady) >= 0.9 * 10e6, steady
+    # TCR sizes windows and paces ACKs: 7.9-8.3 Mbit/s here with 2 workers (one worker
+    # in a 20 Mbit/s class: 0.89 of it, two: 0.74, docs/results/workers).
+    assert sum(steady) >= (0.9 if mode == "postack" else 0.7) * 10e6, steady
     assert jain(steady) >= 0.99, steady
     assert held[0] > 0 and held[1] > 0, held       # the workers the flows were put on
     assert split_frames(st) == 0, st["ports"]
@@ -424,3 +428,69 @@ def test_flow_split_counts_rollover(mw_tb):
     # worker behind long enough for rollover even with 2048-frame rings
     # (measured 0 in one run, 6,888 frames in another): reported, not asserted.
     assert out[64][2] > 0, out
+
+
+HOOK_PORT = 5401
+HOOK_SCRIPT = """-- test_multiworker.py: on_flow across workers
+for _, dir in ipairs({ "outbound", "inbound" }) do
+  weir.link{ dir = dir, rate = "30mbit", default = "bulk" }
+  weir.class{ dir = dir, name = "bulk", rate = "28mbit", ceil = "30mbit", prio = 1 }
+  weir.class{ dir = dir, name = "penalty", rate = "1mbit", ceil = "2mbit", prio = 2 }
+end
+weir.on_flow(function(f)
+  if f.proto == "tcp" and f.wan_port >= 5401 and f.wan_port <= 5404 then
+    return "penalty"
+  end
+end)
+"""
+
+
+def test_hooks_move_flows_on_both_workers(mw_tb):
+    """A Lua on_flow hook moves every flow to WAN ports 5401-5404 into a 2 Mbit/s class:
+    two of them on worker 0, two on worker 1. The management lcore answers each
+    worker's new-flow event: REST lists the four flows on both workers in the penalty
+    class, and together they get the class's ceiling (shared by the rebalancer), not
+    the link."""
+    tb = mw_tb
+    (tb.cfg_dir / "hooks.lua").write_text(HOOK_SCRIPT)
+    cfg = tb.cfg_dir / "hooks.cfg"
+    cfg.write_text(weirtb.testbed_config_text(
+        'policy = { script = "hooks.lua"; };\n'
+        f"management = {{ port = {MGMT_PORT}; }};\n",
+        stats_interval=STATS_INTERVAL, workers=WORKERS))
+    restart(tb, cfg)
+    try:
+        want = [0, 0, 1, 1]
+        pairs = default_pairs(tb, 4)
+        cports = pick_cports(tb, [(l, w, HOOK_PORT + i, want[i]) for i, (l, w) in enumerate(pairs)],
+                             base=24000)
+        seen = {}
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                for f in all_flows(tb):
+                    if HOOK_PORT <= f["wan"]["port"] < HOOK_PORT + 4 and f["lan"]["port"] in cports:
+                        seen[f["lan"]["port"]] = (f["worker"], f["out"]["class"])
+                time.sleep(0.5)
+
+        t = threading.Thread(target=sample, daemon=True)
+        t.start()
+        flows = tb.iperf(n=4, duration=10, base_port=HOOK_PORT, cports=cports)
+        stop.set()
+        t.join()
+        st = tb.weir_stats()
+    finally:
+        restart(tb, tb.cfg)
+    assert all(f.error is None for f in flows), [f.error for f in flows]
+    steady = [sum(f.interval_bps[4:10]) / 6 for f in flows]
+    h = st["hooks"]
+    print(f"hooks, {WORKERS} workers: flows (worker, class) {seen}; "
+          f"{sum(steady) / 1e6:.2f} Mbit/s in all {[round(x / 1e6, 2) for x in steady]}; "
+          f"moves {h.get('moves')} applied {h.get('moves_applied')}; flow_split {split_frames(st)}")
+    assert sorted(seen.values()) == sorted((w, "penalty") for w in want), seen
+    assert h["moves_applied"] >= 4, h
+    # The penalty class's 2 Mbit/s ceiling holds over both workers together.
+    assert sum(steady) <= 2.0e6 * 1.1, steady
+    assert sum(steady) >= 2.0e6 * 0.7, steady
+    assert split_frames(st) == 0, st["ports"]
