@@ -162,6 +162,9 @@ class_family(FILE *out, const json_t *shaping, const char *name, const char *typ
 				       "reason", "flow_queue_full");
 				sample(&f, num(c, key2), "direction", dir_name[d], "class", cname,
 				       "reason", "class_limit");
+				/* The tree's share of the mempool (docs/classes.md). */
+				sample(&f, num(c, "drops_pool"), "direction", dir_name[d], "class",
+				       cname, "reason", "pool_share");
 			}
 		}
 	}
