@@ -76,38 +76,6 @@ frame(int in, uint32_t i)
 	return tcp_frame(in, 1, (uint16_t)(4000 + i % FLOWS), 1, 80, ACK, i, 100);
 }
 
-/* Put n frames (tags first..first+n-1) into rx ring r, 8 at a time, 1 ms
- * apart: about 7 Mbit/s, a pace the shaped case's class can take. */
-static void
-feed_ring(struct rte_ring *r, int in, uint32_t first, uint32_t n, struct rte_ring *drain_to,
-     uint32_t *seen, uint32_t *last_tag, unsigned int *misordered)
-{
-	for (uint32_t i = 0; i < n; i += 8) {
-		for (uint32_t k = i; k < n && k < i + 8; k++) {
-			struct rte_mbuf *m = frame(in, first + k);
-
-			while (rte_ring_enqueue(r, m) != 0)
-				usleep(100);
-		}
-		usleep(1000);
-		if (drain_to != NULL) {
-			void *m;
-
-			while (rte_ring_dequeue(drain_to, &m) == 0) {
-				uint32_t tag = rig_tag(m);
-				uint32_t f = tag % FLOWS;
-
-				/* Per flow, tags only grow (first frame: any tag). */
-				if (last_tag[f] != UINT32_MAX && tag <= last_tag[f])
-					(*misordered)++;
-				last_tag[f] = tag;
-				(*seen)++;
-				rte_pktmbuf_free(m);
-			}
-		}
-	}
-}
-
 static uint64_t
 fates(const struct weir_port_counters *c)
 {
@@ -136,20 +104,55 @@ settle(const struct weir_worker *w, int port, uint64_t rx)
 }
 
 static void
-drain_check(struct rte_ring *r, uint32_t *seen, uint32_t *last_tag, unsigned int *misordered)
+take(struct rte_ring *r, uint32_t *seen, uint32_t *last_tag, unsigned int *misordered)
 {
 	void *m;
 
-	for (int i = 0; i < 50; i++) {
-		while (rte_ring_dequeue(r, &m) == 0) {
-			uint32_t tag = rig_tag(m), f = tag % FLOWS;
+	while (rte_ring_dequeue(r, &m) == 0) {
+		uint32_t tag = rig_tag(m), f = tag % FLOWS;
 
-			if (last_tag[f] != UINT32_MAX && tag <= last_tag[f])
-				(*misordered)++;
-			last_tag[f] = tag;
-			(*seen)++;
-			rte_pktmbuf_free(m);
+		/* Per flow, tags only grow (first frame: any tag). */
+		if (last_tag[f] != UINT32_MAX && tag <= last_tag[f])
+			(*misordered)++;
+		last_tag[f] = tag;
+		(*seen)++;
+		rte_pktmbuf_free(m);
+	}
+}
+
+/* Put n frames (tags first..first+n-1) into `port`'s rx ring r, 8 at a time,
+ * 1 ms apart: about 7 Mbit/s, a pace the shaped case's class can take. With
+ * drain_to (a peer that reads), each batch is waited for until it has left
+ * and then read, so the peer keeps up however the two lcores are scheduled. */
+static void
+feed_ring(struct weir_worker *w, int port, struct rte_ring *r, int in, uint32_t first, uint32_t n,
+	  struct rte_ring *drain_to, uint32_t *seen, uint32_t *last_tag, unsigned int *misordered)
+{
+	uint64_t rx0 = w->ctr.port[port].rx_pkts;
+
+	for (uint32_t i = 0; i < n; i += 8) {
+		uint32_t k;
+
+		for (k = i; k < n && k < i + 8; k++) {
+			struct rte_mbuf *m = frame(in, first + k);
+
+			while (rte_ring_enqueue(r, m) != 0)
+				usleep(100);
 		}
+		usleep(1000);
+		if (drain_to != NULL) {
+			if (settle(w, port, rx0 + k) != 0)
+				return;         /* the caller's count check fails */
+			take(drain_to, seen, last_tag, misordered);
+		}
+	}
+}
+
+static void
+drain_check(struct rte_ring *r, uint32_t *seen, uint32_t *last_tag, unsigned int *misordered)
+{
+	for (int i = 0; i < 50; i++) {
+		take(r, seen, last_tag, misordered);
 		usleep(2000);
 	}
 }
@@ -207,7 +210,7 @@ test_tx_stall(const char *name, bool shaped, unsigned int lcore)
 	/* 1. The WAN peer reads nothing: its ring fills with 63 frames. Data
 	 * the other way goes on meanwhile. */
 	memset(last_tag, 0xff, sizeof(last_tag));
-	feed_ring(lan.rx, 0, 0, 600, NULL, NULL, NULL, NULL);
+	feed_ring(w, WEIR_PORT_LAN, lan.rx, 0, 0, 600, NULL, NULL, NULL, NULL);
 	CHECK(settle(w, WEIR_PORT_LAN, 600) == 0, "%s: 600 frames each got a fate: rx %lu, "
 	      "fates %lu", name, (unsigned long)cl->rx_pkts, (unsigned long)fates(cl));
 	CHECK(cl->forwarded == rte_ring_count(wan.tx), "%s: forwarded %lu = %u in the ring", name,
@@ -217,13 +220,14 @@ test_tx_stall(const char *name, bool shaped, unsigned int lcore)
 	CHECK(cl->tx_full >= 600 - (STALL_RING - 1) - cl->dropped && cl->tx_full > 400,
 	      "%s: tx_full %lu dropped %lu", name, (unsigned long)cl->tx_full,
 	      (unsigned long)cl->dropped);
-	feed_ring(wan.rx, 1, 0, 200, lan.tx, &seen_back, last_tag, &misordered);
+	feed_ring(w, WEIR_PORT_WAN, wan.rx, 1, 0, 200, lan.tx, &seen_back, last_tag, &misordered);
 	CHECK(settle(w, WEIR_PORT_WAN, 200) == 0, "%s: the other direction", name);
 	drain_check(lan.tx, &seen_back, last_tag, &misordered);
 	CHECK(seen_back == 200 && cw->tx_full == 0, "%s: %u of 200 went the other way while the "
 	      "WAN ring was full (tx_full %lu)", name, seen_back, (unsigned long)cw->tx_full);
 	loops = w->ctr.loops;
-	usleep(20000);
+	for (int i = 0; i < 2000 && *(volatile uint64_t *)&w->ctr.loops == loops; i++)
+		usleep(1000);
 	CHECK(w->ctr.loops > loops, "%s: the worker still polls", name);
 
 	/* 2. The peer reads again: every frame goes through, in order. */
@@ -232,7 +236,7 @@ test_tx_stall(const char *name, bool shaped, unsigned int lcore)
 
 	memset(last_tag, 0xff, sizeof(last_tag));
 	misordered = 0;
-	feed_ring(lan.rx, 0, 1000, 400, wan.tx, &seen, last_tag, &misordered);
+	feed_ring(w, WEIR_PORT_LAN, lan.rx, 0, 1000, 400, wan.tx, &seen, last_tag, &misordered);
 	CHECK(settle(w, WEIR_PORT_LAN, 1000) == 0, "%s: settled after the stall", name);
 	drain_check(wan.tx, &seen, last_tag, &misordered);
 	CHECK(seen == 400 && cl->tx_full == tx_full0 && cl->dropped == dropped0,
