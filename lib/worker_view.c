@@ -48,6 +48,7 @@ weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p,
 	out->admitted = cc->admitted;
 	out->refused = cc->refused;
 	out->diverted = cc->diverted;
+	out->has_qm = weir_cbq_qm_stats(w->shaper[dir], cls, &out->qm) == 0;
 	return 0;
 }
 

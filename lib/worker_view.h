@@ -52,6 +52,8 @@ struct weir_class_view {
 	uint64_t admitted;
 	uint64_t refused;
 	uint64_t diverted;
+	bool has_qm;            /* a fifo leaf with a queue manager: qm valid */
+	struct weir_qm_stats qm;
 };
 
 /* Class cls of direction dir under policy p. 0; -EAGAIN: the worker has not

@@ -103,6 +103,8 @@ struct weir_lua {
 	uint32_t default_limit;
 	uint8_t default_mode;
 	uint8_t no_aqm;
+	uint8_t qm;
+	struct weir_qm_params qm_params;
 	/* hooks */
 	bool in_hook;                   /* a hook is running: no declarations */
 	double now;                     /* weir.time() */
@@ -913,6 +915,8 @@ l_link(lua_State *L)
 	tc->default_limit = (uint32_t)get_int(L, line, "limit", x->default_limit, 1, 1 << 24);
 	tc->mode = get_mode(L, line, x->default_mode);
 	tc->no_aqm = x->no_aqm;
+	tc->qm = x->qm;
+	tc->qm_params = x->qm_params;
 	x->link_line[d] = line;
 	return 0;
 }
@@ -924,7 +928,7 @@ l_class(lua_State *L)
 {
 	static const char *const keys[] = { "dir", "name", "parent", "rate", "ceil", "prio",
 					    "limit", "quantum", "flow_min", "admission",
-					    "fallback", "mode", NULL };
+					    "fallback", "mode", "aqm", NULL };
 	struct weir_lua *x = ctx_of(L);
 	int line = caller_line(L);
 	struct weir_policy_class_conf c = { 0 };
@@ -950,6 +954,25 @@ l_class(lua_State *L)
 	get_str(L, line, "weir.class", "admission", c.fallback[0] ? "fallback" : "drop", admit,
 		sizeof(admit));
 	c.mode = get_mode(L, line, x->tree[d].mode);
+	lua_getfield(L, 1, "aqm");
+	if (!lua_isnil(L, -1)) {
+		char aqm[16];
+		int k;
+
+		lua_pop(L, 1);
+		get_str(L, line, "weir.class", "aqm", "none", aqm, sizeof(aqm));
+		k = weir_qm_by_name(aqm);
+		if (k < 0)
+			return decl_fail(L, line, "class '%s': aqm must be \"none\", \"red\", "
+					 "\"choke\", \"pqm\" or \"pqm-pb\"", c.name);
+		if (k != WEIR_QM_NONE && c.mode != WEIR_MODE_FIFO)
+			return decl_fail(L, line, "class '%s': aqm \"%s\" manages a fifo leaf's one "
+					 "queue: it needs mode = \"fifo\"", c.name, aqm);
+		c.qm = (uint8_t)k;
+		c.qm_set = 1;
+	} else {
+		lua_pop(L, 1);
+	}
 	if (weir_value_admission(c.name, admit, &c.admit, msg, sizeof(msg)) < 0)
 		return decl_fail(L, line, "%s", msg);
 	c.prio = (uint8_t)get_int(L, line, "prio", 0, 0, WEIR_CBQ_NUM_PRIO - 1);
@@ -1450,6 +1473,9 @@ weir_lua_open(const char *path, const struct weir_policy_lua_limits *lim, char *
 						     : WEIR_POLICY_LUA_LIMIT_DEFAULT;
 	x->default_mode = lim ? lim->default_mode : WEIR_MODE_POSTACK;
 	x->no_aqm = lim ? lim->no_aqm : 0;
+	x->qm = lim ? lim->qm : 0;
+	if (lim)
+		x->qm_params = lim->qm_params;
 	if (x->default_mode >= WEIR_MODE__COUNT)
 		x->default_mode = WEIR_MODE_POSTACK;
 	if (lim && lim->start_time > 0) {

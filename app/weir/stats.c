@@ -88,6 +88,8 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 	const struct weir_policy_class *pk = &app->cfg.policy->tree[dir].classes[cls];
 	struct weir_cbq_stats sum = { 0 };
 	struct weir_class_view cc = { 0 };
+	struct weir_qm_stats qm = { 0 };
+	bool has_qm = false;
 	json_t *o;
 
 	for (unsigned int i = 0; i < app->n_workers; i++) {
@@ -108,6 +110,26 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 		sum.new_flows += st->new_flows;
 		sum.new_deferred += st->new_deferred;
 		sum.drops_aqm += st->drops_aqm;
+		sum.drops_qm += st->drops_qm;
+		if (v.has_qm) {
+			/* Counters add up over workers; the price and the fair
+			 * rate are each worker's own: the highest is shown. */
+			qm.drops_early += v.qm.drops_early;
+			qm.drops_forced += v.qm.drops_forced;
+			qm.drops_choke += v.qm.drops_choke;
+			qm.drops_victim += v.qm.drops_victim;
+			qm.drops_penalty += v.qm.drops_penalty;
+			qm.monitor_added += v.qm.monitor_added;
+			qm.monitor_full += v.qm.monitor_full;
+			qm.monitored += v.qm.monitored;
+			qm.monitor_size += v.qm.monitor_size;
+			qm.state_bytes += v.qm.state_bytes;
+			qm.avg = RTE_MAX(qm.avg, v.qm.avg);
+			qm.prob = RTE_MAX(qm.prob, v.qm.prob);
+			qm.price = RTE_MAX(qm.price, v.qm.price);
+			qm.fair_bps = RTE_MAX(qm.fair_bps, v.qm.fair_bps);
+			has_qm = true;
+		}
 		sum.rate_bps += st->rate_bps;
 		sum.ceil_bps += st->ceil_bps;
 		cc.flows += v.flows;
@@ -140,6 +162,25 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 		json_object_set_new(o, "refused", json_integer((json_int_t)cc.refused));
 		json_object_set_new(o, "diverted", json_integer((json_int_t)cc.diverted));
 		json_object_set_new(o, "flow_min_bps", json_integer((json_int_t)pk->flow_min));
+	}
+	if (has_qm) {
+		/* The fifo leaf's queue manager (lib/qm.h, docs/pqm.md). */
+		json_object_set_new(o, "aqm", json_string(weir_qm_name(pk->cbq.qm)));
+		json_object_set_new(o, "drops_qm", json_integer((json_int_t)sum.drops_qm));
+		json_object_set_new(o, "qm", json_pack(
+			"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f}",
+			"drops_early", (json_int_t)qm.drops_early,
+			"drops_forced", (json_int_t)qm.drops_forced,
+			"drops_choke", (json_int_t)qm.drops_choke,
+			"drops_victim", (json_int_t)qm.drops_victim,
+			"drops_penalty", (json_int_t)qm.drops_penalty,
+			"monitor_added", (json_int_t)qm.monitor_added,
+			"monitor_full", (json_int_t)qm.monitor_full,
+			"monitored", (json_int_t)qm.monitored,
+			"monitor_size", (json_int_t)qm.monitor_size,
+			"state_bytes", (json_int_t)qm.state_bytes,
+			"avg_queue", qm.avg, "price", qm.price, "prob", qm.prob,
+			"fair_bps", qm.fair_bps));
 	}
 	return o;
 }
