@@ -20,8 +20,8 @@ here has no RED or CHOKe qdisc).
     scripts/pqm_experiments.py [--quick] [--out docs/results/pqm] [--gateways a,b]
                                [--exps 1,2,3] [--splits 2,4,6,8] [--blast 14] [--cc cubic]
 
---quick: Exp. 1 with a 2-flow blast, fifo and pqm-pb only, short runs (CI's check that
-the script works: tests/py/test_pqm.py). Needs root; run it under the engineer's
+--quick: Exp. 1 with a 2-flow blast, fifo, pqm and pqm-pb only, short runs (CI's check that
+the script works: test/py/test_pqm.py). Needs root; run it under the engineer's
 testbed prefix and lock (docs/testbed.md).
 """
 import argparse
@@ -47,6 +47,7 @@ GATEWAYS = ["fifo", "red", "choke", "pqm", "pqm-pb", "pfq", "postack", "linux-ht
 THESIS = {"red": "smallest (RED does not protect TCP)", "choke": "small, near RED's",
           "pqm": "0.3-0.5", "pqm-pb": "0.9"}
 TCP_PORT, UDP_PORT = 5201, 5301
+BLAST = REPO / "scripts" / "weirtb" / "blast.py"
 EXPS = {1: {"blast": 1.5, "tcp": 1000, "udp": 1000},
         2: {"blast": 1.0, "tcp": 1000, "udp": 1000},
         3: {"blast": 1.5, "tcp": 400, "udp": 800}}
@@ -106,12 +107,14 @@ def run_one(tb, link, exp, k, warm, blast):
     udp_payload = udp_ip - 28
     total = warm + blast
     udp_bps_ip = e["blast"] * link * 1e6
-    per_flow = udp_bps_ip / k * udp_payload / udp_ip   # iperf3 -b counts payload
+    per_flow = udp_bps_ip / k * udp_payload / udp_ip   # the blaster counts payload
     w1, w2 = tb.addr(tb.wan_hosts[0]), tb.addr(tb.wan_hosts[1])
     srv = [tb.popen(tb.wan_hosts[0], ["iperf3", "-s", "-1", "-p", str(TCP_PORT), "-J"]),
-           tb.popen(tb.wan_hosts[1], ["iperf3", "-s", "-1", "-p", str(UDP_PORT), "-J"])]
-    for h, port in ((tb.wan_hosts[0], TCP_PORT), (tb.wan_hosts[1], UDP_PORT)):
-        weirtb.traffic._wait_listening(tb, h, port)
+           tb.popen(tb.wan_hosts[1], ["/usr/bin/python3", str(BLAST), "recv", "--port",
+                                      str(UDP_PORT), "--seconds", str(blast)])]
+    weirtb.traffic._wait_listening(tb, tb.wan_hosts[0], TCP_PORT)
+    if srv[1].stdout.readline().strip() != "READY":
+        raise RuntimeError("blast receiver did not start")
     res = {}
     try:
         tcp = tb.popen(tb.lan_hosts[0], ["iperf3", "-c", w1, "-p", str(TCP_PORT), "-P", "20",
@@ -120,29 +123,36 @@ def run_one(tb, link, exp, k, warm, blast):
 
         def udp_run():
             time.sleep(warm)
-            p = tb.popen(tb.lan_hosts[1], ["iperf3", "-c", w2, "-p", str(UDP_PORT), "-u",
-                                           "-P", str(k), "-b", f"{per_flow:.0f}",
-                                           "-l", str(udp_payload), "-t", str(blast), "-i", "1",
-                                           "-J", "--get-server-output"])
-            res["udp"] = _iperf_json(p, blast + 30)
+            p = tb.popen(tb.lan_hosts[1], ["/usr/bin/python3", str(BLAST), "send", "--host", w2,
+                                           "--port", str(UDP_PORT), "--flows", str(k),
+                                           "--rate", f"{per_flow * k:.0f}",
+                                           "--size", str(udp_payload), "--seconds", str(blast)])
+            res["udp_sent"] = _iperf_json(p, blast + 30)
         th = threading.Thread(target=udp_run)
         th.start()
         res["tcp"] = _iperf_json(tcp, total + 30)
         th.join()
+        res["udp"] = _iperf_json(srv[1], 30)
     finally:
         for p in srv:
             if p.poll() is None:
                 p.kill()
-            p.communicate()
+            try:
+                p.communicate()
+            except ValueError:
+                pass            # already read to the end
     t_rates = _recv_rates(res["tcp"])
-    u_rates = _recv_rates(res["udp"])
+    u_rates = [8.0 * b for b in res["udp"]["bytes_per_s"]]
     # The blast's seconds, less its first 2 (the queue manager's reaction).
     win = t_rates[warm + 2:warm + blast]
     uwin = u_rates[2:blast]
-    if not win or not uwin:
-        raise RuntimeError(f"too few intervals: tcp {len(t_rates)}, udp {len(u_rates)}")
+    if not win:
+        raise RuntimeError(f"too few TCP intervals: {len(t_rates)}")
     tcp_good = sum(win) / len(win)
-    udp_good = sum(uwin) / len(uwin)
+    udp_good = sum(uwin) / len(uwin) if uwin else 0.0
+    sent = res.get("udp_sent", {}).get("sent", 0)
+    if sent < 0.9 * udp_bps_ip / (udp_ip * 8) * blast:
+        raise RuntimeError(f"the blaster sent only {sent} datagrams")
     # Wire bytes per payload byte (Ethernet header + FCS/preamble/IFG as weir counts: 14 + 24).
     tcp_wire = tcp_good * (tcp_ip + 38) / (tcp_ip - 52)
     udp_wire = udp_good * (udp_ip + 38) / (udp_ip - 28)
@@ -224,7 +234,7 @@ def main():
     ap.add_argument("--cc", default="cubic")
     args = ap.parse_args()
     if args.quick:
-        args.gateways, args.exps, args.splits, args.warm, args.blast = "fifo,pqm-pb", "1", "2", 3, 7
+        args.gateways, args.exps, args.splits, args.warm, args.blast = "fifo,pqm,pqm-pb", "1", "2", 3, 7
     gws = args.gateways.split(",")
     bad = [g for g in gws if g not in GATEWAYS]
     if bad:
@@ -250,7 +260,11 @@ def main():
                 tb.start_gateway("weir")
             for exp in [int(x) for x in args.exps.split(",")]:
                 for k in [int(x) for x in args.splits.split(",")]:
-                    r = run_one(tb, args.link, exp, k, args.warm, args.blast)
+                    try:
+                        r = run_one(tb, args.link, exp, k, args.warm, args.blast)
+                    except Exception as e:  # one failed run must not lose the others
+                        print(f"{gw} exp {exp} udp x{k}: FAILED {e}", flush=True)
+                        continue
                     r.update({"gateway": gw, "exp": exp, "udp_flows": k, "cc": args.cc,
                               "link_mbit": args.link})
                     if gw != "linux-htb":
