@@ -41,7 +41,8 @@ import weirtb  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
 
 THESIS_LINK = 64
-GATEWAYS = ["fifo", "red", "choke", "pqm", "pqm-pb", "pfq", "postack", "linux-htb"]
+GATEWAYS = ["fifo", "red", "choke", "pqm", "pqm-pb", "pfq", "postack", "pfq-l94", "postack-l94",
+            "linux-htb"]
 # What the thesis' text says of Figs. 5.1-5.3 (TCP's share of the link); the figures'
 # exact values are not in the text, so only these are quoted.
 THESIS = {"red": "smallest (RED does not protect TCP)", "choke": "small, near RED's",
@@ -62,10 +63,14 @@ def scaled(link):
 
 def weir_cfg(d, gw, link):
     s = scaled(link)
-    mode = gw if gw in ("pfq", "postack") else "fifo"
+    # Per-flow queues buffer per flow (flow_limit, 128): "pfq"/"postack" run as weir
+    # runs them, the class limit left at its default; "-l94" gives them the FIFO's
+    # 94-packet class limit as well (a full class then drops whatever arrives).
+    mode = gw.split("-")[0] if gw.startswith(("pfq", "postack")) else "fifo"
     aqm = f'aqm = "{gw}"; ' if gw in ("red", "choke", "pqm", "pqm-pb") else ""
+    limit = "" if gw in ("pfq", "postack") else f'limit = {s["limit"]}; '
     body = (f'shaping = {{\n  outbound = {{ rate = "{link}mbit"; default = "all"; classes = (\n'
-            f'    {{ name = "all"; rate = "{link}mbit"; mode = "{mode}"; limit = {s["limit"]}; '
+            f'    {{ name = "all"; rate = "{link}mbit"; mode = "{mode}"; {limit}'
             f'{aqm}}}\n  ); }};\n'
             f'  red = {{ min_th = {s["min_th"]}; max_th = {s["max_th"]}; }};\n'
             f'  pqm = {{ gamma = {s["gamma"]:.6f}; target = {s["target"]}; rtt_min_us = 30000; '
@@ -232,7 +237,31 @@ def main():
     ap.add_argument("--warm", type=int, default=5)
     ap.add_argument("--blast", type=int, default=14)
     ap.add_argument("--cc", default="cubic")
+    ap.add_argument("--merge", nargs="+", metavar="CSV",
+                    help="no runs: the table and PNG of these CSVs' rows (a later file's "
+                         "rows replace an earlier one's for the same gateway)")
     args = ap.parse_args()
+    if args.merge:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        by = {}
+        for f in args.merge:
+            for r in csv.DictReader(open(f)):
+                for k in ("exp", "udp_flows", "link_mbit"):
+                    r[k] = int(r[k])
+                r["tcp_share"] = float(r["tcp_share"])
+                by[(r["gateway"], r["exp"], r["udp_flows"])] = r
+        rows = sorted(by.values(), key=lambda r: (GATEWAYS.index(r["gateway"]), r["exp"],
+                                                  r["udp_flows"]))
+        with open(out / "pqm.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+            w.writeheader()
+            w.writerows(rows)
+        md = table(rows, rows[0]["link_mbit"])
+        (out / "pqm.md").write_text(md)
+        plot(rows, out, rows[0]["link_mbit"])
+        print(md)
+        return
     if args.quick:
         args.gateways, args.exps, args.splits, args.warm, args.blast = "fifo,pqm,pqm-pb", "1", "2", 3, 7
     gws = args.gateways.split(",")
