@@ -41,4 +41,6 @@ def test_pqm_protects_tcp_in_a_fifo_class(tmp_path):
     assert int(rows["pqm-pb"]["drops_penalty"]) > 1000, rows["pqm-pb"]
     # PQM: the blast's flows held near the fair rate, TCP well above the fifo's share.
     assert share["pqm"] > 2 * share["fifo"] and share["pqm"] > 0.3, share
-    assert int(rows["pqm"]["monitored"]) >= 2 and int(rows["pqm"]["state_bytes"]) > 0, rows["pqm"]
+    # (the set's size is read after the blast, when the sweeps have emptied it)
+    assert int(rows["pqm"]["drops_penalty"]) > 1000 and int(rows["pqm"]["state_bytes"]) > 0, \
+        rows["pqm"]
