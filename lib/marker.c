@@ -179,7 +179,8 @@ weir_marker_set_dscp(struct rte_mbuf *m, const struct weir_pkt *p, uint8_t dscp)
 {
 	uint8_t *h;
 
-	if (p->l3 != WEIR_L3_IPV4 && p->l3 != WEIR_L3_IPV6)
+	/* A header the parser did not trust is not ours to patch. */
+	if ((p->l3 != WEIR_L3_IPV4 && p->l3 != WEIR_L3_IPV6) || p->malformed != WEIR_MAL_NONE)
 		return false;
 	/* A clone shares its data: writing it would change the other copy. */
 	if (!RTE_MBUF_DIRECT(m) || rte_mbuf_refcnt_read(m) != 1)

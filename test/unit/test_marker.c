@@ -204,6 +204,9 @@ test_dscp_refused(void)
 
 		p.l3_off = (uint16_t)(m->data_len - 10);
 		CHECK(!weir_marker_set_dscp(m, &p, 10), "a header past the data is not written");
+		p = weir_mbuf_meta(m)->pkt;
+		p.malformed = WEIR_MAL_IP_IHL;
+		CHECK(!weir_marker_set_dscp(m, &p, 10), "a malformed header is not written");
 	}
 	/* A clone shares its data: not written. */
 	{
