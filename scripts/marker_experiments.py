@@ -16,6 +16,7 @@ Markers compared, each in a run of its own:
   tb    the classical token bucket, depth 50 x 500 B = 25000 B
   tbq   token bucket with a queue: the thesis' 64/16/40 x 500 B queues as 1514 B
         frames (21/5/13), depth (50 - queue) x 500 B, at least two frames
+  tbq48 TBQ with the queue Eq. 4.8 gives (n = 1) for each path's RTT, depth 2 frames
   arm   ARM (PI on the total rate), depth 25000 B, alpha 0.2
   carm  CARM (PI on the green rate), depth 25000 B, alpha 0.2
 With --pareto, a fourth host pair (one-way 40 ms, RTT 80 ms as the thesis' 70-90)
@@ -72,6 +73,9 @@ def marker_conf(kind, agg):
         q = max(2, round(q500 * 500 / FRAME))
         cbs = max(2 * FRAME, (50 - q500) * 500)
         return f'{{ type = "tbq"; cir = {cir}; cbs = {cbs}; queue = {q}; }}'
+    if kind == "tbq48":
+        # TBQ with its queue from Eq. 4.8 (n = 1) for the path's RTT, depth two frames.
+        return f'{{ type = "tbq"; cir = {cir}; cbs = {2 * FRAME}; rtt_ms = {2 * delay}; }}'
     if kind in ("arm", "carm"):
         return f'{{ type = "{kind}"; cir = {cir}; cbs = 25000; alpha = 0.2; }}'
     raise ValueError(kind)
