@@ -28,7 +28,7 @@ and total rate weir's marker counted at the edge, averaged from --warm to the en
 
     scripts/marker_experiments.py [--quick] [--seconds 60] [--warm 20]
         [--cases exact,over,under] [--markers tb,tbq,arm,carm] [--pareto]
-        [--flow-scale 0.5] [--out docs/results/markers]
+        [--flow-scale 0.5] [--out docs/results/markers] [--append]
 
 --quick: the exact case, tb and tbq, 3 flows per aggregate, 12 s runs: a check that the
 pipeline works (CI), not a result. Needs root (testbed). Writes runs.csv (per second),
@@ -258,6 +258,15 @@ THESIS = {
 
 def write_outputs(out, rows, series, extra, args):
     out.mkdir(parents=True, exist_ok=True)
+    if args.append and (out / "summary.csv").exists():
+        # Runs of an earlier invocation (other markers) first; numbers back from text.
+        def num(d):
+            return {k: (float(v) if k.endswith(("_mbit", "_ms")) else
+                        int(v) if k in ("flows", "retransmits", "contract_mbit") else v)
+                    for k, v in d.items()}
+        rows = [num(r) for r in csv.DictReader(open(out / "summary.csv"))] + rows
+        series = list(csv.DictReader(open(out / "runs.csv"))) + series
+        extra = json.loads((out / "core.json").read_text()) + extra
     with open(out / "summary.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         w.writeheader()
@@ -325,6 +334,8 @@ def main():
     ap.add_argument("--markers", default="tb,tbq,arm,carm")
     ap.add_argument("--flow-scale", type=float, default=0.5)
     ap.add_argument("--pareto", action="store_true")
+    ap.add_argument("--append", action="store_true",
+                    help="add to the runs already in --out (same settings, other markers)")
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "markers"))
     args = ap.parse_args()
     if args.quick:
