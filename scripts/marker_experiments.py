@@ -266,6 +266,12 @@ def write_outputs(out, rows, series, extra, args):
                     for k, v in d.items()}
         rows = [num(r) for r in csv.DictReader(open(out / "summary.csv"))] + rows
         series = list(csv.DictReader(open(out / "runs.csv"))) + series
+        if args.replot:
+            head = (out / "table.md").read_text().splitlines()[0]
+            args.seconds = int(head.split("Runs of ")[1].split(" s")[0])
+            args.warm = int(head.split("means from ")[1].split(" s")[0])
+            args.flow_scale = float(head.split("aggregate x")[1].split(" ")[0])
+            args.pareto = "with Pareto" in head
         extra = json.loads((out / "core.json").read_text()) + extra
     with open(out / "summary.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
@@ -317,8 +323,10 @@ def write_outputs(out, rows, series, extra, args):
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(AGGS))])
         ax.set_xticklabels([f"{a[0]} ({a[4]} Mbit/s, {2 * a[5]} ms)" for a in AGGS], fontsize=8)
         ax.set_title(f"{case} ({CASES[case]:.0%} of the contracts)")
-        ax.set_ylabel("Mbit/s (bars: goodput; black: green at edge; red: contract)")
+        ax.set_ylabel("Mbit/s")
         ax.legend(fontsize=7)
+    fig.suptitle("bars: goodput at the receiver; black ticks: green (in-profile) rate at the "
+                 "edge; red dashes: the contract", fontsize=9)
     fig.tight_layout()
     fig.savefig(out / "markers.png", dpi=110)
     print(f"wrote {out / 'markers.png'}")
@@ -337,7 +345,13 @@ def main():
     ap.add_argument("--append", action="store_true",
                     help="add to the runs already in --out (same settings, other markers)")
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "markers"))
+    ap.add_argument("--replot", action="store_true",
+                    help="no runs: redraw the table and figure from the CSVs in --out")
     args = ap.parse_args()
+    if args.replot:
+        args.append = True
+        write_outputs(Path(args.out), [], [], [], args)
+        return
     if args.quick:
         args.seconds, args.warm, args.cases, args.markers = 12, 4, "exact", "tb,tbq"
         args.flow_scale = 3 / 20
