@@ -28,7 +28,8 @@ and total rate weir's marker counted at the edge, averaged from --warm to the en
 
     scripts/marker_experiments.py [--quick] [--seconds 60] [--warm 20]
         [--cases exact,over,under] [--markers tb,tbq,arm,carm] [--pareto]
-        [--flow-scale 0.5] [--out docs/results/markers] [--append]
+        [--flow-scale 0.5] [--rio MININ:MAXIN:PIN:MINOUT:MAXOUT:POUT]
+        [--out docs/results/markers] [--append] [--replot]
 
 --quick: the exact case, tb and tbq, 3 flows per aggregate, 12 s runs: a check that the
 pipeline works (CI), not a result. Needs root (testbed). Writes runs.csv (per second),
@@ -272,6 +273,7 @@ def write_outputs(out, rows, series, extra, args):
             args.warm = int(head.split("means from ")[1].split(" s")[0])
             args.flow_scale = float(head.split("aggregate x")[1].split(" ")[0])
             args.pareto = "with Pareto" in head
+            args.rio = head.split("core RIO ")[1].rstrip(".") if "core RIO " in head else RIO
         extra = json.loads((out / "core.json").read_text()) + extra
     with open(out / "summary.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
@@ -284,7 +286,8 @@ def write_outputs(out, rows, series, extra, args):
     (out / "core.json").write_text(json.dumps(extra, indent=1))
     lines = [f"Runs of {args.seconds} s, means from {args.warm} s; flows per aggregate "
              f"x{args.flow_scale} of the thesis' 20/30/25; Reno+SACK; "
-             f"{'with' if args.pareto else 'without'} Pareto background.", "",
+             f"{'with' if args.pareto else 'without'} Pareto background; core RIO {args.rio}.",
+             "",
              "| case | marker | aggregate (contract) | goodput Mbit/s | green at edge | total at edge "
              "| goodput / contract | green / contract | thesis says |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -342,6 +345,7 @@ def main():
     ap.add_argument("--markers", default="tb,tbq,arm,carm")
     ap.add_argument("--flow-scale", type=float, default=0.5)
     ap.add_argument("--pareto", action="store_true")
+    ap.add_argument("--rio", default=RIO, help=f"the core's RIO curves (default {RIO})")
     ap.add_argument("--append", action="store_true",
                     help="add to the runs already in --out (same settings, other markers)")
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "markers"))
@@ -364,7 +368,7 @@ def main():
     for case in cases:
         core_bps = sum(a[4] for a in AGGS) * 1e6 * WIRE / FRAME * CASES[case]
         tb = weirtb.Testbed(lan=n, wan=n, gateway="linux-bridge", emu="wanemu", paths=paths,
-                            core=f"rate={int(core_bps)},limit=120,rio={RIO}")
+                            core=f"rate={int(core_bps)},limit=120,rio={args.rio}")
         why = tb.check_prerequisites()
         if why:
             sys.exit("testbed unavailable: " + "; ".join(why))
