@@ -289,14 +289,15 @@ def write_outputs(out, rows, series, extra, args):
              f"{'with' if args.pareto else 'without'} Pareto background; core RIO {args.rio}.",
              "",
              "| case | marker | aggregate (contract) | goodput Mbit/s | green at edge | total at edge "
-             "| goodput / contract | green / contract | thesis says |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| goodput / contract | green / contract | token rate (arm/carm) | thesis says |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        token = f"{r['token_mbit']:.2f}" if r["marker"] in ("arm", "carm") else ""
+        said = THESIS.get((r["case"], r["marker"]), "") if r["agg"] == "a1" else ""
         lines.append(f"| {r['case']} | {r['marker']} | {r['agg']} ({r['contract_mbit']}) | "
                      f"{r['goodput_mbit']:.2f} | {r['green_mbit']:.2f} | {r['edge_mbit']:.2f} | "
                      f"{r['goodput_mbit'] / r['contract_mbit']:.2f} | "
-                     f"{r['green_mbit'] / r['contract_mbit']:.2f} | "
-                     f"{THESIS.get((r['case'], r['marker']), '') if r['agg'] == 'a1' else ''} |")
+                     f"{r['green_mbit'] / r['contract_mbit']:.2f} | {token} | {said} |")
     lines += ["", "| case | marker | background Mbit/s | core RIO drops In / Out | frames In / Out |",
               "|---|---|---|---|---|"]
     for e in extra:
