@@ -294,7 +294,7 @@ def write_outputs(out, rows, series, extra, args):
     for r in rows:
         token = f"{r['token_mbit']:.2f}" if r["marker"] in ("arm", "carm") else ""
         said = THESIS.get((r["case"], r["marker"]), "") if r["agg"] == "a1" else ""
-        lines.append(f"| {r['case']} | {r['marker']} | {r['agg']} ({r['contract_mbit']}) | "
+        lines.append(f"| {r['case']} | {r['marker']} | {r['agg']} ({r['contract_mbit']:g}) | "
                      f"{r['goodput_mbit']:.2f} | {r['green_mbit']:.2f} | {r['edge_mbit']:.2f} | "
                      f"{r['goodput_mbit'] / r['contract_mbit']:.2f} | "
                      f"{r['green_mbit'] / r['contract_mbit']:.2f} | {token} | {said} |")
