@@ -665,6 +665,12 @@ weir_cbq_leaf_qlen(const struct weir_cbq *c, uint16_t leaf)
 	return leaf < c->n && c->cls[leaf].is_leaf ? c->cls[leaf].drr.pkts : 0;
 }
 
+bool
+weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint64_t attained)
+{
+	return leaf < c->n && c->cls[leaf].is_leaf && attained < c->cls[leaf].drr.young;
+}
+
 struct weir_drr_qtab *
 weir_cbq_qtab(struct weir_cbq *c)
 {

@@ -170,6 +170,9 @@ int weir_cbq_is_leaf(const struct weir_cbq *c, uint16_t cls);
 uint64_t weir_cbq_rate(const struct weir_cbq *c, uint16_t cls);    /* bit/s now, 0 if no such class */
 uint32_t weir_cbq_backlog(const struct weir_cbq *c);       /* packets queued in the tree */
 uint32_t weir_cbq_leaf_qlen(const struct weir_cbq *c, uint16_t leaf);      /* packets in a leaf */
+/* Is a flow that has sent `attained` bytes young in leaf `leaf` (within its
+ * young-flow budget, lib/drr.h)? */
+bool weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint64_t attained);
 struct weir_drr_qtab *weir_cbq_qtab(struct weir_cbq *c);   /* per-flow weights, qlen */
 
 #endif /* WEIR_CBQ_H */

@@ -307,6 +307,12 @@ weir_mode_data_qlen(const struct weir_worker *w, const struct weir_flow *f, int 
 	return weir_drr_qlen(weir_cbq_qtab(w->shaper[d]), slot);
 }
 
+bool
+weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t leaf)
+{
+	return w->shaper[d] != NULL && weir_cbq_young(w->shaper[d], leaf, f->bytes[d]);
+}
+
 /*
  * A TCP packet of flow f travelling a, with ACK control on (an ACK store):
  * its ACKs answer data direction d = a ^ 1. Anything but a pure ACK (data,
