@@ -18,7 +18,7 @@ Markers compared, each in a run of its own:
         frames (21/5/13), depth (50 - queue) x 500 B, at least two frames
   tbq48 TBQ with the queue Eq. 4.8 gives (n = 1) for each path's RTT, depth 2 frames
   arm   ARM (PI on the total rate), depth 25000 B, alpha 0.2
-  carm  CARM (PI on the green rate), depth 25000 B, alpha 0.2
+  carm  CARM (PI on the green rate), depth 25000 B, alpha 0.2 (carm@0.45: another alpha)
 With --pareto, a fourth host pair (one-way 40 ms, RTT 80 ms as the thesis' 70-90)
 sends short unmarked TCP transfers, Pareto sizes (shape 1.5, mean 500 kB) at
 exponential gaps (mean 1 s): background traffic that only gets what is left.
@@ -77,8 +77,10 @@ def marker_conf(kind, agg):
     if kind == "tbq48":
         # TBQ with its queue from Eq. 4.8 (n = 1) for the path's RTT, depth two frames.
         return f'{{ type = "tbq"; cir = {cir}; cbs = {2 * FRAME}; rtt_ms = {2 * delay}; }}'
-    if kind in ("arm", "carm"):
-        return f'{{ type = "{kind}"; cir = {cir}; cbs = 25000; alpha = 0.2; }}'
+    if kind.split("@")[0] in ("arm", "carm"):
+        # "carm@0.45": another gain (the thesis' Fig. 4.13 uses 0.45, 0.2, 0.05)
+        base, _, alpha = kind.partition("@")
+        return f'{{ type = "{base}"; cir = {cir}; cbs = 25000; alpha = {alpha or "0.2"}; }}'
     raise ValueError(kind)
 
 
@@ -292,7 +294,7 @@ def write_outputs(out, rows, series, extra, args):
              "| goodput / contract | green / contract | token rate (arm/carm) | thesis says |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        token = f"{r['token_mbit']:.2f}" if r["marker"] in ("arm", "carm") else ""
+        token = f"{r['token_mbit']:.2f}" if "arm" in r["marker"] else ""
         said = THESIS.get((r["case"], r["marker"]), "") if r["agg"] == "a1" else ""
         lines.append(f"| {r['case']} | {r['marker']} | {r['agg']} ({r['contract_mbit']:g}) | "
                      f"{r['goodput_mbit']:.2f} | {r['green_mbit']:.2f} | {r['edge_mbit']:.2f} | "
@@ -334,6 +336,31 @@ def write_outputs(out, rows, series, extra, args):
     fig.tight_layout()
     fig.savefig(out / "markers.png", dpi=110)
     print(f"wrote {out / 'markers.png'}")
+    # The thesis plots rates over time (Figs. 4.4-4.8, 4.13-4.18): green and total rate at
+    # the edge, second by second, one panel per case and aggregate.
+    fig, axes = plt.subplots(len(cases), len(AGGS), figsize=(5 * len(AGGS), 3 * len(cases)),
+                             squeeze=False)
+    for ci, case in enumerate(cases):
+        for ai, a in enumerate(AGGS):
+            ax = axes[ci][ai]
+            for kind in kinds:
+                pts = [r for r in series if r["case"] == case and r["marker"] == kind and
+                       r["agg"] == a[0]]
+                ts = [float(r["t"]) for r in pts]
+                line, = ax.plot(ts, [float(r["green_mbit"]) for r in pts], label=f"{kind} green")
+                ax.plot(ts, [float(r["edge_mbit"]) for r in pts], color=line.get_color(),
+                        linestyle=":", linewidth=0.8)
+            ax.axhline(a[4], color="r", linestyle="dashed", linewidth=0.8)
+            ax.set_title(f"{case}: {a[0]} ({a[4]} Mbit/s, RTT {2 * a[5]} ms)", fontsize=9)
+            ax.set_xlabel("s")
+            ax.set_ylabel("Mbit/s at the edge")
+            if ci == 0 and ai == 0:
+                ax.legend(fontsize=7)
+    fig.suptitle("solid: green (in-profile) rate; dotted: total rate; red: the contract",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "series.png", dpi=100)
+    print(f"wrote {out / 'series.png'}")
 
 
 def main():
