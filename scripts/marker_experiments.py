@@ -152,7 +152,12 @@ def sample_stats(tb, stop, samples):
         try:
             st = tb.weir_stats()
             cls = st["shaping"]["outbound"]["classes"]
-            row = {"t": time.monotonic()}
+            # weir's own clock for rates: the file is written about once a second, and a
+            # reader starved on a loaded machine would otherwise stretch or shrink intervals.
+            row = {"t": time.monotonic(), "up": float(st["uptime_s"])}
+            if samples and samples[-1]["up"] == row["up"]:
+                stop.wait(0.2)
+                continue
             for a in AGGS + [("be",)]:
                 c = cls[a[0]]
                 m = c.get("marker")
@@ -171,7 +176,7 @@ def rate_between(samples, name, key, t0, t1):
     pts = [s for s in samples if t0 <= s["t"] <= t1]
     if len(pts) < 2:
         return float("nan")
-    return (pts[-1][name][key] - pts[0][name][key]) * 8 / (pts[-1]["t"] - pts[0]["t"])
+    return (pts[-1][name][key] - pts[0][name][key]) * 8 / (pts[-1]["up"] - pts[0]["up"])
 
 
 def run_one(tb, d, case, kind, args):
@@ -232,7 +237,7 @@ def run_one(tb, d, case, kind, args):
     series = []
     for i, s in enumerate(samples[1:], 1):
         p = samples[i - 1]
-        dt = s["t"] - p["t"]
+        dt = s["up"] - p["up"]
         for a in AGGS:
             series.append({"case": case, "marker": kind, "agg": a[0],
                            "t": round(s["t"] - t_start, 2),
