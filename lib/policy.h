@@ -28,6 +28,7 @@
 
 #include "cbq.h"
 #include "classify.h"
+#include "marker.h"
 
 #define WEIR_POLICY_NAME_LEN 32
 #define WEIR_POLICY_MAX_TARGETS 4096
@@ -65,6 +66,7 @@ struct weir_policy_class_conf {
 	uint8_t admit;                          /* enum weir_admit_action */
 	char fallback[WEIR_POLICY_NAME_LEN];    /* class for WEIR_ADMIT_FALLBACK */
 	uint8_t mode;                           /* enum weir_shape_mode */
+	struct weir_marker_conf marker;         /* DiffServ marker (type NONE: none) */
 };
 
 struct weir_policy_tree_conf {
@@ -126,6 +128,7 @@ struct weir_policy_class {
 	uint8_t admit;
 	uint8_t is_leaf;
 	uint8_t mode;
+	struct weir_marker_conf marker;         /* checked, defaults filled */
 };
 
 struct weir_policy_tree {

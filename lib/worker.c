@@ -99,6 +99,13 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 				return NULL;
 			}
 		}
+		if (weir_wk_markers_build(w, socket_id) != 0) {
+			weir_wk_markers_drop(w);
+			rte_free(w->cls_ctr[0]);
+			rte_free(w->cls_ctr[1]);
+			rte_free(w);
+			return NULL;
+		}
 	}
 	return w;
 }
@@ -109,6 +116,7 @@ weir_worker_free(struct weir_worker *w)
 	if (w == NULL)
 		return;
 	weir_worker_flush_queues(w);
+	weir_wk_markers_drop(w);
 	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
 		if (weir_modes[m]->fini != NULL)
 			weir_modes[m]->fini(w);
@@ -728,6 +736,20 @@ on_sent(struct weir_worker *w, enum weir_port_role dir, struct rte_mbuf *m, uint
 		ops->sent(w, m, dir, qid, leaf, qlen, now);
 }
 
+/* Frame m left leaf `leaf` of direction dir's class tree: to the
+ * out-array, through the leaf's marker if the tree has any. */
+static inline void
+tree_out(struct weir_worker *w, enum weir_port_role dir, uint16_t leaf, struct rte_mbuf *m,
+	 uint64_t now)
+{
+	if (likely(w->markers[dir] == NULL)) {
+		out_push(w, dir ^ 1, m);
+		w->ctr.port[dir].forwarded++;
+		return;
+	}
+	weir_markers_pass(w->markers[dir], leaf, m, now, &w->mk_out[dir]);
+}
+
 /* Frame m (of flow f, NULL for none) goes on in direction `from`: into its
  * flow's queue in its leaf of the class tree (frames without a flow share
  * one queue in the default class), or, with cut_through, to the out-array
@@ -750,8 +772,8 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	 * frame queues behind it: no flow is reordered. */
 	if (w->conf.cut_through && !(ops->flags & WEIR_MODEF_NO_CUT) &&
 	    weir_cbq_cut_through(sh, leaf, rte_pktmbuf_pkt_len(m), now)) {
-		weir_worker_out(w, from ^ 1, m);
 		on_sent(w, from, m, leaf, qid, 0, now);
+		tree_out(w, from, leaf, m, now);
 		return;
 	}
 	if (ops->enqueue != NULL && f != NULL) {
@@ -974,12 +996,15 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 {
 	struct weir_cbq *sh = w->shaper[dir];
 	struct weir_cbq_deq d;
-	uint16_t n = 0;
+	uint16_t n = 0, released = 0;
 
+	/* A marker's held frames go as their tokens accrue, whatever the tree. */
+	if (unlikely(w->markers[dir] != NULL))
+		released = (uint16_t)weir_markers_tick(w->markers[dir], now, &w->mk_out[dir]);
 	/* Clocked by dequeue: nothing is asked of the tree before the time it
 	 * said something could go, or after it said it is empty. */
 	if (sh == NULL || now < w->next_tsc[dir])
-		return 0;
+		return released;
 	while (n < max) {
 		struct rte_mbuf *m = weir_cbq_dequeue(sh, now, &d);
 
@@ -989,12 +1014,11 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 			w->next_tsc[dir] = d.next_tsc;
 			break;
 		}
-		out_push(w, dir ^ 1, m);
 		n++;
 		on_sent(w, dir, m, d.leaf, d.queue_id, d.qlen, now);
+		tree_out(w, dir, d.leaf, m, now);
 	}
-	w->ctr.port[dir].forwarded += n;
-	return n;
+	return (uint16_t)(n + released);
 }
 
 uint16_t
@@ -1100,6 +1124,7 @@ weir_worker_flush_queues(struct weir_worker *w)
 		rte_pktmbuf_free_bulk(w->out[to].pkts, w->out[to].n);
 		w->out[to].n = 0;
 	}
+	weir_wk_markers_drop(w);
 	if (w->shaper[0] == NULL && w->shaper[1] == NULL)
 		return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
 	/* Held ACKs (issue 16.8): the app checks the pool right after this,
@@ -1151,6 +1176,9 @@ sleep_cap_us(const struct weir_worker *w, uint64_t now)
 	/* Held ACKs need the watchdog to look now and then. */
 	if (w->pa != NULL && w->pa->ring_n > 0)
 		wake = RTE_MIN(wake, now + 1000 * w->tsc_per_us);
+	/* A TBQ's held frames and the rate controllers have their own times. */
+	wake = RTE_MIN(wake, RTE_MIN(weir_markers_next(w->markers[0]),
+				     weir_markers_next(w->markers[1])));
 	if (wake == UINT64_MAX)
 		return w->conf.idle_sleep_us;
 	if (wake <= now)

@@ -98,13 +98,45 @@ get_mode(struct loader *ld, const config_setting_t *g, uint8_t def, uint8_t *mod
 	return 0;
 }
 
+/* A class's `marker = { type = "tbq"; cir = "8mbit"; ... }` (docs/markers.md):
+ * each key through the shared parser, its error at the key's line. */
+static int
+load_marker(struct loader *ld, const config_setting_t *g, struct weir_marker_conf *mc)
+{
+	char msg[256];
+
+	weir_marker_conf_init(mc);
+	if (!config_setting_is_group(g))
+		return cfg_fail(ld, g, "'marker' must be a group { type = \"tbq\"; cir = \"8mbit\"; }");
+	for (int i = 0; i < config_setting_length(g); i++) {
+		const config_setting_t *s = config_setting_get_elem(g, (unsigned int)i);
+		struct weir_value v = value_of(s, true);
+		char num[32];
+
+		if (config_setting_type(s) == CONFIG_TYPE_BOOL) {
+			v.type = WEIR_VALUE_INT;
+			v.i = config_setting_get_bool(s);
+		} else if (config_setting_type(s) == CONFIG_TYPE_FLOAT) {
+			snprintf(num, sizeof(num), "%.6g", config_setting_get_float(s));
+			v.type = WEIR_VALUE_STR;
+			v.s = num;
+		}
+		if (weir_value_marker(mc, config_setting_name(s), &v, msg, sizeof(msg)) < 0)
+			return value_fail(ld, s, msg);
+	}
+	if (mc->type == WEIR_MARK_NONE)
+		return cfg_fail(ld, g, "'marker' needs a type (\"tb\", \"srtcm\", \"trtcm\", "
+				"\"tbq\", \"tbq-ld\", \"arm\" or \"carm\")");
+	return 0;
+}
+
 static int
 load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_class_conf *c,
 	   uint8_t mode)
 {
 	static const char *const keys[] = { "name", "parent", "rate", "ceil", "prio", "limit",
 					    "quantum", "flow_min", "admission", "fallback", "mode",
-					    NULL };
+					    "marker", NULL };
 	char admit[16];
 	char msg[256];
 	long long v;
@@ -134,6 +166,9 @@ load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_clas
 	if (cfg_int(ld, s, "quantum", 0, 64, 1 << 20, &v) < 0)
 		return -1;
 	c->quantum = (uint32_t)v;
+	if (config_setting_get_member(s, "marker") != NULL &&
+	    load_marker(ld, config_setting_get_member(s, "marker"), &c->marker) < 0)
+		return -1;
 	return 0;
 }
 
