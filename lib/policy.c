@@ -168,6 +168,7 @@ build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
 			     c->name, weir_qm_name(k->cbq.qm), why);
 			return -1;
 		}
+		k->cbq.young = tc->young;
 		k->is_leaf = 1;
 		if (c->mode >= WEIR_MODE__COUNT) {
 			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i, "class '%s': unknown mode %u",
@@ -201,6 +202,16 @@ build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
 			     "class '%s': flow_min exceeds the class rate: no flow could be admitted",
 			     c->name);
 			return -1;
+		}
+		k->marker = c->marker;
+		{
+			char merr[200];
+
+			if (weir_marker_conf_check(&k->marker, k->cbq.ceil, merr, sizeof(merr)) < 0) {
+				fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i, "class '%s': %s", c->name,
+				     merr);
+				return -1;
+			}
 		}
 		if (c->admit == WEIR_ADMIT_FALLBACK && c->fallback[0] == '\0') {
 			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i,
@@ -320,6 +331,10 @@ weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch, struct we
 			const struct weir_policy_class_conf *c = &tc->classes[i - 1];
 			int fb;
 
+			if (!k->is_leaf && k->marker.type != WEIR_MARK_NONE)
+				return fail(p, err, WEIR_POLICY_ERR_CLASS, d, i - 1,
+					    "class '%s' has children: a marker colours a leaf's frames",
+					    k->name);
 			if (!k->is_leaf && k->flow_min)
 				return fail(p, err, WEIR_POLICY_ERR_CLASS, d, i - 1,
 					    "class '%s' has children: flow_min applies to leaves only",

@@ -53,6 +53,18 @@ weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p,
 }
 
 int
+weir_worker_marker_view(const struct weir_worker *w, const struct weir_policy *p, int dir,
+			uint16_t cls, struct weir_marker_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!weir_worker_view_current(w, p))
+		return -EAGAIN;
+	if (cls >= p->tree[dir].n_classes || p->tree[dir].classes[cls].marker.type == WEIR_MARK_NONE)
+		return -ENOENT;
+	return weir_markers_counters(w->markers[dir], cls, out) == 0 ? 0 : -ENOENT;
+}
+
+int
 weir_worker_flow_view(const struct weir_worker *w, const struct weir_policy *p, uint32_t slot,
 		      const struct weir_flow *f, int dir, struct weir_flow_view *out)
 {

@@ -98,13 +98,45 @@ get_mode(struct loader *ld, const config_setting_t *g, uint8_t def, uint8_t *mod
 	return 0;
 }
 
+/* A class's `marker = { type = "tbq"; cir = "8mbit"; ... }` (docs/markers.md):
+ * each key through the shared parser, its error at the key's line. */
+static int
+load_marker(struct loader *ld, const config_setting_t *g, struct weir_marker_conf *mc)
+{
+	char msg[256];
+
+	weir_marker_conf_init(mc);
+	if (!config_setting_is_group(g))
+		return cfg_fail(ld, g, "'marker' must be a group { type = \"tbq\"; cir = \"8mbit\"; }");
+	for (int i = 0; i < config_setting_length(g); i++) {
+		const config_setting_t *s = config_setting_get_elem(g, (unsigned int)i);
+		struct weir_value v = value_of(s, true);
+		char num[32];
+
+		if (config_setting_type(s) == CONFIG_TYPE_BOOL) {
+			v.type = WEIR_VALUE_INT;
+			v.i = config_setting_get_bool(s);
+		} else if (config_setting_type(s) == CONFIG_TYPE_FLOAT) {
+			snprintf(num, sizeof(num), "%.6g", config_setting_get_float(s));
+			v.type = WEIR_VALUE_STR;
+			v.s = num;
+		}
+		if (weir_value_marker(mc, config_setting_name(s), &v, msg, sizeof(msg)) < 0)
+			return value_fail(ld, s, msg);
+	}
+	if (mc->type == WEIR_MARK_NONE)
+		return cfg_fail(ld, g, "'marker' needs a type (\"tb\", \"srtcm\", \"trtcm\", "
+				"\"tbq\", \"tbq-ld\", \"arm\" or \"carm\")");
+	return 0;
+}
+
 static int
 load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_class_conf *c,
 	   uint8_t mode)
 {
 	static const char *const keys[] = { "name", "parent", "rate", "ceil", "prio", "limit",
 					    "quantum", "flow_min", "admission", "fallback", "mode",
-					    "aqm", NULL };
+					    "aqm", "marker", NULL };
 	char admit[16];
 	char msg[256];
 	long long v;
@@ -152,6 +184,9 @@ load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_clas
 	if (cfg_int(ld, s, "quantum", 0, 64, 1 << 20, &v) < 0)
 		return -1;
 	c->quantum = (uint32_t)v;
+	if (config_setting_get_member(s, "marker") != NULL &&
+	    load_marker(ld, config_setting_get_member(s, "marker"), &c->marker) < 0)
+		return -1;
 	return 0;
 }
 
@@ -174,6 +209,7 @@ load_tree(struct loader *ld, const config_setting_t *g, int d, struct weir_confi
 	tc->no_aqm = cfg->shape_no_aqm;
 	tc->qm = cfg->shape_qm;
 	tc->qm_params = cfg->shape_qm_params;
+	tc->young = cfg->shape_young;
 	if (s == NULL || !config_setting_is_group(s)) {
 		if (get_rate(ld, g, dir_key[d], &tc->rate) < 0)
 			return -1;
@@ -505,13 +541,7 @@ load_script(struct loader *ld, const config_setting_t *root, const config_settin
 	else if (snprintf(cfg->policy_script, sizeof(cfg->policy_script), "%s/%s", dirname(dir),
 			  script) >= (int)sizeof(cfg->policy_script))
 		return cfg_fail(ld, pg, "policy.script: path too long");
-	lim.instructions = cfg->policy_instructions;
-	lim.mem_bytes = (size_t)cfg->policy_memory;
-	lim.default_limit = cfg->mbufs / (4 * cfg->n_workers);
-	lim.default_mode = cfg->shape_mode;
-	lim.no_aqm = cfg->shape_no_aqm;
-	lim.qm = cfg->shape_qm;
-	lim.qm_params = cfg->shape_qm_params;
+	lim = weir_config_lua_limits(cfg);
 	cfg->policy = weir_policy_lua_load(cfg->policy_script, 1, &lim, ld->err, ld->errlen);
 	if (cfg->policy == NULL) {
 		ld->failed = true;      /* err holds the script's FILE:LINE: message */
@@ -520,12 +550,23 @@ load_script(struct loader *ld, const config_setting_t *root, const config_settin
 	return 0;
 }
 
+struct weir_policy_lua_limits
+weir_config_lua_limits(const struct weir_config *c)
+{
+	return (struct weir_policy_lua_limits){
+		.mem_bytes = (size_t)c->policy_memory, .instructions = c->policy_instructions,
+		.default_limit = c->mbufs / (4 * c->n_workers), .default_mode = c->shape_mode,
+		.no_aqm = c->shape_no_aqm, .young = c->shape_young,
+		.qm = c->shape_qm, .qm_params = c->shape_qm_params,
+	};
+}
+
 int
 cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
 	static const char *const keys[] = { "outbound", "inbound", "overhead", "flow_limit",
-					    "flow_quantum", "mode", "aqm", "postack", "red", "pqm",
-					    NULL };
+					    "flow_quantum", "mode", "aqm", "young_bytes", "postack", "red",
+					    "pqm", NULL };
 	const config_setting_t *g = cfg_group(ld, root, "shaping", false);
 	struct weir_policy_conf pc = { 0 };
 	struct policy_src src = { 0 };
@@ -544,6 +585,11 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 	if (cfg_int(ld, g, "flow_quantum", 0, 0, 1 << 20, &v) < 0)
 		return -1;
 	cfg->shape_flow_quantum = (uint32_t)v;
+	/* 256 KiB: a web object or an API reply beside bulk flows goes at close
+	 * to idle speed; 0 = RFC 8290's one quantum per activation. */
+	if (cfg_int(ld, g, "young_bytes", WEIR_DRR_YOUNG_DEFAULT, 0, WEIR_DRR_YOUNG_MAX, &v) < 0)
+		return -1;
+	cfg->shape_young = (uint32_t)v;
 	if (get_mode(ld, g, WEIR_MODE_POSTACK, &cfg->shape_mode) < 0 || load_postack(ld, g, cfg) < 0)
 		return -1;
 	{

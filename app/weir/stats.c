@@ -78,6 +78,53 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 	return o;
 }
 
+/* A class's marker (docs/markers.md): its settings and colour counters,
+ * summed over the workers. */
+static json_t *
+marker_json(const struct weir_app *app, int dir, uint16_t cls)
+{
+	const struct weir_marker_conf *mc = &app->cfg.policy->tree[dir].classes[cls].marker;
+	static const char *const colour[WEIR_COLOURS] = { "green", "yellow", "red" };
+	struct weir_marker_counters sum = { 0 };
+	json_t *o, *pk, *by;
+
+	for (unsigned int i = 0; i < app->n_workers; i++) {
+		struct weir_marker_counters v;
+
+		if (weir_worker_marker_view(app->workers[i], app->cfg.policy, dir, cls, &v) != 0)
+			continue;
+		for (int c = 0; c < WEIR_COLOURS; c++) {
+			sum.pkts[c] += v.pkts[c];
+			sum.bytes[c] += v.bytes[c];
+		}
+		sum.held += v.held;
+		sum.early += v.early;
+		sum.dropped += v.dropped;
+		sum.not_ip += v.not_ip;
+		sum.token_rate += v.token_rate;
+		sum.qlen += v.qlen;
+	}
+	o = json_pack("{s:s, s:I, s:I, s:I}", "type", weir_marker_type_name(mc->type),
+		      "cir_bps", (json_int_t)mc->cir, "cbs", (json_int_t)mc->cbs,
+		      "token_rate_bps", (json_int_t)sum.token_rate);
+	pk = json_object();
+	by = json_object();
+	for (int c = 0; c < WEIR_COLOURS; c++) {
+		json_object_set_new(pk, colour[c], json_integer((json_int_t)sum.pkts[c]));
+		json_object_set_new(by, colour[c], json_integer((json_int_t)sum.bytes[c]));
+	}
+	json_object_set_new(o, "pkts", pk);
+	json_object_set_new(o, "bytes", by);
+	json_object_set_new(o, "held", json_integer((json_int_t)sum.held));
+	json_object_set_new(o, "held_now", json_integer((json_int_t)sum.qlen));
+	json_object_set_new(o, "early", json_integer((json_int_t)sum.early));
+	json_object_set_new(o, "dropped", json_integer((json_int_t)sum.dropped));
+	json_object_set_new(o, "not_rewritten", json_integer((json_int_t)sum.not_ip));
+	if (mc->type == WEIR_MARK_TBQ || mc->type == WEIR_MARK_TBQ_LD)
+		json_object_set_new(o, "queue", json_integer((json_int_t)mc->queue));
+	return o;
+}
+
 /* Class `cls` of direction `dir`, summed over the workers (each holds a
  * share of every class). Reads the workers' counters as they run
  * (worker_view.h); a worker that has not taken the policy in force yet is
@@ -109,6 +156,7 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 		sum.backlogged += st->backlogged;
 		sum.new_flows += st->new_flows;
 		sum.new_deferred += st->new_deferred;
+		sum.young_flows += st->young_flows;
 		sum.drops_aqm += st->drops_aqm;
 		sum.drops_qm += st->drops_qm;
 		if (v.has_qm) {
@@ -157,11 +205,14 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 		/* DRR's new-flows list and CoDel (lib/drr.h, lib/codel.h). */
 		json_object_set_new(o, "new_flows", json_integer((json_int_t)sum.new_flows));
 		json_object_set_new(o, "new_deferred", json_integer((json_int_t)sum.new_deferred));
+		json_object_set_new(o, "young_flows", json_integer((json_int_t)sum.young_flows));
 		json_object_set_new(o, "drops_aqm", json_integer((json_int_t)sum.drops_aqm));
 		json_object_set_new(o, "admitted", json_integer((json_int_t)cc.admitted));
 		json_object_set_new(o, "refused", json_integer((json_int_t)cc.refused));
 		json_object_set_new(o, "diverted", json_integer((json_int_t)cc.diverted));
 		json_object_set_new(o, "flow_min_bps", json_integer((json_int_t)pk->flow_min));
+		if (pk->marker.type != WEIR_MARK_NONE)
+			json_object_set_new(o, "marker", marker_json(app, dir, cls));
 	}
 	if (has_qm) {
 		/* The fifo leaf's queue manager (lib/qm.h, docs/pqm.md). */

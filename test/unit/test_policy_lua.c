@@ -250,6 +250,38 @@ test_declaration_errors(void)
 }
 
 /* What only the policy builder can check, at the declaration's line. */
+/* A class's marker table: the config file's keys, the same refusals. */
+static void
+test_marker(void)
+{
+	struct weir_policy *p = expect_ok("marker", LINK
+		"weir.class{ dir = \"outbound\", name = \"bulk\", rate = \"10mbit\",\n"
+		"  marker = { type = \"carm\", cir = \"8mbit\", alpha = 0.45, red = \"AF13\" } }\n",
+		NULL);
+
+	if (p != NULL) {
+		const struct weir_marker_conf *mc = &p->tree[0].classes[1].marker;
+
+		CHECK(mc->type == WEIR_MARK_CARM && mc->cir == 8000000 && mc->alpha_milli == 450 &&
+		      mc->dscp[WEIR_RED] == 14 && mc->dscp[WEIR_GREEN] == 10,
+		      "marker read: type %u cir %lu alpha %u", mc->type, (unsigned long)mc->cir,
+		      mc->alpha_milli);
+		weir_policy_free(p);
+	}
+	expect_error("marker cir 0", LINK
+		     "weir.class{ dir = \"outbound\", name = \"bulk\", rate = \"10mbit\",\n"
+		     "  marker = { type = \"tbq\", cir = 0 } }\n",
+		     NULL, 2, "needs a contract rate cir above 0");
+	expect_error("marker above link", LINK
+		     "weir.class{ dir = \"outbound\", name = \"bulk\", rate = \"10mbit\",\n"
+		     "  marker = { type = \"tb\", cir = \"50mbit\" } }\n",
+		     NULL, 2, "above what the class can send");
+	expect_error("marker key", LINK
+		     "weir.class{ dir = \"outbound\", name = \"bulk\", rate = \"10mbit\",\n"
+		     "  marker = { type = \"tb\", cir = \"5mbit\", colour = 1 } }\n",
+		     NULL, 2, "unknown marker key 'colour'");
+}
+
 static void
 test_build_errors(void)
 {
@@ -1086,6 +1118,7 @@ main(void)
 	test_aqm();
 	test_declaration_errors();
 	test_build_errors();
+	test_marker();
 	test_lua_errors();
 	test_limits();
 	test_c_functions_bounded();
