@@ -42,6 +42,7 @@ struct cbq_class {
 	int32_t  deficit;       /* DRR among leaves of one priority */
 	uint32_t quantum;
 	uint32_t limit;
+	uint8_t  evict;         /* a full leaf drops from its longest flow queue (not a fifo) */
 	struct weir_drr drr;    /* leaves only */
 	struct weir_qm *qm;     /* a fifo leaf's queue manager, or NULL */
 	/* Cold. */
@@ -239,6 +240,7 @@ weir_cbq_create(const struct weir_cbq_conf *conf)
 		weir_drr_init(&k->drr, c->qt, fq, c->overhead);
 		if (cc->fifo)
 			k->drr.limit = UINT16_MAX;
+		k->evict = !cc->fifo;
 		k->drr.sparse = !cc->plain;
 		k->drr.young = cc->plain || cc->fifo ? 0 : RTE_MIN(cc->young, WEIR_DRR_YOUNG_MAX);
 		if (cc->aqm) {
@@ -337,9 +339,20 @@ weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rt
 	return weir_cbq_enqueue_young(c, leaf, queue_id, m, now, UINT64_MAX);
 }
 
+/* How many backlogged queues a full leaf looks at for the longest. */
+#define WEIR_CBQ_EVICT_SCAN 32
+
 int
 weir_cbq_enqueue_young(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m,
 		       uint64_t now, uint64_t attained)
+{
+	return weir_cbq_enqueue_evict(c, leaf, queue_id, m, now, attained, NULL, NULL);
+}
+
+int
+weir_cbq_enqueue_evict(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m,
+		       uint64_t now, uint64_t attained, struct rte_mbuf **evicted,
+		       uint32_t *evicted_qid)
 {
 	struct cbq_class *k;
 
@@ -354,12 +367,24 @@ weir_cbq_enqueue_young(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, str
 		k->st.drops_qm++;
 		return WEIR_CBQ_DROP_QM;
 	}
+	if (evicted != NULL)
+		*evicted = NULL;
 	if (unlikely(k->limit && k->drr.pkts >= k->limit)) {
-		/* The arriving packet pays, so the drop is this flow's own. */
-		c->qt->q[queue_id].drops++;
+		uint32_t v = evicted != NULL && k->evict ?
+			     weir_drr_fattest(&k->drr, WEIR_CBQ_EVICT_SCAN) : WEIR_DRR_NONE;
+
 		k->st.drops++;
 		k->st.drops_class++;
-		return WEIR_CBQ_DROP_CLASS;
+		/* The longest queue pays (unless that is the arriving packet's
+		 * own, or no queue has two): its head goes, the arrival is
+		 * queued. A fifo leaf's arrival pays, as the paper's CBQ. */
+		if (v == WEIR_DRR_NONE || v == queue_id ||
+		    (*evicted = weir_drr_evict(&k->drr, v)) == NULL) {
+			c->qt->q[queue_id].drops++;
+			return WEIR_CBQ_DROP_CLASS;
+		}
+		*evicted_qid = v;
+		c->backlog--;
 	}
 	if (unlikely(weir_drr_enqueue_young(&k->drr, queue_id, m, attained) != WEIR_DRR_OK)) {
 		k->st.drops++;

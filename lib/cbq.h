@@ -136,6 +136,13 @@ int weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id,
  * direction so far (the leaf's young-flow budget, weir_drr_enqueue_young). */
 int weir_cbq_enqueue_young(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id,
 			   struct rte_mbuf *m, uint64_t now, uint64_t attained);
+/* The same; when the leaf is at its limit and it has per-flow queues, the
+ * head of its longest queue is dropped instead of m (lib/drr.h,
+ * weir_drr_fattest): *evicted (else NULL) is that packet, *evicted_qid its
+ * queue, for the caller to count and free; m is then queued (0). */
+int weir_cbq_enqueue_evict(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id,
+			   struct rte_mbuf *m, uint64_t now, uint64_t attained,
+			   struct rte_mbuf **evicted, uint32_t *evicted_qid);
 
 /* Queue m as weir_cbq_enqueue does but past the leaf's and the flow's
  * limits: for packets admitted once already (a policy switch moving them

@@ -789,9 +789,20 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	}
 	w->next_tsc[from] = 0;  /* new backlog: ask the tree on the next turn */
 	/* The flow's bytes so far in this direction, this frame's included:
-	 * its place in the leaf's young-flow budget. */
-	if (unlikely(weir_cbq_enqueue_young(sh, leaf, qid, m, now,
-					    f != NULL ? f->bytes[from] : UINT64_MAX) != 0)) {
+	 * its place in the leaf's young-flow budget. A full leaf may drop
+	 * another flow's packet (its longest queue's head) to take this one. */
+	struct rte_mbuf *evicted;
+	uint32_t evicted_qid;
+	int rc = weir_cbq_enqueue_evict(sh, leaf, qid, m, now,
+					f != NULL ? f->bytes[from] : UINT64_MAX, &evicted, &evicted_qid);
+
+	if (unlikely(evicted != NULL)) {
+		if (w->pa != NULL && evicted_qid < w->unmanaged_qid && ops->dropped != NULL)
+			ops->dropped(w, weir_flow_by_slot(w->flows, evicted_qid), evicted, from);
+		rte_pktmbuf_free(evicted);
+		w->ctr.port[from].dropped++;
+	}
+	if (unlikely(rc != 0)) {
 		if (w->pa != NULL && f != NULL && ops->dropped != NULL)
 			ops->dropped(w, f, m, from);
 		rte_pktmbuf_free(m);

@@ -27,12 +27,6 @@ mk(uint32_t flow, uint32_t seq, uint16_t len)
 	return unit_tagged_mbuf(mp, flow, seq, len);
 }
 
-static struct unit_tag
-tag_of(struct rte_mbuf *m)
-{
-	return *rte_pktmbuf_mtod(m, struct unit_tag *);
-}
-
 static double
 jain(const double *x, unsigned int n)
 {
@@ -59,7 +53,7 @@ run_saturated(struct weir_drr *d, unsigned int nf, const uint16_t *sizes, unsign
 			CHECK(weir_drr_enqueue(d, i, mk(i, seq[i]++, sizes[i % ns])) == 0, "enq");
 	for (r = 0; r < rounds; r++) {
 		struct rte_mbuf *m = weir_drr_dequeue(d, &qid, &qlen);
-		struct unit_tag t = tag_of(m);
+		struct unit_tag t = unit_tag_of(m);
 
 		bytes[t.flow] += rte_pktmbuf_pkt_len(m) + d->overhead;
 		rte_pktmbuf_free(m);
@@ -91,10 +85,10 @@ test_basic_order(void)
 	m = weir_drr_peek(&d, &qid);
 	CHECK(weir_drr_peek(&d, &i) == m && i == qid, "peek twice");
 	CHECK(weir_drr_dequeue(&d, &i, &qlen) == m && i == qid && qlen == 9, "deq = peek, qlen %u", qlen);
-	next[tag_of(m).flow]++;
+	next[unit_tag_of(m).flow]++;
 	rte_pktmbuf_free(m);
 	while ((m = weir_drr_dequeue(&d, &qid, &qlen)) != NULL) {
-		struct unit_tag tg = tag_of(m);
+		struct unit_tag tg = unit_tag_of(m);
 
 		if (tg.flow != qid || tg.seq != next[qid] || qlen != 9 - next[qid])
 			ok = 0;
@@ -171,7 +165,7 @@ test_limit_drops(void)
 	/* the packets kept are the first five (tail drop) */
 	while ((m = weir_drr_dequeue(&d, &qid, &qlen)) != NULL) {
 		if (qid == 3)
-			CHECK(tag_of(m).seq == seen++, "seq");
+			CHECK(unit_tag_of(m).seq == seen++, "seq");
 		rte_pktmbuf_free(m);
 	}
 	CHECK(seen == 5, "kept %u", seen);
@@ -199,7 +193,7 @@ test_drain(void)
 	while ((n = weir_drr_drain(&d, 2, out, 4, &b)) > 0) {
 		CHECK(b == n * 100u, "bytes");
 		for (i = 0; i < n; i++) {
-			if (tag_of(out[i]).seq != got++)
+			if (unit_tag_of(out[i]).seq != got++)
 				ok = 0;
 			rte_pktmbuf_free(out[i]);
 		}
@@ -237,7 +231,7 @@ next_flow(struct weir_drr *d)
 
 	if (m == NULL)
 		return UINT32_MAX;
-	fl = tag_of(m).flow;
+	fl = unit_tag_of(m).flow;
 	rte_pktmbuf_free(m);
 	return fl;
 }
@@ -383,12 +377,12 @@ test_codel(void)
 		struct rte_mbuf *m = weir_drr_dequeue_aqm(&d, now, &qid, &qlen, dropped, dqid, &nd, 8);
 
 		for (unsigned int i = 0; i < nd; i++) {
-			order &= dqid[i] == 0 && tag_of(dropped[i]).seq == next++;
+			order &= dqid[i] == 0 && unit_tag_of(dropped[i]).seq == next++;
 			rte_pktmbuf_free(dropped[i]);
 		}
 		n_drop += nd;
 		if (m != NULL) {
-			order &= tag_of(m).seq == next++;
+			order &= unit_tag_of(m).seq == next++;
 			rte_pktmbuf_free(m);
 		}
 	}
