@@ -671,6 +671,13 @@ weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint64_t attained)
 	return leaf < c->n && c->cls[leaf].is_leaf && attained < c->cls[leaf].drr.young;
 }
 
+void
+weir_cbq_flow_rtt(struct weir_cbq *c, uint32_t qid, uint64_t rtt)
+{
+	if (c->qt->codel != NULL && qid < c->qt->n)
+		weir_codel_set_rtt(&c->qt->codel[qid], &c->aqm, rtt);
+}
+
 struct weir_drr_qtab *
 weir_cbq_qtab(struct weir_cbq *c)
 {

@@ -173,6 +173,10 @@ uint32_t weir_cbq_leaf_qlen(const struct weir_cbq *c, uint16_t leaf);      /* pa
 /* Is a flow that has sent `attained` bytes young in leaf `leaf` (within its
  * young-flow budget, lib/drr.h)? */
 bool weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint64_t attained);
+/* Flow queue qid has a new flow (rtt 0) or its round trip was measured
+ * (TSC ticks): CoDel's interval for it follows (lib/codel.h). No-op when
+ * no leaf of the tree runs CoDel. */
+void weir_cbq_flow_rtt(struct weir_cbq *c, uint32_t qid, uint64_t rtt);
 struct weir_drr_qtab *weir_cbq_qtab(struct weir_cbq *c);   /* per-flow weights, qlen */
 
 #endif /* WEIR_CBQ_H */

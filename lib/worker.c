@@ -313,6 +313,26 @@ weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, u
 	return w->shaper[d] != NULL && weir_cbq_young(w->shaper[d], leaf, f->bytes[d]);
 }
 
+/* A handshake packet: time both sides (lib/postack.c); once both are
+ * known, each direction's CoDel follows the flow's round trip. */
+static void
+handshake(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p, int a,
+	  uint32_t slot, uint64_t now)
+{
+	uint64_t rtt;
+
+	weir_postack_track(w->pa, f, p, a, slot, now);
+	rtt = (uint64_t)weir_postack_measured_rtt(w->pa, 0, slot) *
+	      weir_postack_measured_rtt(w->pa, 1, slot);
+	if (rtt == 0)
+		return;         /* a side still unknown */
+	rtt = (uint64_t)weir_postack_measured_rtt(w->pa, 0, slot) +
+	      weir_postack_measured_rtt(w->pa, 1, slot);
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		if (w->shaper[d] != NULL)
+			weir_cbq_flow_rtt(w->shaper[d], slot, rtt);
+}
+
 /*
  * A TCP packet of flow f travelling a, with ACK control on (an ACK store):
  * its ACKs answer data direction d = a ^ 1. Anything but a pure ACK (data,
@@ -334,7 +354,7 @@ ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum
 
 	/* Only handshake packets time anything: no call for the rest. */
 	if (unlikely((p->tcp_flags & WEIR_TCP_SYN) || f->pkts[a] == 2))
-		weir_postack_track(w->pa, f, p, a, slot, now);
+		handshake(w, f, p, a, slot, now);
 	/* The flow entry says whether ACKs may be held: the store is not
 	 * touched for flows that never held any. */
 	held = 0;
@@ -644,6 +664,9 @@ weir_wk_classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t 
 		for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
 			if (weir_modes[m]->reset != NULL)
 				weir_modes[m]->reset(w, weir_flow_slot(w->flows, f));
+		for (int d = 0; d < WEIR_PORT__COUNT; d++)
+			if (w->shaper[d] != NULL)
+				weir_cbq_flow_rtt(w->shaper[d], weir_flow_slot(w->flows, f), 0);
 		/* First packet: it tells who opened the flow; remember it for
 		 * re-classification, where the packet at hand may be a reply. */
 		if (t.init_dir == WEIR_DIR_IN)

@@ -405,6 +405,41 @@ test_codel(void)
 		n_drop += nd;
 	}
 	CHECK(d.aqm_drops == n_drop && t->codel[1].dropping == 0, "a queue served at once: no drops");
+	/* A flow whose round trip is 3x the interval: target and interval
+	 * scale with it. A queue standing at 8 ticks (above the tree's 5,
+	 * below 3 x 5) for 1000 ticks loses nothing; unscaled it does. */
+	for (uint32_t q = 2; q < 4; q++) {
+		uint64_t before = d.aqm_drops;
+
+		weir_codel_set_rtt(&t->codel[q], &par, 0);
+		if (q == 3)
+			weir_codel_set_rtt(&t->codel[q], &par, 300);
+		for (uint64_t now = 5000; now < 6000; now += 4) {
+			struct rte_mbuf *m = mk(q, 0, 1000);
+
+			weir_mbuf_meta(m)->ts = now;
+			weir_drr_enqueue(&d, q, m);
+			if (now >= 5008) {
+				m = weir_drr_dequeue_aqm(&d, now, &qid, &qlen, dropped, dqid, &nd, 8);
+				for (unsigned int i = 0; i < nd; i++)
+					rte_pktmbuf_free(dropped[i]);
+				rte_pktmbuf_free(m);
+			}
+		}
+		while ((rte_pktmbuf_free(weir_drr_dequeue_aqm(&d, 6000, &qid, &qlen, dropped, dqid,
+							    &nd, 8)), d.pkts > 0))
+			for (unsigned int i = 0; i < nd; i++)
+				rte_pktmbuf_free(dropped[i]);
+		if (q == 2)
+			CHECK(d.aqm_drops > before, "8-tick queue, 5-tick target: drops (%lu)",
+			      (unsigned long)(d.aqm_drops - before));
+		else
+			CHECK(t->codel[q].scale == 12 && d.aqm_drops == before,
+			      "round trip 300: scale %u, no drops (%lu)", t->codel[q].scale,
+			      (unsigned long)(d.aqm_drops - before));
+	}
+	weir_codel_set_rtt(&t->codel[3], &par, 0);
+	CHECK(t->codel[3].scale == 0 && t->codel[3].count == 0, "a new flow: cleared");
 	weir_drr_qtab_free(t);
 }
 
