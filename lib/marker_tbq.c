@@ -50,13 +50,28 @@ xorshift32(uint32_t *s)
 	return x;
 }
 
+/* A frame larger than the bucket can hold never gets its tokens: waiting
+ * for them would hold it (and everything behind it) forever. */
+static inline bool
+too_big(const struct weir_marker *k, uint32_t len)
+{
+	return ((uint64_t)len << 32) > k->tb.depth;
+}
+
 unsigned int
 weir_tbq_release(struct weir_marker *k, uint64_t now, const struct weir_markers_out *out)
 {
 	unsigned int n = 0;
 
-	while (k->qn > 0 && weir_bucket_take(&k->tb, rte_pktmbuf_pkt_len(k->q[k->qhead]), now)) {
-		weir_marker_emit(k, pop(k), WEIR_GREEN, out);
+	while (k->qn > 0) {
+		uint32_t len = rte_pktmbuf_pkt_len(k->q[k->qhead]);
+
+		if (too_big(k, len))
+			weir_marker_emit(k, pop(k), WEIR_RED, out);
+		else if (weir_bucket_take(&k->tb, len, now))
+			weir_marker_emit(k, pop(k), WEIR_GREEN, out);
+		else
+			break;
 		n++;
 	}
 	return n;
@@ -67,6 +82,8 @@ weir_tbq_next(const struct weir_marker *k, uint64_t now)
 {
 	if (k->qn == 0)
 		return UINT64_MAX;
+	if (too_big(k, rte_pktmbuf_pkt_len(k->q[k->qhead])))
+		return now;
 	return weir_bucket_when(&k->tb, rte_pktmbuf_pkt_len(k->q[k->qhead]), now);
 }
 
@@ -90,7 +107,9 @@ weir_tbq_pass(struct weir_marker *k, struct rte_mbuf *m, uint64_t now,
 {
 	weir_tbq_release(k, now, out);
 	if (k->qn == 0) {
-		if (weir_bucket_take(&k->tb, rte_pktmbuf_pkt_len(m), now))
+		if (too_big(k, rte_pktmbuf_pkt_len(m)))
+			weir_marker_emit(k, m, WEIR_RED, out);
+		else if (weir_bucket_take(&k->tb, rte_pktmbuf_pkt_len(m), now))
 			weir_marker_emit(k, m, WEIR_GREEN, out);
 		else
 			push(k, m);

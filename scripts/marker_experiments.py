@@ -29,6 +29,7 @@ and total rate weir's marker counted at the edge, averaged from --warm to the en
     scripts/marker_experiments.py [--quick] [--seconds 60] [--warm 20]
         [--cases exact,over,under] [--markers tb,tbq,arm,carm] [--pareto]
         [--flow-scale 0.5] [--rio MININ:MAXIN:PIN:MINOUT:MAXOUT:POUT]
+        [--contracts 8,6,5] [--core-mbit 15] [--stop a2:30]
         [--out docs/results/markers] [--append] [--replot]
 
 --quick: the exact case, tb and tbq, 3 flows per aggregate, 12 s runs: a check that the
@@ -194,7 +195,8 @@ def run_one(tb, d, case, kind, args):
 
     def go(i, a):
         n = max(1, round(a[3] * args.flow_scale))
-        res[a[0]] = tb.iperf(n=1, duration=args.seconds, pairs=[(a[1], a[2])],
+        secs = args.stop.get(a[0], args.seconds)
+        res[a[0]] = tb.iperf(n=1, duration=secs, pairs=[(a[1], a[2])],
                              base_port=BASE_PORT + 10 * i, extra_args=("-P", str(n)))[0]
     th = [threading.Thread(target=go, args=(i, a)) for i, a in enumerate(AGGS)]
     t_start = time.monotonic()
@@ -222,7 +224,7 @@ def run_one(tb, d, case, kind, args):
         f = res[a[0]]
         if f.error:
             raise RuntimeError(f"{a[0]}: {f.error}")
-        ivs = f.interval_bps[args.warm:]
+        ivs = f.interval_bps[args.warm:args.stop.get(a[0], args.seconds)]
         rows.append({
             "case": case, "marker": kind, "agg": a[0], "contract_mbit": a[4],
             "flows": max(1, round(a[3] * args.flow_scale)), "rtt_ms": 2 * a[5],
@@ -378,6 +380,11 @@ def main():
     ap.add_argument("--markers", default="tb,tbq,arm,carm")
     ap.add_argument("--flow-scale", type=float, default=0.5)
     ap.add_argument("--pareto", action="store_true")
+    ap.add_argument("--contracts", help="the three contracts in Mbit/s, e.g. 8,6,5 (Fig. 4.19)")
+    ap.add_argument("--core-mbit", type=float,
+                    help="the core's rate for the exact case (default: the contracts' sum)")
+    ap.add_argument("--stop", default="",
+                    help="aggregates that stop early, e.g. a2:30 (Fig. 4.19's second aggregate)")
     ap.add_argument("--rio", default=RIO, help=f"the core's RIO curves (default {RIO})")
     ap.add_argument("--append", action="store_true",
                     help="add to the runs already in --out (same settings, other markers)")
@@ -385,6 +392,10 @@ def main():
     ap.add_argument("--replot", action="store_true",
                     help="no runs: redraw the table and figure from the CSVs in --out")
     args = ap.parse_args()
+    args.stop = {k: int(v) for k, v in (x.split(":") for x in args.stop.split(",") if x)}
+    if args.contracts:
+        c = [float(x) for x in args.contracts.split(",")]
+        AGGS[:] = [a[:4] + (int(m) if m.is_integer() else m,) + a[5:] for a, m in zip(AGGS, c)]
     if args.replot:
         args.append = True
         write_outputs(Path(args.out), [], [], [], args)
@@ -399,7 +410,7 @@ def main():
     paths = [PathSpec(delay=a[5]) for a in AGGS] + ([PathSpec(delay=40)] if args.pareto else [])
     rows, series, extra = [], [], []
     for case in cases:
-        core_bps = sum(a[4] for a in AGGS) * 1e6 * WIRE / FRAME * CASES[case]
+        core_bps = (args.core_mbit or sum(a[4] for a in AGGS)) * 1e6 * WIRE / FRAME * CASES[case]
         tb = weirtb.Testbed(lan=n, wan=n, gateway="linux-bridge", emu="wanemu", paths=paths,
                             core=f"rate={int(core_bps)},limit=120,rio={args.rio}")
         why = tb.check_prerequisites()
