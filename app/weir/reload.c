@@ -48,6 +48,7 @@ weir_app_shaper(const struct weir_config *cfg, const struct weir_policy *pol, in
 		.flow_quantum = cfg->shape_flow_quantum,
 		.overhead = cfg->shape_overhead,
 		.backlog_limit = weir_config_tree_backlog(cfg),
+		.qm_params = &pol->tree[dir].qm_params,
 	};
 
 	return weir_cbq_create(&conf);
@@ -308,10 +309,7 @@ weir_reload(struct weir_app *a, char *err, size_t errlen)
 	np = nc.policy;
 	if (nc.policy_script[0] != '\0') {
 		/* A Lua policy: its live engine (hooks) and the engine's compile. */
-		const struct weir_policy_lua_limits lim = {
-			.mem_bytes = (size_t)nc.policy_memory, .instructions = nc.policy_instructions,
-			.default_limit = nc.mbufs / (4 * nc.n_workers), .default_mode = nc.shape_mode, .no_aqm = nc.shape_no_aqm,
-		};
+		const struct weir_policy_lua_limits lim = weir_config_lua_limits(&nc);
 
 		l = weir_lua_open(nc.policy_script, &lim, err, errlen);
 		np = l != NULL ? weir_lua_compile(l, 0, err, errlen) : NULL;
