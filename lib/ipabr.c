@@ -76,6 +76,50 @@ class_unit(struct weir_ipabr_class *cs)
 	cs->unit_bpt = cs->avail_bpt / RTE_MAX(cs->wsum, 1u);
 }
 
+static uint32_t
+name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;       /* FNV-1a */
+
+	while (*s != '\0')
+		h = (h ^ (uint8_t)*s++) * 16777619u;
+	return h;
+}
+
+/*
+ * A new policy (a reload, a REST or Lua change): class indices may mean
+ * other classes now. A class of the same name keeps its state (active
+ * weights, period, the flows' marks stay valid): starting it from zero
+ * gave every flow the whole class for a period, a burst of windows the
+ * size of the link at each reload (the link-rate experiment reloads every
+ * 20 s). The measured higher-priority rates are kept by priority.
+ */
+static void
+policy_switched(struct weir_worker *w, struct weir_ipabr *ia, int d)
+{
+	struct weir_ipabr_dir *ds = &ia->dir[d];
+	const struct weir_policy_tree *t = &w->policy->tree[d];
+	const uint16_t n_old = ds->policy != NULL ? ds->n_cls : 0;
+
+	memcpy(ia->old, ds->cls, n_old * sizeof(ia->old[0]));
+	memset(ds->cls, 0, sizeof(ds->cls));
+	for (uint16_t c = 1; c < t->n_classes; c++) {
+		uint32_t h = name_hash(t->classes[c].name);
+
+		ds->cls[c].name_hash = h;
+		if (!t->classes[c].is_leaf || t->classes[c].mode != WEIR_MODE_IPABR)
+			continue;
+		for (uint16_t o = 1; o < n_old; o++)
+			if (ia->old[o].name_hash == h) {
+				ds->cls[c] = ia->old[o];
+				break;
+			}
+	}
+	ds->n_cls = t->n_classes;
+	ds->policy = w->policy;
+	ds->next_tsc = 0;
+}
+
 /*
  * Measure direction d's tree (every WEIR_IPABR_LOOK_MS, from the mode's own
  * hooks): what the leaves of each priority sent since the last look, and
@@ -98,12 +142,8 @@ ipabr_look(struct weir_worker *w, struct weir_ipabr *ia, int d, uint64_t now)
 	struct weir_cbq_stats st;
 	uint64_t link;
 
-	if (fresh) {
-		/* A new policy: class indices mean other classes now. */
-		memset(ds->cls, 0, sizeof(ds->cls));
-		memset(ds->prio_bpt, 0, sizeof(ds->prio_bpt));
-		ds->policy = w->policy;
-	}
+	if (fresh)
+		policy_switched(w, ia, d);
 	for (uint16_t c = 1; c < t->n_classes; c++)
 		if (t->classes[c].is_leaf && weir_cbq_stats(sh, c, &st) == 0)
 			bytes[t->classes[c].cbq.prio % WEIR_CBQ_NUM_PRIO] += st.bytes;

@@ -66,8 +66,9 @@ struct weir_ipabr_class {
 	uint64_t rtt_max;       /* largest round trip used this period (sets its length) */
 	uint32_t wsum;          /* weights of the flows active now */
 	uint32_t wsum_cur;      /* weights of the flows seen this period */
+	uint32_t name_hash;     /* of its name: kept across a policy switch by name */
 	uint8_t period;         /* its number (never 0) */
-	uint8_t _pad[7];
+	uint8_t _pad[3];
 };
 
 /* Per direction's tree, on one worker. */
@@ -77,6 +78,7 @@ struct weir_ipabr_dir {
 	uint64_t last_tsc;
 	uint64_t prio_bytes[WEIR_CBQ_NUM_PRIO];  /* leaves' bytes at the last look, by prio */
 	uint64_t prio_bpt[WEIR_CBQ_NUM_PRIO];    /* their measured rate, bytes/tick << 32 */
+	uint16_t n_cls;         /* classes of that policy's tree */
 	struct weir_ipabr_class cls[WEIR_CBQ_MAX_CLASSES];
 };
 
@@ -97,6 +99,7 @@ struct weir_ipabr {
 	uint32_t n_flows;
 	struct weir_ipabr_stats st;
 	struct weir_ipabr_dir dir[2];
+	struct weir_ipabr_class old[WEIR_CBQ_MAX_CLASSES];     /* scratch of a policy switch */
 };
 
 /* Bytes of per-flow state (both directions). */

@@ -317,6 +317,7 @@ def run(tb, cfgdir, mode, case, secs, limit, skip, rtt_s, weights=None, cbr_at=N
         "segments": len(esv), "retx_segments": retx,
         "gw_drops": wd, "emu_drops": ed,
         "iperf_errors": sum(1 for f in flows if f.error),
+        "errors": sorted({str(f.error)[:100] for f in flows if f.error}),
         "sender_rtt_ms": statistics.median([f.mean_rtt_ms for f in flows if f.mean_rtt_ms])
         if any(f.mean_rtt_ms for f in flows) else float("nan"),
     }

@@ -15,6 +15,7 @@
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_ip.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_tcp.h>
 
@@ -499,6 +500,76 @@ test_fallbacks(void)
 	rig_free(&r);
 }
 
+/* A policy switch (a reload with a new link rate: the link-rate experiment
+ * does one every 20 s) keeps an ipabr class's state by name: its active
+ * weights stay, so the first windows after it are the new rate's share,
+ * not the whole link for every flow. */
+static void
+test_switch_keeps_state(void)
+{
+	const struct weir_policy_class_conf cls[] = {
+		{ .name = "bulk", .rate = 1000000, .ceil = 8000000, .mode = WEIR_MODE_IPABR },
+	};
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .n_classes = 1, .classes = cls, .default_class = "bulk" },
+			  { .rate = 0 } },
+	};
+	struct weir_policy_switch sw = { 0 };
+	struct weir_policy_err e;
+	struct weir_policy *np;
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	uint64_t t = t0 + 100 * ms;
+	int64_t w;
+	double opt;
+
+	if (rig_make_pa(&r, &pc, "ia_sw", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	for (uint16_t k = 0; k < 4; k++) {
+		open_flow(&r, (uint16_t)(4000 + k), t0, 40);
+		send_data(&r, (uint16_t)(4000 + k), 1, 1000, t + k * 2 * ms);
+	}
+	CHECK(ia_of(&r)->dir[0].cls[1].wsum == 4, "four active (%u, class %d)",
+	      ia_of(&r)->dir[0].cls[1].wsum, weir_policy_class_find(r.p, 0, "bulk"));
+	pc.tree[0].rate = 4000000;
+	np = weir_policy_build(&pc, 2, &e);
+	if (np == NULL) {
+		CHECK(0, "policy: %s", e.msg);
+		rig_free(&r);
+		return;
+	}
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		struct weir_cbq_class_conf cc[WEIR_CBQ_MAX_CLASSES];
+		struct weir_cbq_conf conf = {
+			.socket_id = SOCKET_ID_ANY, .tsc_hz = hz, .classes = cc,
+			.n_queues = CAP + 1 + WEIR_POLICY_QUEUES_EXTRA(np), .flow_limit = 16,
+		};
+
+		conf.n_classes = weir_policy_cbq_classes(np, d, 1, 1, cc);
+		sw.shaper[d] = conf.n_classes ? weir_cbq_create(&conf) : NULL;
+		sw.cls_ctr[d] = conf.n_classes ?
+			rte_zmalloc(NULL, np->tree[d].n_classes * sizeof(*sw.cls_ctr[d]), 0) : NULL;
+	}
+	sw.policy = np;
+	if (weir_worker_policy_post(r.w, &sw) != 0 || weir_worker_policy_take(r.w) != 1) {
+		CHECK(0, "switch");
+		weir_policy_free(np);
+		rig_free(&r);
+		return;
+	}
+	weir_policy_free(r.p);
+	r.p = np;
+	w = ack_win(&r, ack_of(4000, 1001, 65535), t + 40 * ms, NULL);
+	opt = 0.125e6 * 40.1e-3 * (double)((1000u << 16) / 1054) / 65536.0;
+	CHECK(ia_of(&r)->dir[0].cls[1].wsum == 4 && w >= (int64_t)(opt - 1000) &&
+	      w <= (int64_t)opt + 128, "after the switch: a quarter of the new 4 Mbit/s "
+	      "(%" PRId64 ", opt %.0f, wsum %u)", w, opt, ia_of(&r)->dir[0].cls[1].wsum);
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -513,6 +584,7 @@ main(int argc, char **argv)
 	test_available();
 	test_sub_mss();
 	test_fallbacks();
+	test_switch_keeps_state();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
 	      rte_mempool_in_use_count(mp));
 	return unit_report();
