@@ -55,13 +55,19 @@ FLOWS = 32
 SENDER_CC = "cubic"
 CPORT = pe.CPORT
 STATS_INTERVAL = 0.5
+CAPDIR = Path("/tmp/ipabr-captures")     # the senders' captures, kept (not committed)
 # What the thesis reports (Tables 7.3-7.8, 7.11); None where it gives no figure.
+# One randomly chosen flow's goodput mean and std (Tables 7.3, 7.5), segments with ESDL
+# >= 117 ms and >= the queue's drain time (Tables 7.4, 7.6), one flow's ESDL mean and std
+# (Table 7.7) and the largest ESDL (Table 7.8).
 THESIS = {
-    15: {"tcp": {"mean_kbps": 66.56, "std_kbps": 25.09, "esdl_over_pct": 6.9},
-         "ipabr": {"mean_kbps": 48.50, "std_kbps": 2.258, "esdl_over_pct": 0.5}},
-    30: {"tcp": {"mean_kbps": 53.58, "std_kbps": 16.61, "esdl_over_pct": 12.0,
+    15: {"tcp": {"mean_kbps": 66.56, "std_kbps": 25.09, "over117_pct": 6.9},
+         "ipabr": {"mean_kbps": 48.50, "std_kbps": 2.258, "over117_pct": 0.5}},
+    30: {"tcp": {"mean_kbps": 49.67, "std_kbps": 25.16, "over117_pct": 12.0,
+                 "over_drain_pct": 6.7, "esdl_mean_ms": 134, "esdl_std_ms": 1137,
                  "esdl_max_ms": 7921},
-         "ipabr": {"mean_kbps": 49.19, "std_kbps": 2.6, "esdl_over_pct": 0.07,
+         "ipabr": {"mean_kbps": 49.19, "std_kbps": 2.6, "over117_pct": 0.07,
+                   "over_drain_pct": 0.0, "esdl_mean_ms": 30.9, "esdl_std_ms": 19.7,
                    "esdl_max_ms": 230}},
 }
 
@@ -119,7 +125,10 @@ rules = (
 def htb_spec(link_bps, limit, cbr=False):
     # HTB counts a frame as the socket sees it (1514 bytes), the emulator and weir add the
     # 24 bytes of preamble, FCS and gap: the same wire rate is 1514/1538 of it in HTB's terms.
-    link_bps = link_bps * 1514 // 1538
+    # At 98 % of it HTB is the one bottleneck: at the emulator's very rate its bursts
+    # also filled the emulator's queue, two drop-tail queues in a row (median ESDL 220 ms
+    # with 15 packets each).
+    link_bps = link_bps * 1514 // 1538 * 98 // 100
     classes = []
     if cbr:
         classes.append({"name": "cbr", "rate": "768kbit", "ceil": f"{link_bps}bit", "prio": 0,
@@ -133,16 +142,15 @@ def htb_spec(link_bps, limit, cbr=False):
 
 # ----- ESDL from a capture at the senders -----------------------------------------------
 def read_pcap(path):
-    """(time, src port, dst port, seq, ack, payload length, flags) of every IPv4 TCP
-    frame of a classic pcap (Ethernet)."""
+    """(time, src port, dst port, seq, ack, payload length, flags, SACK blocks) of every
+    IPv4 TCP frame of a classic pcap (Ethernet); SACK blocks as far as captured."""
     out = []
-    data = Path(path).read_bytes()
+    data = Path(path).read_bytes() if Path(path).exists() else b""
     if len(data) < 24:
         return out
     magic = struct.unpack("<I", data[:4])[0]
-    endian, nano = ("<", False) if magic in (0xa1b2c3d4, 0xa1b23c4d) else (">", False)
-    if magic == 0xa1b23c4d:
-        nano = True
+    endian = "<" if magic in (0xa1b2c3d4, 0xa1b23c4d) else ">"
+    nano = magic == 0xa1b23c4d
     off = 24
     while off + 16 <= len(data):
         ts, tf, incl, _orig = struct.unpack(endian + "IIII", data[off:off + 16])
@@ -156,51 +164,92 @@ def read_pcap(path):
         t = 14 + ihl
         sp, dp, seq, ack, doff_flags = struct.unpack(">HHIIH", frame[t:t + 14])
         doff = (doff_flags >> 12) * 4
+        sacks, o, opt_end = [], t + 20, min(t + doff, len(frame))
+        while o < opt_end:
+            kind = frame[o]
+            if kind == 0:
+                break
+            if kind == 1:
+                o += 1
+                continue
+            if o + 1 >= opt_end:
+                break
+            ln = frame[o + 1]
+            if ln < 2:
+                break
+            if kind == 5:
+                for b in range(o + 2, min(o + ln, opt_end) - 7, 8):
+                    sacks.append(struct.unpack(">II", frame[b:b + 8]))
+            o += ln
         out.append((ts + tf / (1e9 if nano else 1e6), sp, dp, seq, ack, tot - ihl - doff,
-                    doff_flags & 0x3f))
+                    doff_flags & 0x3f, sacks))
     return out
 
 
 def esdl(frames, rtt_s, first_port=CPORT, last_port=CPORT + 99):
-    """ESDL (s) of every data segment of the flows from LAN ports first..last: its first
-    transmission to the first ACK at or past its end, less rtt_s (Eq. 7.2). Returns
-    (list of (first tx time, esdl), segments sent again)."""
+    """ESDL (s) of every data segment of the flows from LAN ports first..last (Eq. 7.2):
+    from its first transmission to the first ACK that reports it received, less rtt_s.
+    Two readings: `sack` takes an ACK whose SACK blocks cover the segment (the receiver
+    has it: "delivered to the destination"), `cum` only the cumulative ACK (in order:
+    what the application can read). Returns (sack list of (t, esdl), cum list, segments
+    sent again)."""
+    import bisect
     flows = {}
-    res, retx = [], 0
-    for t, sp, dp, seq, ack, plen, flags in frames:
+    res, cum, retx = [], [], 0
+    for t, sp, dp, seq, ack, plen, flags, sacks in frames:
         if first_port <= sp <= last_port and plen > 0:
-            f = flows.setdefault(sp, {"max": None, "q": [], "i": 0})
-            end = (seq + plen) & 0xffffffff
-            if f["max"] is not None and ((end - f["max"]) & 0xffffffff) >= 0x80000000 or \
-               f["max"] == end:
+            f = flows.setdefault(sp, {"base": (seq - 1) & 0xffffffff, "max": 0, "start": [],
+                                      "seg": [], "i": 0})
+            a = (seq - f["base"]) & 0xffffffff
+            end = a + plen
+            if end <= f["max"]:
                 retx += 1       # not past what was sent: a retransmission
                 continue
             f["max"] = end
-            f["q"].append((end, t))
+            f["start"].append(a)
+            f["seg"].append([a, end, t, False])
         elif first_port <= dp <= last_port and flags & 0x10:
             f = flows.get(dp)
             if f is None:
                 continue
-            q, i = f["q"], f["i"]
-            while i < len(q) and ((ack - q[i][0]) & 0xffffffff) < 0x80000000:
-                res.append((q[i][1], t - q[i][1] - rtt_s))
+            for left, right in sacks:
+                lo, hi = (left - f["base"]) & 0xffffffff, (right - f["base"]) & 0xffffffff
+                if hi <= lo or hi > f["max"]:
+                    continue
+                k = bisect.bisect_left(f["start"], lo)
+                while k < len(f["seg"]) and f["seg"][k][1] <= hi:
+                    sg = f["seg"][k]
+                    if not sg[3]:
+                        sg[3] = True
+                        res.append((sg[2], t - sg[2] - rtt_s))
+                    k += 1
+            a = (ack - f["base"]) & 0xffffffff
+            if a > f["max"] + (1 << 30):
+                continue        # below the first data: the handshake's
+            q, i = f["seg"], f["i"]
+            while i < len(q) and q[i][1] <= a:
+                if not q[i][3]:
+                    q[i][3] = True
+                    res.append((q[i][2], t - q[i][2] - rtt_s))
+                cum.append((q[i][2], t - q[i][2] - rtt_s))
                 i += 1
             f["i"] = i
-    return res, retx
+    res.sort()
+    return res, cum, retx
 
 
 class Capture:
     """tcpdump on the senders' eth0 (headers only) for the run."""
 
-    def __init__(self, tb, hosts, d):
-        self.tb, self.hosts, self.d, self.p = tb, hosts, d, []
+    def __init__(self, tb, hosts, d, tag):
+        self.tb, self.hosts, self.d, self.p, self.tag = tb, hosts, d, [], tag
 
     def __enter__(self):
         for h in self.hosts:
-            f = self.d / f"cap-{h}.pcap"
+            f = self.d / f"cap-{self.tag}-{h}.pcap"
             if f.exists():
                 f.unlink()
-            self.p.append((f, self.tb.popen(h, ["tcpdump", "-i", "eth0", "-s", "80", "-U", "-w",
+            self.p.append((f, self.tb.popen(h, ["tcpdump", "-i", "eth0", "-s", "100", "-U", "-w",
                                                 str(f), "tcp and portrange 6000-6099"])))
         time.sleep(1.0)
         return self
@@ -280,7 +329,7 @@ def run(tb, cfgdir, mode, case, secs, limit, skip, rtt_s, weights=None, cbr_at=N
             srv.kill()
             srv.communicate()
         extra.append(threading.Thread(target=cbr_flow, daemon=True))
-    with Capture(tb, sorted({p[0] for p in pairs}), cfgdir) as cap:
+    with Capture(tb, sorted({p[0] for p in pairs}), CAPDIR, f"{case}-{mode}-{limit}") as cap:
         for t in extra:
             t.start()
         flows = pe.iperf_cport(tb, pairs, secs, SENDER_CC, None)
@@ -288,9 +337,11 @@ def run(tb, cfgdir, mode, case, secs, limit, skip, rtt_s, weights=None, cbr_at=N
     for t in extra:
         t.join(timeout=30)
     frames = cap.frames()
-    es, retx = esdl(frames, rtt_s)
+    es, es_cum, retx = esdl(frames, rtt_s)
     drain = (limit or 30) * 1500 * 8 / LINK_BPS
     esv = [e for _, e in es]
+    t0 = frames[0][0] if frames else 0.0
+    steady = [e for t, e in es if t - t0 >= skip]
     wd = weir_drops(tb) if mode != "htb" else \
         weirtb.htb.leaf_stats("outbound").get(htb_exp, {}).get("drops", 0)
     ed = emu_drops(tb) - emu0
@@ -314,6 +365,17 @@ def run(tb, cfgdir, mode, case, secs, limit, skip, rtt_s, weights=None, cbr_at=N
         "esdl_std_ms": statistics.pstdev(esv) * 1e3 if esv else float("nan"),
         "esdl_max_ms": max(esv) * 1e3 if esv else float("nan"),
         "esdl_over_pct": 100 * sum(1 for e in esv if e >= drain) / len(esv) if esv else float("nan"),
+        "over117_pct": 100 * sum(1 for e in esv if e >= 0.117) / len(esv) if esv else float("nan"),
+        # Cumulative ACKs only (in-order delivery: a segment behind a hole waits for it).
+        "cum_esdl_mean_ms": statistics.mean(e for _, e in es_cum) * 1e3 if es_cum else float("nan"),
+        "cum_over_drain_pct": 100 * sum(1 for _, e in es_cum if e >= drain) / len(es_cum)
+        if es_cum else float("nan"),
+        # From --skip s on: without the start, where 32 senders' initial windows (IW10:
+        # 320 segments, 2.5 s of the link) land at once.
+        "steady_esdl_mean_ms": statistics.mean(steady) * 1e3 if steady else float("nan"),
+        "steady_esdl_max_ms": max(steady) * 1e3 if steady else float("nan"),
+        "steady_over_drain_pct": 100 * sum(1 for e in steady if e >= drain) / len(steady)
+        if steady else float("nan"),
         "segments": len(esv), "retx_segments": retx,
         "gw_drops": wd, "emu_drops": ed,
         "iperf_errors": sum(1 for f in flows if f.error),
@@ -365,7 +427,7 @@ def case_runs(args, out, case, limit, ms, **kw):
     rows, series, es = [], [], []
     try:
         for m in ms:
-            r, s, e = run(tb, out, m, case, args.secs, limit, args.skip, 2 * args.delay / 1e3,
+            r, s, e = run(tb, CAPDIR, m, case, args.secs, limit, args.skip, 2 * args.delay / 1e3,
                           **kw)
             rows.append(r)
             series += s
@@ -395,7 +457,8 @@ def follow_link(tb, cfg, mode, stop, weights, base, n):
 
 KEYS = ["case", "mode", "queue", "flows", "secs", "flow_mean_kbps", "flow_std_kbps_median",
         "flow_std_kbps_max", "total_kbps", "jain", "esdl_mean_ms", "esdl_std_ms", "esdl_max_ms",
-        "esdl_over_pct", "segments", "retx_segments", "gw_drops", "emu_drops", "iperf_errors",
+        "esdl_over_pct", "over117_pct", "steady_esdl_mean_ms", "steady_esdl_max_ms",
+        "steady_over_drain_pct", "cum_esdl_mean_ms", "cum_over_drain_pct", "segments", "retx_segments", "gw_drops", "emu_drops", "iperf_errors",
         "sender_rtt_ms"]
 
 
@@ -451,26 +514,61 @@ def report(out):
 
     def load(name):
         p = out / f"{name}.csv"
-        return list(csv.DictReader(open(p))) if p.exists() else []
+        rows = list(csv.DictReader(open(p))) if p.exists() else []
+        if rows and "steady_over_drain_pct" not in rows[0] and (out / f"{name}_esdl.csv").exists():
+            # CSVs of an earlier version: the steady-state and 117 ms figures from the
+            # ESDL sample (every k-th segment, at most 4000 a run) it wrote.
+            sample = {}
+            for e in csv.DictReader(open(out / f"{name}_esdl.csv")):
+                sample.setdefault((e["mode"], e["queue"]), []).append(
+                    (float(e["t_s"]), float(e["esdl_ms"])))
+            for r in rows:
+                sm = sample.get((r["mode"], r["queue"]), [])
+                drain = (int(r["queue"]) or 30) * 1500 * 8 / LINK_BPS * 1e3
+                st = [e for t, e in sm if t >= 20] or [float("nan")]
+                r["over117_pct"] = 100 * sum(1 for _, e in sm if e >= 117) / max(1, len(sm))
+                r["steady_esdl_mean_ms"] = statistics.mean(st)
+                r["steady_esdl_max_ms"] = max(st)
+                r["steady_over_drain_pct"] = 100 * sum(1 for e in st if e >= drain) / len(st)
+                r["from_sample"] = True
+        return rows
     dt = load("droptail")
     if dt:
         lines += ["## Drop-tail (Tables 7.3-7.8): 32 flows, 1.536 Mbit/s, 900 ms RTT", "",
-                  "| queue | mode | flow mean kbit/s | flow std (median / max) | total kbit/s | "
-                  "Jain | ESDL mean / std / max ms | ESDL >= drain % | retx segs | drops gw / emu "
-                  "| sender RTT ms | thesis (mean, std, ESDL>=drain %, max) |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "Goodput per flow over a 5 s window from 20 s on; ESDL of every segment of the "
+                  "whole run, and (steady) of those first sent from 20 s on. Thesis: one random "
+                  "flow's mean and std, ESDL >= 117 ms and >= the drain time over the run, one "
+                  "flow's ESDL mean/std, the largest ESDL.", "",
+                  "| queue | mode | flow mean kbit/s | flow std kbit/s (median / max) | total "
+                  "kbit/s | Jain | ESDL mean / std / max ms | >= 117 ms % | >= drain % | steady: "
+                  "ESDL mean / max ms, >= drain % | retx segs | drops gw / emu | sender srtt ms |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in dt:
-            th = THESIS.get(int(r["queue"]), {}).get(r["mode"])
-            ths = (f"{th['mean_kbps']}, {th['std_kbps']}, {th['esdl_over_pct']} %"
-                   + (f", {th['esdl_max_ms']} ms" if "esdl_max_ms" in th else "")) if th else ""
+            f = {k: float(v) if isinstance(v, (str, float)) and k not in ("case", "mode") and v != ""
+                 else v for k, v in r.items()}
             lines.append(
-                f"| {r['queue']} | {r['mode']} | {float(r['flow_mean_kbps']):.1f} | "
-                f"{float(r['flow_std_kbps_median']):.2f} / {float(r['flow_std_kbps_max']):.2f} | "
-                f"{float(r['total_kbps']):.0f} | {float(r['jain']):.3f} | "
-                f"{float(r['esdl_mean_ms']):.0f} / {float(r['esdl_std_ms']):.0f} / "
-                f"{float(r['esdl_max_ms']):.0f} | {float(r['esdl_over_pct']):.2f} | "
-                f"{r['retx_segments']} | {r['gw_drops']} / {r['emu_drops']} | "
-                f"{float(r['sender_rtt_ms']):.0f} | {ths} |")
+                f"| {r['queue']} | {r['mode']} | {f['flow_mean_kbps']:.1f} | "
+                f"{f['flow_std_kbps_median']:.2f} / {f['flow_std_kbps_max']:.2f} | "
+                f"{f['total_kbps']:.0f} | {f['jain']:.3f} | "
+                f"{f['esdl_mean_ms']:.0f} / {f['esdl_std_ms']:.0f} / {f['esdl_max_ms']:.0f} | "
+                f"{f['over117_pct']:.2f} | {f['esdl_over_pct']:.2f} | "
+                f"{f['steady_esdl_mean_ms']:.0f} / {f['steady_esdl_max_ms']:.0f}, "
+                f"{f['steady_over_drain_pct']:.2f} | {r['retx_segments']} | "
+                f"{r['gw_drops']} / {r['emu_drops']} | {f['sender_rtt_ms']:.0f} |")
+            th = THESIS.get(int(r["queue"]), {}).get(r["mode"])
+            if th:
+                lines.append(
+                    f"| {r['queue']} | *thesis {'IP-ABR' if r['mode'] == 'ipabr' else 'TCP'}* | "
+                    f"*{th['mean_kbps']}* | *{th['std_kbps']}* | | | "
+                    + (f"*{th['esdl_mean_ms']} / {th['esdl_std_ms']} / {th['esdl_max_ms']}* (one flow; max of all)"
+                       if "esdl_mean_ms" in th else "") +
+                    f" | *{th['over117_pct']}* | "
+                    + (f"*{th['over_drain_pct']}*" if "over_drain_pct" in th else "") +
+                    " | | | | |")
+        if any(r.get("from_sample") for r in dt):
+            lines.append("")
+            lines.append("(>= 117 ms and steady columns computed from the ESDL sample in "
+                         "droptail_esdl.csv: every k-th segment, at most 4000 per run.)")
         lines.append("")
     wt = load("weighted")
     if wt:
@@ -521,6 +619,7 @@ def main():
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    CAPDIR.mkdir(parents=True, exist_ok=True)
     if args.case == "report":
         report(out)
         return
@@ -546,13 +645,11 @@ def main():
                                 weights=weights)
             save(out, "weighted", r, s, e, extra=["w1_kbps", "w2_kbps", "w4_kbps", "w8_kbps"])
         elif case == "variation":
-            r, s, e = case_runs(args, out, "variation", 30,
-                                modes(args, ["ipabr", "postack", "pfq", "tcp"]),
+            r, s, e = case_runs(args, out, "variation", 30, modes(args, ["ipabr", "pfq", "tcp"]),
                                 sched="steps:192kbps/20/64kbps/20", follow=follow_link)
             save(out, "variation", r, s, e)
         elif case == "cbr":
-            r, s, e = case_runs(args, out, "cbr", 30, modes(args, ["ipabr", "postack", "pfq",
-                                                                   "htb"]),
+            r, s, e = case_runs(args, out, "cbr", 30, modes(args, ["ipabr", "pfq", "htb"]),
                                 cbr_at=args.secs // 2)
             save(out, "cbr", r, s, e, extra=["before_kbps", "after_kbps"])
     report(out)
