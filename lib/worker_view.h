@@ -87,6 +87,10 @@ int weir_worker_flow_view(const struct weir_worker *w, const struct weir_policy 
 /* The worker's PostACK counters (a copy): 0, or -ENOENT without PostACK. */
 int weir_worker_postack_stats(const struct weir_worker *w, struct weir_postack_stats *out);
 
+/* The worker's ipabr counters (a copy; zeros when no worker state). */
+struct weir_ipabr_stats;
+void weir_worker_ipabr_stats(const struct weir_worker *w, struct weir_ipabr_stats *out);
+
 /* The worker's port counters (a copy, for weir_counters_sum). */
 void weir_worker_port_counters(const struct weir_worker *w, struct weir_worker_counters *out);
 

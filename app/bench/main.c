@@ -39,6 +39,7 @@
 #include <rte_tcp.h>
 
 #include "flow.h"
+#include "ipabr.h"
 #include "mbuf_meta.h"
 #include "worker.h"
 
@@ -53,9 +54,26 @@
  * empty at every burst, so frames go without being queued (a link that is
  * not full), where "+pfq" prices the queueing path itself. */
 enum mode { MODE_BASELINE, MODE_PARSE, MODE_FLOWS, MODE_SHAPE, MODE_SHAPE_CUT, MODE_PFQ_ACK,
-	    MODE_POSTACK, MODE_POSTACK_COPY, MODE__COUNT };
+	    MODE_POSTACK, MODE_POSTACK_COPY, MODE_TCR, MODE_IPABR, MODE__COUNT };
 static const char *const mode_name[MODE__COUNT] = { "baseline", "parse", "parse+flow", "+pfq",
-						    "+pfq-cut", "pfq+ack", "postack", "postack-copy" };
+						    "+pfq-cut", "pfq+ack", "postack", "postack-copy",
+						    "tcr", "ipabr" };
+
+/* "tcr" and "ipabr" rewrite windows, which needs each flow's handshake (MSS
+ * and window scale): their flows open with SYN and SYN+ACK before the timed
+ * part, and their data advances and is acknowledged (RTT samples). */
+static inline int
+mode_handshake(enum mode m)
+{
+	return m == MODE_TCR || m == MODE_IPABR;
+}
+
+static inline uint8_t
+shape_mode(enum mode m)
+{
+	return m == MODE_TCR ? WEIR_MODE_TCR : m == MODE_IPABR ? WEIR_MODE_IPABR :
+	       m >= MODE_POSTACK ? WEIR_MODE_POSTACK : WEIR_MODE_PFQ;
+}
 
 struct result {
 	double cycles_per_pkt;
@@ -98,6 +116,32 @@ static void
 write_frame(uint8_t *f, uint32_t flow, int reverse)
 {
 	write_frame_ack(f, flow, reverse, 0);
+}
+
+/* The flow's SYN (or, reverse, SYN+ACK) with MSS 1460 and window scale 7. */
+static void
+write_syn(uint8_t *f, uint32_t flow, int reverse)
+{
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + sizeof(struct rte_ether_hdr));
+	struct rte_tcp_hdr *tcp = (struct rte_tcp_hdr *)(ip + 1);
+	static const uint8_t opts[8] = { 2, 4, 1460 >> 8, 1460 & 0xff, 1, 3, 3, 7 };
+
+	write_frame_ack(f, flow, reverse, 1);
+	ip->total_length = rte_cpu_to_be_16(sizeof(*ip) + sizeof(*tcp) + sizeof(opts));
+	tcp->data_off = 7 << 4;
+	tcp->tcp_flags = reverse ? RTE_TCP_SYN_FLAG | RTE_TCP_ACK_FLAG : RTE_TCP_SYN_FLAG;
+	memcpy(tcp + 1, opts, sizeof(opts));
+}
+
+/* Data of seq..seq+10 (ack: its cumulative ACK, seq + 10). */
+static void
+set_seq_ack(uint8_t *f, uint32_t seq, uint32_t ack)
+{
+	struct rte_tcp_hdr *tcp = (struct rte_tcp_hdr *)(f + sizeof(struct rte_ether_hdr) +
+							 sizeof(struct rte_ipv4_hdr));
+
+	tcp->sent_seq = rte_cpu_to_be_32(seq);
+	tcp->recv_ack = rte_cpu_to_be_32(ack);
 }
 
 /* What the worker's transmit point hands on (forwarded frames and released
@@ -193,7 +237,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		/* Per-flow DRR queues in one default class under a root far above
 		 * what one core can push, so every frame is queued and dequeued
 		 * but none waits: the cost of the queueing path itself. */
-		const uint8_t sm = mode >= MODE_POSTACK ? WEIR_MODE_POSTACK : WEIR_MODE_PFQ;
+		const uint8_t sm = shape_mode(mode);
 		const struct weir_policy_conf pc = {
 			.tree = { { .rate = WEIR_CBQ_RATE_MAX, .mode = sm, .no_aqm = plain_drr },
 				  { .rate = WEIR_CBQ_RATE_MAX, .mode = sm, .no_aqm = plain_drr } },
@@ -214,7 +258,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 			 * mbufs), and with every held ACK copied into a record. */
 			const struct weir_postack_conf pac = {
 				.n_flows = n_flows, .n_acks = 65536, .ack_limit = 1024, .idle_us = 20000,
-				.mbuf_cap = mode == MODE_POSTACK ? rte_mempool_avail_count(mp) / 8 : 0,
+				.mbuf_cap = mode != MODE_POSTACK_COPY ? rte_mempool_avail_count(mp) / 8 : 0,
 				.tsc_hz = rte_get_tsc_hz(), .socket_id = (int)rte_socket_id(), .mp = mp,
 			};
 
@@ -233,6 +277,23 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	if (w == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create worker\n");
 
+	/* Handshakes first where the mode needs them (both SYNs of each flow). */
+	for (uint32_t i = 0; mode_handshake(mode) && i < n_flows; i += BURST / 2) {
+		uint16_t k, n = (uint16_t)RTE_MIN((uint32_t)BURST / 2, n_flows - i);
+
+		for (int rev = 0; rev < 2; rev++) {
+			if (rte_pktmbuf_alloc_bulk(mp, pkts, n) != 0)
+				rte_exit(EXIT_FAILURE, "mempool empty\n");
+			for (k = 0; k < n; k++) {
+				write_syn(rte_pktmbuf_mtod(pkts[k], uint8_t *), i + k, rev);
+				pkts[k]->data_len = pkts[k]->pkt_len = FRAME_LEN;
+			}
+			weir_worker_process(w, pkts, n, rev ? WEIR_PORT_WAN : WEIR_PORT_LAN, rte_rdtsc());
+			weir_worker_dequeue(w, rev ? WEIR_PORT_WAN : WEIR_PORT_LAN, rte_rdtsc(), BURST);
+			weir_worker_tx(w);
+			bench_sink_free(&sink_out);
+		}
+	}
 	/* Warm up: insert every flow once so the timed part measures lookups of
 	 * active flows, not inserts. */
 	for (uint64_t warm = (mode >= MODE_FLOWS ? n_flows : 0) + 4 * BURST, i = 0; i < warm; i += BURST) {
@@ -267,6 +328,13 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 			fl[k] = next_flow(&state, n_flows);
 			write_frame_ack(rte_pktmbuf_mtod(pkts[k], uint8_t *), fl[k], 0, 0);
 			write_frame_ack(rte_pktmbuf_mtod(acks[k], uint8_t *), fl[k], 1, 1);
+			if (mode_handshake(mode)) {
+				/* New data each time, and its ACK. */
+				uint32_t seq = 1 + (uint32_t)(done / BURST) * 10;
+
+				set_seq_ack(rte_pktmbuf_mtod(pkts[k], uint8_t *), seq, 1);
+				set_seq_ack(rte_pktmbuf_mtod(acks[k], uint8_t *), 1, seq + 10);
+			}
 			pkts[k]->data_len = pkts[k]->pkt_len = FRAME_LEN;
 			acks[k]->data_len = acks[k]->pkt_len = FRAME_LEN;
 		}
@@ -319,7 +387,8 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		.cycles_per_pkt = (double)cycles / (double)done,
 	};
 	r.mpps = (double)rte_get_tsc_hz() / r.cycles_per_pkt / 1e6;
-	if (mode >= MODE_POSTACK && weir_postack_stats(w->pa)->held < done / 4)
+	if ((mode == MODE_POSTACK || mode == MODE_POSTACK_COPY) &&
+	    weir_postack_stats(w->pa)->held < done / 4)
 		rte_exit(EXIT_FAILURE, "postack mode held only %" PRIu64 " ACKs\n",
 			 weir_postack_stats(w->pa)->held);
 	weir_worker_free(w);    /* frees what the shapers still hold, then them */
@@ -498,6 +567,10 @@ main(int argc, char **argv)
 	}
 	if (json)
 		printf("\n]\n");
+	else
+		printf("ipabr's own state: %zu bytes per flow (both directions; beside the flow "
+		       "table's and the ACK store's, which postack and tcr use too)\n",
+		       weir_ipabr_bytes_per_flow());
 	rte_mempool_free(mp);
 	rte_eal_cleanup();
 	return 0;

@@ -62,7 +62,7 @@ int weir_value_vlan(const struct weir_value *v, uint16_t *out, char *err, size_t
 /* A rule's "dir" (who opened the flow): "out", "in" or "any" (enum weir_cls_dir). */
 int weir_value_rule_dir(const char *name, uint8_t *out, char *err, size_t errlen);
 
-/* "postack", "pfq", "fifo", "tcr" or "postack-paced" (enum weir_shape_mode). */
+/* "postack", "pfq", "fifo", "tcr", "postack-paced" or "ipabr" (enum weir_shape_mode). */
 int weir_value_mode(const char *name, uint8_t *out, char *err, size_t errlen);
 
 /* "drop" or "fallback" (enum weir_admit_action); class names the class in the message. */

@@ -10,6 +10,7 @@
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 
+#include "ipabr.h"
 #include "stats.h"
 #include "text.h"
 #include "worker_view.h"
@@ -359,6 +360,35 @@ postack_json(const struct weir_app *app)
 		"bytes_per_ack", (json_int_t)weir_postack_bytes_per_ack());
 }
 
+/* The ipabr mode's counters, summed over the workers (docs/ipabr.md). */
+static json_t *
+ipabr_json(const struct weir_app *app)
+{
+	struct weir_ipabr_stats sum = { 0 };
+
+	for (unsigned int i = 0; i < app->n_workers; i++) {
+		struct weir_ipabr_stats st;
+
+		weir_worker_ipabr_stats(app->workers[i], &st);
+		sum.windows += st.windows;
+		sum.cut += st.cut;
+		sum.rtt_right += st.rtt_right;
+		sum.rtt_left += st.rtt_left;
+		sum.karn += st.karn;
+		sum.sub_mss += st.sub_mss;
+		sum.unknown += st.unknown;
+		sum.no_ack += st.no_ack;
+		sum.bad_weight += st.bad_weight;
+	}
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"windows", (json_int_t)sum.windows, "cut", (json_int_t)sum.cut,
+		"rtt_samples_receiver", (json_int_t)sum.rtt_right,
+		"rtt_samples_sender", (json_int_t)sum.rtt_left, "karn", (json_int_t)sum.karn,
+		"sub_mss", (json_int_t)sum.sub_mss, "unknown", (json_int_t)sum.unknown,
+		"no_ack_flows", (json_int_t)sum.no_ack, "bad_weight", (json_int_t)sum.bad_weight,
+		"bytes_per_flow", (json_int_t)weir_ipabr_bytes_per_flow());
+}
+
 json_t *
 weir_stats_json(const struct weir_app *app)
 {
@@ -433,6 +463,7 @@ weir_stats_json(const struct weir_app *app)
 	 * the previous policy is freed once it did). */
 	json_object_set_new(json_object_get(o, "policy"), "switches_late",
 			    json_integer((json_int_t)app->switches_late));
+	json_object_set_new(o, "ipabr", ipabr_json(app));
 	return o;
 }
 

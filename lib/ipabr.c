@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: the ipabr mode, IP-ABR (seed 000). See ipabr.h and docs/ipabr.md.
+ */
+#include <string.h>
+#include <netinet/in.h>
+
+#include <rte_malloc.h>
+
+#include "ipabr.h"
+#include "mbuf_meta.h"
+#include "mode.h"
+#include "postack_store.h"
+#include "tcpwin.h"
+#include "worker.h"
+
+static inline struct weir_ipabr *
+ipabr_of(const struct weir_worker *w)
+{
+	return w->mode_state[WEIR_MODE_IPABR];
+}
+
+static int
+ipabr_init(struct weir_worker *w, uint32_t n_flows, int socket_id)
+{
+	struct weir_ipabr *ia = rte_zmalloc_socket("weir_ipabr", sizeof(*ia), RTE_CACHE_LINE_SIZE,
+						   socket_id);
+
+	if (ia == NULL)
+		return -ENOMEM;
+	ia->n_flows = n_flows;
+	for (int d = 0; d < 2; d++) {
+		ia->f[d] = rte_zmalloc_socket("weir_ipabr_flows", (size_t)n_flows * sizeof(*ia->f[d]),
+					      RTE_CACHE_LINE_SIZE, socket_id);
+		if (ia->f[d] == NULL) {
+			rte_free(ia->f[0]);
+			rte_free(ia);
+			return -ENOMEM;
+		}
+	}
+	w->mode_state[WEIR_MODE_IPABR] = ia;
+	return 0;
+}
+
+static void
+ipabr_fini(struct weir_worker *w)
+{
+	struct weir_ipabr *ia = ipabr_of(w);
+
+	if (ia == NULL)
+		return;
+	rte_free(ia->f[0]);
+	rte_free(ia->f[1]);
+	rte_free(ia);
+	w->mode_state[WEIR_MODE_IPABR] = NULL;
+}
+
+static void
+ipabr_reset(struct weir_worker *w, uint32_t slot)
+{
+	struct weir_ipabr *ia = ipabr_of(w);
+
+	ia->f[0][slot] = (struct weir_ipabr_flow){ 0 };
+	ia->f[1][slot] = (struct weir_ipabr_flow){ 0 };
+}
+
+/* bit/s as bytes per TSC tick << 32. */
+static inline uint64_t
+bpt(const struct weir_worker *w, uint64_t bps)
+{
+	return (uint64_t)(((unsigned __int128)bps << 32) / (8 * w->tsc_hz));
+}
+
+static inline void
+class_unit(struct weir_ipabr_class *cs)
+{
+	cs->unit_bpt = cs->avail_bpt / RTE_MAX(cs->wsum, 1u);
+}
+
+static uint32_t
+name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;       /* FNV-1a */
+
+	while (*s != '\0')
+		h = (h ^ (uint8_t)*s++) * 16777619u;
+	return h;
+}
+
+/*
+ * A new policy (a reload, a REST or Lua change): class indices may mean
+ * other classes now. A class of the same name keeps its state (active
+ * weights, period, the flows' marks stay valid): starting it from zero
+ * gave every flow the whole class for a period, a burst of windows the
+ * size of the link at each reload (the link-rate experiment reloads every
+ * 20 s). The measured higher-priority rates are kept by priority.
+ */
+static void
+policy_switched(struct weir_worker *w, struct weir_ipabr *ia, int d)
+{
+	struct weir_ipabr_dir *ds = &ia->dir[d];
+	const struct weir_policy_tree *t = &w->policy->tree[d];
+	const uint16_t n_old = ds->policy != NULL ? ds->n_cls : 0;
+
+	memcpy(ia->old, ds->cls, n_old * sizeof(ia->old[0]));
+	memset(ds->cls, 0, sizeof(ds->cls));
+	for (uint16_t c = 1; c < t->n_classes; c++) {
+		uint32_t h = name_hash(t->classes[c].name);
+
+		ds->cls[c].name_hash = h;
+		if (!t->classes[c].is_leaf || t->classes[c].mode != WEIR_MODE_IPABR)
+			continue;
+		for (uint16_t o = 1; o < n_old; o++)
+			if (ia->old[o].name_hash == h) {
+				ds->cls[c] = ia->old[o];
+				break;
+			}
+	}
+	ds->n_cls = t->n_classes;
+	ds->policy = w->policy;
+	ds->next_tsc = 0;
+}
+
+/*
+ * Measure direction d's tree (every WEIR_IPABR_LOOK_MS, from the mode's own
+ * hooks): what the leaves of each priority sent since the last look, and
+ * from it each ipabr leaf's available bandwidth (Eq. 4.3): the link as set
+ * now (a REST/Lua change is seen at the next look), less what leaves of a
+ * higher priority (a lower prio number) sent, but at least the leaf's own
+ * guaranteed rate (the tree gives it that whatever they send) and at most
+ * every ceiling on its path. A rising rate counts at once, a falling one is
+ * smoothed (a quarter per look): a burst of higher-priority traffic cuts
+ * the windows now, its pause does not open them for one look.
+ */
+static void
+ipabr_look(struct weir_worker *w, struct weir_ipabr *ia, int d, uint64_t now)
+{
+	struct weir_ipabr_dir *ds = &ia->dir[d];
+	const struct weir_policy_tree *t = &w->policy->tree[d];
+	struct weir_cbq *sh = w->shaper[d];
+	uint64_t bytes[WEIR_CBQ_NUM_PRIO] = { 0 };
+	const bool fresh = ds->policy != (const void *)w->policy;
+	struct weir_cbq_stats st;
+	uint64_t link;
+
+	if (fresh)
+		policy_switched(w, ia, d);
+	for (uint16_t c = 1; c < t->n_classes; c++)
+		if (t->classes[c].is_leaf && weir_cbq_stats(sh, c, &st) == 0)
+			bytes[t->classes[c].cbq.prio % WEIR_CBQ_NUM_PRIO] += st.bytes;
+	if (!fresh && now > ds->last_tsc)
+		for (int p = 0; p < WEIR_CBQ_NUM_PRIO; p++) {
+			uint64_t r = (uint64_t)(((unsigned __int128)(bytes[p] - ds->prio_bytes[p]) << 32) /
+						(now - ds->last_tsc));
+
+			if (r >= ds->prio_bpt[p])
+				ds->prio_bpt[p] = r;
+			else
+				ds->prio_bpt[p] -= (ds->prio_bpt[p] - r) >> 2;
+		}
+	memcpy(ds->prio_bytes, bytes, sizeof(bytes));
+	ds->last_tsc = now;
+	ds->next_tsc = now + w->tsc_hz / 1000 * WEIR_IPABR_LOOK_MS;
+	link = bpt(w, weir_cbq_rate(sh, 0));
+	for (uint16_t c = 1; c < t->n_classes; c++) {
+		const struct weir_policy_class *k = &t->classes[c];
+		struct weir_ipabr_class *cs = &ds->cls[c];
+		uint64_t hp = 0, avail;
+
+		if (!k->is_leaf || k->mode != WEIR_MODE_IPABR)
+			continue;
+		for (int p = 0; p < k->cbq.prio && p < WEIR_CBQ_NUM_PRIO; p++)
+			hp += ds->prio_bpt[p];
+		avail = link > hp ? link - hp : 0;
+		if (weir_cbq_stats(sh, c, &st) == 0)
+			avail = RTE_MAX(avail, bpt(w, st.rate_bps));
+		for (uint16_t a = c; a != 0; a = t->classes[a].cbq.parent)
+			if (weir_cbq_stats(sh, a, &st) == 0)
+				avail = RTE_MIN(avail, bpt(w, st.ceil_bps));
+		avail = RTE_MIN(avail, link);   /* no class gets more than the link */
+		cs->avail_bpt = RTE_MAX(avail, 1u);
+		class_unit(cs);
+	}
+}
+
+static inline struct weir_ipabr_class *
+class_of(struct weir_worker *w, struct weir_ipabr *ia, int d, uint16_t leaf, uint64_t now)
+{
+	struct weir_ipabr_dir *ds = &ia->dir[d];
+
+	if (unlikely(ds->policy != (const void *)w->policy || now >= ds->next_tsc))
+		ipabr_look(w, ia, d, now);
+	return &ds->cls[leaf];
+}
+
+/*
+ * Which flows the class divides among: those that sent data in it within
+ * its last activity period or the current one, each counted with its
+ * rule's weight. As the worker's own active count (lib/worker.c), but the
+ * period is at least 1.25 round trips of the class's flows (200 ms to 4 s):
+ * a window-limited flow 900 ms away sends a burst per round trip and would
+ * drop out of a 200 ms period between bursts.
+ */
+static inline void
+class_roll(struct weir_worker *w, struct weir_ipabr_class *cs, uint64_t now)
+{
+	uint64_t len;
+	uint32_t wsum;
+
+	if (likely(now < cs->period_end))
+		return;
+	len = RTE_MIN(RTE_MAX(cs->rtt_max + cs->rtt_max / 4, w->tsc_hz / 5), 4 * w->tsc_hz);
+	wsum = now >= cs->period_end + len ? 0 : cs->wsum_cur;     /* quiet a whole period */
+	cs->wsum_cur = 0;
+	cs->period = (uint8_t)(cs->period >= UINT8_MAX ? 1 : cs->period + 1);
+	cs->period_end = now + len;
+	cs->rtt_max = 0;
+	if (wsum != cs->wsum) {
+		cs->wsum = wsum;
+		class_unit(cs);
+	}
+}
+
+/* The flow's segment: what it sends, or what its receiver said it takes. */
+static inline uint32_t
+flow_seg(const struct weir_ipabr_flow *tf, const struct weir_flow *f, int a)
+{
+	return tf->seg ? tf->seg : f->mss[a] ? f->mss[a] : 1460;
+}
+
+/* A segment's data bytes per wire byte, << 16 (Eq. 4.6's data_size/MTU):
+ * measured on the flow's largest segment, else Ethernet + IPv4 + TCP. */
+static inline uint32_t
+flow_ratio16(const struct weir_ipabr_flow *tf, uint32_t seg)
+{
+	return tf->ratio16 ? tf->ratio16 : (uint32_t)(((uint64_t)seg << 16) / (seg + 54));
+}
+
+/* Ticks between ACKs of a flow allocated less than a segment per round
+ * trip: one segment at its allocation (data bytes), at most 4 s. */
+static inline uint64_t
+sub_gap(const struct weir_worker *w, uint64_t alloc_bpt, uint32_t seg, uint32_t ratio16)
+{
+	uint64_t data_bpt = (alloc_bpt * ratio16) >> 16;
+
+	return RTE_MIN(((uint64_t)seg << 32) / RTE_MAX(data_bpt, 1u), 4 * w->tsc_hz);
+}
+
+/*
+ * IP-ABR for a pure ACK travelling a (data direction d = a ^ 1):
+ *  - it may end the receiver side's round-trip sample (Fig. 4.1; Eq. 4.7);
+ *  - its window is cut to Wnd_opt = alloc x data_size/MTU x RTT (Eq. 4.6),
+ *    RTT = RTT_left + RTT_right (Eq. 4.8), plus the silly-window credit
+ *    (Eq. 5.4-5.6): the window is a whole number of segments and what is
+ *    rounded off is carried to the next ACK, so it alternates between W
+ *    and W + MSS. Never raised: cut_window only lowers, and never moves
+ *    the right edge left (RFC 7323 2.4);
+ *  - below one segment per round trip (Eq. 4.6 does not hold, the thesis
+ *    gives no rule) the window is one segment and the flow's ACKs are
+ *    paced one per segment at its allocation, in the ACK store;
+ *  - the handshake not seen (its window scale is unknown: a window cannot
+ *    be written) or no round trip known yet, or weight 0: passed
+ *    untouched, counted (the flow is shaped as pfq).
+ */
+static enum weir_verdict
+ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
+	  int a, uint32_t slot, uint16_t leaf, uint32_t held, uint64_t now)
+{
+	const int d = a ^ 1;
+	struct weir_ipabr *ia = ipabr_of(w);
+	struct weir_ipabr_flow *tf = &ia->f[d][slot];
+	struct weir_ipabr_class *cs = class_of(w, ia, d, leaf, now);
+	const struct weir_postack_q *q = &w->pa->q[d][slot];
+	const bool had_edge = q->flags & WEIR_PAQ_RE_VALID;
+	const uint32_t old_edge = q->re_max;
+	const uint8_t weight = w->policy->targets[f->class_id].weight;
+	uint32_t seg = 0, ratio16 = 0;     /* set before use: the fallback is never paced */
+	uint64_t rtt, alloc = 0, opt;
+
+	class_roll(w, cs, now);
+	tf->flags |= WEIR_IPABR_ACK_SEEN;
+	/* The handshake's halves (lib/postack.c) start the averages. */
+	if (tf->rtt_right == 0)
+		tf->rtt_right = w->pa->q[a][slot].rtt;
+	if (tf->rtt_left == 0)
+		tf->rtt_left = q->rtt;
+	if (tf->sample_tsc != 0 && !weir_seq_lt(p->ack, tf->sample_seq)) {
+		weir_ipabr_filter(&tf->rtt_right, now - tf->sample_tsc);
+		tf->sample_tsc = 0;
+		ia->st.rtt_right++;
+	}
+	if (unlikely(tf->rtt_right == 0 || weight == 0 || weir_ack_wscale(f, a) < 0)) {
+		if (weight == 0)
+			ia->st.bad_weight++;
+		else
+			ia->st.unknown++;
+		weir_postack_note_edge(w->pa, f, p, a, slot);
+		tf->flags &= (uint8_t)~WEIR_IPABR_SUB_MSS;
+		goto order;
+	}
+	seg = flow_seg(tf, f, a);
+	ratio16 = flow_ratio16(tf, seg);
+	rtt = tf->rtt_right + tf->rtt_left;
+	cs->rtt_max = RTE_MAX(cs->rtt_max, rtt);
+	alloc = cs->unit_bpt * weight;
+	opt = (uint64_t)((((unsigned __int128)alloc * rtt) >> 32) * ratio16 >> 16);
+	ia->st.windows++;
+	if (opt < seg) {
+		tf->flags |= WEIR_IPABR_SUB_MSS;
+		tf->credit = 0;
+		opt = seg;
+		ia->st.sub_mss++;
+	} else {
+		uint64_t wnd = tf->credit + opt;
+
+		tf->flags &= (uint8_t)~WEIR_IPABR_SUB_MSS;
+		tf->credit = (uint32_t)(wnd % seg);
+		opt = wnd - tf->credit;
+	}
+	if (weir_postack_cut_window(w->pa, f, m, p, a, slot, (uint32_t)RTE_MIN(opt, (uint64_t)INT32_MAX))) {
+		ia->st.cut++;
+		w->ctr.port[a].win_clamped++;
+	}
+	/* The ACK clock: this ACK moved the edge the sender sees past
+	 * old_edge; the first data beyond old_edge is the sender's answer to
+	 * it (or to a later ACK: the sample errs long, the filter skims it). */
+	if (tf->left_tsc == 0 && had_edge && weir_seq_lt(old_edge, q->re_max)) {
+		tf->left_tsc = now;
+		tf->left_seq = old_edge;
+	}
+order:
+	if (weir_mode_data_qlen(w, f, a, slot) != 0)
+		return WEIR_V_PASS;     /* behind a frame of its own direction: keep order */
+	if (!(tf->flags & WEIR_IPABR_SUB_MSS)) {
+		if (held > 0)   /* paced before: what waits goes first */
+			weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
+		return WEIR_V_PASS;
+	}
+	if (held == 0 && now >= tf->next_release) {
+		tf->next_release = now + sub_gap(w, alloc, seg, ratio16);
+		return WEIR_V_PASS;
+	}
+	return weir_mode_hold(w, f, d, slot, m, now);
+}
+
+/*
+ * A frame of direction d left the tree (dequeued or cut through). It makes
+ * its flow active in the class (its weight counted for the period), and a
+ * TCP data segment is timed to its ACK (the receiver side) or ends the
+ * sender side's sample (it is beyond the edge an ACK opened). A segment
+ * starting below the highest sequence sent is a retransmission: it times
+ * nothing, and abandons a sample it may be a copy of (Sec. 4.2.1, Karn).
+ */
+static void
+ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint16_t leaf,
+	   uint32_t qlen, uint64_t now)
+{
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+	struct weir_ipabr *ia = ipabr_of(w);
+	struct weir_ipabr_flow *tf = &ia->f[d][slot];
+	struct weir_ipabr_class *cs;
+	uint32_t end;
+
+	RTE_SET_USED(qlen);
+	if (p->l4proto == IPPROTO_TCP && p->payload_len == 0)
+		return;
+	cs = class_of(w, ia, d, leaf, now);
+	class_roll(w, cs, now);
+	if (unlikely(tf->mark != cs->period)) {
+		const struct weir_flow *f = weir_flow_by_slot(w->flows, slot);
+
+		tf->mark = cs->period;
+		tf->weight = w->policy->targets[f->class_id].weight;
+		cs->wsum_cur += tf->weight;
+		if (cs->wsum_cur > cs->wsum) {
+			cs->wsum = cs->wsum_cur;
+			class_unit(cs);
+		}
+	}
+	if (p->l4proto != IPPROTO_TCP)
+		return;
+	end = p->seq + p->payload_len;
+	if (p->payload_len > tf->seg) {
+		tf->seg = p->payload_len;
+		tf->ratio16 = (uint16_t)RTE_MIN(((uint64_t)p->payload_len << 16) / rte_pktmbuf_pkt_len(m),
+						(uint64_t)UINT16_MAX);
+	}
+	if (!(tf->flags & WEIR_IPABR_ACK_SEEN) && !(tf->flags & WEIR_IPABR_NOACK) &&
+	    ++tf->noack >= WEIR_IPABR_NOACK_SEGS) {
+		tf->flags |= WEIR_IPABR_NOACK;  /* asymmetric routing: it stays pfq */
+		ia->st.no_ack++;
+	}
+	if (!(tf->flags & WEIR_IPABR_SND_VALID)) {
+		tf->flags |= WEIR_IPABR_SND_VALID;
+		tf->snd_max = end;
+	} else if (weir_seq_lt(p->seq, tf->snd_max)) {
+		if (tf->sample_tsc != 0 && weir_seq_lt(p->seq, tf->sample_seq)) {
+			tf->sample_tsc = 0;
+			ia->st.karn++;
+		}
+		if (weir_seq_lt(tf->snd_max, end))
+			tf->snd_max = end;
+		return;
+	} else {
+		tf->snd_max = end;
+	}
+	if (tf->left_tsc != 0 && weir_seq_lt(tf->left_seq, end)) {
+		weir_ipabr_filter(&tf->rtt_left, now - tf->left_tsc);
+		tf->left_tsc = 0;
+		ia->st.rtt_left++;
+	}
+	if (tf->sample_tsc == 0) {
+		tf->sample_tsc = now;
+		tf->sample_seq = end;
+	}
+}
+
+/* The watchdog's look at a paced flow's held ACKs: one per segment at its
+ * allocation; all of them once it is no longer below a segment per RTT. */
+static uint32_t
+ipabr_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
+	   uint64_t now, uint32_t held, enum weir_postack_why *why)
+{
+	struct weir_ipabr *ia = ipabr_of(w);
+	struct weir_ipabr_flow *tf = &ia->f[d][slot];
+	const struct weir_ipabr_class *cs = class_of(w, ia, d, leaf, now);
+	uint32_t seg = flow_seg(tf, f, d ^ 1);
+
+	*why = WEIR_PA_PACED;
+	if (!(tf->flags & WEIR_IPABR_SUB_MSS))
+		return held;
+	if (now < tf->next_release)
+		return 0;
+	tf->next_release = now + sub_gap(w, cs->unit_bpt * RTE_MAX(tf->weight, 1u), seg,
+					 flow_ratio16(tf, seg));
+	return 1;
+}
+
+const struct weir_mode_ops weir_mode_ipabr = {
+	.name = "ipabr",
+	.flags = WEIR_MODEF_ACKS,
+	.init = ipabr_init,
+	.fini = ipabr_fini,
+	.reset = ipabr_reset,
+	.ack = ipabr_ack,
+	.sent = ipabr_sent,
+	.tick = ipabr_tick,
+};

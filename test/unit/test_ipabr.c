@@ -1,0 +1,591 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Unit tests for the ipabr mode (lib/ipabr.c), with synthetic TCP frames
+ * through a whole worker (test/unit/rig.h) and a fake clock: Eq. 4.6's
+ * window and the silly-window credit (Eq. 5.4-5.6), the min-tracking RTT
+ * filter (Eq. 4.7), no sample from a retransmission, the sender side from
+ * the ACK clock, the allocation per active flow and per weight, the
+ * available bandwidth cut by a higher-priority class and following the
+ * link rate, the sub-MSS rule, and the counted fallbacks.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ip.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_tcp.h>
+
+#include "unit.h"
+#include "rig.h"
+#include "ipabr.h"
+#include "postack_store.h"
+
+static void
+set_cksums4(struct rte_mbuf *m)
+{
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
+	struct rte_tcp_hdr *tcp = (struct rte_tcp_hdr *)(ip + 1);
+
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	tcp->cksum = 0;
+	tcp->cksum = rte_ipv4_udptcp_cksum(ip, tcp);
+}
+
+static int
+cksum4_ok(struct rte_mbuf *m)
+{
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
+
+	return rte_ipv4_udptcp_cksum_verify(ip, ip + 1) == 0;
+}
+
+/* A SYN or SYN+ACK of the flow from LAN port lport, MSS and window scale. */
+static struct rte_mbuf *
+syn_opts(int in, uint16_t lport, uint8_t flags, uint16_t mss, uint8_t ws)
+{
+	struct rte_mbuf *m = tcp_frame(in, 1, lport, 1, 80, flags, 0, 0);
+	uint8_t *o = (uint8_t *)rte_pktmbuf_append(m, 8), *f = rte_pktmbuf_mtod(m, uint8_t *);
+	const uint8_t opts[8] = { 2, 4, (uint8_t)(mss >> 8), (uint8_t)mss, 1, 3, 3, ws };
+
+	memcpy(o, opts, 8);
+	f[46] = 0x70;
+	f[17] = (uint8_t)(f[17] + 8);
+	set_cksums4(m);
+	return m;
+}
+
+/* A pure ACK from the WAN receiver of flow lport. */
+static struct rte_mbuf *
+ack_of(uint16_t lport, uint32_t ack, uint16_t win)
+{
+	struct rte_mbuf *m = tcp_frame(1, 1, lport, 1, 80, ACK, 7, 0);
+	struct rte_tcp_hdr *tcp = rte_pktmbuf_mtod_offset(m, struct rte_tcp_hdr *, 34);
+
+	tcp->recv_ack = rte_cpu_to_be_32(ack);
+	tcp->rx_win = rte_cpu_to_be_16(win);
+	set_cksums4(m);
+	return m;
+}
+
+static uint16_t
+win_of(struct rte_mbuf *m)
+{
+	return rte_be_to_cpu_16(rte_pktmbuf_mtod_offset(m, struct rte_tcp_hdr *, 34)->rx_win);
+}
+
+/* Feed ACK m; returns its window in bytes (scale 7) when it went on, else
+ * -1 (held). */
+static int64_t
+ack_win(struct rig *r, struct rte_mbuf *m, uint64_t now, int *ck)
+{
+	int64_t win = -1;
+
+	if (rig_process(r, &m, 1, WEIR_PORT_WAN, now) == 1) {
+		win = (int64_t)win_of(m) << 7;
+		if (ck != NULL)
+			*ck &= cksum4_ok(m);
+		rte_pktmbuf_free(m);
+	}
+	return win;
+}
+
+/* Dequeue everything sendable outbound at `now` (frames freed). */
+static unsigned int
+drain_out(struct rig *r, uint64_t now)
+{
+	struct rte_mbuf *m[32];
+	unsigned int n = 0;
+	uint16_t k;
+
+	r->w->next_tsc[WEIR_PORT_LAN] = 0;
+	while ((k = rig_dequeue(r, WEIR_PORT_LAN, now, m, 32)) > 0) {
+		n += k;
+		for (uint16_t i = 0; i < k; i++)
+			rte_pktmbuf_free(m[i]);
+		r->w->next_tsc[WEIR_PORT_LAN] = 0;
+	}
+	return n;
+}
+
+/* The upload of flow lport: handshake with the receiver rtt_ms away across
+ * the WAN and the sender 0.1 ms away on the LAN, MSS 1460, scale 7. */
+static void
+open_flow(struct rig *r, uint16_t lport, uint64_t t0, uint32_t rtt_ms)
+{
+	const uint64_t ms = rte_get_tsc_hz() / 1000;
+
+	feed(r, syn_opts(0, lport, SYN, 1460, 7), 0, t0);
+	drain_out(r, t0);
+	feed(r, syn_opts(1, lport, SYN | ACK, 1460, 7), 1, t0 + rtt_ms * ms);
+	feed(r, tcp_frame(0, 1, lport, 1, 80, ACK, 1, 0), 0, t0 + rtt_ms * ms + ms / 10);
+	drain_out(r, t0 + rtt_ms * ms + ms / 10);
+}
+
+/* Data of flow lport: seq, payload bytes, sent through the tree at now. */
+static void
+send_data(struct rig *r, uint16_t lport, uint32_t seq, uint16_t len, uint64_t now)
+{
+	feed(r, tcp_frame(0, 1, lport, 1, 80, ACK, seq, len), 0, now);
+	drain_out(r, now);
+}
+
+static struct weir_ipabr *
+ia_of(struct rig *r)
+{
+	return r->w->mode_state[WEIR_MODE_IPABR];
+}
+
+/* Eq. 4.7 alone: a lower sample pulls the average 3/4 of the way down, a
+ * higher one moves it up by 1/512 of the difference. */
+static void
+test_filter(void)
+{
+	uint64_t a = 0;
+
+	weir_ipabr_filter(&a, 900000);
+	CHECK(a == 900000, "the first sample is the average");
+	weir_ipabr_filter(&a, 800000);
+	CHECK(a == 825000, "below: wt 0.75 (%" PRIu64 ")", a);
+	weir_ipabr_filter(&a, 825000 + 512000);
+	CHECK(a == 826000, "above: wt 1/512 (%" PRIu64 ")", a);
+	for (int i = 0; i < 100; i++)
+		weir_ipabr_filter(&a, 2000000);
+	CHECK(a < 1100000, "a hundred samples of queueing delay barely move it (%" PRIu64 ")", a);
+	CHECK(weir_ipabr_bytes_per_flow() == 128, "128 bytes of state per flow");
+}
+
+/* One flow, 8 Mbit/s, 40 ms: Eq. 4.6's window, in whole segments, the
+ * remainder carried as credit so the window alternates W, W + MSS and its
+ * mean is Wnd_opt; the checksum stays valid; the window is never raised
+ * above what the receiver offers. */
+static void
+test_window(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_IPABR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	uint64_t t = t0 + 50 * ms;
+	double sum = 0, opt;
+	int ck = 1, whole = 1, alt = 1;
+	int64_t lo = INT64_MAX, hi = 0, w;
+	const int n = 40;
+
+	if (rig_make_pa(&r, &pc, "ia_win", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	open_flow(&r, 4000, t0, 40);
+	send_data(&r, 4000, 1, 1000, t);
+	/* Data 1000 bytes in a 1054-byte frame: Wnd_opt = 1 MB/s x 40.1 ms x
+	 * 1000/1054. */
+	opt = 1e6 * (40.1e-3) * (double)((1000u << 16) / 1054) / 65536.0;
+	for (int i = 0; i < n; i++) {
+		uint32_t ack = 1001 + (uint32_t)i * 2000;
+
+		w = ack_win(&r, ack_of(4000, ack, 65535), t + 40 * ms, &ck);
+		/* The window in bytes as the sender sees it (rounded up to the
+		 * scale): the limit is a whole number of segments. */
+		whole &= w % 1000 < 128 || w % 1000 > 872;
+		w = (w + 500) / 1000 * 1000;
+		sum += (double)w;
+		lo = RTE_MIN(lo, w);
+		hi = RTE_MAX(hi, w);
+		t += ms;
+	}
+	alt = hi - lo == 1000;
+	CHECK(ck, "checksums valid after the rewrite");
+	CHECK(whole && alt, "whole segments, W and W + MSS (%" PRId64 " .. %" PRId64 ")", lo, hi);
+	CHECK(fabs(sum / n - opt) < 30, "mean window %.0f = Wnd_opt %.0f (credit carried)", sum / n, opt);
+	CHECK(ia_of(&r)->st.cut == (uint64_t)n && r.w->ctr.port[WEIR_PORT_WAN].win_clamped == (uint64_t)n,
+	      "every ACK cut and counted");
+	/* A receiver offering less than Wnd_opt keeps its own window. */
+	w = ack_win(&r, ack_of(4000, 200000, 100), t, &ck);
+	CHECK(w == 100 * 128, "never raised above the receiver's window (%" PRId64 ")", w);
+	rig_free(&r);
+}
+
+/* The receiver side's round trip: one timed segment at a time, from the
+ * moment it leaves to the ACK covering it, filtered by Eq. 4.7; a
+ * retransmission of it abandons the sample (Karn). */
+static void
+test_rtt(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_IPABR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	const struct weir_ipabr_flow *tf;
+	uint64_t t = t0 + 100 * ms, before;
+
+	if (rig_make_pa(&r, &pc, "ia_rtt", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	open_flow(&r, 4000, t0, 40);
+	tf = &ia_of(&r)->f[0][0];
+	send_data(&r, 4000, 1, 1000, t);
+	send_data(&r, 4000, 1001, 1000, t + 1 * ms);
+	/* An ACK for the first segment only does not end the sample timed on
+	 * it? It does: the sample is the first segment, sent at t. */
+	ack_win(&r, ack_of(4000, 1001, 65535), t + 30 * ms, NULL);
+	CHECK(tf->rtt_right >= 40 * ms - 8 * ms - ms / 100 && tf->rtt_right <= 40 * ms - 7 * ms,
+	      "a 30 ms sample under a 40 ms average: 3/4 of the way down (%.3f ms)",
+	      (double)tf->rtt_right / (double)ms);
+	CHECK(ia_of(&r)->st.rtt_right == 1, "one sample");
+	/* The next segment sent is timed; a longer sample barely moves it. */
+	send_data(&r, 4000, 2001, 1000, t + 40 * ms);
+	before = tf->rtt_right;
+	ack_win(&r, ack_of(4000, 3001, 65535), t + 240 * ms, NULL);
+	CHECK(tf->rtt_right > before && tf->rtt_right - before <= (200 * ms) / 512 + 1,
+	      "200 ms of queueing skimmed: +%.3f ms", (double)(tf->rtt_right - before) / (double)ms);
+	/* Karn: the timed segment is sent again; its ACK times nothing. */
+	send_data(&r, 4000, 3001, 1000, t + 300 * ms);
+	send_data(&r, 4000, 3001, 1000, t + 301 * ms);
+	before = tf->rtt_right;
+	ack_win(&r, ack_of(4000, 4001, 65535), t + 302 * ms, NULL);
+	CHECK(ia_of(&r)->st.karn == 1 && ia_of(&r)->st.rtt_right == 2 && tf->rtt_right == before,
+	      "a retransmitted segment gives no sample (karn %" PRIu64 ")", ia_of(&r)->st.karn);
+	/* New data after it is timed again. */
+	send_data(&r, 4000, 4001, 1000, t + 400 * ms);
+	ack_win(&r, ack_of(4000, 5001, 65535), t + 420 * ms, NULL);
+	CHECK(ia_of(&r)->st.rtt_right == 3, "timing resumes with new data");
+	rig_free(&r);
+}
+
+/* The sender side (Eq. 4.8's RTT_left), a download's WAN half: from the
+ * handshake, then from the ACK clock (an ACK moves the right edge; the
+ * first data past the old edge answers it), filtered. Data already in
+ * flight below the old edge ends nothing. */
+static void
+test_left(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_IPABR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	const struct weir_ipabr_flow *tf;
+	uint64_t t = t0 + 100 * ms;
+	int64_t w;
+
+	if (rig_make_pa(&r, &pc, "ia_left", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	open_flow(&r, 4000, t0, 40);
+	tf = &ia_of(&r)->f[0][0];
+	send_data(&r, 4000, 1, 1000, t);
+	w = ack_win(&r, ack_of(4000, 1001, 65535), t + 40 * ms, NULL);
+	CHECK(tf->rtt_left >= ms / 10 - ms / 1000 && tf->rtt_left <= ms / 10 + ms / 1000,
+	      "the sender's side from the handshake (%.3f ms)", (double)tf->rtt_left / (double)ms);
+	/* The first ACK showed edge 1001 + w. A second moves it further: the
+	 * ACK clock starts at it, from edge 1001 + w. */
+	ack_win(&r, ack_of(4000, 3001, 65535), t + 41 * ms, NULL);
+	CHECK(tf->left_tsc == t + 41 * ms && tf->left_seq == 1001 + (uint32_t)w,
+	      "sample started at the ACK that moved the edge");
+	/* Data below the old edge (in flight before it) does not end it. */
+	send_data(&r, 4000, 1001, 1000, t + 42 * ms);
+	CHECK(ia_of(&r)->st.rtt_left == 0, "data below the old edge ends nothing");
+	/* The first byte past it, 5 ms after the ACK: a 5 ms sample above the
+	 * 0.1 ms average moves it by 1/512 of the difference. */
+	send_data(&r, 4000, 1001 + (uint32_t)w - 500, 1000, t + 46 * ms);
+	CHECK(ia_of(&r)->st.rtt_left == 1 && tf->rtt_left > ms / 10 &&
+	      tf->rtt_left <= ms / 10 + (5 * ms) / 512 + 1,
+	      "sampled past the old edge, skimmed (%.4f ms)", (double)tf->rtt_left / (double)ms);
+	rig_free(&r);
+}
+
+/* Two flows, weights 1 and 3 (rules by WAN port), plus an idle third
+ * connection: the class divides among the flows that send, by weight:
+ * windows in the ratio 1:3, the idle one takes nothing. */
+static void
+test_weights(void)
+{
+	struct weir_policy_rule_conf rules[2] = { { .class_name = "default", .weight = 1 },
+						  { .class_name = "default", .weight = 3 } };
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_IPABR }, { .rate = 0 } },
+		.n_rules = 2, .rules = rules,
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	uint64_t t = t0 + 100 * ms;
+	int64_t w1, w3, w1b;
+	double opt;
+
+	rules[0].match.port[WEIR_CLS_LAN] = (struct weir_cls_ports){ 4001, 4001 };
+	rules[1].match.port[WEIR_CLS_LAN] = (struct weir_cls_ports){ 4003, 4003 };
+	if (rig_make_pa(&r, &pc, "ia_wt", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	open_flow(&r, 4001, t0, 40);
+	open_flow(&r, 4003, t0, 40);
+	open_flow(&r, 4009, t0, 40);    /* idle: its handshake only */
+	send_data(&r, 4001, 1, 1000, t);
+	send_data(&r, 4003, 1, 1000, t);
+	CHECK(ia_of(&r)->dir[0].cls[1].wsum == 4, "active weights 1 + 3 (%u)",
+	      ia_of(&r)->dir[0].cls[1].wsum);
+	w1 = ack_win(&r, ack_of(4001, 1001, 65535), t + 40 * ms, NULL);
+	w3 = ack_win(&r, ack_of(4003, 1001, 65535), t + 40 * ms, NULL);
+	/* Wnd_opt of a quarter of 1 MB/s over 40.1 ms, in data bytes. */
+	opt = 0.25e6 * 40.1e-3 * (double)((1000u << 16) / 1054) / 65536.0;
+	CHECK(w1 >= (int64_t)(opt - 1000) && w1 <= (int64_t)opt + 128 &&
+	      w3 >= (int64_t)(3 * opt - 1000) && w3 <= (int64_t)(3 * opt) + 128,
+	      "1:3 (%" PRId64 ", %" PRId64 "; opt %.0f)", w1, w3, opt);
+	/* Flow 3 stops; after its activity periods pass only flow 1 counts. */
+	t += 1000 * ms;
+	send_data(&r, 4001, 1001, 1000, t);
+	t += 1000 * ms;
+	send_data(&r, 4001, 2001, 1000, t);
+	w1b = ack_win(&r, ack_of(4001, 3001, 65535), t + 40 * ms, NULL);
+	CHECK(w1b >= 3 * w1, "the stopped flow's share goes to the one still sending (%" PRId64 ")", w1b);
+	rig_free(&r);
+}
+
+/* Eq. 4.3 in the class tree: a prio-0 class's measured traffic cuts the
+ * prio-1 ipabr class's available bandwidth (not below its own rate), and a
+ * link rate changed at run time is followed at the next look. */
+static void
+test_available(void)
+{
+	const struct weir_policy_class_conf out[] = {
+		{ .name = "voice", .rate = 4000000, .prio = 0 },
+		{ .name = "bulk", .rate = 1000000, .ceil = 8000000, .prio = 1, .mode = WEIR_MODE_IPABR },
+	};
+	struct weir_policy_rule_conf rules[1] = { { .class_name = "voice" } };
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .n_classes = 2, .classes = out, .default_class = "bulk" },
+			  { .rate = 0 } },
+		.n_rules = 1, .rules = rules,
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	const uint16_t BULK = 2;
+	uint64_t t = t0 + 100 * ms, avail;
+	const struct weir_ipabr_class *cs;
+	double mbs;
+
+	rules[0].match.port[WEIR_CLS_WAN] = (struct weir_cls_ports){ 5060, 5060 };
+	if (rig_make_pa(&r, &pc, "ia_avail", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	cs = &ia_of(&r)->dir[0].cls[BULK];
+	open_flow(&r, 4000, t0, 40);
+	send_data(&r, 4000, 1, 1000, t);
+	ack_win(&r, ack_of(4000, 1001, 65535), t + 40 * ms, NULL);
+	avail = cs->avail_bpt;
+	mbs = (double)avail * (double)hz / 4294967296.0 / 1e6;
+	CHECK(mbs > 0.99 && mbs < 1.01, "nothing of higher priority: the link, 1 MB/s (%.3f)", mbs);
+	/* Voice sends 2 Mbit/s (250 kB/s: a 1054-byte frame each 4.216 ms)
+	 * for 1 s. */
+	for (uint64_t k = 0; k < 240; k++) {
+		uint64_t tv = t + 100 * ms + k * 4216 * ms / 1000;
+
+		feed(&r, tcp_frame(0, 2, 6000, 1, 5060, ACK, (uint32_t)(1 + 1000 * k), 1000), 0, tv);
+		drain_out(&r, tv);
+		if (k % 24 == 0)        /* the mode looks at the tree from its own hooks */
+			ack_win(&r, ack_of(4000, 1001, 65535), tv, NULL);
+	}
+	t += 1100 * ms;
+	ack_win(&r, ack_of(4000, 1001, 65535), t, NULL);
+	mbs = (double)cs->avail_bpt * (double)hz / 4294967296.0 / 1e6;
+	CHECK(mbs > 0.73 && mbs < 0.77, "prio 0 at 250 kB/s leaves 750 kB/s (%.3f)", mbs);
+	/* It stops: the cut fades (a quarter per look), it does not vanish at once. */
+	ack_win(&r, ack_of(4000, 1001, 65535), t + 250 * ms, NULL);
+	mbs = (double)cs->avail_bpt * (double)hz / 4294967296.0 / 1e6;
+	CHECK(mbs > 0.79 && mbs < 0.85, "a quarter of the cut back after one quiet look (%.3f)", mbs);
+	/* The link set to 800 kbit/s at run time (REST/Lua do it through the
+	 * share box's weir_cbq_set_rate): followed at the next looks, and
+	 * above the class's own rate (1 Mbit/s) nothing is available. */
+	weir_cbq_set_rate(r.w->shaper[0], 0, 800000, 800000);
+	for (int i = 0; i < 12; i++)
+		ack_win(&r, ack_of(4000, 1001, 65535), t + (uint64_t)(500 + 250 * i) * ms, NULL);
+	mbs = (double)cs->avail_bpt * (double)hz / 4294967296.0 / 1e6;
+	CHECK(mbs > 0.099 && mbs < 0.101, "the link rate changed at run time: 100 kB/s (%.3f)", mbs);
+	weir_cbq_set_rate(r.w->shaper[0], 0, 16000000, 16000000);
+	ack_win(&r, ack_of(4000, 1001, 65535), t + 4000 * ms, NULL);
+	mbs = (double)cs->avail_bpt * (double)hz / 4294967296.0 / 1e6;
+	CHECK(mbs > 0.99 && mbs < 1.01, "raised to 16 Mbit/s: the class's ceiling, 1 MB/s (%.3f)", mbs);
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
+/* Below one segment per RTT (8 kbit/s, 40 ms: Wnd_opt 38 bytes): the
+ * window is one segment and the ACKs are paced, one per segment at the
+ * allocation (1000 B/s: about a second apart), held in the ACK store. */
+static void
+test_sub_mss(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000, .mode = WEIR_MODE_IPABR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	uint64_t t = t0 + 10000 * ms;
+	int64_t w;
+	unsigned int n;
+
+	if (rig_make_pa(&r, &pc, "ia_sub", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	/* 8 kbit/s drains a frame per second: give the handshake time. */
+	feed(&r, syn_opts(0, 4000, SYN, 1460, 7), 0, t0);
+	drain_out(&r, t0 + 1000 * ms);
+	feed(&r, syn_opts(1, 4000, SYN | ACK, 1460, 7), 1, t0 + 1040 * ms);
+	feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1, 0), 0, t0 + 1041 * ms);
+	drain_out(&r, t0 + 3000 * ms);
+	send_data(&r, 4000, 1, 1000, t);
+	w = ack_win(&r, ack_of(4000, 1001, 65535), t + 40 * ms, NULL);
+	CHECK(w >= 1000 && w < 1000 + 128, "one segment of window (%" PRId64 ")", w);
+	CHECK(ack_win(&r, ack_of(4000, 1101, 65535), t + 50 * ms, NULL) == -1 &&
+	      weir_postack_len(r.w->pa, 0, 0) == 1, "the next ACK waits");
+	CHECK(ia_of(&r)->st.sub_mss == 2, "counted (%" PRIu64 ")", ia_of(&r)->st.sub_mss);
+	n = rig_watchdog(&r, t + 500 * ms);
+	CHECK(n == 0, "not before a segment's time at 1000 B/s");
+	n = rig_watchdog(&r, t + 1200 * ms);
+	CHECK(n == 1 && r.n_emitted == 1 && rig_tag(r.emitted[0]) == 7 && cksum4_ok(r.emitted[0]),
+	      "then released, one segment's time after the last (%u)", n);
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
+/* Bad input, each a stated fallback, counted, never a stall: no round
+ * trip known (handshake not seen: midstream), weight 0 (the config refuses
+ * it; a policy carrying one anyway), ACKs never seen (asymmetric routing). */
+static void
+test_fallbacks(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_IPABR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	struct rte_mbuf *m;
+	int64_t w;
+
+	if (rig_make_pa(&r, &pc, "ia_fb", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	/* Midstream: data and an ACK with no handshake seen. */
+	send_data(&r, 4000, 1, 1000, t0);
+	m = ack_of(4000, 1001, 65535);
+	CHECK(rig_process(&r, &m, 1, WEIR_PORT_WAN, t0 + 40 * ms) == 1 && win_of(m) == 65535 &&
+	      ia_of(&r)->st.unknown == 1, "handshake not seen: untouched, counted");
+	rte_pktmbuf_free(m);
+	/* Weight 0 in the flow's target. */
+	open_flow(&r, 4001, t0, 40);
+	send_data(&r, 4001, 1, 1000, t0 + 100 * ms);
+	r.p->targets[0].weight = 0;
+	w = ack_win(&r, ack_of(4001, 1001, 65535), t0 + 140 * ms, NULL);
+	r.p->targets[0].weight = 1;
+	CHECK(w == 65535 * 128 && ia_of(&r)->st.bad_weight == 1, "weight 0: untouched, counted");
+	/* Asymmetric: 64 segments and no ACK ever seen: counted once. */
+	open_flow(&r, 4002, t0, 40);
+	for (uint32_t k = 0; k < 70; k++)
+		send_data(&r, 4002, 1 + 1000 * k, 1000, t0 + (200 + k) * ms);
+	CHECK(ia_of(&r)->st.no_ack == 1, "a flow whose ACKs are never seen, counted once (%" PRIu64 ")",
+	      ia_of(&r)->st.no_ack);
+	rig_free(&r);
+}
+
+/* A policy switch (a reload with a new link rate: the link-rate experiment
+ * does one every 20 s) keeps an ipabr class's state by name: its active
+ * weights stay, so the first windows after it are the new rate's share,
+ * not the whole link for every flow. */
+static void
+test_switch_keeps_state(void)
+{
+	const struct weir_policy_class_conf cls[] = {
+		{ .name = "bulk", .rate = 1000000, .ceil = 8000000, .mode = WEIR_MODE_IPABR },
+	};
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .n_classes = 1, .classes = cls, .default_class = "bulk" },
+			  { .rate = 0 } },
+	};
+	struct weir_policy_switch sw = { 0 };
+	struct weir_policy_err e;
+	struct weir_policy *np;
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	uint64_t t = t0 + 100 * ms;
+	int64_t w;
+	double opt;
+
+	if (rig_make_pa(&r, &pc, "ia_sw", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	for (uint16_t k = 0; k < 4; k++) {
+		open_flow(&r, (uint16_t)(4000 + k), t0, 40);
+		send_data(&r, (uint16_t)(4000 + k), 1, 1000, t + k * 2 * ms);
+	}
+	CHECK(ia_of(&r)->dir[0].cls[1].wsum == 4, "four active (%u, class %d)",
+	      ia_of(&r)->dir[0].cls[1].wsum, weir_policy_class_find(r.p, 0, "bulk"));
+	pc.tree[0].rate = 4000000;
+	np = weir_policy_build(&pc, 2, &e);
+	if (np == NULL) {
+		CHECK(0, "policy: %s", e.msg);
+		rig_free(&r);
+		return;
+	}
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		struct weir_cbq_class_conf cc[WEIR_CBQ_MAX_CLASSES];
+		struct weir_cbq_conf conf = {
+			.socket_id = SOCKET_ID_ANY, .tsc_hz = hz, .classes = cc,
+			.n_queues = CAP + 1 + WEIR_POLICY_QUEUES_EXTRA(np), .flow_limit = 16,
+		};
+
+		conf.n_classes = weir_policy_cbq_classes(np, d, 1, 1, cc);
+		sw.shaper[d] = conf.n_classes ? weir_cbq_create(&conf) : NULL;
+		sw.cls_ctr[d] = conf.n_classes ?
+			rte_zmalloc(NULL, np->tree[d].n_classes * sizeof(*sw.cls_ctr[d]), 0) : NULL;
+	}
+	sw.policy = np;
+	if (weir_worker_policy_post(r.w, &sw) != 0 || weir_worker_policy_take(r.w) != 1) {
+		CHECK(0, "switch");
+		weir_policy_free(np);
+		rig_free(&r);
+		return;
+	}
+	weir_policy_free(r.p);
+	r.p = np;
+	w = ack_win(&r, ack_of(4000, 1001, 65535), t + 40 * ms, NULL);
+	opt = 0.125e6 * 40.1e-3 * (double)((1000u << 16) / 1054) / 65536.0;
+	CHECK(ia_of(&r)->dir[0].cls[1].wsum == 4 && w >= (int64_t)(opt - 1000) &&
+	      w <= (int64_t)opt + 128, "after the switch: a quarter of the new 4 Mbit/s "
+	      "(%" PRId64 ", opt %.0f, wsum %u)", w, opt, ia_of(&r)->dir[0].cls[1].wsum);
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
+int
+main(int argc, char **argv)
+{
+	RTE_SET_USED(argc);
+	unit_eal_init(argv[0], "ipabr", "256");
+	rig_mempool("ia_mp");
+	test_filter();
+	test_window();
+	test_rtt();
+	test_left();
+	test_weights();
+	test_available();
+	test_sub_mss();
+	test_fallbacks();
+	test_switch_keeps_state();
+	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
+	      rte_mempool_in_use_count(mp));
+	return unit_report();
+}
