@@ -260,7 +260,8 @@ weir_value_mode(const char *name, uint8_t *out, char *err, size_t errlen)
 		}
 	return fail(err, errlen, "'mode' must be \"postack\" (hold ACKs, not data), \"pfq\" "
 		    "(per-flow queues only), \"fifo\" (one queue for the class) or \"tcr\" (window "
-		    "sizing and ACK pacing) or \"postack-paced\" (PostACK as on-off ACK pacing)");
+		    "sizing and ACK pacing), \"postack-paced\" (PostACK as on-off ACK pacing) or \"pep\" "
+		    "(premature ACKs with a watermark)");
 }
 
 int
