@@ -7,15 +7,19 @@
  * receiver (its ACKs travel a = d ^ 1 and leave through port d). A "p-ACK"
  * is an ACK the gateway makes for R; a "real" ACK is R's own.
  *
- * Per flow, the copies form one chain of records in sequence order,
- * contiguous: [head .. tail) covers [chain start, next_seq). Its first
- * records are p-acked (S was told they arrived), the rest are stored. A
- * record whose data R SACKed keeps its place with its mbuf freed.
+ * Per flow, the copies form one chain of records in sequence order, up to
+ * next_seq; a segment that passed uncopied (a cap, the buffer full) leaves
+ * a gap that S, never told it arrived, recovers itself. Its first records
+ * are p-acked (S was told they arrived: only ever contiguous with what S
+ * was acknowledged), the rest are stored. A record whose data R SACKed
+ * keeps its place with its mbuf freed.
  */
 #include <string.h>
 
 #include <netinet/in.h>
 #include <rte_byteorder.h>
+#include <rte_cycles.h>
+#include <rte_log.h>
 #include <rte_ether.h>
 #include <rte_ip.h>
 #include <rte_malloc.h>
@@ -38,6 +42,7 @@
 #define R_SACKED 0x04           /* R SACKed it: mbuf freed, place kept */
 #define R_SENT   0x08           /* its original left the class tree (sent is exact) */
 #define R_EVER_RETX 0x10        /* retransmitted at all: no RTT sample (Karn) */
+#define R_GONE   0x20           /* the class dropped its original before a p-ACK: S's to resend */
 
 struct pep_rec {
 	struct rte_mbuf *m;     /* the copy; NULL once SACKed */
@@ -80,6 +85,9 @@ struct pep_flow {
 	uint32_t r_tsval;       /* R's latest TSval */
 	uint32_t recover;       /* loss episode ends when R acks this */
 	uint32_t sack_hi;       /* highest SACKed sequence number in the episode */
+	uint16_t last_win;      /* R's previous raw window (a duplicate repeats it) */
+	uint16_t _pad16;
+	uint32_t unq;           /* the record whose original is being queued: not p-ackable yet */
 	uint32_t bytes;         /* bytes of the copies held (SACKed ones not) */
 	uint32_t packed_bytes;  /* bytes p-acked and not yet acked by R */
 	uint32_t wm, maxbuf;    /* watermark and maximum buffer, bytes */
@@ -238,7 +246,7 @@ chain_free(struct pep *st, struct pep_flow *pf, uint64_t *why)
 		st->free_rec = r;
 		r = next;
 	}
-	pf->head = pf->tail = pf->pk = pf->stamp = NONE;
+	pf->head = pf->tail = pf->pk = pf->stamp = pf->unq = NONE;
 	pf->n = pf->copies = 0;
 	pf->bytes = pf->packed_bytes = 0;
 	pf->rto_at = 0;
@@ -306,7 +314,7 @@ flow_new(struct weir_worker *w, struct pep *st, struct weir_flow *f, int d, uint
 	i = st->free_fl[--st->n_free];
 	pf = &st->fl[i];
 	memset(pf, 0, sizeof(*pf));
-	pf->head = pf->tail = pf->pk = pf->stamp = NONE;
+	pf->head = pf->tail = pf->pk = pf->stamp = pf->unq = NONE;
 	pf->d = (uint8_t)d;
 	pf->slot = slot;
 	pf->una = pf->real_una = pf->last_real = pf->next_seq = p->seq + 1;
@@ -477,10 +485,14 @@ update_wm(const struct weir_worker *w, const struct pep *st, struct pep_flow *pf
 	uint64_t seg = pf->mss ? pf->mss : 1460;
 	uint64_t cap = (uint64_t)st->flow_cap * seg / 2;
 	uint64_t wm = bdp + bdp / 8 + 2 * seg;
+	/* What S may send past R's ACK beyond the watermark waits in the
+	 * flow's queue here: keep it within half the queue's limit, or the
+	 * class drops originals the gateway must then recover itself. */
+	uint64_t q = (uint64_t)weir_cbq_qtab(w->shaper[pf->d])->limit * seg / 2;
 
 	wm = RTE_MIN(wm, cap);
 	pf->wm = (uint32_t)wm;
-	pf->maxbuf = (uint32_t)(2 * wm);
+	pf->maxbuf = (uint32_t)(wm + RTE_MIN(wm, q));
 }
 
 /* p-ACK stored segments, in order, while the p-acked bytes stay within the
@@ -497,7 +509,7 @@ release(struct weir_worker *w, struct pep *st, const struct weir_flow *f, struct
 		uint32_t end = r->seq + r->len;
 
 		if (seq_gt(r->seq, pf->una) || pf->packed_bytes + r->len > pf->wm ||
-		    seq_gt(end, pf->redge))
+		    seq_gt(end, pf->redge) || (r->fl & R_GONE) || pf->pk == pf->unq)
 			break;
 		r->fl |= R_PACKED;
 		pf->packed_bytes += r->len;
@@ -515,8 +527,35 @@ release(struct weir_worker *w, struct pep *st, const struct weir_flow *f, struct
 
 /* ---- retransmission from the copies ---- */
 
+/*
+ * A retransmission carries S's latest TSval, not the original's: R's
+ * TS.Recent may have moved past the original's (segments after the hole
+ * can update it), and PAWS (RFC 7323 sec. 5) would discard the copy as an
+ * old duplicate, every time, until the flow is given up (seen in the
+ * testbed). S's latest TSval is at or past anything R has seen from S.
+ * The TCP checksum is computed whole: rare, and the option may sit at any
+ * alignment.
+ */
+static void
+restamp(struct rte_mbuf *m, const struct weir_pkt *p, uint32_t tsval)
+{
+	uint8_t *fr = rte_pktmbuf_mtod(m, uint8_t *);
+	struct rte_tcp_hdr *tcp = (struct rte_tcp_hdr *)(fr + p->l4_off);
+	uint32_t be = rte_cpu_to_be_32(tsval);
+
+	if (!(p->flags & WEIR_PF_TCP_TS))
+		return;
+	memcpy(fr + p->l4_off + p->ts_off, &be, 4);
+	tcp->cksum = 0;
+	if (p->l3 == WEIR_L3_IPV6)
+		tcp->cksum = rte_ipv6_udptcp_cksum((struct rte_ipv6_hdr *)(fr + p->l3_off), tcp);
+	else
+		tcp->cksum = rte_ipv4_udptcp_cksum((struct rte_ipv4_hdr *)(fr + p->l3_off), tcp);
+}
+
 static bool
-retransmit(struct weir_worker *w, struct pep *st, struct pep_rec *r, int d, uint64_t now)
+retransmit(struct weir_worker *w, struct pep *st, struct pep_rec *r, int d, uint64_t now,
+	   const uint32_t *ts_latest)
 {
 	struct rte_mbuf *m;
 
@@ -527,6 +566,8 @@ retransmit(struct weir_worker *w, struct pep *st, struct pep_rec *r, int d, uint
 		st->st.nombuf++;
 		return false;
 	}
+	if (ts_latest != NULL)
+		restamp(m, &weir_mbuf_meta(r->m)->pkt, *ts_latest);
 	r->fl |= R_RETX | R_EVER_RETX;
 	r->sent = now;
 	/* Straight to R, past the class queue: one frame per loss event,
@@ -542,6 +583,12 @@ give_up(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_f
 {
 	struct rte_mbuf *m;
 
+	/* Rare, and an operator wants to know which flow and where it stood. */
+	RTE_LOG(NOTICE, USER1, "pep: giving up on a flow (dir %d, port %u -> %u): R acked %u, "
+		"S told %u, copies %u..%u (%u, %u bytes p-acked), %u timeouts, srtt %u us\n",
+		pf->d, pf->t.s_port, pf->t.r_port, pf->real_una, pf->una,
+		pf->head != NONE ? st->rec[pf->head].seq : 0, pf->next_seq, pf->n, pf->packed_bytes,
+		pf->retries, (unsigned int)(pf->srtt / (rte_get_tsc_hz() / 1000000)));
 	m = make_frame(st, pf, true, pf->t.s_ack, pf->una, WEIR_TCP_RST | WEIR_TCP_ACK, 0);
 	if (m != NULL) {
 		weir_worker_out(w, pf->d, m);
@@ -611,8 +658,8 @@ copy_segment(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct 
 			return;
 		}
 		pf->next_seq = seq;
-	} else if (seq != pf->next_seq) {
-		st->st.not_packable++;  /* out of order, or past a segment that went uncopied */
+	} else if (seq_gt(pf->next_seq, seq)) {
+		st->st.not_packable++;  /* S resending: its copy, if any, is here already */
 		return;
 	}
 	if (!(pf->flags & F_REDGE) || seq_gt(end, pf->redge)) {
@@ -648,6 +695,7 @@ copy_segment(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct 
 		st->st.nombuf++;
 		return;
 	}
+	weir_mbuf_meta(c)->pkt = *p;    /* where its headers are, for a retransmission */
 	ri = st->free_rec;
 	r = &st->rec[ri];
 	st->free_rec = r->next;
@@ -665,15 +713,14 @@ copy_segment(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct 
 	pf->copies++;
 	pf->bytes += len;
 	pf->next_seq = end;
+	pf->unq = ri;
 	st->st.copies++;
 	st->st.copied++;
 	if (st->st.copies > st->st.peak_copies)
 		st->st.peak_copies = st->st.copies;
 	if (pf->rto_at == 0)
 		pf->rto_at = now + rto_of(st, pf);
-	release(w, st, f, pf);
-	if (!(r->fl & R_PACKED))
-		st->st.withheld++;
+	/* The p-ACK waits for the class to take the original (pep_queued). */
 }
 
 /* ---- R's frames ---- */
@@ -724,6 +771,8 @@ purge(struct pep *st, struct pep_flow *pf, uint32_t ack, uint64_t now)
 			pf->pk = r->next;
 		if (pf->stamp == ri)
 			pf->stamp = r->next;
+		if (pf->unq == ri)
+			pf->unq = NONE;
 		pf->head = r->next;
 		if (pf->head == NONE)
 			pf->tail = NONE;
@@ -783,9 +832,19 @@ recover_one(struct weir_worker *w, struct pep *st, struct pep_flow *pf, bool sac
 
 		if (sack && !seq_gt(pf->sack_hi, r->seq))
 			break;
+		/* Without SACK only the hole R names, and only if it is a copy
+		 * (not a gap of segments S owns) that left a round trip ago:
+		 * copies are made as segments enter the class, so the chain
+		 * runs ahead of what is on the wire, and a partial ACK names
+		 * the next segment in flight as often as a lost one. */
+		if (!sack && (r->seq != pf->real_una || !(r->fl & R_SENT) ||
+			      now - r->sent < pf->srtt))
+			break;
+		if (!(r->fl & R_SENT))
+			break;          /* still queued here: R cannot have missed it */
 		if (r->m == NULL || (r->fl & R_RETX))
 			continue;
-		if (retransmit(w, st, r, pf->d, now))
+		if (retransmit(w, st, r, pf->d, now, pf->t.ts ? &pf->t.s_tsval : NULL))
 			st->st.fast_retx++;
 		return;
 	}
@@ -866,7 +925,9 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 		} else if (pf->flags & F_RECOVERY) {
 			recover_one(w, st, pf, false, now);    /* a partial ACK: the next hole */
 		}
-	} else if (pure && r == pf->real_una && pf->n > 0 && seq_gt(pf->next_seq, r)) {
+	} else if (pure && r == pf->real_una && p->win == pf->last_win && pf->n > 0 &&
+		   seq_gt(pf->next_seq, r)) {
+		/* A duplicate (a window update is not one, RFC 5681). */
 		if (pf->dups < UINT8_MAX)
 			pf->dups++;
 		if (p->sack_n > 0 && seq_gt(pf->sack_hi, r))
@@ -894,12 +955,16 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 		}
 		st->st.real_passed++;
 	} else if (pure) {
-		if (seq_gt(pf->una, r) || (pf->n > 0 && seq_gt(pf->next_seq, r)) || r != pf->last_real)
+		/* R still lacks the segment at r: a copy here covers it? */
+		bool covered = pf->head != NONE && seq_le(st->rec[pf->head].seq, r);
+
+		if (seq_gt(pf->una, r) || covered || r != pf->last_real)
 			take = true;
 		else
 			st->st.real_passed++;
 	}
 	pf->last_real = r;
+	pf->last_win = p->win;
 	if (release(w, st, f, pf) == 0 && take && !(pf->flags & F_DRAIN)) {
 		/* Dropped, and no p-ACK went: S must still hear of a window R opened. */
 		uint32_t target = pf->redge, limit = pf->real_una + pf->maxbuf;
@@ -969,6 +1034,60 @@ pep_enqueue(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, int 
 	}
 	copy_segment(w, st, f, pf, m, p, leaf, now);
 	return WEIR_V_PASS;
+}
+
+/* The class took S's segment: its copy may be p-acked now. */
+static void
+pep_queued(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m, int d,
+	   uint32_t slot)
+{
+	struct pep *st = pep_of(w);
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+	struct pep_flow *pf;
+	uint32_t ri;
+
+	if (st == NULL || (pf = flow_get(st, d, slot)) == NULL || (ri = pf->unq) == NONE ||
+	    st->rec[ri].seq != p->seq)
+		return;
+	pf->unq = NONE;
+	release(w, st, f, pf);
+	if (!(st->rec[ri].fl & R_PACKED))
+		st->st.withheld++;
+}
+
+/* The class refused S's segment (queue full) or its AQM dropped it. Not
+ * p-acked yet: S owns it, the copy goes (R_GONE keeps its place so no
+ * p-ACK passes it). p-acked: the copy stays and recovers it. */
+static void
+pep_dropped(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m, int d)
+{
+	struct pep *st = pep_of(w);
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+	struct pep_flow *pf;
+
+	if (st == NULL || p->payload_len == 0 ||
+	    (pf = flow_get(st, d, weir_flow_slot(w->flows, f))) == NULL)
+		return;
+	for (uint32_t ri = pf->stamp; ri != NONE; ri = st->rec[ri].next) {
+		struct pep_rec *r = &st->rec[ri];
+
+		if (seq_gt(r->seq, p->seq))
+			return;
+		if (r->seq != p->seq)
+			continue;
+		if (pf->unq == ri)
+			pf->unq = NONE;
+		if (!(r->fl & R_PACKED) && r->m != NULL) {
+			rte_pktmbuf_free(r->m);
+			r->m = NULL;
+			r->fl |= R_GONE;
+			pf->bytes -= r->len;
+			pf->copies--;
+			st->st.copies--;
+			st->st.class_dropped++;
+		}
+		return;
+	}
 }
 
 /* S's segment left the class tree: the exact time for its round trip. */
@@ -1059,7 +1178,8 @@ weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake)
 		pf->recover = pf->next_seq;
 		for (uint32_t ri = pf->head; ri != NONE; ri = st->rec[ri].next) {
 			if (st->rec[ri].m != NULL) {
-				if (retransmit(w, st, &st->rec[ri], pf->d, now)) {
+				if (retransmit(w, st, &st->rec[ri], pf->d, now,
+					       pf->t.ts ? &pf->t.s_tsval : NULL)) {
 					st->st.rto_retx++;
 					sent++;
 				}
@@ -1138,5 +1258,7 @@ const struct weir_mode_ops weir_mode_pep = {
 	.fini = pep_fini,
 	.reset = pep_reset,
 	.enqueue = pep_enqueue,
+	.queued = pep_queued,
 	.sent = pep_sent,
+	.dropped = pep_dropped,
 };

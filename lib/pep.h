@@ -57,6 +57,7 @@ struct weir_pep_stats {
 	uint64_t buf_full;      /* segments passed uncopied: buffer at its maximum */
 	uint64_t not_packable;  /* segments passed uncopied: FIN, URG, out of order, past the window */
 	uint64_t nombuf;        /* a copy or a made frame found no mbuf */
+	uint64_t class_dropped; /* copies given up: the class dropped the original before a p-ACK */
 	uint64_t ended_copies;  /* copies dropped because the flow ended (idle, evicted) */
 	uint64_t flushed;       /* copies dropped at shutdown */
 	uint32_t copies;        /* mbufs held now */
