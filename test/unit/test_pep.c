@@ -419,6 +419,8 @@ test_local_recovery(void)
 
 			CHECK(s.cksum_ok && s.len == 1000 && f[r.emitted[i]->data_len - 1] ==
 			      (uint8_t)(ISN_S + 2000 + 999), "the retransmission is the original, bytes and checksum");
+			CHECK(s.ts && s.tsval == 209, "with S's latest TSval, not the original's 202 "
+			      "(PAWS at R would discard it): %u", s.tsval);
 		}
 	rig_emitted_free(&r);
 	/* Another duplicate SACKing more: no second copy of the same hole. */
