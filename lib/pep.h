@@ -31,7 +31,8 @@ struct weir_flow;
 struct weir_pkt;
 
 /* Per-worker limits (docs/pep.md, "Limits"). */
-#define WEIR_PEP_MAX_FLOWS 1024         /* flows with pep state at once; beyond: plain forwarding */
+#define WEIR_PEP_MAX_FLOWS 4096         /* flow directions with pep state at once (a connection
+					 * in a class pep both ways takes two); beyond: plain forwarding */
 #define WEIR_PEP_RETRIES 6              /* timeouts of one segment without progress before giving up */
 #define WEIR_PEP_RTO_MIN_US 200000
 #define WEIR_PEP_RTO_MAX_US 2000000

@@ -134,7 +134,7 @@ def main():
             if bad:
                 print(f"weir exited {[rc for rc, _ in bad]}", file=sys.stderr)
                 sys.exit(1)
-    write(out, rows, modes)
+        write(out, rows, modes)         # after each scenario: a long run stopped keeps its part
     print(f"wrote {out}/pep.csv, pep.md, pep.png")
 
 
