@@ -556,6 +556,45 @@ test_limits(void)
 	rig_free(&r);
 }
 
+/* A flow that leaves the table (idle expiry) while S was told of data R
+ * never acknowledged: RSTs to both sides, copies freed. */
+static void
+test_end_with_packed(void)
+{
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	unsigned int rst = 0;
+	struct rig r;
+
+	if (make(&r, "pep_end") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	handshake(&r, 0, 1, t0);
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+	for (uint32_t i = 0; i < 3; i++) {
+		struct seg s = data(0, i * 1000);
+
+		feed_seg(&r, &s, t0 + 50 * MS);
+	}
+	drain_up(&r, t0 + 50 * MS);
+	rig_emitted_free(&r);
+	st = weir_pep_stats(r.w);
+	CHECK(st->copies == 3 && st->packed == 3, "three p-acked copies");
+	/* Established flows expire after 100 s idle here. */
+	weir_worker_expire(r.w, t0 + 200000 * MS, CAP);
+	weir_worker_tx(r.w);
+	for (unsigned int i = 0; i < r.n_emitted; i++) {
+		struct seen s = look(r.emitted[i]);
+
+		rst += (s.flags & RST) && s.cksum_ok;
+	}
+	CHECK(rst == 2 && st->give_ups == 1 && st->copies == 0 && st->active == 0,
+	      "RST to both sides, copies freed (%u RSTs)", rst);
+	rig_free(&r);
+}
+
 /* Shutdown with copies held: every one back in the pool. */
 static void
 test_flush(void)
@@ -606,6 +645,7 @@ main(int argc, char **argv)
 	test_local_recovery();
 	test_rto_give_up();
 	test_limits();
+	test_end_with_packed();
 	test_flush();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
 	      rte_mempool_in_use_count(mp));
