@@ -14,6 +14,7 @@
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_ip.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_tcp.h>
 
@@ -595,6 +596,90 @@ test_end_with_packed(void)
 	rig_free(&r);
 }
 
+/* A policy switch takes the mode away under traffic: no new copies or
+ * p-ACKs, but R's ACKs for what was p-acked are still dropped and the
+ * copies still recover; once R has everything the flow's state is gone. */
+static void
+test_mode_off(void)
+{
+	static const struct weir_policy_conf nc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_PFQ }, { .rate = 0 } },
+	};
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	struct weir_policy_switch sw = { 0 };
+	struct weir_policy_err e;
+	struct weir_policy *np;
+	struct seen a[8];
+	struct rig r;
+
+	if (make(&r, "pep_off") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	handshake(&r, 0, 1, t0);
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+	for (uint32_t i = 0; i < 4; i++) {
+		struct seg s = data(0, i * 1000);
+
+		feed_seg(&r, &s, t0 + 50 * MS);
+	}
+	drain_up(&r, t0 + 50 * MS);
+	rig_emitted_free(&r);
+	st = weir_pep_stats(r.w);
+	np = weir_policy_build(&nc, 2, &e);
+	sw.policy = np;
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		struct weir_cbq_class_conf cc[WEIR_CBQ_MAX_CLASSES];
+		struct weir_cbq_conf conf = {
+			.socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(), .classes = cc,
+			.n_queues = CAP + 1 + WEIR_POLICY_QUEUES_EXTRA(np), .flow_limit = 16,
+		};
+
+		conf.n_classes = weir_policy_cbq_classes(np, d, 1, 1, cc);
+		sw.shaper[d] = conf.n_classes ? weir_cbq_create(&conf) : NULL;
+		sw.cls_ctr[d] = conf.n_classes ?
+			rte_zmalloc(NULL, np->tree[d].n_classes * sizeof(*sw.cls_ctr[d]), 0) : NULL;
+	}
+	CHECK(weir_worker_policy_post(r.w, &sw) == 0 && weir_worker_policy_take(r.w) == 1,
+	      "the switch to pfq is taken");
+	weir_policy_free(r.p);
+	r.p = np;
+	/* New data: not copied, not p-acked. */
+	{
+		struct seg s = data(0, 4000);
+
+		feed_seg(&r, &s, t0 + 60 * MS);
+	}
+	drain_up(&r, t0 + 60 * MS);
+	CHECK(packs(&r, a, 8) == 0 && st->copied == 4, "no p-ACK once the mode is gone");
+	rig_emitted_free(&r);
+	/* R lost segment 1: the copy still recovers it, the duplicates S must
+	 * not see are dropped. */
+	{
+		struct seg s = rack(0, 1000, 2000);
+
+		CHECK(feed_seg(&r, &s, t0 + 100 * MS) == 0, "R's ACK for p-acked data still dropped");
+		s.n_sack = 1;
+		s.sack[0] = ISN_S + 2000;
+		s.sack[1] = ISN_S + 4000;
+		feed_seg(&r, &s, t0 + 101 * MS);
+	}
+	CHECK(retx_of(&r, 1000) == 1, "recovered from the copy after the switch");
+	rig_emitted_free(&r);
+	/* R has everything: its ACK goes on (past what S was told) and the
+	 * flow's pep state is gone. */
+	{
+		struct seg s = rack(0, 5000, 2000);
+
+		CHECK(feed_seg(&r, &s, t0 + 150 * MS) == 1, "R's ACK past una goes on");
+	}
+	CHECK(st->active == 0 && st->copies == 0, "the flow drained (%u active, %u copies)",
+	      st->active, st->copies);
+	rig_free(&r);
+}
+
 /* Shutdown with copies held: every one back in the pool. */
 static void
 test_flush(void)
@@ -646,6 +731,7 @@ main(int argc, char **argv)
 	test_rto_give_up();
 	test_limits();
 	test_end_with_packed();
+	test_mode_off();
 	test_flush();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
 	      rte_mempool_in_use_count(mp));
