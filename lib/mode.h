@@ -116,6 +116,10 @@ unsigned int weir_mode_release(struct weir_worker *w, int d, uint32_t slot, uint
  * full what is held goes first and m after it. Returns the verdict. */
 enum weir_verdict weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot,
 				 struct rte_mbuf *m, uint64_t now);
+/* Is flow f young in data direction d (within its leaf's young-flow budget,
+ * lib/drr.h)? DRR serves it ahead of bulk flows; a mode that holds or
+ * paces ACKs lets it run too, or the head start would be taken back. */
+bool weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t leaf);
 /* Frames of slot waiting in direction d's class tree (for a fifo leaf, any
  * frame in its shared queue: the flow's own cannot be told apart). */
 uint32_t weir_mode_data_qlen(const struct weir_worker *w, const struct weir_flow *f, int d,

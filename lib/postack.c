@@ -731,8 +731,10 @@ paced_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 		return WEIR_V_PASS;
 	/* Behind a frame of its own direction (order); or nothing held, the
 	 * flow's queue empty and the class without a backlog: there is room,
-	 * and pacing would only slow its start (issue 23); or its tick is due. */
+	 * and pacing would only slow its start (issue 23); or the flow is
+	 * young (lib/drr.h: served ahead of bulk flows); or its tick is due. */
 	if (weir_mode_data_qlen(w, f, a, slot) != 0 ||
+	    (held == 0 && weir_mode_young(w, f, d, leaf)) ||
 	    (held == 0 && weir_mode_data_qlen(w, f, d, slot) == 0 &&
 	     weir_cbq_leaf_qlen(w->shaper[d], leaf) == 0) ||
 	    (held == 0 && paced_tick(w, f, d, slot, leaf, now, true))) {

@@ -115,13 +115,16 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 	const struct weir_class_counters *c = &w->cls_ctr[d][leaf];
 	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
 	uint32_t seg = f->mss[a] ? f->mss[a] : 1460;
+	const bool young = weir_mode_young(w, f, d, leaf);
 	uint64_t rtt;
 
 	if (tf->srtt == 0)
 		tf->srtt = w->pa->q[a][slot].rtt;       /* the receiver's side, from the handshake */
 	weir_tcr_on_ack(w->tcr, d, slot, p->ack, now);
 	rtt = tcr_rtt(w, tf, d, slot);
-	if (rtt != 0) {
+	/* A young flow is served ahead of the bulk ones (lib/drr.h): its
+	 * window follows its share only once it has sent its budget. */
+	if (rtt != 0 && !young) {
 		uint64_t bdp = (rtt * c->share_bytes_per_tick) >> 32;
 		uint64_t limit = bdp + bdp / 8 + 2 * (uint64_t)seg;
 
@@ -131,7 +134,7 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 	}
 	if (weir_mode_data_qlen(w, f, a, slot) != 0)
 		return WEIR_V_PASS;     /* behind a frame of its own direction: keep order */
-	if (held == 0 && now >= tf->next_release) {
+	if (held == 0 && (young || now >= tf->next_release)) {
 		tf->next_release = now + weir_tcr_pace_gap(w, f, d, leaf);
 		return WEIR_V_PASS;
 	}

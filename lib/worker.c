@@ -303,6 +303,12 @@ weir_mode_data_qlen(const struct weir_worker *w, const struct weir_flow *f, int 
 	return weir_drr_qlen(weir_cbq_qtab(w->shaper[d]), slot);
 }
 
+bool
+weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t leaf)
+{
+	return w->shaper[d] != NULL && weir_cbq_young(w->shaper[d], leaf, f->bytes[d]);
+}
+
 /*
  * A TCP packet of flow f travelling a, with ACK control on (an ACK store):
  * its ACKs answer data direction d = a ^ 1. Anything but a pure ACK (data,
@@ -746,7 +752,10 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 		}
 	}
 	w->next_tsc[from] = 0;  /* new backlog: ask the tree on the next turn */
-	if (unlikely(weir_cbq_enqueue(sh, leaf, qid, m, now) != 0)) {
+	/* The flow's bytes so far in this direction, this frame's included:
+	 * its place in the leaf's young-flow budget. */
+	if (unlikely(weir_cbq_enqueue_young(sh, leaf, qid, m, now,
+					    f != NULL ? f->bytes[from] : UINT64_MAX) != 0)) {
 		if (w->pa != NULL && f != NULL && ops->dropped != NULL)
 			ops->dropped(w, f, m, from);
 		rte_pktmbuf_free(m);

@@ -116,12 +116,14 @@ class Bulk:
 def fetch(tb, size_name):
     addr = tb.addr("w1")
     out = tb.run("l1", ["curl", "-s", "-o", "/dev/null", "--max-time", "60", "-w",
-                        "%{time_total} %{size_download}",
+                        "%{time_total} %{size_download} %{time_connect} %{time_starttransfer}",
                         f"http://{addr}:{HTTP_PORT}/{size_name}"], timeout=70)
-    secs, got = out.stdout.split()
+    secs, got, conn, first = out.stdout.split()
     if int(got) != SIZES[size_name]:
         raise RuntimeError(f"fetched {got} of {SIZES[size_name]} bytes")
-    return float(secs)
+    # The handshake and the first byte apart from the transfer: a slow one
+    # says where the time went (a SYN lost, a server not scheduled).
+    return float(secs), float(conn), float(first)
 
 
 def run_fct(args):
@@ -146,10 +148,12 @@ def run_fct(args):
                             try:
                                 for rep in range(args.reps):
                                     for name in args.sizes:
-                                        t = fetch(tb, name)
+                                        t, conn, first = fetch(tb, name)
                                         rows.append(dict(mode=mode, rtt_ms=args.rtt, rate=args.rate,
                                                          bulk=n_bulk, bulk_dir=bdir, size=name,
-                                                         rep=rep, seconds=round(t, 4)))
+                                                         rep=rep, seconds=round(t, 4),
+                                                         connect_s=round(conn, 4),
+                                                         first_byte_s=round(first, 4)))
                                         print(f"{mode:14s} bulk={n_bulk} {bdir:5s} {name:5s} "
                                               f"{t * 1000:8.1f} ms", flush=True)
                             finally:

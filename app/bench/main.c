@@ -15,8 +15,9 @@
  * share (mempool, caches, memory bandwidth) shows as scaling below N.
  *
  * Usage: weir-bench [EAL args] -- [--flows 1000,65536,1048576] [--packets N]
- *                   [--workers N] [--plain-drr] [--json]
- * (--plain-drr: per-flow queues without the new-flows list and CoDel.)
+ *                   [--workers N] [--plain-drr] [--modes M,M] [--json]
+ * (--plain-drr: per-flow queues without the new-flows list and CoDel; --modes:
+ *  only these modes and the baseline, e.g. under cachegrind.)
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -159,16 +160,23 @@ static struct result
 run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 {
 	char name[32];
+	static struct bench_sink sink_out;
+	/* Every mode hands its frames to the sink: without it the worker
+	 * would send to port 0, which is not started (and free them inside
+	 * the timed part). */
 	struct weir_worker_conf wc = { .burst = BURST, .expire_budget = 0,
-				       .cut_through = mode == MODE_SHAPE_CUT };
+				       .cut_through = mode == MODE_SHAPE_CUT,
+				       .emit = bench_emit, .emit_arg = &sink_out };
 	struct weir_flow_table *ft = NULL;
 	struct weir_worker *w;
 	struct rte_mbuf *pkts[BURST];
 	uint64_t state = 1, cycles = 0, done = 0, sink = 0;
-	struct bench_sink sink_out = { 0 };
 
 	struct weir_cbq *shaper[WEIR_PORT__COUNT] = { NULL, NULL };
 	struct weir_policy *policy = NULL;
+
+	sink_out.n = 0;
+	sink_out.emitted = 0;
 
 	if (mode >= MODE_FLOWS) {
 		snprintf(name, sizeof(name), "bench_flows%u", rte_lcore_id());
@@ -201,8 +209,6 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		if (policy == NULL)
 			rte_exit(EXIT_FAILURE, "policy: %s\n", pe.msg);
 		wc.policy = policy;
-		wc.emit = bench_emit;
-		wc.emit_arg = &sink_out;
 		if (mode >= MODE_POSTACK) {
 			/* As weir runs it (an eighth of the mempool may stay in
 			 * mbufs), and with every held ACK copied into a record. */
@@ -385,7 +391,8 @@ main(int argc, char **argv)
 	unsigned int n_flows = 3;
 	uint64_t n_pkts = 4000000;
 	int json = 0, c, rc;
-	unsigned int n_workers = 1;
+	unsigned int n_workers = 1, n_out = 0;
+	uint32_t want = (1u << MODE__COUNT) - 1;   /* --modes; the baseline always runs */
 	struct rte_mempool *mp;
 	static const struct option opts[] = {
 		{ "flows", required_argument, NULL, 'f' },
@@ -393,6 +400,7 @@ main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "plain-drr", no_argument, NULL, 'p' },
+		{ "modes", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -414,9 +422,28 @@ main(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'w': n_workers = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'p': plain_drr = 1; break;
+		case 'm': {
+			/* A subset of modes, e.g. under valgrind --tool=cachegrind,
+			 * where each run costs minutes. */
+			char *s = optarg, *tok;
+
+			want = 1u << MODE_BASELINE;
+			while ((tok = strsep(&s, ",")) != NULL) {
+				int m;
+
+				for (m = 0; m < MODE__COUNT && strcmp(tok, mode_name[m]) != 0; m++)
+					;
+				if (m == MODE__COUNT) {
+					fprintf(stderr, "weir-bench: --modes: no mode '%s'\n", tok);
+					return 2;
+				}
+				want |= 1u << m;
+			}
+			break;
+		}
 		default:
 			fprintf(stderr, "usage: weir-bench [EAL] -- [--flows N,N] [--packets N] "
-					"[--workers N] [--plain-drr] [--json]\n");
+					"[--workers N] [--plain-drr] [--modes M,M] [--json]\n");
 			return 2;
 		}
 	}
@@ -440,6 +467,8 @@ main(int argc, char **argv)
 
 		/* One worker then N, mode by mode, so both see the same machine. */
 		for (int m = 0; m < MODE__COUNT; m++) {
+			if (!(want & (1u << m)))
+				continue;
 			r[m] = run((enum mode)m, mp, flows[i], n_pkts);
 			if (n_workers > 1)
 				par[m] = run_parallel((enum mode)m, mp, flows[i], n_pkts, n_workers);
@@ -448,14 +477,16 @@ main(int argc, char **argv)
 			double ratio = r[m].cycles_per_pkt / r[MODE_BASELINE].cycles_per_pkt;
 			char more[96] = "";
 
+			if (!(want & (1u << m)))
+				continue;
 			if (json) {
 				if (n_workers > 1)
 					snprintf(more, sizeof(more), ", \"workers\": %u, \"mpps_all\": %.2f, "
 						 "\"scaling\": %.2f", n_workers, par[m], par[m] / r[m].mpps);
-				printf("  {\"flows\": %u, \"mode\": \"%s\", \"cycles_per_pkt\": %.1f, "
-				       "\"mpps\": %.2f, \"cost_ratio\": %.2f, \"bytes_per_flow\": %zu%s}%s\n",
-				       flows[i], mode_name[m], r[m].cycles_per_pkt, r[m].mpps, ratio, bpf,
-				       more, (i + 1 == n_flows && m + 1 == MODE__COUNT) ? "" : ",");
+				printf("%s  {\"flows\": %u, \"mode\": \"%s\", \"cycles_per_pkt\": %.1f, "
+				       "\"mpps\": %.2f, \"cost_ratio\": %.2f, \"bytes_per_flow\": %zu%s}",
+				       n_out++ ? ",\n" : "", flows[i], mode_name[m], r[m].cycles_per_pkt,
+				       r[m].mpps, ratio, bpf, more);
 			} else {
 				if (n_workers > 1)
 					snprintf(more, sizeof(more), " %9.2f %6.2fx", par[m],
@@ -466,7 +497,7 @@ main(int argc, char **argv)
 		}
 	}
 	if (json)
-		printf("]\n");
+		printf("\n]\n");
 	rte_mempool_free(mp);
 	rte_eal_cleanup();
 	return 0;

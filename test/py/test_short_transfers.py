@@ -39,6 +39,7 @@ def st_tb(tmp_path_factory):
     www = d / "www"
     www.mkdir()
     (www / "1m").write_bytes(bytes(range(256)) * 4096)
+    (www / "100k").write_bytes(bytes(range(256)) * 400)
     with weir_testbed(config(d / "pfq.cfg", "pfq"), lan=2, wan=1,
                       paths=[weirtb.PathSpec(delay=RTT_MS / 2)]) as tb:
         tb.cfg_dir = d
@@ -61,12 +62,12 @@ def restart(tb, mode, aqm="codel"):
     tb.start_gateway("weir")
 
 
-def fetch_1m(tb):
+def fetch_1m(tb, name="1m", size_want=1 << 20):
     out = tb.run("l1", ["curl", "-s", "-o", "/dev/null", "--max-time", "60", "-w",
                         "%{time_total} %{size_download}",
-                        f"http://{tb.addr('w1')}:{HTTP_PORT}/1m"], timeout=70)
+                        f"http://{tb.addr('w1')}:{HTTP_PORT}/{name}"], timeout=70)
     secs, size = out.stdout.split()
-    assert int(size) == 1 << 20
+    assert int(size) == size_want
     return float(secs)
 
 
@@ -88,6 +89,38 @@ def test_lone_download_as_fast_as_pfq(st_tb, mode):
     pfq, t = measure_twice(run, lambda r: r[1] <= bound * r[0])
     print(f"1 MB download: pfq {pfq * 1000:.0f} ms, {mode} {t * 1000:.0f} ms")
     assert t <= bound * pfq, (mode, t, pfq)
+
+
+@pytest.mark.parametrize("mode", ["pfq", "tcr"])
+def test_short_download_beside_bulk_near_idle_speed(st_tb, mode):
+    """Young flows first (docs/cbq.md): a 100 KB download beside 4 bulk downloads in its
+    class takes within 1.3x of its idle time. Plain fair queueing gave it 1/5 of the
+    class once past its first quantum: 305 ms against 207 idle under pfq, 1,240 under tcr."""
+    restart(st_tb, mode)
+
+    def fetch_100k():
+        return fetch_1m(st_tb, "100k", 102400)
+
+    fetch_100k()    # warm
+    idle = statistics.median(fetch_100k() for _ in range(3))
+    import threading
+    res = {}
+    bulk = threading.Thread(target=lambda: res.update(flows=traffic.iperf_flows(
+        st_tb, n=4, duration=8, reverse=True, cc="cubic", pairs=[("l2", "w1")] * 4,
+        base_port=5301)), daemon=True)
+    bulk.start()
+    time.sleep(3)   # past the bulk flows' slow start
+    loaded = statistics.median(fetch_100k() for _ in range(3))
+    bulk.join()
+    cls = st_tb.weir_stats()["shaping"]["inbound"]["classes"]
+    young = sum(c.get("young_flows", 0) for c in (cls.values() if isinstance(cls, dict) else cls))
+    print(f"100 KB download, {mode}: idle {idle * 1000:.0f} ms, beside 4 bulk downloads "
+          f"{loaded * 1000:.0f} ms; inbound young_flows {young}")
+    assert all(f.error is None for f in res["flows"]), res["flows"]
+    # The bulk flows really loaded the class.
+    assert sum(f.goodput_bps for f in res["flows"]) >= 0.7 * PAYLOAD_MAX
+    assert young > 0
+    assert loaded <= 1.3 * idle, (idle, loaded)
 
 
 # What a 20 Mbit/s class carries as TCP payload: 1448 of every 1514 + 24 bytes weir

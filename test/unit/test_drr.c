@@ -302,6 +302,56 @@ test_new_flows(void)
 	weir_drr_qtab_free(t);
 }
 
+/* Young flows (lib/drr.h): a flow that has sent less than d.young bytes
+ * stays on the new list for the rest of its budget, not one quantum, still
+ * at most about half of the leaf while old flows wait; a flow past its
+ * budget (or of unknown age) gets one quantum, as before. */
+static void
+test_young(void)
+{
+	struct weir_drr_qtab *t = weir_drr_qtab_create(64, 200, SOCKET_ID_ANY);
+	struct weir_drr d;
+	uint32_t young_sent = 0, bulk_sent = 0, fl;
+
+	weir_drr_init(&d, t, 1500, 0);
+	d.young = 20000;
+	/* Bulk flow 0, past its budget: one quantum from the new list. */
+	for (uint32_t i = 0; i < 100; i++)
+		weir_drr_enqueue_young(&d, 0, mk(0, i, 1000), 1000000);
+	CHECK(next_flow(&d) == 0 && next_flow(&d) == 0 && d.young_flows == 0, "old: no budget");
+	/* Flow 1 has sent 5000 bytes: 15000 left plus one quantum, so about
+	 * 17 of its 1000-byte packets go from the new list, alternating with
+	 * the bulk's (the bound), before it joins the old flows. */
+	for (uint32_t i = 0; i < 40; i++)
+		weir_drr_enqueue_young(&d, 1, mk(1, i, 1000), 5000 + 1000 * i);
+	CHECK(d.young_flows == 1, "young budget given (%lu)", (unsigned long)d.young_flows);
+	while (young_sent < 17) {
+		fl = next_flow(&d);
+		young_sent += fl == 1;
+		bulk_sent += fl == 0;
+	}
+	/* The bound: a quantum (here 1.5 packets, so 2) of the new list
+	 * between two of the old flows' packets. */
+	CHECK(bulk_sent >= 8 && bulk_sent <= 9, "budget at about half the leaf: young %u bulk %u",
+	      young_sent, bulk_sent);
+	/* Budget spent: round robin, one quantum (1.5 packets) each. */
+	young_sent = bulk_sent = 0;
+	for (int i = 0; i < 12; i++) {
+		fl = next_flow(&d);
+		young_sent += fl == 1;
+		bulk_sent += fl == 0;
+	}
+	CHECK(young_sent == 6 && bulk_sent == 6, "then fair: young %u bulk %u", young_sent, bulk_sent);
+	/* Unknown age (UINT64_MAX, weir_drr_enqueue) is old. */
+	while (next_flow(&d) != UINT32_MAX)
+		;
+	weir_drr_enqueue(&d, 2, mk(2, 0, 1000));
+	CHECK(d.young_flows == 1, "unknown age: no budget");
+	while (next_flow(&d) != UINT32_MAX)
+		;
+	weir_drr_qtab_free(t);
+}
+
 /* CoDel per flow queue (RFC 8289/8290): a queue whose sojourn time stays
  * above target for an interval loses packets from its head, fewer apart
  * while it stands, in order for the rest; a queue served at once loses
@@ -375,6 +425,7 @@ main(int argc, char **argv)
 	test_limit_drops();
 	test_drain();
 	test_new_flows();
+	test_young();
 	test_codel();
 	rte_eal_cleanup();
 	return unit_report();
