@@ -93,6 +93,8 @@ struct pep_flow {
 	uint32_t wm, maxbuf;    /* watermark and maximum buffer, bytes */
 	uint32_t srtt, rttvar, min_rtt;     /* gateway -> R -> gateway, TSC ticks */
 	uint64_t rto_at;        /* 0: timer off */
+	uint64_t heard;         /* TSC of R's latest ACK */
+	uint64_t first_to;      /* TSC of the first timeout without progress since */
 	uint32_t slot;
 	uint16_t n;             /* records in the chain */
 	uint16_t copies;        /* of them with an mbuf */
@@ -897,6 +899,7 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 	}
 	if (!(p->tcp_flags & WEIR_TCP_ACK))
 		return false;
+	pf->heard = now;
 	if (p->flags & WEIR_PF_TCP_TS) {
 		pf->r_tsval = rd32(tcp + p->ts_off);
 		pf->flags |= F_RTS;
@@ -1166,7 +1169,13 @@ weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake)
 		}
 		if (pf->rto_at == 0 || now < pf->rto_at)
 			continue;
-		if (pf->retries >= WEIR_PEP_RETRIES) {
+		/* Give up only on a receiver that is silent: nothing from R
+		 * since the first of these timeouts. One that still sends
+		 * (duplicates: its path is congested, the copies are being
+		 * lost again) is retried at the longest timeout for as long
+		 * as it answers (a flow reset while R talked was seen with
+		 * cubic over a 0.5 Mbit/s trough). */
+		if (pf->retries >= WEIR_PEP_RETRIES && pf->heard < pf->first_to) {
 			if (pf->packed_bytes > 0) {
 				give_up(w, st, f, pf);
 				sent += 2;
@@ -1176,6 +1185,14 @@ weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake)
 				chain_free(st, pf, &st->st.ended_copies);
 			}
 			continue;
+		}
+		if (pf->retries == 0)
+			pf->first_to = now;
+		if (pf->retries >= WEIR_PEP_RETRIES) {
+			/* R answered meanwhile: it must now stay silent for three
+			 * more (longest) timeouts before the flow is given up. */
+			pf->first_to = now;
+			pf->retries = WEIR_PEP_RETRIES - 3;
 		}
 		pf->retries++;
 		pf->flags |= F_RECOVERY;

@@ -501,6 +501,56 @@ test_rto_give_up(void)
 	rig_free(&r);
 }
 
+/* R still answers (duplicates: the copies are lost again on a congested
+ * path): retried for as long as it does, never reset. */
+static void
+test_rto_receiver_talks(void)
+{
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	struct rig r;
+	uint64_t now, wake;
+
+	if (make(&r, "pep_talk") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	handshake(&r, 0, 1, t0);
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+	for (uint32_t i = 0; i < 4; i++) {
+		struct seg s = data(0, i * 1000);
+
+		feed_seg(&r, &s, t0 + 50 * MS);
+	}
+	drain_up(&r, t0 + 50 * MS);
+	st = weir_pep_stats(r.w);
+	for (now = t0 + 150 * MS; now < t0 + 30000 * MS; now += 10 * MS) {
+		if ((now - t0) / MS % 500 == 0) {
+			struct seg s = rack(0, 0, 2000);
+
+			feed_seg(&r, &s, now);
+		}
+		wake = UINT64_MAX;
+		weir_pep_poll(r.w, now, &wake);
+		weir_worker_tx(r.w);
+		rig_emitted_free(&r);
+	}
+	CHECK(st->give_ups == 0 && st->rto_retx > WEIR_PEP_RETRIES && st->copies == 4,
+	      "30 s of timeouts while R answers: retried (%" PRIu64 "), not given up",
+	      st->rto_retx);
+	/* Then R falls silent: given up within three longest timeouts and a few. */
+	for (; now < t0 + 45000 * MS && st->give_ups == 0; now += 10 * MS) {
+		wake = UINT64_MAX;
+		weir_pep_poll(r.w, now, &wake);
+		weir_worker_tx(r.w);
+		rig_emitted_free(&r);
+	}
+	CHECK(st->give_ups == 1 && now < t0 + 40000 * MS, "given up once silent (%.1f s)",
+	      (double)(now - t0) / (double)*hzp);
+	rig_free(&r);
+}
+
 static void
 test_limits(void)
 {
@@ -729,6 +779,7 @@ main(int argc, char **argv)
 	test_watermark_release();
 	test_local_recovery();
 	test_rto_give_up();
+	test_rto_receiver_talks();
 	test_limits();
 	test_end_with_packed();
 	test_mode_off();
