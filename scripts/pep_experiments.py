@@ -97,7 +97,7 @@ def main():
     ap.add_argument("--cc")
     ap.add_argument("--scenarios")
     ap.add_argument("--keep", action="store_true",
-                    help="keep DIR/pep.csv's rows of the scenarios not run now")
+                    help="keep DIR/pep.csv's rows of the (scenario, sender, mode) not run now")
     a = ap.parse_args()
     modes = a.modes.split(",") if a.modes else (["none", "pep"] if a.quick else MODES)
     ccs = a.cc.split(",") if a.cc else (["paper"] if a.quick else CCS)
@@ -109,7 +109,8 @@ def main():
     cfg_dir = Path(tempfile.mkdtemp(prefix="pep-cfg-"))
     rows = []
     if a.keep and (out / "pep.csv").exists():
-        rows = [r for r in csv.DictReader(open(out / "pep.csv")) if r["scenario"] not in names]
+        rows = [r for r in csv.DictReader(open(out / "pep.csv"))
+                if not (r["scenario"] in names and r["mode"] in modes and r["cc"] in ccs)]
         for r in rows:
             for k in ("goodput_mbit", "first_s_mbit"):
                 r[k] = float(r[k])
@@ -135,6 +136,7 @@ def main():
                            "pep_retx": pep.get("fast_retx", 0) + pep.get("rto_retx", 0),
                            "give_ups": pep.get("give_ups", 0),
                            "intervals": json.dumps([round(x, 3) for x in ivs])}
+                    rows = [x for x in rows if (x["scenario"], x["cc"], x["mode"]) != (name, cc, mode)]
                     rows.append(row)
                     print(f"{name:15} {cc:6} {mode:8} {row['goodput_mbit']:6.3f} Mbit/s "
                           f"(first {SLOW_START_S} s {row['first_s_mbit']:.3f})", flush=True)

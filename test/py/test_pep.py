@@ -59,14 +59,14 @@ def wait_for(cond, timeout, what):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.mark.parametrize("dst,loss,nbytes", [("w1", 1, 3_000_000), ("w2", 5, 1_500_000)])
+@pytest.mark.parametrize("dst,loss,nbytes", [("w1", 1, 1_000_000), ("w2", 5, 600_000)])
 def test_bulk_under_far_loss(pep_tb, dst, loss, nbytes):
     """The data arrives whole and in order though the far side drops it, and
     the gateway did the work: it p-acked, dropped R's ACKs for what it had
     acknowledged, and retransmitted from its copies."""
     tb = pep_tb
     before = pep_stats(tb)
-    res = tb.bulk("l1", dst, nbytes=nbytes, port=5310 + loss, timeout=40)
+    res = tb.bulk("l1", dst, nbytes=nbytes, port=5310 + loss, timeout=60)
     assert res.ok, f"{loss} % far loss: {res}"
     after = wait_for(lambda: (s := pep_stats(tb)) and s["copies"] == 0 and s, 5,
                      "every copy to be freed")
@@ -84,7 +84,7 @@ def test_receiver_stops_reading(pep_tb):
     p-acking past it, nothing times out, and the transfer ends intact."""
     tb = pep_tb
     before = pep_stats(tb)
-    res = tb.bulk("l1", "w3", nbytes=3_000_000, port=5320, timeout=40, pause=3)
+    res = tb.bulk("l1", "w3", nbytes=1_500_000, port=5320, timeout=40, pause=3)
     assert res.ok, res
     after = pep_stats(tb)
     assert after["give_ups"] == before["give_ups"]
@@ -151,7 +151,7 @@ def test_reload_turns_pep_off_under_traffic(pep_tb):
     out = {}
 
     def run():
-        out["res"] = tb.bulk("l1", "w1", nbytes=4_000_000, port=5340, timeout=50)
+        out["res"] = tb.bulk("l1", "w1", nbytes=2_000_000, port=5340, timeout=60)
 
     t = threading.Thread(target=run)
     t.start()
