@@ -52,9 +52,12 @@ SCENARIOS = {
 }
 QUICK = ["const-d200"]
 SLOW_START_S = 3        # Fig. 5: goodput over a flow's first seconds
+COLORS = {"none": "tab:blue", "pfq": "tab:orange", "postack": "tab:green", "tcr": "tab:red",
+          "pep": "tab:purple"}
 
 
 AVAIL = "1mbit"         # the class's guaranteed rate: "the bandwidth available to the flow"
+CEIL = "10mbit"         # what it may borrow (--ceil 1mbit: weir shapes at the bottleneck's mean)
 
 
 def config(path, mode):
@@ -62,7 +65,7 @@ def config(path, mode):
     allowed to borrow the whole link: no mode is held back by weir's shaper, and pep (and
     tcr) size their flow's share from the rate the paper's PEP is told is available."""
     tree = f"""{{ rate = "10mbit"; default = "exp";
-    classes = ( {{ name = "exp"; rate = "{AVAIL}"; ceil = "10mbit"; mode = "{mode}"; }} ); }}"""
+    classes = ( {{ name = "exp"; rate = "{AVAIL}"; ceil = "{CEIL}"; mode = "{mode}"; }} ); }}"""
     body = "" if mode == "none" else f"shaping = {{ outbound = {tree}; inbound = {tree}; }};\n"
     path.write_text(weirtb.testbed_config_text(body))
     return path
@@ -98,7 +101,9 @@ def main():
     ap.add_argument("--scenarios")
     ap.add_argument("--keep", action="store_true",
                     help="keep DIR/pep.csv's rows of the (scenario, sender, mode) not run now")
+    ap.add_argument("--ceil", default=CEIL, help="the class's ceil (default 10mbit: no shaping)")
     a = ap.parse_args()
+    globals()["CEIL"] = a.ceil
     modes = a.modes.split(",") if a.modes else (["none", "pep"] if a.quick else MODES)
     ccs = a.cc.split(",") if a.cc else (["paper"] if a.quick else CCS)
     names = a.scenarios.split(",") if a.scenarios else (QUICK if a.quick else list(SCENARIOS))
@@ -182,7 +187,8 @@ def write(out, rows, modes):
             r = get.get((s, cc, m))
             if r:
                 iv = json.loads(r["intervals"])
-                ax.plot(range(1, len(iv) + 1), iv, label=m, marker="." if m == "pep" else None)
+                ax.plot(range(1, len(iv) + 1), iv, label=m, color=COLORS.get(m),
+                        marker="." if m == "pep" else None)
         ax.set_title(f"{s}, sender {cc}", fontsize=9)
         ax.set_ylabel("Mbit/s")
         ax.set_ylim(0, 2)
