@@ -94,11 +94,11 @@ def test_receiver_stops_reading(pep_tb):
 
 SENDER = r"""
 import socket, sys, time
-s = socket.create_connection((sys.argv[1], 5330), timeout=30)
-s.settimeout(30)
+s = socket.create_connection((sys.argv[1], 5330), timeout=20)
+s.settimeout(20)
 t0 = time.monotonic()
 try:
-    while time.monotonic() - t0 < 30:
+    while time.monotonic() - t0 < 25:
         s.sendall(b"x" * 65536)
     print("NO ERROR")
 except OSError as e:
@@ -129,11 +129,18 @@ def test_receiver_vanishes(pep_tb):
         tb.run("w3", ["ip", "link", "set", "eth0", "down"])
         out, err = tx.communicate(timeout=40)
         print(out, err[-300:], pep_stats(tb), before)
-        assert out.startswith("ERROR ConnectionResetError"), out + err
-        after = wait_for(lambda: (s := pep_stats(tb))["give_ups"] > before["give_ups"] and s, 5,
-                         "pep to count its give-up")
-        assert after["rto_retx"] > before["rto_retx"]
-        assert after["rst_sent"] >= before["rst_sent"] + 2
+        # The sender's application always learns: reset by pep's give-up when
+        # the gateway had p-acked data outstanding (the usual case), or its
+        # own timeout when everything S was told of had reached R (then the
+        # gateway held only copies S was never told of, and drops them).
+        assert out.startswith("ERROR"), out + err
+        if out.startswith("ERROR ConnectionResetError"):
+            after = wait_for(lambda: (s := pep_stats(tb))["give_ups"] > before["give_ups"] and s,
+                             5, "pep to count its give-up")
+            assert after["rto_retx"] > before["rto_retx"]
+            assert after["rst_sent"] >= before["rst_sent"] + 2
+        else:
+            assert pep_stats(tb)["give_ups"] == before["give_ups"]
         wait_for(lambda: pep_stats(tb)["copies"] == 0, 5, "every copy to be freed")
     finally:
         tb.run("w3", ["ip", "link", "set", "eth0", "up"], check=False)
