@@ -42,7 +42,9 @@ struct cbq_class {
 	int32_t  deficit;       /* DRR among leaves of one priority */
 	uint32_t quantum;
 	uint32_t limit;
+	uint8_t  evict;         /* a full leaf drops from its longest flow queue (not a fifo) */
 	struct weir_drr drr;    /* leaves only */
+	struct weir_qm *qm;     /* a fifo leaf's queue manager, or NULL */
 	/* Cold. */
 	uint64_t rate_bps, ceil_bps;
 	struct weir_cbq_stats st;
@@ -238,12 +240,27 @@ weir_cbq_create(const struct weir_cbq_conf *conf)
 		weir_drr_init(&k->drr, c->qt, fq, c->overhead);
 		if (cc->fifo)
 			k->drr.limit = UINT16_MAX;
+		k->evict = !cc->fifo;
 		k->drr.sparse = !cc->plain;
 		k->drr.young = cc->plain || cc->fifo ? 0 : RTE_MIN(cc->young, WEIR_DRR_YOUNG_MAX);
 		if (cc->aqm) {
 			k->drr.codel = c->qt->codel;
 			k->drr.aqm = &c->aqm;
 		}
+	}
+	/* Queue managers once the tree is known: only a fifo leaf has one. */
+	for (i = 1; i < n; i++) {
+		const struct weir_cbq_class_conf *cc = &conf->classes[i];
+		struct cbq_class *k = &c->cls[i];
+
+		if (cc->qm == WEIR_QM_NONE)
+			continue;
+		if (!k->is_leaf || !cc->fifo)
+			goto fail;
+		k->qm = weir_qm_create((enum weir_qm_kind)cc->qm, conf->qm_params, k->ceil_bps,
+				       cc->limit, conf->tsc_hz, conf->socket_id);
+		if (k->qm == NULL)
+			goto fail;
 	}
 	return c;
 fail:
@@ -256,6 +273,8 @@ weir_cbq_free(struct weir_cbq *c)
 {
 	if (c == NULL)
 		return;
+	for (uint16_t i = 0; i < c->n; i++)
+		weir_qm_free(c->cls[i].qm);
 	weir_drr_qtab_free(c->qt);
 	rte_free(c);
 }
@@ -320,9 +339,20 @@ weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rt
 	return weir_cbq_enqueue_young(c, leaf, queue_id, m, now, UINT64_MAX);
 }
 
+/* How many backlogged queues a full leaf looks at for the longest. */
+#define WEIR_CBQ_EVICT_SCAN 32
+
 int
 weir_cbq_enqueue_young(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m,
 		       uint64_t now, uint64_t attained)
+{
+	return weir_cbq_enqueue_evict(c, leaf, queue_id, m, now, attained, NULL, NULL);
+}
+
+int
+weir_cbq_enqueue_evict(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m,
+		       uint64_t now, uint64_t attained, struct rte_mbuf **evicted,
+		       uint32_t *evicted_qid)
 {
 	struct cbq_class *k;
 
@@ -330,18 +360,39 @@ weir_cbq_enqueue_young(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, str
 		return WEIR_CBQ_DROP_BADCLASS;
 	k = &c->cls[leaf];
 	weir_mbuf_meta(m)->ts = now;    /* CoDel's sojourn starts here */
-	if (unlikely(k->limit && k->drr.pkts >= k->limit)) {
-		/* The arriving packet pays, so the drop is this flow's own. */
+	if (k->qm != NULL &&
+	    weir_qm_arrive(k->qm, m, k->drr.pkts, k->drr.bytes, now) != WEIR_QM_ADMIT) {
 		c->qt->q[queue_id].drops++;
 		k->st.drops++;
+		k->st.drops_qm++;
+		return WEIR_CBQ_DROP_QM;
+	}
+	if (evicted != NULL)
+		*evicted = NULL;
+	if (unlikely(k->limit && k->drr.pkts >= k->limit)) {
+		uint32_t v = evicted != NULL && k->evict ?
+			     weir_drr_fattest(&k->drr, WEIR_CBQ_EVICT_SCAN) : WEIR_DRR_NONE;
+
+		k->st.drops++;
 		k->st.drops_class++;
-		return WEIR_CBQ_DROP_CLASS;
+		/* The longest queue pays (unless that is the arriving packet's
+		 * own, or no queue has two): its head goes, the arrival is
+		 * queued. A fifo leaf's arrival pays, as the paper's CBQ. */
+		if (v == WEIR_DRR_NONE || v == queue_id ||
+		    (*evicted = weir_drr_evict(&k->drr, v)) == NULL) {
+			c->qt->q[queue_id].drops++;
+			return WEIR_CBQ_DROP_CLASS;
+		}
+		*evicted_qid = v;
+		c->backlog--;
 	}
 	if (unlikely(weir_drr_enqueue_young(&k->drr, queue_id, m, attained) != WEIR_DRR_OK)) {
 		k->st.drops++;
 		k->st.drops_flow++;
 		return WEIR_CBQ_DROP_FLOW;
 	}
+	if (k->qm != NULL)
+		weir_qm_queued(k->qm, m);
 	leaf_queued(c, leaf);
 	return WEIR_CBQ_OK;
 }
@@ -352,6 +403,8 @@ weir_cbq_requeue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rt
 	if (unlikely(leaf >= c->n || !c->cls[leaf].is_leaf || queue_id >= c->qt->n))
 		return WEIR_CBQ_DROP_BADCLASS;
 	weir_drr_append(&c->cls[leaf].drr, queue_id, m);
+	if (c->cls[leaf].qm != NULL)
+		weir_qm_queued(c->cls[leaf].qm, m);
 	leaf_queued(c, leaf);
 	return WEIR_CBQ_OK;
 }
@@ -434,13 +487,40 @@ weir_cbq_cut_through(struct weir_cbq *c, uint16_t leaf, uint32_t pkt_len, uint64
 	/* An empty tree has no other leaf to serve first, no deficit to honour
 	 * and no flow of this leaf ahead: enqueue + dequeue would pick this
 	 * packet with this lender (pass 0 if the leaf is green, else pass 1). */
-	if (c->backlog != 0 || unlikely(leaf >= c->n || !c->cls[leaf].is_leaf))
+	if (c->backlog != 0 || unlikely(leaf >= c->n || !c->cls[leaf].is_leaf) ||
+	    c->cls[leaf].qm != NULL)
 		return false;
 	lender = find_lender(c, leaf, now);
 	if (lender == WEIR_CBQ_NONE)
 		return false;
 	charge_path(c, leaf, lender, pkt_len + c->overhead);
 	return true;
+}
+
+/* The head frame m of leaf i left its queue: if it was CHOKe's victim,
+ * it goes to out->dropped[] (the caller frees and counts it) and the next
+ * one is taken, until a live frame comes (returned) or the leaf is empty
+ * (NULL). With out->dropped[] full a victim is sent after all (rare: eight
+ * victims in a row). */
+static struct rte_mbuf *
+skip_victims(struct weir_cbq *c, uint16_t i, struct rte_mbuf *m, uint64_t now,
+	     struct weir_cbq_deq *out, uint32_t *qid, uint32_t *qlen)
+{
+	struct cbq_class *k = &c->cls[i];
+
+	while (weir_qm_left(k->qm, m, now) && out->n_dropped < WEIR_CBQ_AQM_MAX) {
+		uint16_t j = out->n_dropped++;
+
+		out->dropped[j] = m;
+		out->dropped_qid[j] = *qid;
+		out->dropped_leaf[j] = i;
+		k->st.drops_aqm++;
+		c->backlog--;
+		if (k->drr.pkts == 0)
+			return NULL;
+		m = weir_drr_dequeue(&k->drr, qid, qlen);
+	}
+	return m;
 }
 
 struct rte_mbuf *
@@ -506,6 +586,14 @@ weir_cbq_dequeue(struct weir_cbq *c, uint64_t now, struct weir_cbq_deq *out)
 						}
 					} else {
 						m = weir_drr_dequeue(&k->drr, &qid, &qlen);
+						if (k->qm != NULL)
+							m = skip_victims(c, i, m, now, out, &qid, &qlen);
+						if (m == NULL) {
+							/* Only CHOKe's victims were left. */
+							active_del(c, i);
+							i = nx;
+							continue;
+						}
 					}
 					wl = rte_pktmbuf_pkt_len(m) + c->overhead;
 					k->deficit -= (int32_t)wl;
@@ -559,6 +647,8 @@ weir_cbq_set_rate(struct weir_cbq *c, uint16_t cls, uint64_t rate, uint64_t ceil
 	/* Tokens held now are kept (re-scaled, clamped); the ticks since the
 	 * class's last refill are credited at the new rate. */
 	class_set_buckets(c, k, rate, ceil, 1);
+	if (k->qm != NULL)
+		weir_qm_set_rate(k->qm, ceil);
 	return 0;
 }
 
@@ -591,6 +681,9 @@ weir_cbq_drain(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_
 	k = &c->cls[leaf];
 	n = weir_drr_drain(&k->drr, queue_id, out, max, NULL);
 	c->backlog -= n;
+	/* Keep CHOKe's ring in step (a victim drained goes with the rest). */
+	for (unsigned int x = 0; k->qm != NULL && x < n; x++)
+		(void)weir_qm_left(k->qm, out[x], 0);
 	if (k->active && k->drr.pkts == 0)
 		active_del(c, leaf);
 	return n;
@@ -641,6 +734,15 @@ weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats *ou
 	return 0;
 }
 
+int
+weir_cbq_qm_stats(const struct weir_cbq *c, uint16_t cls, struct weir_qm_stats *out)
+{
+	if (cls >= c->n || c->cls[cls].qm == NULL)
+		return -ENOENT;
+	weir_qm_stats(c->cls[cls].qm, out);
+	return 0;
+}
+
 uint64_t
 weir_cbq_rate(const struct weir_cbq *c, uint16_t cls)
 {
@@ -669,6 +771,13 @@ bool
 weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint64_t attained)
 {
 	return leaf < c->n && c->cls[leaf].is_leaf && attained < c->cls[leaf].drr.young;
+}
+
+void
+weir_cbq_flow_rtt(struct weir_cbq *c, uint32_t qid, uint64_t rtt)
+{
+	if (c->qt->codel != NULL && qid < c->qt->n)
+		weir_codel_set_rtt(&c->qt->codel[qid], &c->aqm, rtt);
 }
 
 struct weir_drr_qtab *

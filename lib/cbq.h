@@ -30,6 +30,7 @@
 #include <rte_mbuf.h>
 
 #include "drr.h"
+#include "qm.h"
 
 #define WEIR_CBQ_MAX_CLASSES 1024
 #define WEIR_CBQ_MAX_DEPTH   8
@@ -51,6 +52,9 @@ struct weir_cbq_class_conf {
 				 * it): only `limit` bounds it, not the per-flow limit */
 	uint8_t aqm;            /* leaf: CoDel on each flow queue (lib/codel.h) */
 	uint8_t plain;          /* leaf: plain DRR, no new-flows list (lib/drr.h) */
+	uint8_t qm;             /* fifo leaf: its queue manager, enum weir_qm_kind (lib/qm.h);
+				 * such a leaf never cuts through (the manager sees every
+				 * arrival) */
 	uint32_t young;         /* leaf: young-flow budget in bytes (weir_drr.young); 0 = none */
 };
 
@@ -65,6 +69,7 @@ struct weir_cbq_conf {
 	uint16_t overhead;                      /* bytes added per packet: 0, or 24 = preamble+SFD+IFG+FCS */
 	uint16_t mtu;                           /* largest frame (pkt_len) expected; 0 = 1518 */
 	uint32_t burst_us;                      /* bucket depth as time at the bucket's rate; 0 = 1000 */
+	const struct weir_qm_params *qm_params; /* fifo leaves' queue managers; NULL = defaults */
 };
 
 /* Counters of one class. bytes/pkts count what left through the class
@@ -73,9 +78,10 @@ struct weir_cbq_conf {
 struct weir_cbq_stats {
 	uint64_t bytes;
 	uint64_t pkts;
-	uint64_t drops;         /* leaf: refused at enqueue (sum of the two below) */
+	uint64_t drops;         /* leaf: refused at enqueue (sum of the three below) */
 	uint64_t drops_flow;    /* the flow's queue was full */
 	uint64_t drops_class;   /* the class limit was reached */
+	uint64_t drops_qm;      /* the leaf's queue manager refused it (lib/qm.h: why) */
 	uint64_t borrowed;
 	uint64_t lent;
 	uint32_t qlen;          /* leaf: packets queued now */
@@ -83,7 +89,8 @@ struct weir_cbq_stats {
 	uint64_t new_flows;     /* leaf: queues served from the new-flows list (lib/drr.h) */
 	uint64_t new_deferred;  /* leaf: packets old flows sent past waiting new ones (its bound) */
 	uint64_t young_flows;   /* leaf: of new_flows, those served with a young budget */
-	uint64_t drops_aqm;     /* leaf: dropped by CoDel at dequeue (not in `drops`) */
+	uint64_t drops_aqm;     /* leaf: dropped at dequeue (not in `drops`): by CoDel, or
+				 * CHOKe's victims reaching the head */
 	uint64_t qbytes;        /* leaf: wire bytes queued now */
 	uint64_t rate_bps;      /* as set now (a worker's share, see weir_cbq_set_rate) */
 	uint64_t ceil_bps;
@@ -94,13 +101,14 @@ enum weir_cbq_rc {
 	WEIR_CBQ_DROP_FLOW = 1,         /* the flow's queue is at flow_limit */
 	WEIR_CBQ_DROP_CLASS = 2,        /* the leaf is at its limit */
 	WEIR_CBQ_DROP_BADCLASS = 3,     /* not a leaf, or out of range */
+	WEIR_CBQ_DROP_QM = 4,           /* the leaf's queue manager (RED, CHOKe, PQM) */
 };
 
 #define WEIR_CBQ_AQM_MAX 8      /* packets one dequeue call may drop by CoDel */
 
 /* What a dequeue found. */
 struct weir_cbq_deq {
-	/* Packets CoDel dropped on the way (the caller frees and counts
+	/* Packets CoDel or CHOKe dropped on the way (the caller frees and counts
 	 * them), with their leaves and flow queues: even when NULL is
 	 * returned. */
 	uint16_t n_dropped;
@@ -128,6 +136,13 @@ int weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id,
  * direction so far (the leaf's young-flow budget, weir_drr_enqueue_young). */
 int weir_cbq_enqueue_young(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id,
 			   struct rte_mbuf *m, uint64_t now, uint64_t attained);
+/* The same; when the leaf is at its limit and it has per-flow queues, the
+ * head of its longest queue is dropped instead of m (lib/drr.h,
+ * weir_drr_fattest): *evicted (else NULL) is that packet, *evicted_qid its
+ * queue, for the caller to count and free; m is then queued (0). */
+int weir_cbq_enqueue_evict(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id,
+			   struct rte_mbuf *m, uint64_t now, uint64_t attained,
+			   struct rte_mbuf **evicted, uint32_t *evicted_qid);
 
 /* Queue m as weir_cbq_enqueue does but past the leaf's and the flow's
  * limits: for packets admitted once already (a policy switch moving them
@@ -166,6 +181,8 @@ unsigned int weir_cbq_drain_next(struct weir_cbq *c, uint16_t *leaf, uint32_t *q
 int weir_cbq_move(struct weir_cbq *c, uint32_t queue_id, uint16_t from, uint16_t to);
 
 int weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats *out);
+/* A fifo leaf's queue-manager counters: 0, or -ENOENT (no manager). */
+int weir_cbq_qm_stats(const struct weir_cbq *c, uint16_t cls, struct weir_qm_stats *out);
 int weir_cbq_is_leaf(const struct weir_cbq *c, uint16_t cls);
 uint64_t weir_cbq_rate(const struct weir_cbq *c, uint16_t cls);    /* bit/s now, 0 if no such class */
 uint32_t weir_cbq_backlog(const struct weir_cbq *c);       /* packets queued in the tree */
@@ -173,6 +190,10 @@ uint32_t weir_cbq_leaf_qlen(const struct weir_cbq *c, uint16_t leaf);      /* pa
 /* Is a flow that has sent `attained` bytes young in leaf `leaf` (within its
  * young-flow budget, lib/drr.h)? */
 bool weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint64_t attained);
+/* Flow queue qid has a new flow (rtt 0) or its round trip was measured
+ * (TSC ticks): CoDel's interval for it follows (lib/codel.h). No-op when
+ * no leaf of the tree runs CoDel. */
+void weir_cbq_flow_rtt(struct weir_cbq *c, uint32_t qid, uint64_t rtt);
 struct weir_drr_qtab *weir_cbq_qtab(struct weir_cbq *c);   /* per-flow weights, qlen */
 
 #endif /* WEIR_CBQ_H */

@@ -6,6 +6,13 @@
  * sojourn time falls below target again. A queue of one packet is never
  * dropped from (it cannot be a standing queue). Times are TSC ticks; the
  * caller passes `now`. 24 bytes a queue.
+ *
+ * The interval should be on the order of the flow's round trip (RFC 8289
+ * sec. 4.3): at 100 ms a lone flow on a 150 ms path is dropped before its
+ * window reaches the pipe, and used half of its class. fq_codel cannot
+ * know a flow's round trip; weir times every TCP handshake, so each
+ * queue may scale the tree's target and interval by its own flow's
+ * (weir_codel_set_rtt), keeping target at the same fraction of interval.
  */
 #ifndef WEIR_CODEL_H
 #define WEIR_CODEL_H
@@ -19,8 +26,12 @@ struct weir_codel {
 	uint64_t drop_next;     /* dropping: when the next drop is due */
 	uint32_t count;         /* drops in this dropping state (the control law's n) */
 	uint8_t dropping;
-	uint8_t _pad[3];
+	uint8_t scale;          /* target and interval x scale / 4 (0 or <= 4: as given) */
+	uint8_t _pad[2];
 };
+
+#define WEIR_CODEL_SCALE_ONE 4u
+#define WEIR_CODEL_SCALE_MAX 255u      /* 64 x the interval: 6.4 s at 100 ms */
 
 struct weir_codel_params {
 	uint64_t target;        /* ticks: 5 ms by default */
@@ -58,10 +69,19 @@ weir_codel_above(struct weir_codel *c, const struct weir_codel_params *p, uint64
  * drop_next comes, leave when the sojourn falls below target.
  */
 static inline bool
-weir_codel_drop(struct weir_codel *c, const struct weir_codel_params *p, uint64_t sojourn,
+weir_codel_drop(struct weir_codel *c, const struct weir_codel_params *base, uint64_t sojourn,
 		uint32_t qlen, uint64_t now)
 {
-	const bool above = weir_codel_above(c, p, sojourn, qlen, now);
+	struct weir_codel_params scaled;
+	const struct weir_codel_params *p = base;
+	bool above;
+
+	if (c->scale > WEIR_CODEL_SCALE_ONE) {
+		scaled.target = base->target * c->scale / WEIR_CODEL_SCALE_ONE;
+		scaled.interval = base->interval * c->scale / WEIR_CODEL_SCALE_ONE;
+		p = &scaled;
+	}
+	above = weir_codel_above(c, p, sojourn, qlen, now);
 
 	if (c->dropping) {
 		if (!above) {
@@ -81,6 +101,23 @@ weir_codel_drop(struct weir_codel *c, const struct weir_codel_params *p, uint64_
 	c->count = c->count > 2 && now - c->drop_next < 16 * p->interval ? c->count - 2 : 1;
 	c->drop_next = weir_codel_control_law(p, now, c->count);
 	return true;
+}
+
+/* A new flow in the queue (rtt 0: not known, the state cleared), or its
+ * round trip measured: an interval of at least that, in quarters of the
+ * given one. */
+static inline void
+weir_codel_set_rtt(struct weir_codel *c, const struct weir_codel_params *p, uint64_t rtt)
+{
+	uint64_t q;
+
+	if (rtt == 0) {
+		*c = (struct weir_codel){ 0 };
+		return;
+	}
+	q = (WEIR_CODEL_SCALE_ONE * rtt + p->interval - 1) / p->interval;
+	c->scale = (uint8_t)(q < WEIR_CODEL_SCALE_ONE ? WEIR_CODEL_SCALE_ONE :
+			     q > WEIR_CODEL_SCALE_MAX ? WEIR_CODEL_SCALE_MAX : q);
 }
 
 #endif /* WEIR_CODEL_H */

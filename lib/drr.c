@@ -310,6 +310,57 @@ weir_drr_dequeue_aqm(struct weir_drr *d, uint64_t now, uint32_t *qid, uint32_t *
 	}
 }
 
+/* Walk a circular list from its head: up to *budget queues. */
+static inline void
+fattest_in(const struct weir_drr *d, uint32_t last, uint32_t *budget, uint32_t *best,
+	   uint16_t *best_len)
+{
+	uint32_t id;
+
+	if (last == WEIR_DRR_NONE)
+		return;
+	id = d->q[last].next;
+	for (;;) {
+		if (*budget == 0)
+			return;
+		(*budget)--;
+		if (d->q[id].len > *best_len) {
+			*best_len = d->q[id].len;
+			*best = id;
+		}
+		if (id == last)
+			return;
+		id = d->q[id].next;
+	}
+}
+
+uint32_t
+weir_drr_fattest(const struct weir_drr *d, uint32_t budget)
+{
+	uint32_t best = WEIR_DRR_NONE;
+	uint16_t best_len = 1;          /* a queue of one would leave its list */
+
+	fattest_in(d, d->last, &budget, &best, &best_len);
+	fattest_in(d, d->new_last, &budget, &best, &best_len);
+	return best;
+}
+
+struct rte_mbuf *
+weir_drr_evict(struct weir_drr *d, uint32_t qid)
+{
+	struct weir_drr_q *q = &d->q[qid];
+	struct rte_mbuf *m = q->head;
+
+	if (m == NULL || q->len < 2)
+		return NULL;
+	q->head = weir_mbuf_meta(m)->qnext;
+	q->len--;
+	q->drops++;
+	d->pkts--;
+	d->bytes -= weir_drr_wire_len(d, m);
+	return m;
+}
+
 unsigned int
 weir_drr_drain(struct weir_drr *d, uint32_t qid, struct rte_mbuf **out, unsigned int max,
 	       uint64_t *bytes)

@@ -180,6 +180,20 @@ struct rte_mbuf *weir_drr_dequeue_aqm(struct weir_drr *d, uint64_t now, uint32_t
 				      unsigned int max_drop);
 
 /*
+ * The class is full (its limit, not a flow's): rather than refuse the
+ * arriving packet, drop from the head of the longest queue, as fq_codel
+ * does, so a flood that keeps the class full costs the flooder and not
+ * the short and sparse flows arriving beside it. weir_drr_fattest looks at
+ * up to `budget` backlogged queues (the lists' heads first: bounded work
+ * per overflow) and returns the longest with at least two packets, or
+ * WEIR_DRR_NONE. weir_drr_evict takes that queue's head packet (the queue
+ * stays on its list; its drops are counted) and returns it to the caller
+ * to free.
+ */
+uint32_t weir_drr_fattest(const struct weir_drr *d, uint32_t budget);
+struct rte_mbuf *weir_drr_evict(struct weir_drr *d, uint32_t qid);
+
+/*
  * Take up to `max` packets from the head of queue qid, in order, into out[]
  * (flow end or eviction: the caller frees or forwards them). Returns the
  * count; call again while it returns max. When the queue empties it leaves

@@ -72,6 +72,7 @@ build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
 	/* A direction given only a rate has one leaf, "default", at that rate. */
 	const struct weir_policy_class_conf dflt = { .name = "default", .rate = tc->rate,
 						     .mode = tc->mode };
+	const char *why;
 	const struct weir_policy_class_conf *cc = tc->n_classes ? tc->classes : &dflt;
 	uint16_t n = tc->n_classes ? tc->n_classes : 1;
 	int i;
@@ -100,6 +101,7 @@ build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
 		return -1;
 	}
 	t->n_classes = (uint16_t)(n + 1);
+	t->qm_params = tc->qm_params;
 	snprintf(t->classes[0].name, sizeof(t->classes[0].name), "root");
 	t->classes[0].cbq.rate = t->classes[0].cbq.ceil = tc->rate;
 	t->classes[0].cbq.parent = WEIR_CBQ_NONE;
@@ -148,6 +150,24 @@ build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
 		 * PostACK's modes keep queues short by holding ACKs instead, and a
 		 * fifo is the paper's plain CBQ. */
 		k->cbq.aqm = !tc->no_aqm && (c->mode == WEIR_MODE_PFQ || c->mode == WEIR_MODE_TCR);
+		/* A queue manager works on one shared queue: fifo leaves only
+		 * (the tree's default skips the others; a class naming one
+		 * without mode "fifo" is an error). */
+		k->cbq.qm = c->qm_set ? c->qm : (c->mode == WEIR_MODE_FIFO ? tc->qm : WEIR_QM_NONE);
+		if (k->cbq.qm >= WEIR_QM__COUNT ||
+		    (k->cbq.qm != WEIR_QM_NONE && c->mode != WEIR_MODE_FIFO)) {
+			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i,
+			     "class '%s': aqm \"%s\" manages a fifo leaf's one queue: it needs "
+			     "mode = \"fifo\"", c->name, weir_qm_name(k->cbq.qm) ?: "?");
+			return -1;
+		}
+		why = k->cbq.qm != WEIR_QM_NONE ? weir_qm_params_check(&tc->qm_params, k->cbq.limit)
+						: NULL;
+		if (why != NULL) {
+			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i, "class '%s': aqm \"%s\": %s",
+			     c->name, weir_qm_name(k->cbq.qm), why);
+			return -1;
+		}
 		k->cbq.young = tc->young;
 		k->is_leaf = 1;
 		if (c->mode >= WEIR_MODE__COUNT) {
@@ -182,6 +202,16 @@ build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
 			     "class '%s': flow_min exceeds the class rate: no flow could be admitted",
 			     c->name);
 			return -1;
+		}
+		k->marker = c->marker;
+		{
+			char merr[200];
+
+			if (weir_marker_conf_check(&k->marker, k->cbq.ceil, merr, sizeof(merr)) < 0) {
+				fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i, "class '%s': %s", c->name,
+				     merr);
+				return -1;
+			}
 		}
 		if (c->admit == WEIR_ADMIT_FALLBACK && c->fallback[0] == '\0') {
 			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i,
@@ -301,6 +331,10 @@ weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch, struct we
 			const struct weir_policy_class_conf *c = &tc->classes[i - 1];
 			int fb;
 
+			if (!k->is_leaf && k->marker.type != WEIR_MARK_NONE)
+				return fail(p, err, WEIR_POLICY_ERR_CLASS, d, i - 1,
+					    "class '%s' has children: a marker colours a leaf's frames",
+					    k->name);
 			if (!k->is_leaf && k->flow_min)
 				return fail(p, err, WEIR_POLICY_ERR_CLASS, d, i - 1,
 					    "class '%s' has children: flow_min applies to leaves only",
@@ -465,6 +499,8 @@ weir_policy_cbq_classes(const struct weir_policy *p, int dir, uint64_t num, uint
 
 	for (uint16_t i = 0; i < t->n_classes; i++) {
 		out[i] = t->classes[i].cbq;
+		if (!t->classes[i].is_leaf)
+			out[i].qm = WEIR_QM_NONE;       /* a fifo class with children queues nothing */
 		out[i].rate = (uint64_t)((unsigned __int128)out[i].rate * num / den);
 		out[i].ceil = (uint64_t)((unsigned __int128)out[i].ceil * num / den);
 		if (out[i].rate < WEIR_CBQ_RATE_MIN)

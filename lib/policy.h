@@ -28,6 +28,7 @@
 
 #include "cbq.h"
 #include "classify.h"
+#include "marker.h"
 
 #define WEIR_POLICY_NAME_LEN 32
 #define WEIR_POLICY_MAX_TARGETS 4096
@@ -66,6 +67,9 @@ struct weir_policy_class_conf {
 	uint8_t admit;                          /* enum weir_admit_action */
 	char fallback[WEIR_POLICY_NAME_LEN];    /* class for WEIR_ADMIT_FALLBACK */
 	uint8_t mode;                           /* enum weir_shape_mode */
+	uint8_t qm;                             /* enum weir_qm_kind, when qm_set */
+	uint8_t qm_set;                         /* 0: a fifo leaf takes the tree's qm */
+	struct weir_marker_conf marker;         /* DiffServ marker (type NONE: none) */
 };
 
 struct weir_policy_tree_conf {
@@ -76,6 +80,8 @@ struct weir_policy_tree_conf {
 	uint32_t default_limit;                 /* leaf limit when a class says 0 */
 	uint8_t mode;                           /* of the one "default" leaf when n_classes == 0 */
 	uint8_t no_aqm;                         /* 1: no CoDel in this tree's pfq and tcr leaves */
+	uint8_t qm;                             /* fifo leaves' queue manager (lib/qm.h) by default */
+	struct weir_qm_params qm_params;        /* its parameters (0 fields: defaults) */
 	uint32_t young;                         /* young-flow budget, bytes (lib/drr.h); 0 = none */
 };
 
@@ -127,12 +133,14 @@ struct weir_policy_class {
 	uint8_t admit;
 	uint8_t is_leaf;
 	uint8_t mode;
+	struct weir_marker_conf marker;         /* checked, defaults filled */
 };
 
 struct weir_policy_tree {
 	uint16_t n_classes;                     /* including the root; 0 = unshaped */
 	uint16_t default_leaf;
 	struct weir_policy_class *classes;
+	struct weir_qm_params qm_params;        /* fifo leaves' queue managers (cbq conf) */
 };
 
 /* A policy's own copy of what it was built from. */

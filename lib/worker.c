@@ -100,6 +100,13 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 				return NULL;
 			}
 		}
+		if (weir_wk_markers_build(w, socket_id) != 0) {
+			weir_wk_markers_drop(w);
+			rte_free(w->cls_ctr[0]);
+			rte_free(w->cls_ctr[1]);
+			rte_free(w);
+			return NULL;
+		}
 	}
 	return w;
 }
@@ -110,6 +117,7 @@ weir_worker_free(struct weir_worker *w)
 	if (w == NULL)
 		return;
 	weir_worker_flush_queues(w);
+	weir_wk_markers_drop(w);
 	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
 		if (weir_modes[m]->fini != NULL)
 			weir_modes[m]->fini(w);
@@ -309,6 +317,26 @@ weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, u
 	return w->shaper[d] != NULL && weir_cbq_young(w->shaper[d], leaf, f->bytes[d]);
 }
 
+/* A handshake packet: time both sides (lib/postack.c); once both are
+ * known, each direction's CoDel follows the flow's round trip. */
+static void
+handshake(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p, int a,
+	  uint32_t slot, uint64_t now)
+{
+	uint64_t rtt;
+
+	weir_postack_track(w->pa, f, p, a, slot, now);
+	rtt = (uint64_t)weir_postack_measured_rtt(w->pa, 0, slot) *
+	      weir_postack_measured_rtt(w->pa, 1, slot);
+	if (rtt == 0)
+		return;         /* a side still unknown */
+	rtt = (uint64_t)weir_postack_measured_rtt(w->pa, 0, slot) +
+	      weir_postack_measured_rtt(w->pa, 1, slot);
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		if (w->shaper[d] != NULL)
+			weir_cbq_flow_rtt(w->shaper[d], slot, rtt);
+}
+
 /*
  * A TCP packet of flow f travelling a, with ACK control on (an ACK store):
  * its ACKs answer data direction d = a ^ 1. Anything but a pure ACK (data,
@@ -330,7 +358,7 @@ ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum
 
 	/* Only handshake packets time anything: no call for the rest. */
 	if (unlikely((p->tcp_flags & WEIR_TCP_SYN) || f->pkts[a] == 2))
-		weir_postack_track(w->pa, f, p, a, slot, now);
+		handshake(w, f, p, a, slot, now);
 	/* pep's state outlives its class (lib/pep.h): a flow it keeps copies
 	 * for has all its TCP packets looked at, and R's ACKs for data the
 	 * gateway already acknowledged are taken. */
@@ -645,6 +673,9 @@ weir_wk_classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t 
 		for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
 			if (weir_modes[m]->reset != NULL)
 				weir_modes[m]->reset(w, weir_flow_slot(w->flows, f));
+		for (int d = 0; d < WEIR_PORT__COUNT; d++)
+			if (w->shaper[d] != NULL)
+				weir_cbq_flow_rtt(w->shaper[d], weir_flow_slot(w->flows, f), 0);
 		/* First packet: it tells who opened the flow; remember it for
 		 * re-classification, where the packet at hand may be a reply. */
 		if (t.init_dir == WEIR_DIR_IN)
@@ -714,6 +745,20 @@ on_sent(struct weir_worker *w, enum weir_port_role dir, struct rte_mbuf *m, uint
 		ops->sent(w, m, dir, qid, leaf, qlen, now);
 }
 
+/* Frame m left leaf `leaf` of direction dir's class tree: to the
+ * out-array, through the leaf's marker if the tree has any. */
+static inline void
+tree_out(struct weir_worker *w, enum weir_port_role dir, uint16_t leaf, struct rte_mbuf *m,
+	 uint64_t now)
+{
+	if (likely(w->markers[dir] == NULL)) {
+		out_push(w, dir ^ 1, m);
+		w->ctr.port[dir].forwarded++;
+		return;
+	}
+	weir_markers_pass(w->markers[dir], leaf, m, now, &w->mk_out[dir]);
+}
+
 /* Frame m (of flow f, NULL for none) goes on in direction `from`: into its
  * flow's queue in its leaf of the class tree (frames without a flow share
  * one queue in the default class), or, with cut_through, to the out-array
@@ -736,8 +781,8 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	 * frame queues behind it: no flow is reordered. */
 	if (w->conf.cut_through && !(ops->flags & WEIR_MODEF_NO_CUT) &&
 	    weir_cbq_cut_through(sh, leaf, rte_pktmbuf_pkt_len(m), now)) {
-		weir_worker_out(w, from ^ 1, m);
 		on_sent(w, from, m, leaf, qid, 0, now);
+		tree_out(w, from, leaf, m, now);
 		return;
 	}
 	if (ops->enqueue != NULL && f != NULL) {
@@ -753,9 +798,20 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	}
 	w->next_tsc[from] = 0;  /* new backlog: ask the tree on the next turn */
 	/* The flow's bytes so far in this direction, this frame's included:
-	 * its place in the leaf's young-flow budget. */
-	if (unlikely(weir_cbq_enqueue_young(sh, leaf, qid, m, now,
-					    f != NULL ? f->bytes[from] : UINT64_MAX) != 0)) {
+	 * its place in the leaf's young-flow budget. A full leaf may drop
+	 * another flow's packet (its longest queue's head) to take this one. */
+	struct rte_mbuf *evicted;
+	uint32_t evicted_qid;
+	int rc = weir_cbq_enqueue_evict(sh, leaf, qid, m, now,
+					f != NULL ? f->bytes[from] : UINT64_MAX, &evicted, &evicted_qid);
+
+	if (unlikely(evicted != NULL)) {
+		if (w->pa != NULL && evicted_qid < w->unmanaged_qid && ops->dropped != NULL)
+			ops->dropped(w, weir_flow_by_slot(w->flows, evicted_qid), evicted, from);
+		rte_pktmbuf_free(evicted);
+		w->ctr.port[from].dropped++;
+	}
+	if (unlikely(rc != 0)) {
 		if (w->pa != NULL && f != NULL && ops->dropped != NULL)
 			ops->dropped(w, f, m, from);
 		rte_pktmbuf_free(m);
@@ -960,12 +1016,15 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 {
 	struct weir_cbq *sh = w->shaper[dir];
 	struct weir_cbq_deq d;
-	uint16_t n = 0;
+	uint16_t n = 0, released = 0;
 
+	/* A marker's held frames go as their tokens accrue, whatever the tree. */
+	if (unlikely(w->markers[dir] != NULL))
+		released = (uint16_t)weir_markers_tick(w->markers[dir], now, &w->mk_out[dir]);
 	/* Clocked by dequeue: nothing is asked of the tree before the time it
 	 * said something could go, or after it said it is empty. */
 	if (sh == NULL || now < w->next_tsc[dir])
-		return 0;
+		return released;
 	while (n < max) {
 		struct rte_mbuf *m = weir_cbq_dequeue(sh, now, &d);
 
@@ -975,12 +1034,11 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 			w->next_tsc[dir] = d.next_tsc;
 			break;
 		}
-		out_push(w, dir ^ 1, m);
 		n++;
 		on_sent(w, dir, m, d.leaf, d.queue_id, d.qlen, now);
+		tree_out(w, dir, d.leaf, m, now);
 	}
-	w->ctr.port[dir].forwarded += n;
-	return n;
+	return (uint16_t)(n + released);
 }
 
 uint16_t
@@ -1086,6 +1144,7 @@ weir_worker_flush_queues(struct weir_worker *w)
 		rte_pktmbuf_free_bulk(w->out[to].pkts, w->out[to].n);
 		w->out[to].n = 0;
 	}
+	weir_wk_markers_drop(w);
 	if (w->shaper[0] == NULL && w->shaper[1] == NULL)
 		return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
 	/* Held ACKs (issue 16.8): the app checks the pool right after this,
@@ -1141,6 +1200,9 @@ sleep_cap_us(const struct weir_worker *w, uint64_t now)
 	/* And pep's retransmission timers. */
 	if (w->mode_wake != UINT64_MAX)
 		wake = RTE_MIN(wake, w->mode_wake);
+	/* A TBQ's held frames and the rate controllers have their own times. */
+	wake = RTE_MIN(wake, RTE_MIN(weir_markers_next(w->markers[0]),
+				     weir_markers_next(w->markers[1])));
 	if (wake == UINT64_MAX)
 		return w->conf.idle_sleep_us;
 	if (wake <= now)

@@ -207,6 +207,11 @@ struct weir_worker {
 	uint64_t events_dropped;               /* ring full or over events_per_s */
 	uint64_t cmds_applied;
 	uint64_t cmds_stale;                   /* the flow or the policy had changed */
+	/* DiffServ markers per direction (lib/marker.h; NULL: no class marks),
+	 * where frames leave the class tree. */
+	struct weir_markers *markers[WEIR_PORT__COUNT];
+	struct weir_markers_out mk_out[WEIR_PORT__COUNT];
+	uint64_t marker_fail;                  /* switches whose markers could not be built */
 	/* Per port role: what leaves through it next (weir_worker_tx). */
 	struct weir_out out[WEIR_PORT__COUNT];
 } __rte_cache_aligned;

@@ -15,5 +15,11 @@ uint32_t weir_wk_shaped_qid(const struct weir_worker *w, const struct weir_polic
 void weir_wk_flow_uncount(struct weir_worker *w, struct weir_flow *f);
 bool weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target);
 void weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf);
+/* lib/worker_marker.c: the markers of the policy in force (0 or -errno);
+ * release what they hold to the out-arrays and free them (policy switch);
+ * free them and what they hold, counted dropped (shutdown). */
+int weir_wk_markers_build(struct weir_worker *w, int socket_id);
+void weir_wk_markers_release(struct weir_worker *w);
+unsigned int weir_wk_markers_drop(struct weir_worker *w);
 
 #endif /* WEIR_WORKER_INT_H */

@@ -102,6 +102,9 @@ weir_worker_policy_take(struct weir_worker *w)
 	/* Held ACKs first: they answer data queued in the old trees. */
 	if (w->pa != NULL)
 		weir_postack_for_each_holder(w->pa, flush_holder, w);
+	/* Frames a marker holds left the old tree already: they go on (red,
+	 * in order) before anything of the new policy. */
+	weir_wk_markers_release(w);
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		old[d] = w->shaper[d];
 		old_ctr[d] = w->cls_ctr[d];
@@ -129,6 +132,12 @@ weir_worker_policy_take(struct weir_worker *w)
 			weir_cbq_free(old[d]);
 		}
 		rte_free(old_ctr[d]);
+	}
+	/* Markers of the new policy (allocation fails: the classes only shape,
+	 * counted as a switch without markers). */
+	if (weir_wk_markers_build(w, (int)rte_socket_id()) != 0) {
+		weir_wk_markers_drop(w);
+		w->marker_fail++;
 	}
 	w->policy_switches++;
 	__atomic_store_n(&w->pending, NULL, __ATOMIC_RELAXED);

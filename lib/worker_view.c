@@ -48,7 +48,20 @@ weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p,
 	out->admitted = cc->admitted;
 	out->refused = cc->refused;
 	out->diverted = cc->diverted;
+	out->has_qm = weir_cbq_qm_stats(w->shaper[dir], cls, &out->qm) == 0;
 	return 0;
+}
+
+int
+weir_worker_marker_view(const struct weir_worker *w, const struct weir_policy *p, int dir,
+			uint16_t cls, struct weir_marker_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!weir_worker_view_current(w, p))
+		return -EAGAIN;
+	if (cls >= p->tree[dir].n_classes || p->tree[dir].classes[cls].marker.type == WEIR_MARK_NONE)
+		return -ENOENT;
+	return weir_markers_counters(w->markers[dir], cls, out) == 0 ? 0 : -ENOENT;
 }
 
 int

@@ -52,6 +52,8 @@ struct weir_class_view {
 	uint64_t admitted;
 	uint64_t refused;
 	uint64_t diverted;
+	bool has_qm;            /* a fifo leaf with a queue manager: qm valid */
+	struct weir_qm_stats qm;
 };
 
 /* Class cls of direction dir under policy p. 0; -EAGAIN: the worker has not
@@ -59,6 +61,10 @@ struct weir_class_view {
  * not one of p's classes there. */
 int weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p, int dir,
 			   uint16_t cls, struct weir_class_view *out);
+/* The marker counters of class cls (lib/marker.h) on this worker: -ENOENT
+ * when the class has none, -EAGAIN while the worker runs another policy. */
+int weir_worker_marker_view(const struct weir_worker *w, const struct weir_policy *p, int dir,
+			    uint16_t cls, struct weir_marker_counters *out);
 
 /* Data direction dir of the flow in `slot`, whose entry the caller read
  * (*f, a copy: see weir_flow_read). */

@@ -23,7 +23,9 @@ usage(FILE *out)
 	fprintf(out, "usage: weir-wanemu --weir IFACE --path IFACE[,delay=MS][,jitter=MS][,loss=PCT]"
 		"[,ploss=N][,rate=RATE][,limit=PKTS][,loss_dir=both|to_path|to_weir]\n"
 		"              [,sched=steps:RATE/SECS/...|sine:BASE/AMP/PERIOD_SECS][,sched_dir=both|to_path|to_weir] [--path ...]\n"
-		"                   [--seed N] [--stats FILE] [--stats-interval S] [--verbose]\n");
+		"                   [--core RATE-OPTIONS] [--seed N] [--stats FILE] [--stats-interval S]"
+		" [--verbose]\n"
+		"       path options also rio=MININ:MAXIN:PIN:MINOUT:MAXOUT:POUT,rio_in=DSCP[+DSCP]\n");
 }
 
 _Noreturn static void
@@ -154,6 +156,13 @@ parse_path(struct emu *e, const char *arg)
 				sched_to_path = 0, sched_to_weir = 1;
 			else
 				ok = 0;
+		} else if (strcmp(key, "rio") == 0 || strcmp(key, "rio_in") == 0) {
+			const char *why = NULL;
+
+			if ((key[3] == '\0' ? rio_parse(&lp.rio, val, &why) :
+			     rio_parse_in(&lp.rio, val, &why)) != 0)
+				die_usage("--path %s: bad value for %s: '%s': %s", arg, key, val, why);
+			ok = 1;
 		} else if (strcmp(key, "limit") == 0)
 			ok = parse_uint(val, &lp.limit) == 0 && lp.limit >= 1 && lp.limit < LINK_RING_CAP;
 		else if (strcmp(key, "loss_dir") == 0) {
@@ -171,6 +180,8 @@ parse_path(struct emu *e, const char *arg)
 		if (!ok)
 			die_usage("--path %s: bad value for %s: '%s'", arg, key, val);
 	}
+	if (lp.rio.on && lp.rate_bps == 0 && lp.sched.kind == SCHED_NONE)
+		die_usage("--path %s: rio= needs rate= (it manages the queue waiting for the link)", arg);
 	if (lp.sched.kind != SCHED_NONE) {
 		if (lp.rate_bps != 0)
 			die_usage("--path %s: give rate= or sched=, not both", arg);
@@ -198,6 +209,7 @@ emu_parse_args(struct emu *e, int argc, char **argv)
 		{ "weir", required_argument, NULL, 'w' }, { "path", required_argument, NULL, 'p' },
 		{ "seed", required_argument, NULL, 's' }, { "stats", required_argument, NULL, 'S' },
 		{ "stats-interval", required_argument, NULL, 'i' }, { "verbose", no_argument, NULL, 'v' },
+		{ "core", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	uint32_t seed;
@@ -217,6 +229,23 @@ emu_parse_args(struct emu *e, int argc, char **argv)
 		case 'p':
 			parse_path(e, optarg);
 			break;
+		case 'c': {
+			/* The path options on a link every frame from weir crosses
+			 * first: read as a path named "core", kept as the core. */
+			char opt[600];
+
+			if (e->has_core)
+				die_usage("--core %s: given twice", optarg);
+			snprintf(opt, sizeof(opt), "core,%s", optarg);
+			parse_path(e, opt);
+			e->n_paths--;
+			e->core = e->paths[e->n_paths].dir[TO_PATH];
+			link_free(&e->paths[e->n_paths].dir[TO_WEIR]);
+			memset(&e->paths[e->n_paths], 0, sizeof(e->paths[0]));
+			e->paths[e->n_paths].fd = -1;
+			e->has_core = 1;
+			break;
+		}
 		case 's':
 			if (parse_uint(optarg, &seed) != 0)
 				die_usage("--seed %s: not an unsigned 32-bit integer", optarg);

@@ -34,6 +34,10 @@ struct emu {
 	int verbose;
 	uint64_t rx_bad;        /* truncated (bigger than FRAME_MAX) or runt frames */
 	struct mac_table macs;
+	/* --core: one link every frame from weir crosses before its path (a
+	 * shared bottleneck, e.g. with RIO); has_core 0 = none. */
+	int has_core;
+	struct link core;
 };
 
 /* cli.c: fill `e` from argv; on any bad argument print a message naming it

@@ -49,11 +49,40 @@ ring_len(const struct link *l, uint32_t from)
 	return (l->tail - from) & (l->cap - 1);
 }
 
+/* The first frame still serialising is done: In frames waiting drop by one. */
+static void
+serial_next(struct link *l)
+{
+	l->rio.qin -= l->q[l->serial].in;
+	l->serial = (l->serial + 1) & (l->cap - 1);
+}
+
+/* RIO's verdict on an arriving frame (true: drop it, counted); *in is its precedence. */
+static bool
+rio_offer(struct link *l, const uint8_t *data, uint32_t len, uint64_t now, bool *in)
+{
+	const int c = rio_class(&l->p.rio, data, len);
+	const uint32_t qlen = ring_len(l, l->serial);
+	/* The link has been idle since the last frame finished, if nothing waits. */
+	const double idle_s = qlen == 0 && now > l->last_finish_ns ?
+		(double)(now - l->last_finish_ns) * 1e-9 : 0;
+	const double pkt_s = 1000.0 * 8 / (double)l->p.rate_bps;
+	const double u = (double)(rng_next(l->rng) >> 11) * (1.0 / 9007199254740992.0);
+
+	*in = c == RIO_IN;
+	l->rio_st.rx[c]++;
+	if (!rio_drop(&l->p.rio, &l->rio, c, qlen, idle_s, pkt_s, u))
+		return false;
+	l->rio_st.drop[c]++;
+	return true;
+}
+
 bool
 link_offer(struct link *l, const uint8_t *data, uint32_t len, uint64_t now)
 {
 	struct frame *f;
 	uint64_t finish, delay, due;
+	bool in = false;
 
 	l->st.rx++;
 	l->count++;
@@ -70,7 +99,9 @@ link_offer(struct link *l, const uint8_t *data, uint32_t len, uint64_t now)
 	}
 	/* Frames that finished serialising no longer count against the limit. */
 	while (l->serial != l->tail && l->q[l->serial].finish_ns <= now)
-		l->serial = (l->serial + 1) & (l->cap - 1);
+		serial_next(l);
+	if (l->p.rio.on && l->p.rate_bps && rio_offer(l, data, len, now, &in))
+		return false;
 	if ((l->p.rate_bps && ring_len(l, l->serial) >= l->p.limit) ||
 	    ring_len(l, l->head) == l->cap - 1) {
 		l->st.drop_queue++;
@@ -106,6 +137,8 @@ link_offer(struct link *l, const uint8_t *data, uint32_t len, uint64_t now)
 	}
 	memcpy(f->data, data, len);
 	f->len = len;
+	f->in = in;
+	l->rio.qin += in;
 	f->finish_ns = finish;
 	f->due_ns = due;
 	l->tail = (l->tail + 1) & (l->cap - 1);
@@ -130,7 +163,7 @@ link_pop(struct link *l)
 	free(l->q[l->head].data);
 	l->q[l->head].data = NULL;
 	if (l->serial == l->head)
-		l->serial = (l->serial + 1) & (l->cap - 1);
+		serial_next(l);
 	l->head = (l->head + 1) & (l->cap - 1);
 }
 

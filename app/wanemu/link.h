@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rio.h"
 #include "sched.h"
 
 /* Ethernet preamble + SFD (8), FCS (4) and inter-frame gap (12): what a frame
@@ -32,6 +33,7 @@ struct link_params {
 	uint32_t limit;         /* frames waiting for the link before drop-tail */
 	bool loss;              /* loss models apply to this direction */
 	struct rate_sched sched; /* kind != SCHED_NONE: rate_bps follows it */
+	struct rio_params rio;  /* on: two drop precedences in the rate queue (rio.h) */
 };
 
 struct link_stats {
@@ -45,12 +47,15 @@ struct frame {
 	uint64_t finish_ns;     /* serialisation done */
 	uint64_t due_ns;        /* leaves the emulator */
 	uint32_t len;
+	uint8_t in;             /* RIO: an In frame */
 	uint8_t *data;
 };
 
 struct link {
 	struct link_params p;
 	struct link_stats st;
+	struct rio_state rio;
+	struct rio_stats rio_st;
 	struct frame *q;        /* FIFO ring */
 	uint32_t cap, head, tail, serial;  /* serial: first frame still serialising */
 	uint64_t last_finish_ns, last_due_ns;

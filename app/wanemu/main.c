@@ -57,9 +57,38 @@ log_config(const struct emu *e)
 
 /* Send what is due; return the time of the next event (a due frame, the
  * next stats write). */
+/* Frames through the core go on to their paths (by MAC, as from weir). */
+static void
+core_to_paths(struct emu *e, uint64_t now)
+{
+	const struct frame *f;
+
+	while ((f = link_due(&e->core, now)) != NULL) {
+		int to = mac_lookup(&e->macs, f->data);
+
+		if (to >= 0) {
+			link_offer(&e->paths[to].dir[TO_PATH], f->data, f->len, now);
+		} else {
+			for (int p = 0; p < e->n_paths; p++)
+				link_offer(&e->paths[p].dir[TO_PATH], f->data, f->len, now);
+		}
+		e->core.st.tx++;
+		e->core.st.tx_bytes += f->len;
+		link_pop(&e->core);
+	}
+}
+
 static uint64_t
 release_due(struct emu *e, uint64_t now, uint64_t next)
 {
+	if (e->has_core) {
+		uint64_t nd;
+
+		core_to_paths(e, now);
+		nd = link_next_due(&e->core);
+		if (nd < next)
+			next = nd;
+	}
 	for (int i = 0; i < e->n_paths; i++) {
 		port_transmit(&e->paths[i].dir[TO_PATH], e->paths[i].fd, now);
 		port_transmit(&e->paths[i].dir[TO_WEIR], e->weir_fd, now);
@@ -86,6 +115,8 @@ cleanup(struct emu *e)
 		link_free(&e->paths[i].dir[TO_PATH]);
 		link_free(&e->paths[i].dir[TO_WEIR]);
 	}
+	if (e->has_core)
+		link_free(&e->core);
 }
 
 int

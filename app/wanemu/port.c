@@ -137,6 +137,10 @@ port_receive(struct emu *e, int fd, int from_path)
 			link_offer(&e->paths[from_path].dir[TO_WEIR], f, len, now);
 			continue;
 		}
+		if (e->has_core) {
+			link_offer(&e->core, f, len, now);     /* its path after the core */
+			continue;
+		}
 		to = mac_lookup(&e->macs, f);
 		if (to >= 0) {
 			link_offer(&e->paths[to].dir[TO_PATH], f, len, now);

@@ -15,11 +15,18 @@ print_link(FILE *out, const char *name, const struct link *l, int last)
 
 	fprintf(out, "\"%s\": {\"rx\": %lu, \"tx\": %lu, \"tx_bytes\": %lu, \"dropped_random\": %lu, "
 		"\"dropped_periodic\": %lu, \"dropped_queue\": %lu, \"dropped_send\": %lu, "
-		"\"queue_peak\": %u, \"inflight_peak\": %u, \"rate_bps\": %lu}%s", name, (unsigned long)s->rx,
+		"\"queue_peak\": %u, \"inflight_peak\": %u, \"rate_bps\": %lu", name, (unsigned long)s->rx,
 		(unsigned long)s->tx, (unsigned long)s->tx_bytes, (unsigned long)s->drop_random,
 		(unsigned long)s->drop_periodic, (unsigned long)s->drop_queue,
 		(unsigned long)s->drop_send, s->backlog_peak, s->inflight_peak,
-		(unsigned long)l->p.rate_bps, last ? "" : ", ");
+		(unsigned long)l->p.rate_bps);
+	if (l->p.rio.on)
+		fprintf(out, ", \"rio\": {\"rx_in\": %lu, \"rx_out\": %lu, \"dropped_in\": %lu, "
+			"\"dropped_out\": %lu, \"avg_in\": %.1f, \"avg\": %.1f}",
+			(unsigned long)l->rio_st.rx[RIO_IN], (unsigned long)l->rio_st.rx[RIO_OUT],
+			(unsigned long)l->rio_st.drop[RIO_IN], (unsigned long)l->rio_st.drop[RIO_OUT],
+			l->rio.avg[RIO_IN], l->rio.avg[RIO_OUT]);
+	fprintf(out, "}%s", last ? "" : ", ");
 }
 
 void
@@ -32,7 +39,13 @@ stats_print(const struct emu *e, FILE *out)
 		print_link(out, "to_weir", &e->paths[i].dir[TO_WEIR], 1);
 		fprintf(out, "}%s", i + 1 < e->n_paths ? ", " : "");
 	}
-	fprintf(out, "}}\n");
+	fprintf(out, "}");
+	if (e->has_core) {
+		fprintf(out, ", \"core\": {");
+		print_link(out, "to_path", &e->core, 1);
+		fprintf(out, "}");
+	}
+	fprintf(out, "}\n");
 }
 
 void

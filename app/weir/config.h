@@ -71,6 +71,8 @@ struct weir_config {
 	uint16_t shape_flow_limit;              /* packets per flow queue */
 	uint32_t shape_flow_quantum;            /* DRR bytes per round per flow; 0 = one frame */
 	bool shape_no_aqm;                      /* shaping.aqm = "none": no CoDel in pfq/tcr leaves */
+	uint8_t shape_qm;                       /* shaping.aqm = "red"...: fifo leaves' queue manager */
+	struct weir_qm_params shape_qm_params;  /* shaping.red / shaping.pqm (lib/qm.h) */
 	uint32_t shape_young;                   /* shaping.young_bytes: young-flow budget (lib/drr.h) */
 	uint8_t shape_mode;                     /* default enum weir_shape_mode of classes */
 	uint32_t postack_acks;                  /* ACK records per worker */

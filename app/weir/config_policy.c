@@ -98,13 +98,45 @@ get_mode(struct loader *ld, const config_setting_t *g, uint8_t def, uint8_t *mod
 	return 0;
 }
 
+/* A class's `marker = { type = "tbq"; cir = "8mbit"; ... }` (docs/markers.md):
+ * each key through the shared parser, its error at the key's line. */
+static int
+load_marker(struct loader *ld, const config_setting_t *g, struct weir_marker_conf *mc)
+{
+	char msg[256];
+
+	weir_marker_conf_init(mc);
+	if (!config_setting_is_group(g))
+		return cfg_fail(ld, g, "'marker' must be a group { type = \"tbq\"; cir = \"8mbit\"; }");
+	for (int i = 0; i < config_setting_length(g); i++) {
+		const config_setting_t *s = config_setting_get_elem(g, (unsigned int)i);
+		struct weir_value v = value_of(s, true);
+		char num[32];
+
+		if (config_setting_type(s) == CONFIG_TYPE_BOOL) {
+			v.type = WEIR_VALUE_INT;
+			v.i = config_setting_get_bool(s);
+		} else if (config_setting_type(s) == CONFIG_TYPE_FLOAT) {
+			snprintf(num, sizeof(num), "%.6g", config_setting_get_float(s));
+			v.type = WEIR_VALUE_STR;
+			v.s = num;
+		}
+		if (weir_value_marker(mc, config_setting_name(s), &v, msg, sizeof(msg)) < 0)
+			return value_fail(ld, s, msg);
+	}
+	if (mc->type == WEIR_MARK_NONE)
+		return cfg_fail(ld, g, "'marker' needs a type (\"tb\", \"srtcm\", \"trtcm\", "
+				"\"tbq\", \"tbq-ld\", \"arm\" or \"carm\")");
+	return 0;
+}
+
 static int
 load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_class_conf *c,
 	   uint8_t mode)
 {
 	static const char *const keys[] = { "name", "parent", "rate", "ceil", "prio", "limit",
 					    "quantum", "flow_min", "admission", "fallback", "mode",
-					    NULL };
+					    "aqm", "marker", NULL };
 	char admit[16];
 	char msg[256];
 	long long v;
@@ -123,6 +155,24 @@ load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_clas
 		return cfg_fail(ld, s, "class '%s' needs a rate", c->name);
 	if (get_mode(ld, s, mode, &c->mode) < 0)
 		return -1;
+	if (config_setting_get_member(s, "aqm") != NULL) {
+		char aqm[16];
+		int k;
+
+		if (cfg_str(ld, s, "aqm", "none", aqm, sizeof(aqm)) < 0)
+			return -1;
+		k = weir_qm_by_name(aqm);
+		if (k < 0)
+			return value_fail(ld, config_setting_get_member(s, "aqm"),
+					  "a class's aqm must be \"none\", \"red\", \"choke\", "
+					  "\"pqm\" or \"pqm-pb\" (fifo leaves; docs/pqm.md)");
+		if (k != WEIR_QM_NONE && c->mode != WEIR_MODE_FIFO)
+			return value_fail(ld, config_setting_get_member(s, "aqm"),
+					  "aqm manages a fifo leaf's one queue: the class needs "
+					  "mode = \"fifo\"");
+		c->qm = (uint8_t)k;
+		c->qm_set = 1;
+	}
 	if (weir_value_admission(c->name, admit, &c->admit, msg, sizeof(msg)) < 0)
 		return value_fail(ld, config_setting_get_member(s, "admission"), msg);
 	if (cfg_int(ld, s, "prio", 0, 0, WEIR_CBQ_NUM_PRIO - 1, &v) < 0)
@@ -134,6 +184,9 @@ load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_clas
 	if (cfg_int(ld, s, "quantum", 0, 64, 1 << 20, &v) < 0)
 		return -1;
 	c->quantum = (uint32_t)v;
+	if (config_setting_get_member(s, "marker") != NULL &&
+	    load_marker(ld, config_setting_get_member(s, "marker"), &c->marker) < 0)
+		return -1;
 	return 0;
 }
 
@@ -154,6 +207,8 @@ load_tree(struct loader *ld, const config_setting_t *g, int d, struct weir_confi
 	tc->default_limit = cfg->mbufs / (4 * cfg->n_workers);
 	tc->mode = cfg->shape_mode;
 	tc->no_aqm = cfg->shape_no_aqm;
+	tc->qm = cfg->shape_qm;
+	tc->qm_params = cfg->shape_qm_params;
 	tc->young = cfg->shape_young;
 	if (s == NULL || !config_setting_is_group(s)) {
 		if (get_rate(ld, g, dir_key[d], &tc->rate) < 0)
@@ -364,6 +419,59 @@ load_postack(struct loader *ld, const config_setting_t *g, struct weir_config *c
 	return 0;
 }
 
+/* shaping.red { min_th, max_th, max_p, wq } and shaping.pqm { gamma, alpha,
+ * phi, target, interval_us, pkt_mean, pkt_max, rtt_min_us, k_us, monitor,
+ * seed }: the fifo leaves' queue managers (lib/qm.h, docs/pqm.md). */
+static int
+load_qm(struct loader *ld, const config_setting_t *g, struct weir_config *cfg)
+{
+	static const char *const rkeys[] = { "min_th", "max_th", "max_p", "wq", NULL };
+	static const char *const pkeys[] = { "gamma", "alpha", "phi", "target", "interval_us",
+					     "pkt_mean", "pkt_max", "rtt_min_us", "k_us",
+					     "monitor", "seed", NULL };
+	static const struct { const char *name; size_t off; long long lo, hi; } ints[] = {
+		{ "target", offsetof(struct weir_qm_params, target), 1, 1 << 20 },
+		{ "interval_us", offsetof(struct weir_qm_params, interval_us), 100, 1000000 },
+		{ "pkt_mean", offsetof(struct weir_qm_params, pkt_mean), 40, 65535 },
+		{ "pkt_max", offsetof(struct weir_qm_params, pkt_max), 40, 65535 },
+		{ "rtt_min_us", offsetof(struct weir_qm_params, rtt_min_us), 100, 10000000 },
+		{ "k_us", offsetof(struct weir_qm_params, k_us), 1000, 10000000 },
+		{ "monitor", offsetof(struct weir_qm_params, monitor), 1, WEIR_QM_MONITOR_MAX },
+		{ "seed", offsetof(struct weir_qm_params, seed), 1, UINT32_MAX },
+	};
+	const config_setting_t *r = g ? cfg_group(ld, g, "red", false) : NULL;
+	const config_setting_t *p = g ? cfg_group(ld, g, "pqm", false) : NULL;
+	struct weir_qm_params *q = &cfg->shape_qm_params;
+	const char *why;
+	long long v;
+
+	memset(q, 0, sizeof(*q));
+	if (ld->failed || (r && cfg_check_keys(ld, r, rkeys) < 0) ||
+	    (p && cfg_check_keys(ld, p, pkeys) < 0))
+		return -1;
+	if (cfg_int(ld, r, "min_th", 0, 1, 1 << 24, &v) < 0)
+		return -1;
+	q->min_th = (uint32_t)v;
+	if (cfg_int(ld, r, "max_th", 0, 2, 1 << 24, &v) < 0)
+		return -1;
+	q->max_th = (uint32_t)v;
+	if (cfg_float(ld, r, "max_p", 0.1, 1e-6, 1.0, &q->max_p) < 0 ||
+	    cfg_float(ld, r, "wq", 0.002, 1e-6, 0.999, &q->wq) < 0 ||
+	    cfg_float(ld, p, "gamma", 0.005, 1e-9, 100.0, &q->gamma) < 0 ||
+	    cfg_float(ld, p, "alpha", 0.1, 1e-9, 100.0, &q->alpha) < 0 ||
+	    cfg_float(ld, p, "phi", 1.001, 1.000001, 9.0, &q->phi) < 0)
+		return -1;
+	for (size_t i = 0; i < RTE_DIM(ints); i++) {
+		if (cfg_int(ld, p, ints[i].name, 0, ints[i].lo, ints[i].hi, &v) < 0)
+			return -1;
+		*(uint32_t *)((char *)q + ints[i].off) = (uint32_t)v;
+	}
+	why = weir_qm_params_check(q, 0);
+	if (why != NULL)
+		return cfg_fail(ld, r ? r : p, "%s", why);
+	return 0;
+}
+
 /* Point a builder error at the setting it is about. */
 static int
 report(struct loader *ld, const config_setting_t *root, const struct policy_src *src,
@@ -449,6 +557,7 @@ weir_config_lua_limits(const struct weir_config *c)
 		.mem_bytes = (size_t)c->policy_memory, .instructions = c->policy_instructions,
 		.default_limit = c->mbufs / (4 * c->n_workers), .default_mode = c->shape_mode,
 		.no_aqm = c->shape_no_aqm, .young = c->shape_young,
+		.qm = c->shape_qm, .qm_params = c->shape_qm_params,
 	};
 }
 
@@ -456,7 +565,8 @@ int
 cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
 	static const char *const keys[] = { "outbound", "inbound", "overhead", "flow_limit",
-					    "flow_quantum", "mode", "aqm", "young_bytes", "postack", NULL };
+					    "flow_quantum", "mode", "aqm", "young_bytes", "postack", "red",
+					    "pqm", NULL };
 	const config_setting_t *g = cfg_group(ld, root, "shaping", false);
 	struct weir_policy_conf pc = { 0 };
 	struct policy_src src = { 0 };
@@ -487,11 +597,23 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 
 		if (cfg_str(ld, g, "aqm", "codel", aqm, sizeof(aqm)) < 0)
 			return -1;
-		if (strcmp(aqm, "codel") != 0 && strcmp(aqm, "none") != 0)
-			return value_fail(ld, config_setting_get_member(g, "aqm"),
-					  "aqm must be \"codel\" or \"none\"");
+		/* "codel"/"none": CoDel in pfq and tcr leaves or not; a fifo
+		 * queue manager's name makes it the fifo leaves' default and
+		 * keeps CoDel in the others (docs/pqm.md). */
+		cfg->shape_qm = WEIR_QM_NONE;
+		if (strcmp(aqm, "codel") != 0 && strcmp(aqm, "none") != 0) {
+			int k = weir_qm_by_name(aqm);
+
+			if (k <= WEIR_QM_NONE)
+				return value_fail(ld, config_setting_get_member(g, "aqm"),
+						  "aqm must be \"codel\", \"none\", \"red\", "
+						  "\"choke\", \"pqm\" or \"pqm-pb\"");
+			cfg->shape_qm = (uint8_t)k;
+		}
 		cfg->shape_no_aqm = strcmp(aqm, "none") == 0;
 	}
+	if (load_qm(ld, g, cfg) < 0)
+		return -1;
 	rc = load_script(ld, root, g, cfg);
 	if (rc <= 0)
 		return rc;      /* the script's policy is in cfg->policy, or an error */

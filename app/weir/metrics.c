@@ -167,9 +167,40 @@ class_family(FILE *out, const json_t *shaping, const char *name, const char *typ
 	}
 }
 
+/* Classes with a DiffServ marker (docs/markers.md): bytes and packets per colour. */
+static void
+marker_family(FILE *out, const json_t *shaping, const char *name, const char *help,
+	      const char *key)
+{
+	static const char *const colour[3] = { "green", "yellow", "red" };
+	struct fam f = { .started = false };
+
+	for (int d = 0; d < 2; d++) {
+		const json_t *classes = json_object_get(json_object_get(shaping, dir_name[d]), "classes");
+		const char *cname;
+		json_t *c;
+
+		json_object_foreach((json_t *)classes, cname, c) {
+			const json_t *by = json_object_get(json_object_get(c, "marker"), key);
+
+			if (by == NULL)
+				continue;
+			if (!f.started)
+				fam_begin(&f, out, name, "counter", help);
+			for (int k = 0; k < 3; k++)
+				sample(&f, num(by, colour[k]), "direction", dir_name[d], "class", cname,
+				       "colour", colour[k]);
+		}
+	}
+}
+
 static void
 class_metrics(FILE *out, const json_t *shaping)
 {
+	marker_family(out, shaping, "weir_class_marked_bytes_total",
+		      "Bytes a class's marker coloured, by colour (frame bytes).", "bytes");
+	marker_family(out, shaping, "weir_class_marked_packets_total",
+		      "Packets a class's marker coloured, by colour.", "pkts");
 	class_family(out, shaping, "weir_class_bytes_total", "counter",
 		     "Bytes a class sent (a parent counts its children's).", "bytes", NULL, false);
 	class_family(out, shaping, "weir_class_packets_total", "counter",

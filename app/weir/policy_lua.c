@@ -103,6 +103,8 @@ struct weir_lua {
 	uint32_t default_limit;
 	uint8_t default_mode;
 	uint8_t no_aqm;
+	uint8_t qm;
+	struct weir_qm_params qm_params;
 	uint32_t young;
 	/* hooks */
 	bool in_hook;                   /* a hook is running: no declarations */
@@ -914,19 +916,61 @@ l_link(lua_State *L)
 	tc->default_limit = (uint32_t)get_int(L, line, "limit", x->default_limit, 1, 1 << 24);
 	tc->mode = get_mode(L, line, x->default_mode);
 	tc->no_aqm = x->no_aqm;
+	tc->qm = x->qm;
+	tc->qm_params = x->qm_params;
 	tc->young = x->young;
 	x->link_line[d] = line;
 	return 0;
 }
 
+/* A class's marker = { type = "tbq", cir = "8mbit", ... } (docs/markers.md):
+ * each key through the shared parser. */
+static void
+get_marker(lua_State *L, int line, struct weir_marker_conf *mc)
+{
+	char msg[256];
+
+	if (field(L, "marker") == LUA_TNIL) {
+		lua_pop(L, 1);
+		return;
+	}
+	weir_marker_conf_init(mc);
+	if (lua_type(L, -1) != LUA_TTABLE)
+		decl_fail(L, line, "'marker' must be a table { type = \"tbq\", cir = \"8mbit\" }");
+	lua_pushnil(L);
+	while (lua_next(L, -2) != 0) {
+		struct weir_value v;
+		char num[32];
+
+		if (lua_type(L, -2) != LUA_TSTRING)
+			decl_fail(L, line, "'marker' keys must be names (type, cir, ...)");
+		v = to_value(L, -1);
+		if (lua_type(L, -1) == LUA_TBOOLEAN) {
+			v.type = WEIR_VALUE_INT;
+			v.i = lua_toboolean(L, -1);
+		} else if (lua_type(L, -1) == LUA_TNUMBER && v.type != WEIR_VALUE_INT) {
+			snprintf(num, sizeof(num), "%.6g", (double)lua_tonumber(L, -1));
+			v.type = WEIR_VALUE_STR;
+			v.s = num;
+		}
+		if (weir_value_marker(mc, lua_tostring(L, -2), &v, msg, sizeof(msg)) < 0)
+			decl_fail(L, line, "%s", msg);
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+	if (mc->type == WEIR_MARK_NONE)
+		decl_fail(L, line, "'marker' needs a type (\"tb\", \"srtcm\", \"trtcm\", \"tbq\", "
+			  "\"tbq-ld\", \"arm\" or \"carm\")");
+}
+
 /* weir.class{ dir, name, parent, rate, ceil, prio, limit, quantum, flow_min,
- * admission, fallback, mode }: the config file's class keys, plus dir. */
+ * admission, fallback, mode, marker }: the config file's class keys, plus dir. */
 static int
 l_class(lua_State *L)
 {
 	static const char *const keys[] = { "dir", "name", "parent", "rate", "ceil", "prio",
 					    "limit", "quantum", "flow_min", "admission",
-					    "fallback", "mode", NULL };
+					    "fallback", "mode", "aqm", "marker", NULL };
 	struct weir_lua *x = ctx_of(L);
 	int line = caller_line(L);
 	struct weir_policy_class_conf c = { 0 };
@@ -952,11 +996,31 @@ l_class(lua_State *L)
 	get_str(L, line, "weir.class", "admission", c.fallback[0] ? "fallback" : "drop", admit,
 		sizeof(admit));
 	c.mode = get_mode(L, line, x->tree[d].mode);
+	lua_getfield(L, 1, "aqm");
+	if (!lua_isnil(L, -1)) {
+		char aqm[16];
+		int k;
+
+		lua_pop(L, 1);
+		get_str(L, line, "weir.class", "aqm", "none", aqm, sizeof(aqm));
+		k = weir_qm_by_name(aqm);
+		if (k < 0)
+			return decl_fail(L, line, "class '%s': aqm must be \"none\", \"red\", "
+					 "\"choke\", \"pqm\" or \"pqm-pb\"", c.name);
+		if (k != WEIR_QM_NONE && c.mode != WEIR_MODE_FIFO)
+			return decl_fail(L, line, "class '%s': aqm \"%s\" manages a fifo leaf's one "
+					 "queue: it needs mode = \"fifo\"", c.name, aqm);
+		c.qm = (uint8_t)k;
+		c.qm_set = 1;
+	} else {
+		lua_pop(L, 1);
+	}
 	if (weir_value_admission(c.name, admit, &c.admit, msg, sizeof(msg)) < 0)
 		return decl_fail(L, line, "%s", msg);
 	c.prio = (uint8_t)get_int(L, line, "prio", 0, 0, WEIR_CBQ_NUM_PRIO - 1);
 	c.limit = (uint32_t)get_int(L, line, "limit", 0, 1, 1 << 24);
 	c.quantum = (uint32_t)get_int(L, line, "quantum", 0, 64, 1 << 20);
+	get_marker(L, line, &c.marker);
 
 	grow(L, line, (void **)&x->classes[d], (void **)&x->class_line[d], &x->cap_classes[d],
 	     x->n_classes[d], sizeof(c), sizeof(struct class_line));
@@ -1452,6 +1516,9 @@ weir_lua_open(const char *path, const struct weir_policy_lua_limits *lim, char *
 						     : WEIR_POLICY_LUA_LIMIT_DEFAULT;
 	x->default_mode = lim ? lim->default_mode : WEIR_MODE_POSTACK;
 	x->no_aqm = lim ? lim->no_aqm : 0;
+	x->qm = lim ? lim->qm : 0;
+	if (lim)
+		x->qm_params = lim->qm_params;
 	x->young = lim ? lim->young : WEIR_DRR_YOUNG_DEFAULT;
 	if (x->default_mode >= WEIR_MODE__COUNT)
 		x->default_mode = WEIR_MODE_POSTACK;

@@ -277,3 +277,94 @@ weir_value_admission(const char *class_name, const char *name, uint8_t *out, cha
 			    class_name);
 	return 0;
 }
+
+/* An integer key of a marker in [lo, hi]. */
+static int
+marker_int(const char *key, const struct weir_value *v, long long lo, long long hi,
+	   long long *out, char *err, size_t errlen)
+{
+	if (v->type != WEIR_VALUE_INT || v->i < lo || v->i > hi)
+		return fail(err, errlen, "marker '%s' must be an integer %lld .. %lld", key, lo, hi);
+	*out = v->i;
+	return 0;
+}
+
+int
+weir_value_marker(struct weir_marker_conf *mc, const char *key, const struct weir_value *v,
+		  char *err, size_t errlen)
+{
+	static const char *const colour[WEIR_COLOURS] = { "green", "yellow", "red" };
+	char full[64];
+	long long n = 0;
+
+	if (strcmp(key, "type") == 0) {
+		int t = v->type == WEIR_VALUE_STR ? weir_marker_type_find(v->s) : -1;
+
+		if (t <= WEIR_MARK_NONE)
+			return fail(err, errlen, "marker 'type' must be \"tb\", \"srtcm\", \"trtcm\", "
+				    "\"tbq\", \"tbq-ld\", \"arm\" or \"carm\"");
+		mc->type = (uint8_t)t;
+		return 0;
+	}
+	if (strcmp(key, "cir") == 0 || strcmp(key, "pir") == 0) {
+		snprintf(full, sizeof(full), "marker.%s", key);
+		return weir_value_rate(full, v, key[0] == 'c' ? &mc->cir : &mc->pir, err, errlen) < 0 ?
+			-1 : 0;
+	}
+	for (int c = 0; c < WEIR_COLOURS; c++) {
+		unsigned int d;
+
+		if (strcmp(key, colour[c]) != 0)
+			continue;
+		if (weir_value_dscp(v, &d, err, errlen) < 0)
+			return fail(err, errlen, "marker '%s' must be a DSCP: 0-63 or a name (AF11, "
+				    "CS1, BE, ...)", key);
+		mc->dscp[c] = (uint8_t)d;
+		return 0;
+	}
+	if (strcmp(key, "color_aware") == 0 || strcmp(key, "capped") == 0) {
+		if (marker_int(key, v, 0, 1, &n, err, errlen) < 0)
+			return fail(err, errlen, "marker '%s' must be true or false", key);
+		*(key[1] == 'o' ? &mc->color_aware : &mc->capped) = (uint8_t)n;
+		return 0;
+	}
+	if (strcmp(key, "cbs") == 0 || strcmp(key, "ebs") == 0 || strcmp(key, "pbs") == 0) {
+		if (marker_int(key, v, 1514, 1 << 30, &n, err, errlen) < 0)
+			return -1;
+		*(key[0] == 'c' ? &mc->cbs : key[0] == 'e' ? &mc->ebs : &mc->pbs) = (uint32_t)n;
+		return 0;
+	}
+	if (strcmp(key, "queue") == 0 || strcmp(key, "min_thresh") == 0) {
+		if (marker_int(key, v, key[0] == 'q' ? 2 : 1, 4096, &n, err, errlen) < 0)
+			return -1;
+		*(key[0] == 'q' ? &mc->queue : &mc->min_thresh) = (uint32_t)n;
+		return 0;
+	}
+	if (strcmp(key, "rtt_ms") == 0) {
+		if (marker_int(key, v, 1, 10000, &n, err, errlen) < 0)
+			return -1;
+		mc->rtt_us = (uint32_t)n * 1000;
+		return 0;
+	}
+	if (strcmp(key, "window_ms") == 0) {
+		if (marker_int(key, v, 100, 10000, &n, err, errlen) < 0)
+			return -1;
+		mc->window_ms = (uint32_t)n;
+		return 0;
+	}
+	if (strcmp(key, "alpha") == 0) {
+		/* A number the front end passed as text ("0.45"); the thesis' 0.45, 0.2, 0.05. */
+		char *end = NULL;
+		double a = v->type == WEIR_VALUE_STR ? strtod(v->s, &end) :
+			   v->type == WEIR_VALUE_INT ? (double)v->i : -1;
+
+		if ((end != NULL && *end != '\0') || !(a >= 0.001 && a <= 1.0))
+			return fail(err, errlen, "marker 'alpha' must be a number 0.001 .. 1 "
+				    "(K_C = alpha K_u; the thesis uses 0.45, 0.2 and 0.05)");
+		mc->alpha_milli = (uint32_t)(a * 1000 + 0.5);
+		return 0;
+	}
+	return fail(err, errlen, "unknown marker key '%s' (type, cir, pir, cbs, ebs, pbs, queue, "
+		    "min_thresh, rtt_ms, alpha, window_ms, color_aware, capped, green, yellow, red)",
+		    key);
+}

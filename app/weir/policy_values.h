@@ -69,4 +69,13 @@ int weir_value_mode(const char *name, uint8_t *out, char *err, size_t errlen);
 int weir_value_admission(const char *class_name, const char *name, uint8_t *out,
 			 char *err, size_t errlen);
 
+/* One key of a class's `marker` group into mc (which the front end set up
+ * with weir_marker_conf_init): type, cir, pir, cbs, ebs, pbs, queue,
+ * min_thresh, rtt_ms, alpha, window_ms, color_aware, capped, green,
+ * yellow, red (docs/markers.md). Booleans come as integers 0/1, a
+ * fractional alpha as a string. The policy builder checks the whole. */
+struct weir_marker_conf;
+int weir_value_marker(struct weir_marker_conf *mc, const char *key, const struct weir_value *v,
+		      char *err, size_t errlen);
+
 #endif /* WEIR_APP_POLICY_VALUES_H */

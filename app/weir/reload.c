@@ -47,6 +47,7 @@ weir_app_shaper(const struct weir_config *cfg, const struct weir_policy *pol, in
 		.flow_limit = cfg->shape_flow_limit,
 		.flow_quantum = cfg->shape_flow_quantum,
 		.overhead = cfg->shape_overhead,
+		.qm_params = &pol->tree[dir].qm_params,
 	};
 
 	return weir_cbq_create(&conf);

@@ -96,7 +96,8 @@ class Testbed:
 
     __test__ = False  # not a pytest test class despite the name
 
-    def __init__(self, lan=2, wan=3, gateway="weir", emu="wanemu", paths=None, seed=1):
+    def __init__(self, lan=2, wan=3, gateway="weir", emu="wanemu", paths=None, seed=1,
+                 core=None):
         if gateway not in GATEWAYS:
             raise ValueError(f"gateway must be one of {GATEWAYS}")
         if emu not in EMULATORS:
@@ -109,6 +110,9 @@ class Testbed:
         if len(self.paths) != wan:
             raise ValueError("need one PathSpec per WAN host")
         self.seed = seed
+        # weir-wanemu --core options (e.g. "rate=15mbit,limit=120,rio=..."): one
+        # link every frame from weir crosses before its path; None = none.
+        self.core = core
         self._procs = {}  # role -> Popen (only for processes this object started)
         # (exit code, log tail) of every weir this object stopped with SIGTERM,
         # restarts included: the fixtures assert each is 0 (issue 16.8: 3 =
@@ -236,6 +240,8 @@ class Testbed:
         argv = [str(wanemu_binary()), "--weir", "emu-weir"]
         for j, p in enumerate(self.paths, 1):
             argv += ["--path", p.arg(f"emu-p{j}")]
+        if self.core:
+            argv += ["--core", self.core]
         argv += ["--seed", str(self.seed), "--stats", str(STATE_DIR / "wanemu-stats.json"),
                  "--stats-interval", "1"]
         self._spawn("wanemu", "emu", argv)

@@ -82,6 +82,17 @@ def test_classes_and_rules_check_ok(tmp_path):
     assert p.returncode == 0, p.stderr
 
 
+def test_fifo_queue_managers_check_ok(tmp_path):
+    """docs/pqm.md's settings: a fifo class with each queue manager, the defaults."""
+    for qm in ("red", "choke", "pqm", "pqm-pb", "none"):
+        text = SHAPING.replace('prio = 1;', f'prio = 1; mode = "fifo"; limit = 94; aqm = "{qm}";')
+        text = text.replace('inbound = "30mbit";', 'inbound = "30mbit";\n  aqm = "pqm-pb";\n'
+                            '  red = { min_th = 31; max_th = 62; max_p = 0.1; };\n'
+                            '  pqm = { gamma = 0.016; target = 6; monitor = 128; };')
+        cfg, p = run_weir(tmp_path, good(f"qm-{qm}") + text, "--check")
+        assert p.returncode == 0, (qm, p.stderr)
+
+
 def test_documented_examples_check_ok(tmp_path):
     """The class and rule examples in docs/classes.md and conf/weir.cfg are valid."""
     doc = (REPO / "docs" / "classes.md").read_text()
@@ -166,6 +177,21 @@ BAD = [
      "1bit", r"'shaping\.inbound' is 1 bit/s; it must be 0 \(unshaped\) or between"),
     ("malformed_pps range", lambda t: t + "worker = { malformed_pps = -1; };\n",
      "malformed_pps = -1", r"'worker\.malformed_pps' is -1; it must be between 0 and"),
+    ("aqm needs fifo", shaped('prio = 1;', 'prio = 1; aqm = "pqm";'),
+     'aqm = "pqm"', r"aqm manages a fifo leaf's one queue: the class needs mode = \"fifo\""),
+    ("unknown class aqm", shaped('prio = 1;', 'prio = 1; mode = "fifo"; aqm = "sfb";'),
+     '"sfb"', r"a class's aqm must be \"none\", \"red\", \"choke\", \"pqm\" or \"pqm-pb\""),
+    ("unknown shaping aqm", shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  aqm = "blue";'),
+     '"blue"', r"aqm must be \"codel\", \"none\", \"red\", \"choke\", \"pqm\" or \"pqm-pb\""),
+    ("red thresholds", shaped('inbound = "30mbit";',
+                              'inbound = "30mbit";\n  red = { min_th = 50; max_th = 40; };'),
+     "red = {", r"min_th must be below max_th"),
+    ("max_th above limit",
+     lambda t: t + SHAPING.replace('prio = 1;', 'prio = 1; mode = "fifo"; limit = 30; aqm = "red";')
+     .replace('inbound = "30mbit";', 'inbound = "30mbit";\n  red = { max_th = 60; };'),
+     'name = "bulk"', r"class 'bulk': aqm \"red\": max_th is above the class limit"),
+    ("pqm phi", shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  pqm = { phi = 0.5; };'),
+     "phi = 0.5", r"'shaping\.pqm\.phi' is 0\.5; it must be between"),
     ("group expected", lambda t: t.replace("mempool = { mbufs = 8191; cache = 128; };", "mempool = 5;"),
      "mempool", r"'mempool' must be a group"),
 ]

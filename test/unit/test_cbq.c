@@ -408,6 +408,59 @@ test_limits(void)
 	weir_cbq_free(s.c);
 }
 
+/* A full leaf with per-flow queues drops the head of its longest queue
+ * (weir_cbq_enqueue_evict), so a flood keeping the class full costs the
+ * flooder, not a flow arriving beside it; a fifo leaf's arrival pays. */
+static void
+test_evict(void)
+{
+	struct weir_cbq_class_conf cl[] = {
+		{ .rate = 10 * MBIT },
+		{ .parent = 0, .rate = 10 * MBIT, .limit = 10 },
+		{ .parent = 0, .rate = 10 * MBIT, .limit = 10, .fifo = 1 },
+	};
+	struct weir_cbq *c = mkcbq(cl, 3, 64);
+	struct weir_drr_qtab *qt = weir_cbq_qtab(c);
+	struct rte_mbuf *ev, *out[16];
+	uint32_t evq = 0, seq_flood = 0;
+	unsigned int n, evicted = 0;
+	int rc;
+
+	for (uint32_t i = 0; i < 9; i++)
+		CHECK(weir_cbq_enqueue(c, 1, 5, mk(5, seq_flood++, 1000), 0) == 0, "flood queued");
+	CHECK(weir_cbq_enqueue(c, 1, 6, mk(6, 0, 100), 0) == 0, "10th queued");
+	/* Full: a new flow's packet is taken, the flood's head dropped. */
+	for (uint32_t i = 0; i < 3; i++) {
+		rc = weir_cbq_enqueue_evict(c, 1, 7, mk(7, i, 100), 0, 0, &ev, &evq);
+		if (rc == 0 && ev != NULL && evq == 5 && unit_tag_of(ev).seq == evicted) {
+			evicted++;
+			rte_pktmbuf_free(ev);
+		}
+	}
+	CHECK(evicted == 3 && qt->q[5].drops == 3 && qt->q[7].drops == 0 && qt->q[5].len == 6 &&
+	      qt->q[7].len == 3, "the longest queue's head pays (%u evicted, flood %u left)",
+	      evicted, qt->q[5].len);
+	/* The flood's own arrival, it being the longest: it pays itself. */
+	rc = weir_cbq_enqueue_evict(c, 1, 5, mk(5, seq_flood, 1000), 0, UINT64_MAX, &ev, &evq);
+	CHECK(rc == WEIR_CBQ_DROP_CLASS && ev == NULL && qt->q[5].drops == 4, "own arrival refused");
+	/* Order kept: the flood's survivors leave in sequence from 3. */
+	n = weir_cbq_drain(c, 1, 5, out, RTE_DIM(out));
+	CHECK(n == 6 && unit_tag_of(out[0]).seq == 3 && unit_tag_of(out[5]).seq == 8, "in order");
+	rte_pktmbuf_free_bulk(out, n);
+	while ((n = weir_cbq_drain(c, 1, 6, out, RTE_DIM(out))) > 0)
+		rte_pktmbuf_free_bulk(out, n);
+	while ((n = weir_cbq_drain(c, 1, 7, out, RTE_DIM(out))) > 0)
+		rte_pktmbuf_free_bulk(out, n);
+	/* A fifo leaf: the arrival pays. */
+	for (uint32_t i = 0; i < 10; i++)
+		weir_cbq_enqueue(c, 2, 100, mk(8, i, 1000), 0);
+	rc = weir_cbq_enqueue_evict(c, 2, 100, mk(9, 0, 100), 0, 0, &ev, &evq);
+	CHECK(rc == WEIR_CBQ_DROP_CLASS && ev == NULL, "fifo: the arrival pays");
+	while ((n = weir_cbq_drain(c, 2, 100, out, RTE_DIM(out))) > 0)
+		rte_pktmbuf_free_bulk(out, n);
+	weir_cbq_free(c);
+}
+
 /* Extremes of the rate range, each exact. */
 static void
 test_extreme_rates(void)
@@ -625,6 +678,7 @@ main(int argc, char **argv)
 	test_hierarchy();
 	test_flow_fairness();
 	test_limits();
+	test_evict();
 	test_extreme_rates();
 	test_set_rate();
 	test_cut_through();

@@ -27,12 +27,6 @@ mk(uint32_t flow, uint32_t seq, uint16_t len)
 	return unit_tagged_mbuf(mp, flow, seq, len);
 }
 
-static struct unit_tag
-tag_of(struct rte_mbuf *m)
-{
-	return *rte_pktmbuf_mtod(m, struct unit_tag *);
-}
-
 static double
 jain(const double *x, unsigned int n)
 {
@@ -59,7 +53,7 @@ run_saturated(struct weir_drr *d, unsigned int nf, const uint16_t *sizes, unsign
 			CHECK(weir_drr_enqueue(d, i, mk(i, seq[i]++, sizes[i % ns])) == 0, "enq");
 	for (r = 0; r < rounds; r++) {
 		struct rte_mbuf *m = weir_drr_dequeue(d, &qid, &qlen);
-		struct unit_tag t = tag_of(m);
+		struct unit_tag t = unit_tag_of(m);
 
 		bytes[t.flow] += rte_pktmbuf_pkt_len(m) + d->overhead;
 		rte_pktmbuf_free(m);
@@ -91,10 +85,10 @@ test_basic_order(void)
 	m = weir_drr_peek(&d, &qid);
 	CHECK(weir_drr_peek(&d, &i) == m && i == qid, "peek twice");
 	CHECK(weir_drr_dequeue(&d, &i, &qlen) == m && i == qid && qlen == 9, "deq = peek, qlen %u", qlen);
-	next[tag_of(m).flow]++;
+	next[unit_tag_of(m).flow]++;
 	rte_pktmbuf_free(m);
 	while ((m = weir_drr_dequeue(&d, &qid, &qlen)) != NULL) {
-		struct unit_tag tg = tag_of(m);
+		struct unit_tag tg = unit_tag_of(m);
 
 		if (tg.flow != qid || tg.seq != next[qid] || qlen != 9 - next[qid])
 			ok = 0;
@@ -171,7 +165,7 @@ test_limit_drops(void)
 	/* the packets kept are the first five (tail drop) */
 	while ((m = weir_drr_dequeue(&d, &qid, &qlen)) != NULL) {
 		if (qid == 3)
-			CHECK(tag_of(m).seq == seen++, "seq");
+			CHECK(unit_tag_of(m).seq == seen++, "seq");
 		rte_pktmbuf_free(m);
 	}
 	CHECK(seen == 5, "kept %u", seen);
@@ -199,7 +193,7 @@ test_drain(void)
 	while ((n = weir_drr_drain(&d, 2, out, 4, &b)) > 0) {
 		CHECK(b == n * 100u, "bytes");
 		for (i = 0; i < n; i++) {
-			if (tag_of(out[i]).seq != got++)
+			if (unit_tag_of(out[i]).seq != got++)
 				ok = 0;
 			rte_pktmbuf_free(out[i]);
 		}
@@ -237,7 +231,7 @@ next_flow(struct weir_drr *d)
 
 	if (m == NULL)
 		return UINT32_MAX;
-	fl = tag_of(m).flow;
+	fl = unit_tag_of(m).flow;
 	rte_pktmbuf_free(m);
 	return fl;
 }
@@ -383,12 +377,12 @@ test_codel(void)
 		struct rte_mbuf *m = weir_drr_dequeue_aqm(&d, now, &qid, &qlen, dropped, dqid, &nd, 8);
 
 		for (unsigned int i = 0; i < nd; i++) {
-			order &= dqid[i] == 0 && tag_of(dropped[i]).seq == next++;
+			order &= dqid[i] == 0 && unit_tag_of(dropped[i]).seq == next++;
 			rte_pktmbuf_free(dropped[i]);
 		}
 		n_drop += nd;
 		if (m != NULL) {
-			order &= tag_of(m).seq == next++;
+			order &= unit_tag_of(m).seq == next++;
 			rte_pktmbuf_free(m);
 		}
 	}
@@ -405,6 +399,41 @@ test_codel(void)
 		n_drop += nd;
 	}
 	CHECK(d.aqm_drops == n_drop && t->codel[1].dropping == 0, "a queue served at once: no drops");
+	/* A flow whose round trip is 3x the interval: target and interval
+	 * scale with it. A queue standing at 8 ticks (above the tree's 5,
+	 * below 3 x 5) for 1000 ticks loses nothing; unscaled it does. */
+	for (uint32_t q = 2; q < 4; q++) {
+		uint64_t before = d.aqm_drops;
+
+		weir_codel_set_rtt(&t->codel[q], &par, 0);
+		if (q == 3)
+			weir_codel_set_rtt(&t->codel[q], &par, 300);
+		for (uint64_t now = 5000; now < 6000; now += 4) {
+			struct rte_mbuf *m = mk(q, 0, 1000);
+
+			weir_mbuf_meta(m)->ts = now;
+			weir_drr_enqueue(&d, q, m);
+			if (now >= 5008) {
+				m = weir_drr_dequeue_aqm(&d, now, &qid, &qlen, dropped, dqid, &nd, 8);
+				for (unsigned int i = 0; i < nd; i++)
+					rte_pktmbuf_free(dropped[i]);
+				rte_pktmbuf_free(m);
+			}
+		}
+		while ((rte_pktmbuf_free(weir_drr_dequeue_aqm(&d, 6000, &qid, &qlen, dropped, dqid,
+							    &nd, 8)), d.pkts > 0))
+			for (unsigned int i = 0; i < nd; i++)
+				rte_pktmbuf_free(dropped[i]);
+		if (q == 2)
+			CHECK(d.aqm_drops > before, "8-tick queue, 5-tick target: drops (%lu)",
+			      (unsigned long)(d.aqm_drops - before));
+		else
+			CHECK(t->codel[q].scale == 12 && d.aqm_drops == before,
+			      "round trip 300: scale %u, no drops (%lu)", t->codel[q].scale,
+			      (unsigned long)(d.aqm_drops - before));
+	}
+	weir_codel_set_rtt(&t->codel[3], &par, 0);
+	CHECK(t->codel[3].scale == 0 && t->codel[3].count == 0, "a new flow: cleared");
 	weir_drr_qtab_free(t);
 }
 

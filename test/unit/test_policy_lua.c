@@ -158,6 +158,36 @@ test_nested(void)
 #define LINK "weir.link{ dir = \"outbound\", rate = \"30mbit\", default = \"bulk\" }\n"
 #define BULK "weir.class{ dir = \"outbound\", name = \"bulk\", rate = \"10mbit\" }\n"
 
+/* A fifo class's queue manager: its own aqm, or the config's default
+ * (shaping.aqm, passed in the limits) for fifo leaves only. */
+static void
+test_aqm(void)
+{
+	static const char text[] =
+		"weir.link{ dir = \"outbound\", rate = \"20mbit\", default = \"a\", limit = 94 }\n"
+		"weir.class{ dir = \"outbound\", name = \"a\", rate = \"10mbit\", mode = \"fifo\" }\n"
+		"weir.class{ dir = \"outbound\", name = \"b\", rate = \"5mbit\", mode = \"fifo\",\n"
+		"            aqm = \"choke\" }\n"
+		"weir.class{ dir = \"outbound\", name = \"c\", rate = \"5mbit\", mode = \"pfq\" }\n";
+	struct weir_policy_lua_limits lim = { .qm = WEIR_QM_PQM_PB,
+					      .qm_params = { .min_th = 31, .max_th = 62 } };
+	struct weir_policy *p = expect_ok("aqm", text, &lim);
+
+	if (p != NULL) {
+		CHECK(p->tree[0].classes[1].cbq.qm == WEIR_QM_PQM_PB, "a: the default pqm-pb");
+		CHECK(p->tree[0].classes[2].cbq.qm == WEIR_QM_CHOKE, "b: its own choke");
+		CHECK(p->tree[0].classes[3].cbq.qm == WEIR_QM_NONE, "c: pfq has none");
+		CHECK(p->tree[0].qm_params.max_th == 62, "parameters carried to the tree");
+	}
+	weir_policy_free(p);
+	expect_error("aqm on pfq", "weir.link{ dir = \"outbound\", rate = 1e7 }\n"
+		     "weir.class{ dir = \"outbound\", name = \"x\", rate = 1e6, aqm = \"red\" }\n",
+		     NULL, 2, "needs mode = \"fifo\"");
+	expect_error("unknown aqm", "weir.link{ dir = \"outbound\", rate = 1e7 }\n"
+		     "weir.class{ dir = \"outbound\", name = \"x\", rate = 1e6, mode = \"fifo\",\n"
+		     "            aqm = \"blue\" }\n", NULL, 2, "aqm must be");
+}
+
 static void
 test_declaration_errors(void)
 {
@@ -220,6 +250,38 @@ test_declaration_errors(void)
 }
 
 /* What only the policy builder can check, at the declaration's line. */
+/* A class's marker table: the config file's keys, the same refusals. */
+static void
+test_marker(void)
+{
+	struct weir_policy *p = expect_ok("marker", LINK
+		"weir.class{ dir = \"outbound\", name = \"bulk\", rate = \"10mbit\",\n"
+		"  marker = { type = \"carm\", cir = \"8mbit\", alpha = 0.45, red = \"AF13\" } }\n",
+		NULL);
+
+	if (p != NULL) {
+		const struct weir_marker_conf *mc = &p->tree[0].classes[1].marker;
+
+		CHECK(mc->type == WEIR_MARK_CARM && mc->cir == 8000000 && mc->alpha_milli == 450 &&
+		      mc->dscp[WEIR_RED] == 14 && mc->dscp[WEIR_GREEN] == 10,
+		      "marker read: type %u cir %lu alpha %u", mc->type, (unsigned long)mc->cir,
+		      mc->alpha_milli);
+		weir_policy_free(p);
+	}
+	expect_error("marker cir 0", LINK
+		     "weir.class{ dir = \"outbound\", name = \"bulk\", rate = \"10mbit\",\n"
+		     "  marker = { type = \"tbq\", cir = 0 } }\n",
+		     NULL, 2, "needs a contract rate cir above 0");
+	expect_error("marker above link", LINK
+		     "weir.class{ dir = \"outbound\", name = \"bulk\", rate = \"10mbit\",\n"
+		     "  marker = { type = \"tb\", cir = \"50mbit\" } }\n",
+		     NULL, 2, "above what the class can send");
+	expect_error("marker key", LINK
+		     "weir.class{ dir = \"outbound\", name = \"bulk\", rate = \"10mbit\",\n"
+		     "  marker = { type = \"tb\", cir = \"5mbit\", colour = 1 } }\n",
+		     NULL, 2, "unknown marker key 'colour'");
+}
+
 static void
 test_build_errors(void)
 {
@@ -1053,8 +1115,10 @@ main(void)
 	}
 	test_two_classes();
 	test_nested();
+	test_aqm();
 	test_declaration_errors();
 	test_build_errors();
+	test_marker();
 	test_lua_errors();
 	test_limits();
 	test_c_functions_bounded();

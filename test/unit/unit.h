@@ -72,4 +72,11 @@ unit_tagged_mbuf(struct rte_mempool *mp, uint32_t flow, uint32_t seq, uint16_t l
 	return m;
 }
 
+/* The (flow, seq) a unit_tagged_mbuf carries. */
+static inline struct unit_tag
+unit_tag_of(struct rte_mbuf *m)
+{
+	return *rte_pktmbuf_mtod(m, struct unit_tag *);
+}
+
 #endif /* WEIR_TEST_UNIT_H */

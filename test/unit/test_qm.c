@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Unit tests for the fifo leaves' queue managers (lib/qm.h: RED, CHOKe,
+ * PQM, PQM-PB) through the class tree, with real mbufs and a fake TSC.
+ *
+ * The simulator offers constant-rate flows (each its own rate and packet
+ * size, phases staggered) to one fifo leaf of a link and dequeues whatever
+ * the tree lets go at each instant; it counts per flow what was sent, what
+ * the queue manager refused and what CHOKe dropped at the head. The flows
+ * do not respond to drops: these tests check the mechanisms (who is
+ * dropped, how often, what stays bounded), the testbed checks TCP.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "unit.h"
+#include "cbq.h"
+#include "mbuf_meta.h"
+
+#define HZ 2000000000ull        /* a 2 GHz TSC */
+#define MBIT 1000000ull
+#define MAXF 32
+#define QID 0                   /* the fifo leaf's one queue */
+
+static struct rte_mempool *mp;
+
+struct flow_spec {
+	double bps;             /* offered, bit/s; 0 = off */
+	uint16_t len;           /* frame bytes */
+};
+
+struct sim {
+	struct weir_cbq *c;
+	uint64_t now;
+	int nf;
+	struct flow_spec f[MAXF];
+	uint64_t next[MAXF];    /* TSC of each flow's next arrival */
+	uint64_t sent[MAXF], sent_bytes[MAXF], refused[MAXF], victims[MAXF], arrived[MAXF];
+	uint64_t in_tree;       /* mbufs the tree holds (for the leak check) */
+};
+
+static struct rte_mbuf *
+pkt(uint32_t flow, uint16_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
+	struct weir_pkt *p;
+
+	if (m == NULL) {
+		printf("mempool exhausted\n");
+		exit(2);
+	}
+	rte_pktmbuf_append(m, len);
+	p = &weir_mbuf_meta(m)->pkt;
+	memset(p, 0, sizeof(*p));
+	/* No addresses: the flow key is the ports and protocol. */
+	p->sport = (uint16_t)(1000 + flow);
+	p->dport = 5001;
+	p->l4proto = 17;
+	return m;
+}
+
+static uint32_t
+flow_of(struct rte_mbuf *m)
+{
+	return weir_mbuf_meta(m)->pkt.sport - 1000u;
+}
+
+static struct weir_cbq *
+tree(uint64_t link_bps, uint32_t limit, enum weir_qm_kind qm, const struct weir_qm_params *par)
+{
+	struct weir_cbq_class_conf cls[2] = {
+		{ .rate = link_bps },
+		{ .parent = 0, .rate = link_bps, .ceil = link_bps, .limit = limit, .fifo = 1,
+		  .qm = (uint8_t)qm },
+	};
+	struct weir_cbq_conf conf = {
+		.socket_id = SOCKET_ID_ANY, .tsc_hz = HZ, .n_classes = 2, .classes = cls,
+		.n_queues = 4, .flow_limit = 64, .qm_params = par,
+	};
+
+	return weir_cbq_create(&conf);
+}
+
+static void
+sim_init(struct sim *s, struct weir_cbq *c, int nf, const struct flow_spec *f)
+{
+	memset(s, 0, sizeof(*s));
+	s->c = c;
+	s->nf = nf;
+	s->now = HZ;
+	for (int i = 0; i < nf; i++) {
+		s->f[i] = f[i];
+		s->next[i] = s->now + (uint64_t)i * 7919;      /* staggered phases */
+	}
+}
+
+static void
+sim_dequeue(struct sim *s)
+{
+	struct weir_cbq_deq d;
+	struct rte_mbuf *m;
+
+	do {
+		m = weir_cbq_dequeue(s->c, s->now, &d);
+		for (uint16_t j = 0; j < d.n_dropped; j++) {
+			s->victims[flow_of(d.dropped[j])]++;
+			rte_pktmbuf_free(d.dropped[j]);
+			s->in_tree--;
+		}
+		if (m != NULL) {
+			uint32_t fl = flow_of(m);
+
+			s->sent[fl]++;
+			s->sent_bytes[fl] += rte_pktmbuf_pkt_len(m);
+			rte_pktmbuf_free(m);
+			s->in_tree--;
+		}
+	} while (m != NULL);
+}
+
+/* Run for `sec` seconds of fake time. */
+static void
+sim_run(struct sim *s, double sec)
+{
+	uint64_t end = s->now + (uint64_t)(sec * HZ);
+
+	while (s->now < end) {
+		uint64_t t = end;
+		int i;
+
+		for (i = 0; i < s->nf; i++)
+			if (s->f[i].bps > 0 && s->next[i] < t)
+				t = s->next[i];
+		/* Serve the link at least every 100 us, as a worker's loop would. */
+		s->now = RTE_MIN(t, s->now + HZ / 10000);
+		sim_dequeue(s);
+		for (i = 0; i < s->nf; i++) {
+			if (s->f[i].bps <= 0 || s->next[i] > s->now)
+				continue;
+			struct rte_mbuf *m = pkt((uint32_t)i, s->f[i].len);
+
+			s->arrived[i]++;
+			if (weir_cbq_enqueue(s->c, 1, QID, m, s->now) != 0) {
+				s->refused[i]++;
+				rte_pktmbuf_free(m);
+			} else {
+				s->in_tree++;
+			}
+			s->next[i] += (uint64_t)(s->f[i].len * 8.0 * HZ / s->f[i].bps);
+		}
+	}
+}
+
+static void
+sim_reset_counts(struct sim *s)
+{
+	memset(s->sent, 0, sizeof(s->sent));
+	memset(s->sent_bytes, 0, sizeof(s->sent_bytes));
+	memset(s->refused, 0, sizeof(s->refused));
+	memset(s->victims, 0, sizeof(s->victims));
+	memset(s->arrived, 0, sizeof(s->arrived));
+}
+
+/* Empty the tree (drain) and check every mbuf came back. */
+static void
+sim_end(struct sim *s)
+{
+	struct rte_mbuf *out[64];
+	unsigned int n;
+
+	while ((n = weir_cbq_drain(s->c, 1, QID, out, RTE_DIM(out))) > 0) {
+		rte_pktmbuf_free_bulk(out, n);
+		s->in_tree -= n;
+	}
+	CHECK(s->in_tree == 0 && weir_cbq_backlog(s->c) == 0, "tree holds %lu mbufs after drain",
+	      (unsigned long)s->in_tree);
+	weir_cbq_free(s->c);
+	CHECK(rte_mempool_in_use_count(mp) == 0, "%u mbufs leaked", rte_mempool_in_use_count(mp));
+}
+
+static void
+test_names_params(void)
+{
+	struct weir_qm_params p = { 0 };
+
+	CHECK(weir_qm_by_name("pqm-pb") == WEIR_QM_PQM_PB && weir_qm_by_name("red") == WEIR_QM_RED &&
+	      weir_qm_by_name("codel") < 0, "names");
+	CHECK(strcmp(weir_qm_name(WEIR_QM_CHOKE), "choke") == 0 && weir_qm_name(99) == NULL, "names back");
+	weir_qm_params_defaults(&p);
+	CHECK(p.gamma == 0.005 && p.alpha == 0.1 && p.phi == 1.001 && p.monitor == 64,
+	      "the thesis' defaults");
+	p.min_th = 200;
+	p.max_th = 100;
+	CHECK(weir_qm_params_check(&p, 300) != NULL, "min_th above max_th refused");
+	p.min_th = 100;
+	p.max_th = 400;
+	CHECK(weir_qm_params_check(&p, 300) != NULL, "max_th above the limit refused");
+	p.max_th = 200;
+	CHECK(weir_qm_params_check(&p, 300) == NULL, "100/200 of 300 accepted");
+	p.phi = 1.0;
+	CHECK(weir_qm_params_check(&p, 300) != NULL, "phi 1 refused");
+	CHECK(tree(10 * MBIT, 300, WEIR_QM_RED, &p) == NULL, "a tree with bad parameters fails");
+	{
+		/* A queue manager on a per-flow leaf is refused by the tree. */
+		struct weir_cbq_class_conf cls[2] = {
+			{ .rate = MBIT }, { .parent = 0, .rate = MBIT, .qm = WEIR_QM_RED },
+		};
+		struct weir_cbq_conf conf = { .socket_id = SOCKET_ID_ANY, .tsc_hz = HZ,
+			.n_classes = 2, .classes = cls, .n_queues = 4, .flow_limit = 64 };
+
+		CHECK(weir_cbq_create(&conf) == NULL, "qm on a non-fifo leaf refused");
+	}
+}
+
+static void
+test_red(void)
+{
+	struct weir_qm_params par = { .min_th = 30, .max_th = 60 };
+	const struct flow_spec light[2] = { { 2 * MBIT, 1000 }, { 2 * MBIT, 1000 } };
+	const struct flow_spec heavy[2] = { { 12 * MBIT, 1000 }, { 8 * MBIT, 1000 } };
+	struct weir_qm_stats qs;
+	struct weir_cbq_stats cs;
+	struct sim s;
+
+	/* Half the link: the queue stays short, RED never drops. */
+	sim_init(&s, tree(10 * MBIT, 90, WEIR_QM_RED, &par), 2, light);
+	sim_run(&s, 2.0);
+	weir_cbq_qm_stats(s.c, 1, &qs);
+	CHECK(qs.drops_early + qs.drops_forced == 0 && s.refused[0] + s.refused[1] == 0,
+	      "no drops below min_th (%lu)", (unsigned long)(qs.drops_early + qs.drops_forced));
+	CHECK(!weir_cbq_cut_through(s.c, 1, 1000, s.now + HZ), "a managed leaf never cuts through");
+	sim_end(&s);
+
+	/* Twice the link: RED keeps the average between the thresholds and
+	 * drops early, before the 90-packet limit. */
+	sim_init(&s, tree(10 * MBIT, 90, WEIR_QM_RED, &par), 2, heavy);
+	sim_run(&s, 2.0);
+	weir_cbq_stats(s.c, 1, &cs);
+	{
+		/* The average lags (wq 0.002): the first burst may reach the
+		 * limit; after that, RED's early drops keep it away. */
+		uint64_t at_limit = cs.drops_class;
+
+		sim_run(&s, 2.0);
+		weir_cbq_qm_stats(s.c, 1, &qs);
+		weir_cbq_stats(s.c, 1, &cs);
+		CHECK(cs.drops_class == at_limit, "the limit was not reached once settled (%lu)",
+		      (unsigned long)(cs.drops_class - at_limit));
+	}
+	CHECK(qs.drops_early > 100, "early drops %lu", (unsigned long)qs.drops_early);
+	CHECK(qs.avg > 30 && qs.avg < 62, "average %.1f between the thresholds", qs.avg);
+	CHECK(cs.drops_qm == qs.drops_early + qs.drops_forced, "class counter = reasons");
+	{
+		/* Packet mode: both flows lose about the same fraction. */
+		double l0 = (double)s.refused[0] / s.arrived[0], l1 = (double)s.refused[1] / s.arrived[1];
+
+		CHECK(fabs(l0 - l1) < 0.1 && l0 > 0.3, "loss fractions %.2f %.2f", l0, l1);
+	}
+	sim_end(&s);
+}
+
+static void
+test_choke(void)
+{
+	struct weir_qm_params par = { .min_th = 30, .max_th = 60 };
+	/* A flood of 15 Mbit/s beside five 1 Mbit/s flows on a 10 Mbit/s link. */
+	struct flow_spec f[6] = { { 15 * MBIT, 1000 } };
+	struct weir_qm_stats qs;
+	struct weir_cbq_stats cs;
+	struct sim s;
+	uint64_t victims = 0;
+
+	for (int i = 1; i < 6; i++)
+		f[i] = (struct flow_spec){ 1 * MBIT, 1000 };
+	sim_init(&s, tree(10 * MBIT, 90, WEIR_QM_CHOKE, &par), 6, f);
+	sim_run(&s, 4.0);
+	weir_cbq_qm_stats(s.c, 1, &qs);
+	weir_cbq_stats(s.c, 1, &cs);
+	for (int i = 0; i < 6; i++)
+		victims += s.victims[i];
+	CHECK(qs.drops_choke > 100, "matched arrivals %lu", (unsigned long)qs.drops_choke);
+	/* Victims are dropped when they reach the head; a few may still be queued. */
+	CHECK(victims <= qs.drops_victim && victims + 90 >= qs.drops_victim && victims > 0,
+	      "victims %lu dropped at the head of %lu marked", (unsigned long)victims,
+	      (unsigned long)qs.drops_victim);
+	CHECK(cs.drops_aqm == victims, "class counts victims as drops at dequeue");
+	/* The flood holds most of the buffer, so it is the one matched. */
+	CHECK(s.victims[0] > 20 * (s.victims[1] + 1), "victims: flood %lu, a small flow %lu",
+	      (unsigned long)s.victims[0], (unsigned long)s.victims[1]);
+	{
+		double lf = (double)(s.refused[0] + s.victims[0]) / s.arrived[0];
+		double ls = (double)(s.refused[1] + s.victims[1]) / s.arrived[1];
+
+		CHECK(lf > 2 * ls, "the flood loses more: %.2f vs %.2f", lf, ls);
+	}
+	sim_end(&s);
+}
+
+/* PQM: a 15 Mbit/s flood beside twenty 0.6 Mbit/s flows of 500 B on a
+ * 10 Mbit/s link (the small ones alone overload it by a fifth, so the
+ * price stays up, as TCP keeps it up in the thesis); returns the flood's
+ * delivered bit/s over the last second and fills *qs. */
+static double
+run_pqm(enum weir_qm_kind k, struct weir_qm_stats *qs, struct sim *s, const struct weir_qm_params *par)
+{
+	struct flow_spec f[21] = { { 15 * MBIT, 1000 } };
+
+	for (int i = 1; i < 21; i++)
+		f[i] = (struct flow_spec){ 0.6 * MBIT, 500 };
+	sim_init(s, tree(10 * MBIT, 90, k, par), 21, f);
+	sim_run(s, 5.0);
+	sim_reset_counts(s);
+	sim_run(s, 1.0);
+	weir_cbq_qm_stats(s->c, 1, qs);
+	return s->sent_bytes[0] * 8.0;
+}
+
+static void
+test_pqm(void)
+{
+	/* The thesis' gamma at its 64 Mbit/s moves the price 6.4 times as
+	 * fast per second as at this 10 Mbit/s link: scaled (docs/pqm.md). */
+	struct weir_qm_params par = { .gamma = 0.005 * 6.4 };
+	struct weir_qm_stats qs, qb;
+	struct sim s;
+	double flood, flood_pb;
+
+	flood = run_pqm(WEIR_QM_PQM, &qs, &s, &par);
+	CHECK(qs.monitor_added >= 1 && qs.monitored >= 1, "the flood is monitored (%u)", qs.monitored);
+	CHECK(qs.drops_penalty > 100, "penalty drops %lu", (unsigned long)qs.drops_penalty);
+	CHECK(qs.prob > 0 && qs.prob < 1, "REM's probability %.4f", qs.prob);
+	/* The fair rate is Eq. 5.1's bound with 1000 B and 30 ms. */
+	CHECK(fabs(qs.fair_bps - 8000.0 / 0.03 * sqrt(1.5 / qs.prob)) < 1e-6 * qs.fair_bps,
+	      "fair rate %.0f bit/s", qs.fair_bps);
+	/* PQM holds the flood near the fair rate after REM: between the two
+	 * bounds r_fair and r_fair / (1 - p), give or take the estimate. */
+	CHECK(flood > 0.5 * qs.fair_bps && flood < 2.0 * qs.fair_bps / (1 - qs.prob),
+	      "flood %.2f Mbit/s, fair %.2f Mbit/s", flood / 1e6, qs.fair_bps / 1e6);
+	/* The small flows (500 B, far below the fair rate) lose only REM's
+	 * byte-mode share, far less than the flood. */
+	{
+		double ls = (double)s.refused[1] / s.arrived[1], lf = (double)s.refused[0] / s.arrived[0];
+
+		CHECK(ls < 0.5 * lf, "small flow loss %.3f, flood %.3f", ls, lf);
+	}
+	CHECK(qs.state_bytes < 8192 && qs.monitor_size == 64, "state %lu bytes",
+	      (unsigned long)qs.state_bytes);
+	sim_end(&s);
+
+	/* PQM-PB: a flood that never slows down stays in the penalty box. */
+	flood_pb = run_pqm(WEIR_QM_PQM_PB, &qb, &s, &par);
+	CHECK(flood_pb < 0.2 * flood, "PB flood %.2f Mbit/s vs PQM %.2f", flood_pb / 1e6, flood / 1e6);
+	/* Once the flood stops and the link is no longer overloaded, the
+	 * entries are let go at a sweep. */
+	s.f[0].bps = 0;
+	for (int i = 1; i < 21; i++)
+		s.f[i].bps = 0.3 * MBIT;
+	sim_run(&s, 8.0);
+	weir_cbq_qm_stats(s.c, 1, &qb);
+	CHECK(qb.monitored == 0, "monitored set empty after the flood (%u) p %.4f price %.1f pen %lu", qb.monitored, qb.prob, qb.price, (unsigned long)qb.drops_penalty);
+	sim_end(&s);
+
+	/* A set of 2 and five floods: bounded, and the overflow counted. */
+	{
+		struct weir_qm_params small = { .monitor = 2 };
+		struct flow_spec f[5];
+
+		for (int i = 0; i < 5; i++)
+			f[i] = (struct flow_spec){ 4 * MBIT, 1000 };
+		sim_init(&s, tree(10 * MBIT, 90, WEIR_QM_PQM, &small), 5, f);
+		sim_run(&s, 3.0);
+		weir_cbq_qm_stats(s.c, 1, &qs);
+		CHECK(qs.monitored <= 2 && qs.monitor_full > 0, "set of 2: %u monitored, %lu full",
+		      qs.monitored, (unsigned long)qs.monitor_full);
+		sim_end(&s);
+	}
+}
+
+/* Byte mode: REM's drops are in proportion to bytes, not packets. */
+static void
+test_pqm_bytes(void)
+{
+	struct weir_qm_params par = { 0 };
+	/* Two equal floods, 400 B and 800 B frames: both monitored, both held
+	 * at the fair rate in bytes, whatever their packet size (Exp. 3). */
+	const struct flow_spec f[2] = { { 8 * MBIT, 400 }, { 8 * MBIT, 800 } };
+	struct weir_qm_stats qs;
+	struct sim s;
+
+	sim_init(&s, tree(10 * MBIT, 90, WEIR_QM_PQM, &par), 2, f);
+	sim_run(&s, 4.0);
+	weir_cbq_qm_stats(s.c, 1, &qs);
+	{
+		double b0 = (double)s.sent_bytes[0], b1 = (double)s.sent_bytes[1];
+
+		CHECK(b0 > 0.7 * b1 && b0 < 1.4 * b1, "bytes sent 400 B flow %.0f, 800 B %.0f", b0, b1);
+	}
+	sim_end(&s);
+}
+
+/* CHOKe's ring follows the queue through a drain and a refill. */
+static void
+test_choke_drain(void)
+{
+	struct weir_qm_params par = { .min_th = 2, .max_th = 20 };
+	struct weir_cbq *c = tree(MBIT, 30, WEIR_QM_CHOKE, &par);
+	struct rte_mbuf *out[64];
+	struct weir_cbq_deq d;
+	uint64_t now = HZ;
+	unsigned int n, taken = 0, refused = 0;
+
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 40; i++) {
+			struct rte_mbuf *m = pkt((uint32_t)(i % 2), 100);
+
+			if (weir_cbq_enqueue(c, 1, QID, m, now + (uint64_t)i) != 0) {
+				rte_pktmbuf_free(m);
+				refused++;
+			}
+		}
+		while ((n = weir_cbq_drain(c, 1, QID, out, RTE_DIM(out))) > 0) {
+			rte_pktmbuf_free_bulk(out, n);
+			taken += n;
+		}
+	}
+	CHECK(taken + refused == 120 && refused > 0, "drained %u refused %u", taken, refused);
+	/* After the drains the tree still works and drops nothing it should not. */
+	for (int i = 0; i < 3; i++) {
+		struct rte_mbuf *m = pkt(7, 100);
+
+		CHECK(weir_cbq_enqueue(c, 1, QID, m, now + HZ) == 0, "enqueue after drain");
+	}
+	n = 0;
+	for (;;) {
+		struct rte_mbuf *m = weir_cbq_dequeue(c, now + 2 * HZ, &d);
+
+		for (uint16_t j = 0; j < d.n_dropped; j++)
+			rte_pktmbuf_free(d.dropped[j]);
+		if (m == NULL)
+			break;
+		rte_pktmbuf_free(m);
+		n++;
+	}
+	CHECK(n == 3 && weir_cbq_backlog(c) == 0, "sent %u of 3 after the drains", n);
+	weir_cbq_free(c);
+	CHECK(rte_mempool_in_use_count(mp) == 0, "%u mbufs leaked", rte_mempool_in_use_count(mp));
+}
+
+int
+main(int argc, char **argv)
+{
+	(void)argc;
+	unit_eal_init(argv[0], "qm", "256");
+	mp = rte_pktmbuf_pool_create("qm_test", 8191, 0, WEIR_MBUF_PRIV_SIZE,
+				     RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+	if (mp == NULL) {
+		printf("no mempool\n");
+		return 2;
+	}
+	test_names_params();
+	test_red();
+	test_choke();
+	test_pqm();
+	test_pqm_bytes();
+	test_choke_drain();
+	return unit_report();
+}
