@@ -88,6 +88,8 @@ struct weir_flow {
 #define WEIR_FSH_HOOKED         0x40  /* a policy hook moved it: ask again after a policy switch */
 #define WEIR_FSH_HELD(d)        (0x08 << (d))  /* ACKs of data direction d may be held
 						* (set on hold, cleared when seen empty) */
+#define WEIR_FSH_PEP            0x80  /* pep keeps state (copies) for it, whatever its class
+				       * now: its TCP packets go to weir_pep_packet (lib/pep.h) */
 
 /* Idle timeouts in seconds, by state family. */
 struct weir_flow_timeouts {

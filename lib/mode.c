@@ -22,4 +22,5 @@ const struct weir_mode_ops *const weir_modes[WEIR_MODE__COUNT] = {
 	[WEIR_MODE_TCR] = &weir_mode_tcr,
 	[WEIR_MODE_PACED] = &weir_mode_paced,
 	[WEIR_MODE_IPABR] = &weir_mode_ipabr,
+	[WEIR_MODE_PEP] = &weir_mode_pep,
 };

@@ -91,7 +91,7 @@ struct weir_mode_ops {
 };
 
 extern const struct weir_mode_ops weir_mode_fifo, weir_mode_pfq, weir_mode_postack,
-	weir_mode_paced, weir_mode_tcr, weir_mode_ipabr;
+	weir_mode_paced, weir_mode_tcr, weir_mode_ipabr, weir_mode_pep;
 
 /* Indexed by enum weir_shape_mode. */
 extern const struct weir_mode_ops *const weir_modes[WEIR_MODE__COUNT];

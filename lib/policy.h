@@ -49,6 +49,7 @@ enum weir_shape_mode {
 	WEIR_MODE_TCR = 3,              /* per-flow queues + window sizing and ACK pacing (lib/tcr.h) */
 	WEIR_MODE_PACED = 4,            /* per-flow queues + PostACK as on-off ACK pacing (Fig. 4) */
 	WEIR_MODE_IPABR = 5,            /* per-flow queues + an explicit rate per flow by window (lib/ipabr.h) */
+	WEIR_MODE_PEP = 6,              /* per-flow queues + premature ACKs with a watermark (lib/pep.h) */
 	WEIR_MODE__COUNT
 };
 const char *weir_shape_mode_name(unsigned int mode);

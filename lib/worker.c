@@ -11,6 +11,7 @@
 
 #include "mbuf_meta.h"
 #include "mode.h"
+#include "pep.h"
 #include "postack_store.h"
 #include "tcr_state.h"
 #include "worker.h"
@@ -253,9 +254,12 @@ weir_mode_release(struct weir_worker *w, int d, uint32_t slot, uint32_t max,
 /* Flow f ends here: the ACKs it holds go, and each mode of its leaves
  * gives back what it kept. */
 static void
-mode_end(struct weir_worker *w, const struct weir_flow *f)
+mode_end(struct weir_worker *w, struct weir_flow *f)
 {
 	uint32_t slot = weir_flow_slot(w->flows, f);
+
+	if (unlikely(f->shape & WEIR_FSH_PEP))
+		weir_pep_end(w, f, slot);       /* its copies, whatever the class is now */
 
 	if (w->pa != NULL)
 		for (int d = 0; d < WEIR_PORT__COUNT; d++)
@@ -355,6 +359,11 @@ ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum
 	/* Only handshake packets time anything: no call for the rest. */
 	if (unlikely((p->tcp_flags & WEIR_TCP_SYN) || f->pkts[a] == 2))
 		handshake(w, f, p, a, slot, now);
+	/* pep's state outlives its class (lib/pep.h): a flow it keeps copies
+	 * for has all its TCP packets looked at, and R's ACKs for data the
+	 * gateway already acknowledged are taken. */
+	if (unlikely(f->shape & WEIR_FSH_PEP) && weir_pep_packet(w, f, m, p, a, slot, now))
+		return true;
 	/* The flow entry says whether ACKs may be held: the store is not
 	 * touched for flows that never held any. */
 	held = 0;
@@ -1138,6 +1147,7 @@ weir_worker_flush_queues(struct weir_worker *w)
 	 * O(1) a queue. Walking the flow table instead unlinked queues in slot
 	 * order, a walk of the list each: quadratic, and a million backlogged
 	 * flows never finished tearing down. */
+	weir_pep_flush(w);      /* copies of p-acked data (counted in pep's stats) */
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		struct rte_mbuf *pkts[WEIR_BURST_MAX];
 		uint16_t leaf = 0;
@@ -1179,6 +1189,9 @@ sleep_cap_us(const struct weir_worker *w, uint64_t now)
 	/* Held ACKs need the watchdog to look now and then. */
 	if (w->pa != NULL && w->pa->ring_n > 0)
 		wake = RTE_MIN(wake, now + 1000 * w->tsc_per_us);
+	/* And pep's retransmission timers. */
+	if (w->mode_wake != UINT64_MAX)
+		wake = RTE_MIN(wake, w->mode_wake);
 	/* A TBQ's held frames and the rate controllers have their own times. */
 	wake = RTE_MIN(wake, RTE_MIN(weir_markers_next(w->markers[0]),
 				     weir_markers_next(w->markers[1])));
@@ -1226,6 +1239,8 @@ weir_worker_main(void *arg)
 		got += weir_worker_dequeue(w, WEIR_PORT_LAN, now, w->conf.burst);
 		got += weir_worker_dequeue(w, WEIR_PORT_WAN, now, w->conf.burst);
 		got += weir_worker_postack_idle(w, now);
+		w->mode_wake = UINT64_MAX;
+		got += weir_pep_poll(w, now, &w->mode_wake);
 		if (unlikely(__atomic_load_n(&w->pending, __ATOMIC_ACQUIRE) != NULL))
 			weir_worker_policy_take(w);
 		if (w->conf.cmds != NULL && !rte_ring_empty(w->conf.cmds))

@@ -186,6 +186,7 @@ struct weir_worker {
 	struct weir_postack *pa;               /* = conf.postack */
 	struct weir_tcr *tcr;                  /* with pa: TCR's per-flow state */
 	void *mode_state[WEIR_MODE__COUNT];    /* a mode's own per-worker state (lib/mode.h) */
+	uint64_t mode_wake;                    /* TSC a mode's timer wants the loop awake by */
 	uint64_t next_tsc[WEIR_PORT__COUNT];   /* a blocked shaper's next chance */
 	uint64_t tsc_per_us;
 	struct weir_worker_counters ctr;

@@ -260,8 +260,8 @@ weir_value_mode(const char *name, uint8_t *out, char *err, size_t errlen)
 		}
 	return fail(err, errlen, "'mode' must be \"postack\" (hold ACKs, not data), \"pfq\" "
 		    "(per-flow queues only), \"fifo\" (one queue for the class) or \"tcr\" (window "
-		    "sizing and ACK pacing), \"postack-paced\" (PostACK as on-off ACK pacing) or \"ipabr\" "
-		    "(an explicit rate per flow by window, IP-ABR)");
+		    "sizing and ACK pacing), \"postack-paced\" (PostACK as on-off ACK pacing), \"ipabr\" "
+		    "(an explicit rate per flow by window, IP-ABR) or \"pep\" (premature ACKs with a watermark)");
 }
 
 int

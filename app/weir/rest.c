@@ -1245,7 +1245,7 @@ class_change(struct MHD_Connection *c, struct req *rq, struct reply *r,
 
 			if (!json_is_string(v)) {
 				reply_error(r, MHD_HTTP_BAD_REQUEST, "'mode' must be a string: "
-					    "postack, pfq, fifo, tcr, postack-paced or ipabr");
+					    "postack, pfq, fifo, tcr, postack-paced, ipabr or pep");
 				rc = -1;
 			} else if (weir_value_mode(json_string_value(v), &m, err, sizeof(err)) != 0) {
 				reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s", err);

@@ -32,6 +32,8 @@ def recv(args):
     conn, peer = srv.accept()
     conn.settimeout(args.timeout)
     h, n, t0 = hashlib.sha256(), 0, time.monotonic()
+    if args.pause:
+        time.sleep(args.pause)  # a receiver that stops reading: its window closes
     while True:
         buf = conn.recv(CHUNK)
         if not buf:
@@ -75,6 +77,7 @@ def main(argv=None):
     r.add_argument("--bind", default="0.0.0.0")
     r.add_argument("--port", type=int, required=True)
     r.add_argument("--timeout", type=float, default=60)
+    r.add_argument("--pause", type=float, default=0, help="seconds to wait before reading")
     s = sub.add_parser("send")
     s.add_argument("--host", required=True)
     s.add_argument("--port", type=int, required=True)

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: pep — premature ACKs with a dynamic watermark (seed 003, Dutta &
+ * Zhang; docs/pep.md).
+ *
+ * A leaf mode that acknowledges a TCP sender's data on the receiver's
+ * behalf while the segment is still on its way ("p-ACK"), keeps a copy of
+ * every segment it acknowledged until the receiver's own ACK covers it,
+ * drops the receiver's ACKs for data already p-acked, and recovers losses
+ * beyond the gateway itself from its copies. A per-flow watermark (the
+ * class's per-flow share x the measured round trip beyond the gateway, in
+ * bytes) decides how far ahead of the receiver the gateway may acknowledge;
+ * withheld p-ACKs are released as real ACKs free space.
+ *
+ * Its state outlives its class: a flow whose data was p-acked still needs
+ * its copies and its recovery when a policy reload takes the mode away.
+ * Such a flow carries WEIR_FSH_PEP and the worker hands every TCP packet of
+ * it to weir_pep_packet() whatever its class (the only mode with such a
+ * flag); the worker also calls weir_pep_end() when the flow leaves the
+ * table, weir_pep_poll() each turn (the per-flow retransmission timers)
+ * and weir_pep_flush() at shutdown.
+ */
+#ifndef WEIR_PEP_H
+#define WEIR_PEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <rte_mbuf.h>
+
+struct weir_worker;
+struct weir_flow;
+struct weir_pkt;
+
+/* Per-worker limits (docs/pep.md, "Limits"). */
+#define WEIR_PEP_MAX_FLOWS 4096         /* flow directions with pep state at once (a connection
+					 * in a class pep both ways takes two); beyond: plain forwarding */
+#define WEIR_PEP_RETRIES 6              /* timeouts of one segment without progress before giving up */
+#define WEIR_PEP_RTO_MIN_US 200000
+#define WEIR_PEP_RTO_MAX_US 2000000
+
+struct weir_pep_stats {
+	uint64_t flows;         /* flows that became eligible (handshake seen under pep) */
+	uint64_t flows_full;    /* eligible flows refused: WEIR_PEP_MAX_FLOWS reached */
+	uint64_t copied;        /* data segments copied */
+	uint64_t packed;        /* segments p-acked */
+	uint64_t pack_sent;     /* p-ACK frames sent (one may cover several segments) */
+	uint64_t withheld;      /* segments stored without a p-ACK (buffer over the watermark) */
+	uint64_t win_updates;   /* p-ACKs sent only to carry a receiver's window change */
+	uint64_t real_dropped;  /* receiver ACKs dropped: they covered p-acked data only */
+	uint64_t real_passed;   /* receiver ACKs passed to the sender */
+	uint64_t purged;        /* copies freed by a cumulative ACK */
+	uint64_t sacked;        /* copies freed by a SACK block */
+	uint64_t fast_retx;     /* retransmissions from a copy on duplicate ACKs or a SACK hole */
+	uint64_t rto_retx;      /* retransmissions from a copy on the flow's timeout */
+	uint64_t give_ups;      /* flows ended with RSTs to both sides (receiver silent) */
+	uint64_t rst_sent;      /* RST frames made */
+	uint64_t flow_cap;      /* segments passed uncopied: the flow's copy cap */
+	uint64_t pool_cap;      /* segments passed uncopied: the worker's copy cap or records */
+	uint64_t buf_full;      /* segments passed uncopied: buffer at its maximum */
+	uint64_t not_packable;  /* segments passed uncopied: FIN, URG, out of order, past the window */
+	uint64_t nombuf;        /* a copy or a made frame found no mbuf */
+	uint64_t class_dropped; /* copies given up: the class dropped the original before a p-ACK */
+	uint64_t ended_copies;  /* copies dropped because the flow ended (idle, evicted) */
+	uint64_t flushed;       /* copies dropped at shutdown */
+	uint32_t copies;        /* mbufs held now */
+	uint32_t copy_cap;      /* the worker's cap */
+	uint32_t active;        /* flows with pep state now */
+	uint32_t peak_copies;
+};
+
+/* Every TCP packet (travelling a) of a flow flagged WEIR_FSH_PEP, before
+ * any mode sees it. True: pep took it (a receiver's ACK for p-acked data,
+ * freed and counted). */
+bool weir_pep_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
+		     const struct weir_pkt *p, int a, uint32_t slot, uint64_t now);
+/* The flow leaves the table: copies freed, RSTs if the sender was told
+ * data was delivered that the receiver never acknowledged. */
+void weir_pep_end(struct weir_worker *w, struct weir_flow *f, uint32_t slot);
+/* Retransmission timers of a few flows (round robin); returns frames
+ * handed out. *wake is lowered to when the next call is wanted. */
+unsigned int weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake);
+/* Shutdown: every copy back to its pool; returns how many. */
+unsigned int weir_pep_flush(struct weir_worker *w);
+
+const struct weir_pep_stats *weir_pep_stats(const struct weir_worker *w);
+/* Bytes of per-flow state and per-copy record (the copy's mbuf aside). */
+size_t weir_pep_bytes_per_flow(void);
+size_t weir_pep_bytes_per_copy(void);
+/* Views for tests: watermark and buffered bytes of (d, slot); 0 if none. */
+uint32_t weir_pep_watermark(const struct weir_worker *w, int d, uint32_t slot);
+uint32_t weir_pep_buffered(const struct weir_worker *w, int d, uint32_t slot);
+
+#endif /* WEIR_PEP_H */

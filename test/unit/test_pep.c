@@ -1,0 +1,790 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Unit tests for the pep mode (lib/pep.c) through a whole worker
+ * (test/unit/rig.h) on a fake clock: p-ACKs made for data on its way
+ * (checksums, timestamps, window), the watermark and withheld p-ACKs
+ * released by real ACKs, real ACKs dropped, SACK purge, recovery from the
+ * copies on duplicate ACKs and on the timeout, the give-up RSTs, the
+ * limits (FIN, zero window, flows begun before the mode), IPv6, and every
+ * copy back in the pool at the end.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ip.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_tcp.h>
+
+#include "pep.h"
+#include "unit.h"
+#include "rig.h"
+
+#define ISN_S 1000u             /* the LAN sender's first sequence number */
+#define ISN_R 5000u
+
+/* One TCP frame between 10.0.0.1:4000 (LAN, the data sender S) and
+ * 192.0.2.1:80 (WAN, R), or fd00::1 / 2001:db8::1 with v6. */
+struct seg {
+	int in;                 /* R -> S */
+	int v6;
+	uint8_t flags;
+	uint32_t seq, ack;
+	uint16_t win;
+	uint16_t len;
+	int syn_opts;           /* MSS 1460, SACK permitted, wscale 7 */
+	int ts;
+	uint32_t tsval, tsecr;
+	int n_sack;
+	uint32_t sack[8];
+};
+
+static struct rte_mbuf *
+mk(const struct seg *s)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
+	uint8_t opt[80];
+	unsigned int ol = 0, ipl = s->v6 ? 40 : 20, tl;
+	uint8_t *f, *ip, *tcp;
+	static const uint8_t lan4[4] = { 10, 0, 0, 1 }, wan4[4] = { 192, 0, 2, 1 };
+	static const uint8_t lan6[16] = { 0xfd, 0, [15] = 1 }, wan6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
+
+	if (s->syn_opts) {
+		static const uint8_t so[] = { 2, 4, 0x05, 0xb4, 4, 2, 1, 3, 3, 7 };
+
+		memcpy(opt, so, sizeof(so));
+		ol = sizeof(so);
+	}
+	if (s->ts) {
+		opt[ol++] = 1;
+		opt[ol++] = 1;
+		opt[ol++] = 8;
+		opt[ol++] = 10;
+		for (int i = 3; i >= 0; i--)
+			opt[ol++] = (uint8_t)(s->tsval >> (8 * i));
+		for (int i = 3; i >= 0; i--)
+			opt[ol++] = (uint8_t)(s->tsecr >> (8 * i));
+	}
+	if (s->n_sack) {
+		opt[ol++] = 1;
+		opt[ol++] = 1;
+		opt[ol++] = 5;
+		opt[ol++] = (uint8_t)(2 + 8 * s->n_sack);
+		for (int b = 0; b < 2 * s->n_sack; b++)
+			for (int i = 3; i >= 0; i--)
+				opt[ol++] = (uint8_t)(s->sack[b] >> (8 * i));
+	}
+	while (ol % 4)
+		opt[ol++] = 1;
+	tl = 20 + ol;
+	f = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(14 + ipl + tl + s->len));
+	memset(f, 0, 14 + ipl + tl + s->len);
+	f[0] = s->in ? 0x02 : 0x04;     /* dst MAC: S's 02:.., R's 04:.. */
+	f[6] = s->in ? 0x04 : 0x02;
+	f[12] = s->v6 ? 0x86 : 0x08;
+	f[13] = s->v6 ? 0xdd : 0x00;
+	ip = f + 14;
+	tcp = ip + ipl;
+	if (s->v6) {
+		struct rte_ipv6_hdr *h = (struct rte_ipv6_hdr *)ip;
+
+		h->vtc_flow = rte_cpu_to_be_32(6u << 28);
+		h->payload_len = rte_cpu_to_be_16((uint16_t)(tl + s->len));
+		h->proto = IPPROTO_TCP;
+		h->hop_limits = 64;
+		memcpy(h->src_addr, s->in ? wan6 : lan6, 16);
+		memcpy(h->dst_addr, s->in ? lan6 : wan6, 16);
+	} else {
+		struct rte_ipv4_hdr *h = (struct rte_ipv4_hdr *)ip;
+
+		h->version_ihl = 0x45;
+		h->total_length = rte_cpu_to_be_16((uint16_t)(ipl + tl + s->len));
+		h->time_to_live = 64;
+		h->next_proto_id = IPPROTO_TCP;
+		memcpy(&h->src_addr, s->in ? wan4 : lan4, 4);
+		memcpy(&h->dst_addr, s->in ? lan4 : wan4, 4);
+		h->hdr_checksum = rte_ipv4_cksum(h);
+	}
+	{
+		struct rte_tcp_hdr *t = (struct rte_tcp_hdr *)tcp;
+
+		t->src_port = rte_cpu_to_be_16(s->in ? 80 : 4000);
+		t->dst_port = rte_cpu_to_be_16(s->in ? 4000 : 80);
+		t->sent_seq = rte_cpu_to_be_32(s->seq);
+		t->recv_ack = rte_cpu_to_be_32(s->ack);
+		t->data_off = (uint8_t)((tl / 4) << 4);
+		t->tcp_flags = s->flags;
+		t->rx_win = rte_cpu_to_be_16(s->win);
+		memcpy(tcp + 20, opt, ol);
+		for (unsigned int i = 0; i < s->len; i++)
+			tcp[tl + i] = (uint8_t)(s->seq + i);
+		t->cksum = s->v6 ? rte_ipv6_udptcp_cksum((struct rte_ipv6_hdr *)ip, t) :
+			   rte_ipv4_udptcp_cksum((struct rte_ipv4_hdr *)ip, t);
+	}
+	return m;
+}
+
+/* What a frame the worker sent says. */
+struct seen {
+	int v6;
+	uint8_t flags;
+	uint32_t seq, ack;
+	uint16_t win;
+	uint16_t sport;
+	uint16_t len;           /* payload */
+	int ts;
+	uint32_t tsval, tsecr;
+	int cksum_ok;
+};
+
+static struct seen
+look(struct rte_mbuf *m)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	struct seen s = { 0 };
+	struct weir_pkt p;
+
+	weir_parse(f, m->data_len, &p);
+	s.v6 = p.l3 == WEIR_L3_IPV6;
+	s.flags = p.tcp_flags;
+	s.seq = p.seq;
+	s.ack = p.ack;
+	s.win = p.win;
+	s.sport = p.sport;
+	s.len = p.payload_len;
+	if (p.flags & WEIR_PF_TCP_TS) {
+		const uint8_t *o = f + p.l4_off + p.ts_off;
+
+		s.ts = 1;
+		s.tsval = (uint32_t)o[0] << 24 | (uint32_t)o[1] << 16 | (uint32_t)o[2] << 8 | o[3];
+		s.tsecr = (uint32_t)o[4] << 24 | (uint32_t)o[5] << 16 | (uint32_t)o[6] << 8 | o[7];
+	}
+	if (s.v6)
+		s.cksum_ok = rte_ipv6_udptcp_cksum_verify(
+			(const struct rte_ipv6_hdr *)(f + p.l3_off), f + p.l4_off) == 0;
+	else
+		s.cksum_ok = rte_ipv4_cksum((const struct rte_ipv4_hdr *)(f + p.l3_off)) == 0 &&
+			     rte_ipv4_udptcp_cksum_verify((const struct rte_ipv4_hdr *)(f + p.l3_off),
+							  f + p.l4_off) == 0;
+	return s;
+}
+
+static const uint64_t *hzp;
+#define MS (*hzp / 1000)
+
+/* A pep class of 8 Mbit/s (1 MB/s) for uploads; downloads unshaped. */
+static int
+make(struct rig *r, const char *name)
+{
+	static struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_PEP }, { .rate = 0 } },
+	};
+
+	return rig_make_pa(r, &pc, name, 64);
+}
+
+static uint16_t
+feed_seg(struct rig *r, const struct seg *s, uint64_t now)
+{
+	return feed(r, mk(s), s->in, now);
+}
+
+/* Everything queued for the WAN leaves (the class lets it go eventually). */
+static unsigned int
+drain_up(struct rig *r, uint64_t now)
+{
+	struct rte_mbuf *o[64];
+	unsigned int total = 0;
+	uint16_t n;
+
+	for (int k = 0; k < 200; k++) {
+		n = rig_dequeue(r, WEIR_PORT_LAN, now + (uint64_t)k * 2 * MS, o, 64);
+		rte_pktmbuf_free_bulk(o, n);
+		total += n;
+	}
+	return total;
+}
+
+/* The handshake, R 40 ms beyond the gateway, S 1 ms before it. */
+static void
+handshake(struct rig *r, int v6, int ts, uint64_t t0)
+{
+	feed_seg(r, &(struct seg){ .v6 = v6, .flags = SYN, .seq = ISN_S - 1, .win = 65535,
+				   .syn_opts = 1, .ts = ts, .tsval = 100 }, t0);
+	feed_seg(r, &(struct seg){ .in = 1, .v6 = v6, .flags = SYN | ACK, .seq = ISN_R - 1,
+				   .ack = ISN_S, .win = 65535, .syn_opts = 1, .ts = ts, .tsval = 7000,
+				   .tsecr = 100 }, t0 + 40 * MS);
+	feed_seg(r, &(struct seg){ .v6 = v6, .flags = ACK, .seq = ISN_S, .ack = ISN_R, .win = 1000,
+				   .ts = ts, .tsval = 101, .tsecr = 7000 }, t0 + 41 * MS);
+	drain_up(r, t0 + 41 * MS);
+}
+
+/* S's data segment at relative offset off (1000 bytes). */
+static struct seg
+data(int v6, uint32_t off)
+{
+	return (struct seg){ .v6 = v6, .flags = ACK, .seq = ISN_S + off, .ack = ISN_R, .win = 1000,
+			     .len = 1000, .ts = 1, .tsval = 200 + off / 1000, .tsecr = 7000 };
+}
+
+/* R's ACK for relative offset off, window `win` (scaled by 128). */
+static struct seg
+rack(int v6, uint32_t off, uint16_t win)
+{
+	return (struct seg){ .in = 1, .v6 = v6, .flags = ACK, .seq = ISN_R, .ack = ISN_S + off,
+			     .win = win, .ts = 1, .tsval = 8000 + off / 1000, .tsecr = 200 };
+}
+
+/* The p-ACKs (frames to the LAN, from R's port 80) caught so far. */
+static unsigned int
+packs(struct rig *r, struct seen *out, unsigned int max)
+{
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < r->n_emitted && k < max; i++) {
+		struct seen s = look(r->emitted[i]);
+
+		if (r->emitted_to[i] == WEIR_PORT_LAN && s.sport == 80)
+			out[k++] = s;
+	}
+	return k;
+}
+
+static void
+test_pack_basic(int v6)
+{
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	struct seen a[8];
+	struct rig r;
+	uint32_t wm;
+
+	if (make(&r, v6 ? "pep6" : "pep4") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	handshake(&r, v6, 1, t0);
+	st = weir_pep_stats(r.w);
+	CHECK(st != NULL && st->flows == 1, "the flow is eligible (its SYN seen under pep)");
+	/* One segment: queued, and a p-ACK for it goes back to S at once. */
+	CHECK(feed_seg(&r, &(struct seg){ .v6 = v6, .flags = ACK, .seq = ISN_S, .ack = ISN_R,
+					  .win = 1000, .len = 1000, .ts = 1, .tsval = 200,
+					  .tsecr = 7000 }, t0 + 50 * MS) == 0, "data queued");
+	CHECK(packs(&r, a, 8) == 1, "one p-ACK (%u frames out)", r.n_emitted);
+	CHECK(a[0].ack == ISN_S + 1000 && a[0].seq == ISN_R && a[0].flags == ACK && a[0].len == 0 &&
+	      a[0].v6 == v6 && a[0].cksum_ok,
+	      "it acknowledges the segment with valid checksums (ack %u, ok %d)", a[0].ack,
+	      a[0].cksum_ok);
+	CHECK(a[0].ts && a[0].tsecr == 200 && a[0].tsval == 7000,
+	      "echoes S's TSval, carries R's latest (%u %u)", a[0].tsval, a[0].tsecr);
+	/* R's window: the SYN+ACK's 65535 unscaled; bounded by the buffer:
+	 * wm = 1 MB/s x 40 ms + 1/8 + 2 x 1460 = 47920, max 95840. */
+	wm = weir_pep_watermark(r.w, 0, 0);
+	CHECK(wm >= 47800 && wm <= 47920, "watermark: share x RTT beyond (%u)", wm);
+	CHECK(ISN_S + 1000 + a[0].win * 128u >= ISN_S + 1000 - 1000 &&
+	      a[0].win * 128u <= 65535u + 127, "window within R's own (%u)", a[0].win * 128u);
+	rig_emitted_free(&r);
+	CHECK(drain_up(&r, t0 + 51 * MS) == 1 && weir_pep_buffered(r.w, 0, 0) == 1000,
+	      "the original goes on, the copy stays");
+	/* R's own ACK for it comes: dropped (S knows), the copy freed. */
+	CHECK(feed_seg(&r, &(struct seg){ .in = 1, .v6 = v6, .flags = ACK, .seq = ISN_R,
+					  .ack = ISN_S + 1000, .win = 500, .ts = 1, .tsval = 7040,
+					  .tsecr = 200 }, t0 + 92 * MS) == 0, "R's ACK dropped");
+	CHECK(weir_pep_buffered(r.w, 0, 0) == 0 && st->real_dropped == 1 && st->purged == 1 &&
+	      st->copies == 0, "copy purged (%u buffered)", weir_pep_buffered(r.w, 0, 0));
+	rig_free(&r);
+}
+
+static void
+test_watermark_release(void)
+{
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	struct seen a[128];
+	struct rig r;
+	unsigned int n;
+
+	if (make(&r, "pep_wm") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	handshake(&r, 0, 1, t0);
+	/* R opens a large window first (its ACK of the handshake's data-less
+	 * state: 2000 x 128 = 256000 bytes). */
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+	rig_emitted_free(&r);
+	/* 60 segments of 1000 bytes: the first 47 are p-acked (47000 < 47920
+	 * and one more would pass it), the rest stored without a p-ACK up to
+	 * the maximum: wm + half the flow queue's 16 packets (11680) = 59600,
+	 * so the 60th passes uncopied. */
+	for (uint32_t i = 0; i < 60; i++) {
+		struct seg s = data(0, i * 1000);
+
+		feed_seg(&r, &s, t0 + 50 * MS);
+		drain_up(&r, t0 + 50 * MS);
+	}
+	st = weir_pep_stats(r.w);
+	n = packs(&r, a, 128);
+	CHECK(n == 47 && a[n - 1].ack == ISN_S + 47000 && st->packed == 47 && st->withheld == 12 &&
+	      st->buf_full == 1, "47 p-acked, 12 withheld, 1 past the maximum (%u p-ACKs, last %u, withheld %" PRIu64 ")", n,
+	      n ? a[n - 1].ack - ISN_S : 0, st->withheld);
+	for (unsigned int i = 1; i < n; i++)
+		if (a[i].ack <= a[i - 1].ack)
+			CHECK(0, "p-ACKs in order");
+	CHECK(weir_pep_buffered(r.w, 0, 0) == 59000, "59 copies held");
+	rig_emitted_free(&r);
+	/* R acknowledges 10 segments: dropped, 10 copies freed, and 10
+	 * withheld ones p-acked with one p-ACK (the real ACK is the clock). */
+	{
+		struct seg s = rack(0, 10000, 2000);
+
+		CHECK(feed_seg(&r, &s, t0 + 100 * MS) == 0, "real ACK for p-acked data dropped");
+	}
+	n = packs(&r, a, 128);
+	CHECK(n == 1 && a[0].ack == ISN_S + 57000 && st->packed == 57,
+	      "withheld p-ACKs released as space frees (%u, ack %u)", n, n ? a[0].ack - ISN_S : 0);
+	CHECK(weir_pep_buffered(r.w, 0, 0) == 49000, "49 copies left");
+	rig_emitted_free(&r);
+	/* R acknowledges everything: 60000 is past una (57000), so S must
+	 * hear it: R's ACK goes on, the buffer empties. */
+	{
+		struct seg s = rack(0, 60000, 2000);
+
+		CHECK(feed_seg(&r, &s, t0 + 110 * MS) == 1, "an ACK past what was p-acked goes on");
+	}
+	CHECK(weir_pep_buffered(r.w, 0, 0) == 0 && st->copies == 0, "buffer empty");
+	rig_free(&r);
+}
+
+/* Count frames to the WAN carrying payload at relative offset off. */
+static unsigned int
+retx_of(struct rig *r, uint32_t off)
+{
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < r->n_emitted; i++) {
+		struct seen s = look(r->emitted[i]);
+
+		if (r->emitted_to[i] == WEIR_PORT_WAN && s.len > 0 && s.seq == ISN_S + off)
+			k++;
+	}
+	return k;
+}
+
+static void
+test_local_recovery(void)
+{
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	struct rig r;
+
+	if (make(&r, "pep_rec") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	handshake(&r, 0, 1, t0);
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+	for (uint32_t i = 0; i < 10; i++) {
+		struct seg s = data(0, i * 1000);
+
+		feed_seg(&r, &s, t0 + 50 * MS);
+	}
+	drain_up(&r, t0 + 50 * MS);
+	rig_emitted_free(&r);
+	st = weir_pep_stats(r.w);
+	/* Segment 2 (offset 2000) was lost beyond the gateway: R acks 2000
+	 * and SACKs 3000-5000. The gateway retransmits 2000 from its copy at
+	 * once and drops the duplicates (it recovers; S never sees them). */
+	{
+		struct seg s = rack(0, 2000, 2000);
+
+		CHECK(feed_seg(&r, &s, t0 + 100 * MS) == 0, "R's ACK below una dropped");
+		s = rack(0, 2000, 2000);
+		s.n_sack = 1;
+		s.sack[0] = ISN_S + 3000;
+		s.sack[1] = ISN_S + 5000;
+		CHECK(feed_seg(&r, &s, t0 + 101 * MS) == 0, "duplicate with SACK dropped");
+	}
+	CHECK(retx_of(&r, 2000) == 1 && st->fast_retx == 1, "the hole retransmitted from the copy");
+	CHECK(st->sacked == 2 && weir_pep_buffered(r.w, 0, 0) == 6000,
+	      "SACKed copies freed (%" PRIu64 ", %u buffered)", st->sacked,
+	      weir_pep_buffered(r.w, 0, 0));
+	for (unsigned int i = 0; i < r.n_emitted; i++)
+		if (r.emitted_to[i] == WEIR_PORT_WAN) {
+			struct seen s = look(r.emitted[i]);
+			const uint8_t *f = rte_pktmbuf_mtod(r.emitted[i], const uint8_t *);
+
+			CHECK(s.cksum_ok && s.len == 1000 && f[r.emitted[i]->data_len - 1] ==
+			      (uint8_t)(ISN_S + 2000 + 999), "the retransmission is the original, bytes and checksum");
+			CHECK(s.ts && s.tsval == 209, "with S's latest TSval, not the original's 202 "
+			      "(PAWS at R would discard it): %u", s.tsval);
+		}
+	rig_emitted_free(&r);
+	/* Another duplicate SACKing more: no second copy of the same hole. */
+	{
+		struct seg s = rack(0, 2000, 2000);
+
+		s.n_sack = 1;
+		s.sack[0] = ISN_S + 3000;
+		s.sack[1] = ISN_S + 6000;
+		feed_seg(&r, &s, t0 + 102 * MS);
+	}
+	CHECK(retx_of(&r, 2000) == 0, "one retransmission per hole per episode");
+	rig_emitted_free(&r);
+	/* The retransmission arrives: R acks through 6000. */
+	{
+		struct seg s = rack(0, 6000, 2000);
+
+		feed_seg(&r, &s, t0 + 150 * MS);
+	}
+	CHECK(weir_pep_buffered(r.w, 0, 0) == 4000, "up to 6000 purged");
+	rig_free(&r);
+}
+
+static void
+test_rto_give_up(void)
+{
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	struct rig r;
+	uint64_t now, wake;
+	unsigned int rto = 0, rst_s = 0, rst_r = 0;
+
+	if (make(&r, "pep_rto") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	handshake(&r, 0, 1, t0);
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+	for (uint32_t i = 0; i < 4; i++) {
+		struct seg s = data(0, i * 1000);
+
+		feed_seg(&r, &s, t0 + 50 * MS);
+	}
+	drain_up(&r, t0 + 50 * MS);
+	rig_emitted_free(&r);
+	st = weir_pep_stats(r.w);
+	/* R vanished. Nothing before the first timeout (>= 200 ms). */
+	wake = UINT64_MAX;
+	CHECK(weir_pep_poll(r.w, t0 + 150 * MS, &wake) == 0 && wake != UINT64_MAX,
+	      "no retransmission before the timeout, but a wake-up asked");
+	for (now = t0 + 150 * MS; now < t0 + 30000 * MS && st->give_ups == 0; now += 10 * MS) {
+		wake = UINT64_MAX;
+		weir_pep_poll(r.w, now, &wake);
+		weir_worker_tx(r.w);
+		rto += retx_of(&r, 0);
+		for (unsigned int i = 0; i < r.n_emitted; i++) {
+			struct seen s = look(r.emitted[i]);
+
+			if (s.flags & RST) {
+				CHECK(s.cksum_ok && s.len == 0, "RST checksums");
+				if (r.emitted_to[i] == WEIR_PORT_LAN && s.sport == 80 && s.seq == ISN_R)
+					rst_s++;
+				if (r.emitted_to[i] == WEIR_PORT_WAN && s.sport == 4000 && s.seq == ISN_S)
+					rst_r++;
+			}
+		}
+		rig_emitted_free(&r);
+	}
+	CHECK(rto == WEIR_PEP_RETRIES && st->rto_retx == WEIR_PEP_RETRIES,
+	      "the head retransmitted on each timeout (%u)", rto);
+	CHECK(st->give_ups == 1 && rst_s == 1 && rst_r == 1,
+	      "then given up: RST to S at its rcv_nxt, RST to R at its (%u %u)", rst_s, rst_r);
+	CHECK(now - t0 > 3000 * MS && now - t0 < 15000 * MS, "within 3-15 s (%.1f s)",
+	      (double)(now - t0) / (double)*hzp);
+	CHECK(st->copies == 0, "copies freed");
+	rig_free(&r);
+}
+
+/* R still answers (duplicates: the copies are lost again on a congested
+ * path): retried for as long as it does, never reset. */
+static void
+test_rto_receiver_talks(void)
+{
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	struct rig r;
+	uint64_t now, wake;
+
+	if (make(&r, "pep_talk") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	handshake(&r, 0, 1, t0);
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+	for (uint32_t i = 0; i < 4; i++) {
+		struct seg s = data(0, i * 1000);
+
+		feed_seg(&r, &s, t0 + 50 * MS);
+	}
+	drain_up(&r, t0 + 50 * MS);
+	st = weir_pep_stats(r.w);
+	for (now = t0 + 150 * MS; now < t0 + 30000 * MS; now += 10 * MS) {
+		if ((now - t0) / MS % 500 == 0) {
+			struct seg s = rack(0, 0, 2000);
+
+			feed_seg(&r, &s, now);
+		}
+		wake = UINT64_MAX;
+		weir_pep_poll(r.w, now, &wake);
+		weir_worker_tx(r.w);
+		rig_emitted_free(&r);
+	}
+	CHECK(st->give_ups == 0 && st->rto_retx > WEIR_PEP_RETRIES && st->copies == 4,
+	      "30 s of timeouts while R answers: retried (%" PRIu64 "), not given up",
+	      st->rto_retx);
+	/* Then R falls silent: given up within three longest timeouts and a few. */
+	for (; now < t0 + 45000 * MS && st->give_ups == 0; now += 10 * MS) {
+		wake = UINT64_MAX;
+		weir_pep_poll(r.w, now, &wake);
+		weir_worker_tx(r.w);
+		rig_emitted_free(&r);
+	}
+	CHECK(st->give_ups == 1 && now < t0 + 40000 * MS, "given up once silent (%.1f s)",
+	      (double)(now - t0) / (double)*hzp);
+	rig_free(&r);
+}
+
+static void
+test_limits(void)
+{
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	struct seen a[8];
+	struct rig r;
+
+	if (make(&r, "pep_lim") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	/* A flow whose SYN was never seen: nothing p-acked, ever. */
+	{
+		struct seg s = data(0, 0);
+
+		feed_seg(&r, &s, t0);
+	}
+	st = weir_pep_stats(r.w);
+	CHECK(packs(&r, a, 8) == 0 && st->flows == 0 && st->copied == 0,
+	      "a flow begun before the mode: not touched");
+	rig_free(&r);
+
+	if (make(&r, "pep_lim2") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	st = weir_pep_stats(r.w);
+	handshake(&r, 0, 1, t0);
+	/* R's window closes: data past it is not p-acked. */
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 0,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+	{
+		struct seg s = data(0, 0);
+
+		feed_seg(&r, &s, t0 + 50 * MS);
+	}
+	CHECK(packs(&r, a, 8) == 0 && st->copied == 0, "zero window: no p-ACK, no copy (%u %u %" PRIu64 ")",
+	      r.n_emitted, packs(&r, a, 8), st->copied);
+	/* It opens again: a FIN and an URG segment pass uncopied. */
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7002, .tsecr = 101 }, t0 + 60 * MS);
+	rig_emitted_free(&r);
+	{
+		struct seg s = data(0, 0);
+
+		s.flags = ACK | FIN;
+		feed_seg(&r, &s, t0 + 61 * MS);
+		s.flags = ACK | 0x20;
+		feed_seg(&r, &s, t0 + 61 * MS);
+	}
+	CHECK(packs(&r, a, 8) == 0 && st->copied == 0, "FIN and URG data never p-acked");
+	drain_up(&r, t0 + 61 * MS);
+	rig_free(&r);
+}
+
+/* A flow that leaves the table (idle expiry) while S was told of data R
+ * never acknowledged: RSTs to both sides, copies freed. */
+static void
+test_end_with_packed(void)
+{
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	unsigned int rst = 0;
+	struct rig r;
+
+	if (make(&r, "pep_end") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	handshake(&r, 0, 1, t0);
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+	for (uint32_t i = 0; i < 3; i++) {
+		struct seg s = data(0, i * 1000);
+
+		feed_seg(&r, &s, t0 + 50 * MS);
+	}
+	drain_up(&r, t0 + 50 * MS);
+	rig_emitted_free(&r);
+	st = weir_pep_stats(r.w);
+	CHECK(st->copies == 3 && st->packed == 3, "three p-acked copies");
+	/* Established flows expire after 100 s idle here. */
+	weir_worker_expire(r.w, t0 + 200000 * MS, CAP);
+	weir_worker_tx(r.w);
+	for (unsigned int i = 0; i < r.n_emitted; i++) {
+		struct seen s = look(r.emitted[i]);
+
+		rst += (s.flags & RST) && s.cksum_ok;
+	}
+	CHECK(rst == 2 && st->give_ups == 1 && st->copies == 0 && st->active == 0,
+	      "RST to both sides, copies freed (%u RSTs)", rst);
+	rig_free(&r);
+}
+
+/* A policy switch takes the mode away under traffic: no new copies or
+ * p-ACKs, but R's ACKs for what was p-acked are still dropped and the
+ * copies still recover; once R has everything the flow's state is gone. */
+static void
+test_mode_off(void)
+{
+	static const struct weir_policy_conf nc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_PFQ }, { .rate = 0 } },
+	};
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	struct weir_policy_switch sw = { 0 };
+	struct weir_policy_err e;
+	struct weir_policy *np;
+	struct seen a[8];
+	struct rig r;
+
+	if (make(&r, "pep_off") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	handshake(&r, 0, 1, t0);
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+	for (uint32_t i = 0; i < 4; i++) {
+		struct seg s = data(0, i * 1000);
+
+		feed_seg(&r, &s, t0 + 50 * MS);
+	}
+	drain_up(&r, t0 + 50 * MS);
+	rig_emitted_free(&r);
+	st = weir_pep_stats(r.w);
+	np = weir_policy_build(&nc, 2, &e);
+	sw.policy = np;
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		struct weir_cbq_class_conf cc[WEIR_CBQ_MAX_CLASSES];
+		struct weir_cbq_conf conf = {
+			.socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(), .classes = cc,
+			.n_queues = CAP + 1 + WEIR_POLICY_QUEUES_EXTRA(np), .flow_limit = 16,
+		};
+
+		conf.n_classes = weir_policy_cbq_classes(np, d, 1, 1, cc);
+		sw.shaper[d] = conf.n_classes ? weir_cbq_create(&conf) : NULL;
+		sw.cls_ctr[d] = conf.n_classes ?
+			rte_zmalloc(NULL, np->tree[d].n_classes * sizeof(*sw.cls_ctr[d]), 0) : NULL;
+	}
+	CHECK(weir_worker_policy_post(r.w, &sw) == 0 && weir_worker_policy_take(r.w) == 1,
+	      "the switch to pfq is taken");
+	weir_policy_free(r.p);
+	r.p = np;
+	/* New data: not copied, not p-acked. */
+	{
+		struct seg s = data(0, 4000);
+
+		feed_seg(&r, &s, t0 + 60 * MS);
+	}
+	drain_up(&r, t0 + 60 * MS);
+	CHECK(packs(&r, a, 8) == 0 && st->copied == 4, "no p-ACK once the mode is gone");
+	rig_emitted_free(&r);
+	/* R lost segment 1: the copy still recovers it, the duplicates S must
+	 * not see are dropped. */
+	{
+		struct seg s = rack(0, 1000, 2000);
+
+		CHECK(feed_seg(&r, &s, t0 + 100 * MS) == 0, "R's ACK for p-acked data still dropped");
+		s.n_sack = 1;
+		s.sack[0] = ISN_S + 2000;
+		s.sack[1] = ISN_S + 4000;
+		feed_seg(&r, &s, t0 + 101 * MS);
+	}
+	CHECK(retx_of(&r, 1000) == 1, "recovered from the copy after the switch");
+	rig_emitted_free(&r);
+	/* R has everything: its ACK goes on (past what S was told) and the
+	 * flow's pep state is gone. */
+	{
+		struct seg s = rack(0, 5000, 2000);
+
+		CHECK(feed_seg(&r, &s, t0 + 150 * MS) == 1, "R's ACK past una goes on");
+	}
+	CHECK(st->active == 0 && st->copies == 0, "the flow drained (%u active, %u copies)",
+	      st->active, st->copies);
+	rig_free(&r);
+}
+
+/* Shutdown with copies held: every one back in the pool. */
+static void
+test_flush(void)
+{
+	const uint64_t t0 = *hzp;
+	struct rig r;
+
+	if (make(&r, "pep_fl") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	handshake(&r, 1, 0, t0);
+	feed_seg(&r, &(struct seg){ .in = 1, .v6 = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S,
+				   .win = 2000 }, t0 + 42 * MS);
+	for (uint32_t i = 0; i < 5; i++) {
+		struct seg s = data(1, i * 1000);
+
+		s.ts = 0;
+		feed_seg(&r, &s, t0 + 50 * MS);
+	}
+	{
+		struct seen a[8];
+		unsigned int n = packs(&r, a, 8);
+
+		CHECK(n == 5 && a[4].v6 && a[4].cksum_ok && !a[4].ts && a[4].ack == ISN_S + 5000,
+		      "IPv6 without timestamps: p-ACKs (%u)", n);
+	}
+	CHECK(weir_pep_stats(r.w)->copies == 5, "five copies");
+	weir_worker_flush_queues(r.w);
+	CHECK(weir_pep_stats(r.w)->copies == 0 && weir_pep_stats(r.w)->flushed == 5,
+	      "flushed at shutdown");
+	rig_free(&r);
+}
+
+int
+main(int argc, char **argv)
+{
+	static uint64_t hz;
+
+	RTE_SET_USED(argc);
+	unit_eal_init(argv[0], "pep", "256");
+	hz = rte_get_tsc_hz();
+	hzp = &hz;
+	rig_mempool("pep_mp");
+	test_pack_basic(0);
+	test_pack_basic(1);
+	test_watermark_release();
+	test_local_recovery();
+	test_rto_give_up();
+	test_rto_receiver_talks();
+	test_limits();
+	test_end_with_packed();
+	test_mode_off();
+	test_flush();
+	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
+	      rte_mempool_in_use_count(mp));
+	return unit_report();
+}
