@@ -58,7 +58,17 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 	w->tsc_hz = rte_get_tsc_hz();
 	w->tsc_per_us = RTE_MAX(w->tsc_hz / 1000000, (uint64_t)1);
 	w->mal_bucket.tokens = (uint64_t)conf->malformed_pps << 20;    /* full at start */
+	if (flows != NULL) {
+		/* One record per slot: an SA is a flow (lib/sa_seq.h). */
+		w->sa = rte_zmalloc_socket("weir_sa_seq", (size_t)weir_flow_table_capacity(flows) *
+					   sizeof(*w->sa), RTE_CACHE_LINE_SIZE, socket_id);
+		if (w->sa == NULL) {
+			rte_free(w);
+			return NULL;
+		}
+	}
 	if (conf->postack != NULL && !shaped) {
+		rte_free(w->sa);
 		rte_free(w);
 		return NULL;    /* ACKs are held against a class tree's data queues */
 	}
@@ -68,6 +78,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 		if (w->pa != NULL) {
 			w->tcr = weir_tcr_create(weir_flow_table_capacity(flows), socket_id);
 			if (w->tcr == NULL) {
+				rte_free(w->sa);
 				rte_free(w);
 				return NULL;
 			}
@@ -79,6 +90,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 					if (weir_modes[k]->fini != NULL)
 						weir_modes[k]->fini(w);
 				weir_tcr_free(w->tcr);
+				rte_free(w->sa);
 				rte_free(w);
 				return NULL;   /* conf->postack stays the caller's */
 			}
@@ -95,6 +107,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 				socket_id);
 			if (w->cls_ctr[d] == NULL) {
 				rte_free(w->cls_ctr[0]);
+				rte_free(w->sa);
 				rte_free(w);
 				return NULL;
 			}
@@ -114,6 +127,7 @@ weir_worker_free(struct weir_worker *w)
 			weir_modes[m]->fini(w);
 	weir_postack_free(w->pa);
 	weir_tcr_free(w->tcr);
+	rte_free(w->sa);
 	weir_cbq_free(w->shaper[0]);
 	weir_cbq_free(w->shaper[1]);
 	rte_free(w->cls_ctr[0]);
@@ -601,7 +615,7 @@ event_end(struct weir_worker *w, struct weir_flow *f, const struct weir_flow_key
 	const int hi = !!(f->shape & WEIR_FSH_LAN_HI);
 	struct weir_flow_event ev = {
 		.type = WEIR_FEV_END, .init_dir = (f->shape & WEIR_FSH_INIT_IN) ? WEIR_DIR_IN : WEIR_DIR_OUT,
-		.proto = key->proto, .family = key->family, .vlan = key->vlan,
+		.proto = key->proto, .family = key->family, .vlan = key->vlan & WEIR_FK_VLAN_ID,
 		.lan_port = hi ? key->port_hi : key->port_lo, .wan_port = hi ? key->port_lo : key->port_hi,
 		.slot = weir_flow_slot(w->flows, f), .target = f->class_id,
 		.epoch = f->class_gen == w->gen8 ? w->policy->epoch : 0,
@@ -683,6 +697,26 @@ weir_wk_shaped_qid(const struct weir_worker *w, const struct weir_policy_target 
 	return f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
 }
 
+/* The mode that acts on frame m in a leaf of mode `mode`. An IPsec SA's
+ * bytes past the IP header are covered by its integrity check, and its
+ * TCP (if any) is out of reach: only pfq and fifo, which never rewrite or
+ * hold a frame, may act on it. Any other mode is replaced here, where the
+ * mode is chosen, by pfq (per-flow DRR), and the frame counted. */
+static inline const struct weir_mode_ops *
+frame_mode(struct weir_worker *w, uint8_t mode, struct rte_mbuf *m, enum weir_port_role from,
+	   bool count)
+{
+	const struct weir_mode_ops *ops = weir_mode(mode);
+
+	if (unlikely(weir_mbuf_meta(m)->pkt.ipsec != WEIR_IPSEC_NONE) &&
+	    ops != &weir_mode_pfq && ops != &weir_mode_fifo) {
+		if (count)
+			w->ctr.port[from].ipsec_plain++;
+		return &weir_mode_pfq;
+	}
+	return ops;
+}
+
 /* Frame m of queue qid in leaf `leaf` of direction dir left the tree, qlen
  * of its queue still waiting: its mode hears of it (PostACK's release
  * rule, TCR's round-trip sample). */
@@ -694,7 +728,7 @@ on_sent(struct weir_worker *w, enum weir_port_role dir, struct rte_mbuf *m, uint
 
 	if (w->pa == NULL || qid >= w->unmanaged_qid)
 		return;
-	ops = weir_mode(w->policy->tree[dir].classes[leaf].mode);
+	ops = frame_mode(w, w->policy->tree[dir].classes[leaf].mode, m, dir, false);
 	if (ops->sent != NULL)
 		ops->sent(w, m, dir, qid, leaf, qlen, now);
 }
@@ -711,7 +745,7 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 {
 	struct weir_cbq *sh = w->shaper[from];
 	const struct weir_policy_target *t = &w->policy->targets[f ? f->class_id : 0];
-	const struct weir_mode_ops *ops = weir_mode(t->mode[from]);
+	const struct weir_mode_ops *ops = frame_mode(w, t->mode[from], m, from, true);
 	uint32_t qid = weir_wk_shaped_qid(w, t, from, f);
 	uint16_t leaf = t->leaf[from];  /* targets[0]: the default class */
 
@@ -793,6 +827,37 @@ unmanaged_one(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f,
 		return UM_GONE;
 	}
 	return UM_ON;
+}
+
+/* An IPsec SA's packet: its sequence number against the SA's record
+ * (loss upstream, reordering), summed per port for the counters. */
+static void
+sa_account(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p,
+	   struct weir_port_counters *pc)
+{
+	struct weir_sa_seq *s = &w->sa[weir_flow_slot(w->flows, f)];
+	uint64_t gaps = s->owner == f->first_tsc ? s->gaps : 0;
+
+	pc->ipsec++;
+	switch (weir_sa_seq_track(s, f->first_tsc, p->seq)) {
+	case WEIR_SA_GAP:
+		pc->ipsec_gaps += s->gaps - gaps;
+		break;
+	case WEIR_SA_LATE:
+		pc->ipsec_late++;
+		break;
+	case WEIR_SA_DUP:
+		pc->ipsec_dup++;
+		break;
+	case WEIR_SA_OLD:
+		pc->ipsec_old++;
+		break;
+	case WEIR_SA_RESYNC:
+		pc->ipsec_resync++;
+		break;
+	default:
+		break;
+	}
 }
 
 /* With a large table the ACK store's entry and the data queue's length
@@ -888,6 +953,8 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 				weir_flow_track(f, &weir_mbuf_meta(m)->pkt, (enum weir_dir)from,
 						m->pkt_len, now);
 				pc->managed++;
+				if (unlikely(weir_mbuf_meta(m)->pkt.ipsec != WEIR_IPSEC_NONE))
+					sa_account(w, f, &weir_mbuf_meta(m)->pkt, pc);
 				/* A flag already in the flow's cache line: no cost
 				 * unless the flow is split. */
 				if (unlikely(f->flags & WEIR_FF_MIDSTREAM) && w->conf.count_split)
@@ -926,8 +993,8 @@ aqm_dropped(struct weir_worker *w, enum weir_port_role dir, const struct weir_cb
 		uint32_t qid = d->dropped_qid[i];
 
 		if (w->pa != NULL && qid < w->unmanaged_qid) {
-			const struct weir_mode_ops *ops =
-				weir_mode(w->policy->tree[dir].classes[d->dropped_leaf[i]].mode);
+			const struct weir_mode_ops *ops = frame_mode(w,
+				w->policy->tree[dir].classes[d->dropped_leaf[i]].mode, m, dir, false);
 
 			if (ops->dropped != NULL)
 				ops->dropped(w, weir_flow_by_slot(w->flows, qid), m, dir);
