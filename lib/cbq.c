@@ -239,6 +239,7 @@ weir_cbq_create(const struct weir_cbq_conf *conf)
 		if (cc->fifo)
 			k->drr.limit = UINT16_MAX;
 		k->drr.sparse = !cc->plain;
+		k->drr.young = cc->plain || cc->fifo ? 0 : RTE_MIN(cc->young, WEIR_DRR_YOUNG_MAX);
 		if (cc->aqm) {
 			k->drr.codel = c->qt->codel;
 			k->drr.aqm = &c->aqm;
@@ -316,6 +317,13 @@ int
 weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m,
 		 uint64_t now)
 {
+	return weir_cbq_enqueue_young(c, leaf, queue_id, m, now, UINT64_MAX);
+}
+
+int
+weir_cbq_enqueue_young(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m,
+		       uint64_t now, uint64_t attained)
+{
 	struct cbq_class *k;
 
 	if (unlikely(leaf >= c->n || !c->cls[leaf].is_leaf || queue_id >= c->qt->n))
@@ -329,7 +337,7 @@ weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rt
 		k->st.drops_class++;
 		return WEIR_CBQ_DROP_CLASS;
 	}
-	if (unlikely(weir_drr_enqueue(&k->drr, queue_id, m) != WEIR_DRR_OK)) {
+	if (unlikely(weir_drr_enqueue_young(&k->drr, queue_id, m, attained) != WEIR_DRR_OK)) {
 		k->st.drops++;
 		k->st.drops_flow++;
 		return WEIR_CBQ_DROP_FLOW;
@@ -627,6 +635,7 @@ weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats *ou
 	out->drops_aqm = k->st.drops_aqm;
 	out->new_flows = k->is_leaf ? k->drr.new_flows : 0;
 	out->new_deferred = k->is_leaf ? k->drr.new_deferred : 0;
+	out->young_flows = k->is_leaf ? k->drr.young_flows : 0;
 	out->rate_bps = k->rate_bps;
 	out->ceil_bps = k->ceil_bps;
 	return 0;

@@ -51,6 +51,7 @@ struct weir_cbq_class_conf {
 				 * it): only `limit` bounds it, not the per-flow limit */
 	uint8_t aqm;            /* leaf: CoDel on each flow queue (lib/codel.h) */
 	uint8_t plain;          /* leaf: plain DRR, no new-flows list (lib/drr.h) */
+	uint32_t young;         /* leaf: young-flow budget in bytes (weir_drr.young); 0 = none */
 };
 
 struct weir_cbq_conf {
@@ -81,6 +82,7 @@ struct weir_cbq_stats {
 	uint32_t backlogged;    /* leaf: flows with packets queued now */
 	uint64_t new_flows;     /* leaf: queues served from the new-flows list (lib/drr.h) */
 	uint64_t new_deferred;  /* leaf: packets old flows sent past waiting new ones (its bound) */
+	uint64_t young_flows;   /* leaf: of new_flows, those served with a young budget */
 	uint64_t drops_aqm;     /* leaf: dropped by CoDel at dequeue (not in `drops`) */
 	uint64_t qbytes;        /* leaf: wire bytes queued now */
 	uint64_t rate_bps;      /* as set now (a worker's share, see weir_cbq_set_rate) */
@@ -122,6 +124,10 @@ void weir_cbq_free(struct weir_cbq *c);
  * WEIR_CBQ_DROP_FLOW, on the flow's queue. */
 int weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id,
 		     struct rte_mbuf *m, uint64_t now);
+/* The same, for a packet of a flow that has sent `attained` bytes in this
+ * direction so far (the leaf's young-flow budget, weir_drr_enqueue_young). */
+int weir_cbq_enqueue_young(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id,
+			   struct rte_mbuf *m, uint64_t now, uint64_t attained);
 
 /* Queue m as weir_cbq_enqueue does but past the leaf's and the flow's
  * limits: for packets admitted once already (a policy switch moving them

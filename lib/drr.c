@@ -113,8 +113,16 @@ drr_list_remove(struct weir_drr *d, uint32_t qid)
 	drr_list_unlink(d, prev, qid);
 }
 
+static void drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uint32_t bonus);
+
 int
 weir_drr_enqueue(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m)
+{
+	return weir_drr_enqueue_young(d, qid, m, UINT64_MAX);
+}
+
+int
+weir_drr_enqueue_young(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uint64_t attained)
 {
 	struct weir_drr_q *q = &d->q[qid];
 
@@ -122,12 +130,18 @@ weir_drr_enqueue(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m)
 		q->drops++;
 		return WEIR_DRR_DROP_LIMIT;
 	}
-	weir_drr_append(d, qid, m);
+	drr_append(d, qid, m, attained < d->young ? (uint32_t)(d->young - attained) : 0);
 	return WEIR_DRR_OK;
 }
 
 void
 weir_drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m)
+{
+	drr_append(d, qid, m, 0);
+}
+
+static void
+drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uint32_t bonus)
 {
 	struct weir_drr_q *q = &d->q[qid];
 
@@ -148,6 +162,12 @@ weir_drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m)
 		/* A newly backlogged flow starts with one round's worth, so it
 		 * sends at its first visit; empty flows keep no credit. */
 		q->deficit = (int32_t)(d->quantum * q->weight);
+		if (d->sparse) {
+			/* A young flow keeps the new list for the rest of its
+			 * budget (young <= 2^30: no overflow). */
+			q->deficit += (int32_t)bonus;
+			d->young_flows += bonus != 0;
+		}
 		drr_list_append(d, qid, d->sparse ? WEIR_DRR_NEW : WEIR_DRR_OLD);
 		d->new_flows += d->sparse;
 	}

@@ -49,6 +49,8 @@
 #define WEIR_DRR_OLD 1           /* on the old list, backlogged */
 #define WEIR_DRR_NEW 2           /* on the new-flows list, backlogged */
 #define WEIR_DRR_IDLE 3          /* on the old list, emptied while new */
+#define WEIR_DRR_YOUNG_MAX (1u << 30)   /* young budget cap: a deficit stays in int32 */
+#define WEIR_DRR_YOUNG_DEFAULT 262144u  /* shaping.young_bytes when not set */
 
 struct weir_codel;
 struct weir_codel_params;
@@ -95,8 +97,11 @@ struct weir_drr {
 	uint32_t n_new;         /* of those, queues on the new list */
 	uint32_t new_run;       /* bytes the new list sent since an old queue last did */
 	uint8_t  sparse;        /* new flows first (1, the default) or plain DRR (0) */
+	uint32_t young;         /* bytes a flow may send from the new list over its life
+				 * beyond one quantum per activation; 0: one quantum */
 	uint64_t new_flows;     /* queues that went on the new list */
 	uint64_t new_deferred;  /* packets an old queue sent because the new list had its fill */
+	uint64_t young_flows;   /* of new_flows, those that went on with a young budget */
 	/* CoDel per flow queue (RFC 8290), NULL = off: the queue table's
 	 * state, the owner's parameters. Use weir_drr_dequeue_aqm. */
 	struct weir_codel *codel;
@@ -132,6 +137,20 @@ int weir_drr_enqueue(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m);
 /* Append without the limit (packets admitted once already: a policy
  * switch moving them into a new tree). */
 void weir_drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m);
+
+/*
+ * Young flows (d->young > 0): weir_drr_enqueue for a packet of a flow that
+ * has sent `attained` bytes in this direction so far (UINT64_MAX: unknown,
+ * treated as old). A queue it makes backlogged goes on the new list with
+ * one quantum plus what is left of its young budget (young - attained), so
+ * a short transfer is served ahead of bulk flows for all of its first
+ * `young` bytes, not only its first quantum: least-attained-service for
+ * the head of every flow. The new list's bound (a quantum between two old
+ * packets while old flows wait) still caps all young flows together at
+ * about half of the leaf, and a flow is young only once in its life, so
+ * a bulk sender gains one budget per connection and no more.
+ */
+int weir_drr_enqueue_young(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uint64_t attained);
 
 /*
  * The packet DRR sends next, without taking it (a class scheduler must see

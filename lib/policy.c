@@ -148,6 +148,7 @@ build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
 		 * PostACK's modes keep queues short by holding ACKs instead, and a
 		 * fifo is the paper's plain CBQ. */
 		k->cbq.aqm = !tc->no_aqm && (c->mode == WEIR_MODE_PFQ || c->mode == WEIR_MODE_TCR);
+		k->cbq.young = tc->young;
 		k->is_leaf = 1;
 		if (c->mode >= WEIR_MODE__COUNT) {
 			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i, "class '%s': unknown mode %u",

@@ -75,6 +75,7 @@ struct weir_policy_tree_conf {
 	uint32_t default_limit;                 /* leaf limit when a class says 0 */
 	uint8_t mode;                           /* of the one "default" leaf when n_classes == 0 */
 	uint8_t no_aqm;                         /* 1: no CoDel in this tree's pfq and tcr leaves */
+	uint32_t young;                         /* young-flow budget, bytes (lib/drr.h); 0 = none */
 };
 
 struct weir_policy_rule_conf {

@@ -771,7 +771,10 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 		}
 	}
 	w->next_tsc[from] = 0;  /* new backlog: ask the tree on the next turn */
-	if (unlikely(weir_cbq_enqueue(sh, leaf, qid, m, now) != 0)) {
+	/* The flow's bytes so far in this direction, this frame's included:
+	 * its place in the leaf's young-flow budget. */
+	if (unlikely(weir_cbq_enqueue_young(sh, leaf, qid, m, now,
+					    f != NULL ? f->bytes[from] : UINT64_MAX) != 0)) {
 		if (w->pa != NULL && f != NULL && ops->dropped != NULL)
 			ops->dropped(w, f, m, from);
 		rte_pktmbuf_free(m);

@@ -21,7 +21,8 @@ static void
 usage(FILE *out)
 {
 	fprintf(out, "usage: weir-wanemu --weir IFACE --path IFACE[,delay=MS][,jitter=MS][,loss=PCT]"
-		"[,ploss=N][,rate=RATE][,limit=PKTS][,loss_dir=both|to_path|to_weir] [--path ...]\n"
+		"[,ploss=N][,rate=RATE][,limit=PKTS][,loss_dir=both|to_path|to_weir]\n"
+		"              [,sched=steps:RATE/SECS/...|sine:BASE/AMP/PERIOD_SECS][,sched_dir=both|to_path|to_weir] [--path ...]\n"
 		"                   [--seed N] [--stats FILE] [--stats-interval S] [--verbose]\n");
 }
 
@@ -103,7 +104,7 @@ parse_path(struct emu *e, const char *arg)
 	struct link_params lp = { .limit = 1000, .loss = true };
 	struct link_params to_weir;
 	char buf[512], *save = NULL, *tok;
-	int loss_to_path = 1, loss_to_weir = 1;
+	int loss_to_path = 1, loss_to_weir = 1, sched_to_path = 1, sched_to_weir = 1;
 	struct path *p;
 
 	if (e->n_paths == MAX_PATHS)
@@ -137,7 +138,23 @@ parse_path(struct emu *e, const char *arg)
 			ok = parse_uint(val, &lp.ploss) == 0 && lp.ploss != 1;
 		else if (strcmp(key, "rate") == 0)
 			ok = parse_rate(val, &lp.rate_bps) == 0;
-		else if (strcmp(key, "limit") == 0)
+		else if (strcmp(key, "sched") == 0) {
+			const char *why = NULL;
+
+			if (sched_parse(&lp.sched, val, parse_rate, &why) != 0)
+				die_usage("--path %s: bad value for sched: '%s': %s", arg, val, why);
+			ok = 1;
+		} else if (strcmp(key, "sched_dir") == 0) {
+			ok = 1;
+			if (strcmp(val, "both") == 0)
+				sched_to_path = sched_to_weir = 1;
+			else if (strcmp(val, "to_path") == 0)
+				sched_to_path = 1, sched_to_weir = 0;
+			else if (strcmp(val, "to_weir") == 0)
+				sched_to_path = 0, sched_to_weir = 1;
+			else
+				ok = 0;
+		} else if (strcmp(key, "limit") == 0)
 			ok = parse_uint(val, &lp.limit) == 0 && lp.limit >= 1 && lp.limit < LINK_RING_CAP;
 		else if (strcmp(key, "loss_dir") == 0) {
 			ok = 1;
@@ -154,9 +171,19 @@ parse_path(struct emu *e, const char *arg)
 		if (!ok)
 			die_usage("--path %s: bad value for %s: '%s'", arg, key, val);
 	}
+	if (lp.sched.kind != SCHED_NONE) {
+		if (lp.rate_bps != 0)
+			die_usage("--path %s: give rate= or sched=, not both", arg);
+		lp.rate_bps = sched_rate(&lp.sched, lp.sched.t0_ns);
+	}
 	to_weir = lp;
 	lp.loss = loss_to_path;
 	to_weir.loss = loss_to_weir;
+	/* A direction without the schedule is unlimited, as without rate=. */
+	if (!sched_to_path)
+		lp.sched.kind = SCHED_NONE, lp.rate_bps = 0;
+	if (!sched_to_weir)
+		to_weir.sched.kind = SCHED_NONE, to_weir.rate_bps = 0;
 	if (link_init(&p->dir[TO_PATH], &lp, &e->rng) < 0 || link_init(&p->dir[TO_WEIR], &to_weir, &e->rng) < 0) {
 		fprintf(stderr, "weir-wanemu: out of memory\n");
 		exit(1);

@@ -79,6 +79,11 @@ link_offer(struct link *l, const uint8_t *data, uint32_t len, uint64_t now)
 	finish = now;
 	if (l->p.rate_bps) {
 		uint64_t start = l->last_finish_ns > now ? l->last_finish_ns : now;
+
+		/* A scheduled rate is the one in force when the frame starts on
+		 * the wire: frames are short beside any period worth emulating. */
+		if (l->p.sched.kind != SCHED_NONE)
+			l->p.rate_bps = sched_rate(&l->p.sched, start);
 		finish = start + (uint64_t)(len + WANEMU_WIRE_OVERHEAD) * 8ULL * 1000000000ULL / l->p.rate_bps;
 		l->last_finish_ns = finish;
 	}

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sched.h"
+
 /* Ethernet preamble + SFD (8), FCS (4) and inter-frame gap (12): what a frame
  * occupies on a real wire beyond the bytes a raw socket sees. */
 #define WANEMU_WIRE_OVERHEAD 24
@@ -29,6 +31,7 @@ struct link_params {
 	uint64_t rate_bps;      /* 0 = unlimited */
 	uint32_t limit;         /* frames waiting for the link before drop-tail */
 	bool loss;              /* loss models apply to this direction */
+	struct rate_sched sched; /* kind != SCHED_NONE: rate_bps follows it */
 };
 
 struct link_stats {

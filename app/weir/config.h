@@ -13,6 +13,7 @@
 #include "counters.h"
 #include "flow.h"
 #include "policy.h"
+#include "policy_lua.h"
 #include "worker.h"
 
 #define WEIR_MAX_WORKERS 64
@@ -70,6 +71,7 @@ struct weir_config {
 	uint16_t shape_flow_limit;              /* packets per flow queue */
 	uint32_t shape_flow_quantum;            /* DRR bytes per round per flow; 0 = one frame */
 	bool shape_no_aqm;                      /* shaping.aqm = "none": no CoDel in pfq/tcr leaves */
+	uint32_t shape_young;                   /* shaping.young_bytes: young-flow budget (lib/drr.h) */
 	uint8_t shape_mode;                     /* default enum weir_shape_mode of classes */
 	uint32_t postack_acks;                  /* ACK records per worker */
 	uint16_t postack_ack_limit;             /* ACKs one flow may hold */
@@ -120,5 +122,9 @@ void weir_config_free(struct weir_config *cfg);
  * regular file only its owner may read or write. 0, or -1 with err (no
  * FILE:LINE: the caller knows which setting named the file). */
 int weir_token_read(const char *path, char *out, size_t outlen, char *err, size_t errlen);
+
+/* The limits a Lua policy of config c runs under, and what the config knows
+ * and the script does not (leaf limit, default mode, aqm, young budget). */
+struct weir_policy_lua_limits weir_config_lua_limits(const struct weir_config *c);
 
 #endif /* WEIR_APP_CONFIG_H */

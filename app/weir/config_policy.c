@@ -154,6 +154,7 @@ load_tree(struct loader *ld, const config_setting_t *g, int d, struct weir_confi
 	tc->default_limit = cfg->mbufs / (4 * cfg->n_workers);
 	tc->mode = cfg->shape_mode;
 	tc->no_aqm = cfg->shape_no_aqm;
+	tc->young = cfg->shape_young;
 	if (s == NULL || !config_setting_is_group(s)) {
 		if (get_rate(ld, g, dir_key[d], &tc->rate) < 0)
 			return -1;
@@ -432,11 +433,7 @@ load_script(struct loader *ld, const config_setting_t *root, const config_settin
 	else if (snprintf(cfg->policy_script, sizeof(cfg->policy_script), "%s/%s", dirname(dir),
 			  script) >= (int)sizeof(cfg->policy_script))
 		return cfg_fail(ld, pg, "policy.script: path too long");
-	lim.instructions = cfg->policy_instructions;
-	lim.mem_bytes = (size_t)cfg->policy_memory;
-	lim.default_limit = cfg->mbufs / (4 * cfg->n_workers);
-	lim.default_mode = cfg->shape_mode;
-	lim.no_aqm = cfg->shape_no_aqm;
+	lim = weir_config_lua_limits(cfg);
 	cfg->policy = weir_policy_lua_load(cfg->policy_script, 1, &lim, ld->err, ld->errlen);
 	if (cfg->policy == NULL) {
 		ld->failed = true;      /* err holds the script's FILE:LINE: message */
@@ -445,11 +442,21 @@ load_script(struct loader *ld, const config_setting_t *root, const config_settin
 	return 0;
 }
 
+struct weir_policy_lua_limits
+weir_config_lua_limits(const struct weir_config *c)
+{
+	return (struct weir_policy_lua_limits){
+		.mem_bytes = (size_t)c->policy_memory, .instructions = c->policy_instructions,
+		.default_limit = c->mbufs / (4 * c->n_workers), .default_mode = c->shape_mode,
+		.no_aqm = c->shape_no_aqm, .young = c->shape_young,
+	};
+}
+
 int
 cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
 	static const char *const keys[] = { "outbound", "inbound", "overhead", "flow_limit",
-					    "flow_quantum", "mode", "aqm", "postack", NULL };
+					    "flow_quantum", "mode", "aqm", "young_bytes", "postack", NULL };
 	const config_setting_t *g = cfg_group(ld, root, "shaping", false);
 	struct weir_policy_conf pc = { 0 };
 	struct policy_src src = { 0 };
@@ -468,6 +475,11 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 	if (cfg_int(ld, g, "flow_quantum", 0, 0, 1 << 20, &v) < 0)
 		return -1;
 	cfg->shape_flow_quantum = (uint32_t)v;
+	/* 256 KiB: a web object or an API reply beside bulk flows goes at close
+	 * to idle speed; 0 = RFC 8290's one quantum per activation. */
+	if (cfg_int(ld, g, "young_bytes", WEIR_DRR_YOUNG_DEFAULT, 0, WEIR_DRR_YOUNG_MAX, &v) < 0)
+		return -1;
+	cfg->shape_young = (uint32_t)v;
 	if (get_mode(ld, g, WEIR_MODE_POSTACK, &cfg->shape_mode) < 0 || load_postack(ld, g, cfg) < 0)
 		return -1;
 	{

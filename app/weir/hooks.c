@@ -79,10 +79,7 @@ int
 weir_hooks_init(struct weir_app *a, char *err, size_t errlen)
 {
 	const struct weir_config *c = &a->cfg;
-	struct weir_policy_lua_limits lim = {
-		.mem_bytes = (size_t)c->policy_memory, .instructions = c->policy_instructions,
-		.default_limit = c->mbufs / (4 * c->n_workers), .default_mode = c->shape_mode, .no_aqm = c->shape_no_aqm,
-	};
+	struct weir_policy_lua_limits lim = weir_config_lua_limits(c);
 	struct weir_policy *p;
 
 	if (c->policy_script[0] == '\0')

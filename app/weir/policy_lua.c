@@ -103,6 +103,7 @@ struct weir_lua {
 	uint32_t default_limit;
 	uint8_t default_mode;
 	uint8_t no_aqm;
+	uint32_t young;
 	/* hooks */
 	bool in_hook;                   /* a hook is running: no declarations */
 	double now;                     /* weir.time() */
@@ -913,6 +914,7 @@ l_link(lua_State *L)
 	tc->default_limit = (uint32_t)get_int(L, line, "limit", x->default_limit, 1, 1 << 24);
 	tc->mode = get_mode(L, line, x->default_mode);
 	tc->no_aqm = x->no_aqm;
+	tc->young = x->young;
 	x->link_line[d] = line;
 	return 0;
 }
@@ -1450,6 +1452,7 @@ weir_lua_open(const char *path, const struct weir_policy_lua_limits *lim, char *
 						     : WEIR_POLICY_LUA_LIMIT_DEFAULT;
 	x->default_mode = lim ? lim->default_mode : WEIR_MODE_POSTACK;
 	x->no_aqm = lim ? lim->no_aqm : 0;
+	x->young = lim ? lim->young : WEIR_DRR_YOUNG_DEFAULT;
 	if (x->default_mode >= WEIR_MODE__COUNT)
 		x->default_mode = WEIR_MODE_POSTACK;
 	if (lim && lim->start_time > 0) {

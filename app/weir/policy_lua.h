@@ -41,6 +41,7 @@ struct weir_policy_lua_limits {
 	uint32_t default_limit;
 	uint8_t default_mode;           /* enum weir_shape_mode */
 	uint8_t no_aqm;                 /* the config's shaping.aqm = "none" */
+	uint32_t young;                 /* the config's shaping.young_bytes */
 	/* The `now` clock (UNIX time, seconds) when the script is loaded:
 	 * timers count from it and weir.time() gives it until the first
 	 * hook. 0 = the real time. */

@@ -307,10 +307,7 @@ weir_reload(struct weir_app *a, char *err, size_t errlen)
 	np = nc.policy;
 	if (nc.policy_script[0] != '\0') {
 		/* A Lua policy: its live engine (hooks) and the engine's compile. */
-		const struct weir_policy_lua_limits lim = {
-			.mem_bytes = (size_t)nc.policy_memory, .instructions = nc.policy_instructions,
-			.default_limit = nc.mbufs / (4 * nc.n_workers), .default_mode = nc.shape_mode, .no_aqm = nc.shape_no_aqm,
-		};
+		const struct weir_policy_lua_limits lim = weir_config_lua_limits(&nc);
 
 		l = weir_lua_open(nc.policy_script, &lim, err, errlen);
 		np = l != NULL ? weir_lua_compile(l, 0, err, errlen) : NULL;

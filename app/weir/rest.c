@@ -1046,11 +1046,7 @@ static int
 script_install(struct weir_app *a, const char *text, size_t len, struct reply *r)
 {
 	const char *path = a->cfg.policy_script;
-	const struct weir_policy_lua_limits lim = {
-		.mem_bytes = (size_t)a->cfg.policy_memory, .instructions = a->cfg.policy_instructions,
-		.default_limit = a->cfg.mbufs / (4 * a->cfg.n_workers),
-		.default_mode = a->cfg.shape_mode, .no_aqm = a->cfg.shape_no_aqm,
-	};
+	const struct weir_policy_lua_limits lim = weir_config_lua_limits(&a->cfg);
 	char tmp[sizeof(a->cfg.policy_script) + 16], prev[sizeof(tmp)], keep[sizeof(tmp)];
 	char err[sizeof(a->reload_error)], both[sizeof(err) + 2 * sizeof(keep) + 256];
 	struct weir_lua *l;

@@ -114,6 +114,7 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 		sum.backlogged += st->backlogged;
 		sum.new_flows += st->new_flows;
 		sum.new_deferred += st->new_deferred;
+		sum.young_flows += st->young_flows;
 		sum.drops_aqm += st->drops_aqm;
 		sum.rate_bps += st->rate_bps;
 		sum.ceil_bps += st->ceil_bps;
@@ -142,6 +143,7 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 		/* DRR's new-flows list and CoDel (lib/drr.h, lib/codel.h). */
 		json_object_set_new(o, "new_flows", json_integer((json_int_t)sum.new_flows));
 		json_object_set_new(o, "new_deferred", json_integer((json_int_t)sum.new_deferred));
+		json_object_set_new(o, "young_flows", json_integer((json_int_t)sum.young_flows));
 		json_object_set_new(o, "drops_aqm", json_integer((json_int_t)sum.drops_aqm));
 		json_object_set_new(o, "admitted", json_integer((json_int_t)cc.admitted));
 		json_object_set_new(o, "refused", json_integer((json_int_t)cc.refused));

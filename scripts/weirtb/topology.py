@@ -59,9 +59,16 @@ class PathSpec:
     ploss: int = 0
     rate: str = "0"
     limit: int = 1000
+    sched: str = ""         # wanemu's sched= (steps:... or sine:...), instead of rate
+    sched_dir: str = "both"
 
     def arg(self, dev):
-        fields = ",".join(f"{k}={_fmt(v)}" for k, v in asdict(self).items())
+        d = asdict(self)
+        if not self.sched:
+            del d["sched"], d["sched_dir"]
+        else:
+            del d["rate"]
+        fields = ",".join(f"{k}={_fmt(v)}" for k, v in d.items())
         return f"{dev},{fields}"
 
 

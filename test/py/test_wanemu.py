@@ -286,6 +286,12 @@ def learn(*hosts):
     (["--weir", "x", "--path", "y,rate=10mbitz"], "rate"),
     (["--weir", "x", "--path", "y,limit=0"], "limit"),
     (["--weir", "x", "--path", "y,loss_dir=up"], "loss_dir"),
+    (["--weir", "x", "--path", "y,sched=ramp:1mbit"], "sched"),
+    (["--weir", "x", "--path", "y,sched=steps:1mbit/2/3mbit"], "sched"),
+    (["--weir", "x", "--path", "y,sched=steps:1mbit/0"], "sched"),
+    (["--weir", "x", "--path", "y,sched=sine:1mbit/1mbit/10"], "sched"),
+    (["--weir", "x", "--path", "y,sched=sine:1mbit/0.5mbit/10,rate=1mbit"], "rate= or sched="),
+    (["--weir", "x", "--path", "y,sched=sine:1mbit/0.5mbit/10,sched_dir=up"], "sched_dir"),
     (["--weir", "x", "--path", "y,colour=red"], "colour"),
     (["--weir", "x", "--path", "y,delay"], "delay"),
     (["--weir", "x", "--path", "y", "--seed", "-3"], "--seed"),
@@ -396,6 +402,39 @@ def test_rate_10mbit_tcp_goodput(topo):
     print(f"rate=10mbit: iperf3 goodput {bps / 1e6:.2f} Mbit/s, queue peak {st['queue_peak']}")
     assert 8.5e6 <= bps <= 10e6
     assert st["queue_peak"] <= 1000
+
+
+def iperf3_intervals(src, dst, seconds, interval):
+    """Goodput (bit/s) of each `interval` s of one iperf3 TCP flow."""
+    srv = subprocess.Popen(nsx(dst, "iperf3", "-s", "-1", "-p", 5299), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        cp = sh(nsx(src, "iperf3", "-c", IP[dst], "-p", 5299, "-t", seconds, "-i", interval, "-J"),
+                timeout=seconds + 30)
+        srv.wait(timeout=5)
+        time.sleep(0.3)
+        return [i["sum"]["bits_per_second"] for i in json.loads(cp.stdout)["intervals"]]
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+        srv.wait()
+
+
+@pytest.mark.parametrize("sched", ["steps:8mbit/1/2mbit/1", "sine:5mbit/3mbit/2"])
+def test_rate_schedule_moves_tcp_goodput(topo, sched):
+    """sched= (docs/wanemu.md): the rate TCP gets follows the schedule. Both
+    schedules swing between about 2 and 8 Mbit/s with a 2 s period; 0.25 s
+    intervals of an 8 s flow must see both ends and average in between."""
+    with Emulator(f"delay=5,sched={sched},limit=50") as emu:
+        iv = iperf3_intervals(A, B1, 8, 0.25)[4:]       # the first second is slow start
+    st = emu.final["paths"]["e-p1"]["to_path"]
+    mean = sum(iv) / len(iv)
+    print(f"sched={sched}: 0.25 s goodput {min(iv) / 1e6:.2f}..{max(iv) / 1e6:.2f} Mbit/s, "
+          f"mean {mean / 1e6:.2f}, last rate {st['rate_bps']}")
+    assert max(iv) > 6.5e6 and min(iv) < 3.5e6, iv
+    assert 3.5e6 < mean < 6e6, mean
+    assert 1.9e6 <= st["rate_bps"] <= 8.1e6
 
 
 def test_limit_is_drop_tail_and_counted(topo):
