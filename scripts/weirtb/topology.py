@@ -61,9 +61,12 @@ class PathSpec:
     limit: int = 1000
     sched: str = ""         # wanemu's sched= (steps:... or sine:...), instead of rate
     sched_dir: str = "both"
+    loss_dir: str = "both"  # wanemu's loss_dir= (to_path, to_weir: loss on one side of weir)
 
     def arg(self, dev):
         d = asdict(self)
+        if self.loss_dir == "both":
+            del d["loss_dir"]
         if not self.sched:
             del d["sched"], d["sched_dir"]
         else:

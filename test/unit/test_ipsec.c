@@ -199,6 +199,42 @@ test_worker_modes(uint8_t mode, const char *name)
 	rig_free(&r);
 }
 
+/* A flow table full of SAs: the next SA's frames go on unmanaged, counted
+ * flow_full, as any new flow's would; an SA already in the table goes on. */
+static void
+test_table_full_of_sas(void)
+{
+	struct weir_policy_conf pc = { .tree = { { .rate = 100000000000ull }, { .rate = 0 } } };
+	uint64_t now = rte_get_tsc_hz();
+	const struct weir_port_counters *lan;
+	struct rte_mbuf *out[4];
+	struct rig r;
+	unsigned int went = 0;
+
+	if (rig_make(&r, &pc, "ipsec_full") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	for (uint32_t spi = 1; spi <= CAP + 3; spi++) {
+		struct rte_mbuf *m = ipsec_frame(0, 0, spi, 1, 40);
+
+		uint16_t n;
+
+		went += feed(&r, m, 0, now);
+		n = rig_dequeue(&r, WEIR_PORT_LAN, now + spi, out, 4);
+		went += n;
+		for (uint16_t i = 0; i < n; i++)
+			rte_pktmbuf_free(out[i]);
+	}
+	CHECK(went == CAP + 3, "every frame went on: %u", went);
+	lan = &r.w->ctr.port[WEIR_PORT_LAN];
+	CHECK(lan->managed == CAP && lan->flow_full == 3 && lan->ipsec == CAP,
+	      "managed %lu full %lu ipsec %lu", (unsigned long)lan->managed,
+	      (unsigned long)lan->flow_full, (unsigned long)lan->ipsec);
+	CHECK(weir_flow_table_stats(r.ft)->active == CAP, "table full of SAs");
+	rig_free(&r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -212,5 +248,6 @@ main(int argc, char **argv)
 	test_worker_modes(WEIR_MODE_PACED, "paced");
 	test_worker_modes(WEIR_MODE_PFQ, "pfq");
 	test_worker_modes(WEIR_MODE_FIFO, "fifo");
+	test_table_full_of_sas();
 	return unit_report();
 }
