@@ -275,7 +275,7 @@ load_rule(struct loader *ld, const config_setting_t *r, struct weir_policy_rule_
 {
 	static const char *const keys[] = { "class", "weight", "proto", "src", "dst", "lan", "wan",
 					    "src_port", "dst_port", "lan_port", "wan_port", "vlan",
-					    "dscp", "dir", NULL };
+					    "dscp", "dir", "spi", NULL };
 	static const char *const side_key[WEIR_CLS__SIDES] = { "src", "dst", "lan", "wan" };
 	static const char *const port_key[WEIR_CLS__SIDES] = { "src_port", "dst_port", "lan_port",
 							       "wan_port" };
@@ -303,6 +303,13 @@ load_rule(struct loader *ld, const config_setting_t *r, struct weir_policy_rule_
 		struct weir_value vv = value_of(s, false);
 
 		if (weir_value_vlan(&vv, &m->vlan, msg, sizeof(msg)) < 0)
+			return value_fail(ld, s, msg);
+	}
+	s = config_setting_get_member(r, "spi");
+	if (s != NULL) {
+		struct weir_value vv = value_of(s, true);
+
+		if (weir_value_spi(&vv, &m->spi_lo, &m->spi_hi, msg, sizeof(msg)) < 0)
 			return value_fail(ld, s, msg);
 	}
 	if (cfg_str(ld, r, "dir", "any", dir, sizeof(dir)) < 0)

@@ -1018,14 +1018,14 @@ get_dscp(lua_State *L, int line)
 	return mask;
 }
 
-/* weir.rule{ class, weight, proto, src, dst, lan, wan, *_port, vlan, dscp, dir }:
+/* weir.rule{ class, weight, proto, src, dst, lan, wan, *_port, vlan, dscp, dir, spi }:
  * appended, so rules match in call order. */
 static int
 l_rule(lua_State *L)
 {
 	static const char *const keys[] = { "class", "weight", "proto", "src", "dst", "lan", "wan",
 					    "src_port", "dst_port", "lan_port", "wan_port", "vlan",
-					    "dscp", "dir", NULL };
+					    "dscp", "dir", "spi", NULL };
 	static const char *const side_key[WEIR_CLS__SIDES] = { "src", "dst", "lan", "wan" };
 	static const char *const port_key[WEIR_CLS__SIDES] = { "src_port", "dst_port", "lan_port",
 							       "wan_port" };
@@ -1071,6 +1071,13 @@ l_rule(lua_State *L)
 		struct weir_value v = to_value(L, -1);
 
 		if (weir_value_vlan(&v, &m->vlan, msg, sizeof(msg)) < 0)
+			decl_fail(L, line, "%s", msg);
+	}
+	lua_pop(L, 1);
+	if (field(L, "spi") != LUA_TNIL) {
+		struct weir_value v = to_value(L, -1);
+
+		if (weir_value_spi(&v, &m->spi_lo, &m->spi_hi, msg, sizeof(msg)) < 0)
 			decl_fail(L, line, "%s", msg);
 	}
 	lua_pop(L, 1);

@@ -9,6 +9,7 @@
 
 #include "unit.h"
 #include "rig.h"
+#include "classify.h"
 #include "flow.h"
 #include "sa_seq.h"
 
@@ -199,6 +200,70 @@ test_worker_modes(uint8_t mode, const char *name)
 	rig_free(&r);
 }
 
+/* Rules by SPI range, DSCP and addresses; NAT-T ESP classifies as ESP; a
+ * TCP flow never matches an SPI rule; SPI errors are refused. */
+static void
+test_classify_spi(void)
+{
+	struct weir_classify_rule rules[3];
+	struct weir_classifier *c;
+	struct rte_mbuf *m;
+	struct weir_pkt p;
+	char err[128];
+	uint8_t natt[14 + 20 + 8 + 16] = { [12] = 0x08, [14] = 0x45, [17] = 20 + 8 + 16, [22] = 64,
+					   [23] = IPPROTO_UDP, [26] = 10, [29] = 1, [30] = 192,
+					   [32] = 2, [33] = 1, [34] = 0x11, [35] = 0x94, [36] = 0x11,
+					   [37] = 0x94, [39] = 8 + 16, [44] = 0x20, [45] = 0x01,
+					   [49] = 1 };
+
+	memset(rules, 0, sizeof(rules));
+	rules[0].spi_lo = 0x2000;               /* NAT-T's 0x2001 */
+	rules[0].spi_hi = 0x2fff;
+	rules[0].proto = IPPROTO_ESP;
+	rules[0].class_id = 1;
+	rules[1].spi_lo = rules[1].spi_hi = 0xabcd0001;
+	rules[1].dscp_mask = 1ull << 10;        /* ipsec_frame's DSCP */
+	rules[1].class_id = 2;
+	rules[2].proto = IPPROTO_ESP;
+	rules[2].class_id = 3;
+	c = weir_classifier_build(rules, 3, 0, err, sizeof(err));
+	CHECK(c != NULL, "build: %s", err);
+	if (c == NULL)
+		return;
+	weir_parse(natt, sizeof(natt), &p);
+	CHECK(p.ipsec == WEIR_IPSEC_NATT && weir_classify(c, natt, &p, WEIR_DIR_OUT) == 1,
+	      "NAT-T ESP by SPI range");
+	m = ipsec_frame(0, 0, 0xabcd0001, 1, 20);
+	weir_parse(rte_pktmbuf_mtod(m, uint8_t *), m->data_len, &p);
+	CHECK(weir_classify(c, rte_pktmbuf_mtod(m, uint8_t *), &p, WEIR_DIR_OUT) == 2, "SPI + DSCP");
+	rte_pktmbuf_free(m);
+	m = ipsec_frame(0, 0, 0x77, 1, 20);
+	weir_parse(rte_pktmbuf_mtod(m, uint8_t *), m->data_len, &p);
+	CHECK(weir_classify(c, rte_pktmbuf_mtod(m, uint8_t *), &p, WEIR_DIR_OUT) == 3, "other SA: esp");
+	rte_pktmbuf_free(m);
+	m = ipsec_frame(0, 1, 0x2001, 1, 0);    /* AH: not proto esp */
+	weir_parse(rte_pktmbuf_mtod(m, uint8_t *), m->data_len, &p);
+	CHECK(weir_classify(c, rte_pktmbuf_mtod(m, uint8_t *), &p, WEIR_DIR_OUT) == 0, "AH 0x2001");
+	rte_pktmbuf_free(m);
+	/* A TCP packet whose ports read as 0x2001 never matches an SPI rule. */
+	rules[0].proto = 0;
+	weir_classifier_free(c);
+	c = weir_classifier_build(rules, 1, 0, err, sizeof(err));
+	m = tcp_frame(0, 1, 0, 1, 0x2001, ACK, 1, 0);
+	weir_parse(rte_pktmbuf_mtod(m, uint8_t *), m->data_len, &p);
+	CHECK(c != NULL && weir_classify(c, rte_pktmbuf_mtod(m, uint8_t *), &p, WEIR_DIR_OUT) == 0,
+	      "TCP never matches an SPI rule");
+	rte_pktmbuf_free(m);
+	weir_classifier_free(c);
+	rules[0].spi_lo = 5;
+	rules[0].spi_hi = 4;
+	CHECK(weir_classifier_build(rules, 1, 0, err, sizeof(err)) == NULL && strstr(err, "SPI") != NULL,
+	      "lo > hi refused: %s", err);
+	rules[0].spi_lo = 4;
+	rules[0].port[3].lo = rules[0].port[3].hi = 80;
+	CHECK(weir_classifier_build(rules, 1, 0, err, sizeof(err)) == NULL, "SPI and ports refused");
+}
+
 /* A flow table full of SAs: the next SA's frames go on unmanaged, counted
  * flow_full, as any new flow's would; an SA already in the table goes on. */
 static void
@@ -249,5 +314,6 @@ main(int argc, char **argv)
 	test_worker_modes(WEIR_MODE_PFQ, "pfq");
 	test_worker_modes(WEIR_MODE_FIFO, "fifo");
 	test_table_full_of_sas();
+	test_classify_spi();
 	return unit_report();
 }
