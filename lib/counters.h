@@ -64,6 +64,11 @@ struct weir_port_counters {
 	uint64_t ipsec_old;
 	uint64_t ipsec_resync;
 	uint64_t ipsec_plain;
+	/* Last miles (lib/lastmile.h): segments whose advertised window was
+	 * clamped to the last mile's pipe + buffer; frames of flows exempt
+	 * from per-flow fairness shaped pfq instead of their leaf's mode. */
+	uint64_t lm_clamped;
+	uint64_t lm_exempt;
 	uint64_t malformed_by[WEIR_MAL__COUNT];
 } __rte_cache_aligned;
 

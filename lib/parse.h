@@ -118,7 +118,8 @@ struct weir_pkt {
 	uint8_t  ipsec;         /* enum weir_ipsec; then seq is the ESP/AH sequence number,
 				 * sport:dport the SPI's high:low halves, and the IPsec
 				 * header (SPI, seq) starts at payload_off */
-	uint8_t  _pad;
+	uint8_t  plain;         /* set by the worker, not the parser: no mode but pfq/fifo
+				 * may act on this frame (a last mile's exempt flow) */
 };
 
 /*

@@ -10,6 +10,7 @@
 #include <rte_prefetch.h>
 
 #include "mbuf_meta.h"
+#include "lastmile.h"
 #include "mode.h"
 #include "postack_store.h"
 #include "tcr_state.h"
@@ -343,6 +344,9 @@ ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum
 		if (held == 0)
 			f->shape &= (uint8_t)~WEIR_FSH_HELD(d);
 	}
+	/* A last mile: its host's windows clamped to its pipe + buffer. */
+	if (unlikely(w->policy->targets[f->class_id].lm_flags != 0))
+		weir_lastmile_clamp(w, f, m, p, a, slot, &w->policy->targets[f->class_id]);
 	if ((p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_FIN | WEIR_TCP_RST | WEIR_TCP_URG |
 			     WEIR_TCP_ACK)) != WEIR_TCP_ACK || p->payload_len > 0) {
 		if (held > 0)
@@ -352,8 +356,8 @@ ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum
 		return false;
 	}
 	leaf = w->policy->targets[f->class_id].leaf[d];
-	if (leaf == WEIR_CBQ_NONE)
-		return false;
+	if (leaf == WEIR_CBQ_NONE || weir_lastmile_exempt(w->policy, f))
+		return false;   /* unshaped, or out of per-flow fairness: no ACK mode */
 	ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
 	if (ops->ack == NULL)
 		return false;
@@ -708,10 +712,14 @@ frame_mode(struct weir_worker *w, uint8_t mode, struct rte_mbuf *m, enum weir_po
 {
 	const struct weir_mode_ops *ops = weir_mode(mode);
 
-	if (unlikely(weir_mbuf_meta(m)->pkt.ipsec != WEIR_IPSEC_NONE) &&
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+
+	if (unlikely(p->ipsec != WEIR_IPSEC_NONE || p->plain) &&
 	    ops != &weir_mode_pfq && ops != &weir_mode_fifo) {
-		if (count)
+		if (count && p->ipsec != WEIR_IPSEC_NONE)
 			w->ctr.port[from].ipsec_plain++;
+		else if (count)
+			w->ctr.port[from].lm_exempt++;
 		return &weir_mode_pfq;
 	}
 	return ops;
@@ -745,12 +753,17 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 {
 	struct weir_cbq *sh = w->shaper[from];
 	const struct weir_policy_target *t = &w->policy->targets[f ? f->class_id : 0];
-	const struct weir_mode_ops *ops = frame_mode(w, t->mode[from], m, from, true);
+	const struct weir_mode_ops *ops;
 	uint32_t qid = weir_wk_shaped_qid(w, t, from, f);
 	uint16_t leaf = t->leaf[from];  /* targets[0]: the default class */
 
-	if (f != NULL && weir_mbuf_meta(m)->pkt.payload_len > 0)
+	/* A last mile's exempt flow: out of the class's per-flow share, and
+	 * no mode but pfq/fifo acts on it (lib/lastmile.h). */
+	if (unlikely(t->lm_flags & WEIR_LM_EXEMPT) && f != NULL)
+		weir_mbuf_meta(m)->pkt.plain = 1;
+	else if (f != NULL && weir_mbuf_meta(m)->pkt.payload_len > 0)
 		note_active(w, f, from, leaf, now);
+	ops = frame_mode(w, t->mode[from], m, from, true);
 	/* Once one frame is queued the tree is not empty, so every later
 	 * frame queues behind it: no flow is reordered. */
 	if (w->conf.cut_through && !(ops->flags & WEIR_MODEF_NO_CUT) &&

@@ -289,6 +289,18 @@ ipsec_metrics(FILE *out, const json_t *ports, const json_t *ip)
 		for (size_t i = 0; i < RTE_DIM(kinds); i++)
 			sample(&f, num(json_object_get(json_object_get(ports, port_role[r]), "ipsec"),
 				       kinds[i]), "port", port_role[r], "kind", kinds[i], NULL, NULL);
+	fam_begin(&f, out, "weir_last_mile_clamped_total", "counter",
+		  "TCP segments from a last mile's hosts whose advertised window was clamped to "
+		  "its pipe plus buffer.");
+	for (int r = 0; r < 2; r++)
+		sample(&f, num(json_object_get(json_object_get(ports, port_role[r]), "last_mile"),
+			       "clamped"), "port", port_role[r], NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_last_mile_exempt_total", "counter",
+		  "Frames of flows exempt from per-flow fairness (a last mile) shaped pfq instead "
+		  "of their leaf's mode.");
+	for (int r = 0; r < 2; r++)
+		sample(&f, num(json_object_get(json_object_get(ports, port_role[r]), "last_mile"),
+			       "exempt"), "port", port_role[r], NULL, NULL, NULL, NULL);
 	fam_begin(&f, out, "weir_ipsec_sas", "gauge", "IPsec SAs in the flow tables.");
 	sample(&f, num(ip, "sas_active"), NULL, NULL, NULL, NULL, NULL, NULL);
 	fam_begin(&f, out, "weir_ipsec_sa_packets_total", "counter", "Packets of one IPsec SA.");

@@ -75,6 +75,9 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 		"late", (json_int_t)pc->ipsec_late, "dup", (json_int_t)pc->ipsec_dup,
 		"old", (json_int_t)pc->ipsec_old, "resync", (json_int_t)pc->ipsec_resync,
 		"plain", (json_int_t)pc->ipsec_plain));
+	/* Last miles: windows clamped, frames of exempt flows shaped pfq. */
+	json_object_set_new(o, "last_mile", json_pack("{s:I, s:I}",
+		"clamped", (json_int_t)pc->lm_clamped, "exempt", (json_int_t)pc->lm_exempt));
 	/* What the PMD itself saw: frames lost before weir could poll them. */
 	if (app->ports.started[role] && rte_eth_stats_get(app->ports.id[role], &es) == 0) {
 		json_object_set_new(o, "pmd_rx_missed", json_integer((json_int_t)es.imissed));

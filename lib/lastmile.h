@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: last miles (seed 002 ch. 3; docs/lastmile.md). A flow whose policy
+ * target has a last mile (lib/policy.h, struct weir_last_mile) has the
+ * window its last-mile host advertises clamped to that link's pipe plus
+ * its buffer; an exempt one is left out of weir's per-flow fairness.
+ */
+#ifndef WEIR_LASTMILE_H
+#define WEIR_LASTMILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <rte_mbuf.h>
+
+#include "flow.h"
+#include "parse.h"
+#include "policy.h"
+
+struct weir_worker;
+
+/*
+ * Fairness exemption, for every per-flow fairness scheme of the worker:
+ * true when flow f (classified under the worker's policy) is to be left
+ * alone. The worker already keeps exempt flows from ACK modes (no `ack`
+ * hook call: no PostACK holding, TCR sizing or pacing, IP-ABR allocation
+ * through the ACK), from enqueue/sent hooks (shaped as pfq) and from the
+ * class's active-flow count. A scheme that allocates per flow by other
+ * means (IP-ABR's allocation table) should skip these flows too.
+ */
+static inline bool
+weir_lastmile_exempt(const struct weir_policy *p, const struct weir_flow *f)
+{
+	return f->class_id < p->n_targets && (p->targets[f->class_id].lm_flags & WEIR_LM_EXEMPT);
+}
+
+/* The advertised-window clamp: a TCP segment travelling a of a flow of
+ * target t (t->lm_flags != 0), sent by the last-mile host, gets its window
+ * cut to the pipe plus buffer plus one segment ("slightly above", the
+ * thesis' 3.2.4), never raised, never left of an edge already shown
+ * (weir_postack_cut_window). Needs the handshake (window scale). Returns
+ * true when the window was rewritten. */
+bool weir_lastmile_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+			 const struct weir_pkt *p, int a, uint32_t slot,
+			 const struct weir_policy_target *t);
+
+/* The window limit in bytes for a receiver that announced MSS mss (0: 1460). */
+static inline uint32_t
+weir_lastmile_limit(const struct weir_policy_target *t, uint16_t mss)
+{
+	const uint32_t seg = mss ? mss : 1460;
+
+	return t->lm_pipe + ((uint32_t)t->lm_buffer + 1) * seg;
+}
+
+#endif /* WEIR_LASTMILE_H */
