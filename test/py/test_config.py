@@ -86,6 +86,15 @@ def test_last_mile_config_checks_ok(tmp_path):
     assert p.returncode == 0, p.stderr
 
 
+def test_lastmile_doc_example_checks_ok(tmp_path):
+    """docs/lastmile.md's configuration example is valid."""
+    doc = (REPO / "docs" / "lastmile.md").read_text()
+    example = doc.split("```\n", 2)[1]
+    assert "last_mile" in example
+    cfg, p = run_weir(tmp_path, good("lmdoc") + example, "--check")
+    assert p.returncode == 0, p.stderr
+
+
 def test_classes_and_rules_check_ok(tmp_path):
     cfg, p = run_weir(tmp_path, good("cls") + SHAPING, "--check")
     assert p.returncode == 0, p.stderr
