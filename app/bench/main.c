@@ -15,8 +15,11 @@
  * share (mempool, caches, memory bandwidth) shows as scaling below N.
  *
  * Usage: weir-bench [EAL args] -- [--flows 1000,65536,1048576] [--packets N]
- *                   [--workers N] [--plain-drr] [--json]
- * (--plain-drr: per-flow queues without the new-flows list and CoDel.)
+ *                   [--workers N] [--plain-drr] [--esp] [--json]
+ * (--plain-drr: per-flow queues without the new-flows list and CoDel.
+ *  --esp: the frames are ESP, one SA per flow, each SA's sequence numbers
+ *  in order; only the modes up to +pfq-cut run, the ACK modes need TCP.
+ *  scripts/bench_compare.py --a X --b X --b-args --esp gives ESP / TCP.)
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -93,10 +96,22 @@ write_frame_ack(uint8_t *f, uint32_t flow, int reverse, int pure_ack)
 		ip->total_length = rte_cpu_to_be_16(sizeof(*ip) + sizeof(*tcp));
 }
 
+/* --esp: ESP frames instead, SPI flow + 1, the SA's next sequence number. */
+static uint8_t esp_frames;
+static uint32_t *esp_seq;
+
 static void
 write_frame(uint8_t *f, uint32_t flow, int reverse)
 {
 	write_frame_ack(f, flow, reverse, 0);
+	if (esp_frames) {
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + sizeof(struct rte_ether_hdr));
+		uint32_t *esp = (uint32_t *)(ip + 1);
+
+		ip->next_proto_id = IPPROTO_ESP;
+		esp[0] = rte_cpu_to_be_32(flow + 1);
+		esp[1] = rte_cpu_to_be_32(++esp_seq[flow]);
+	}
 }
 
 /* What the worker's transmit point hands on (forwarded frames and released
@@ -170,6 +185,11 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	struct weir_cbq *shaper[WEIR_PORT__COUNT] = { NULL, NULL };
 	struct weir_policy *policy = NULL;
 
+	/* Every mode's frames go to the sink: without it the worker's
+	 * transmit point calls the tx burst of a port that does not exist. */
+	wc.emit = bench_emit;
+	wc.emit_arg = &sink_out;
+
 	if (mode >= MODE_FLOWS) {
 		snprintf(name, sizeof(name), "bench_flows%u", rte_lcore_id());
 		struct weir_flow_table_conf fc = {
@@ -226,6 +246,12 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	w = weir_worker_create(&wc, ft, shaper, (int)rte_socket_id());
 	if (w == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create worker\n");
+	if (esp_frames) {
+		rte_free(esp_seq);
+		esp_seq = rte_zmalloc("bench_esp_seq", (size_t)n_flows * sizeof(*esp_seq), 0);
+		if (esp_seq == NULL)
+			rte_exit(EXIT_FAILURE, "cannot allocate ESP sequence numbers\n");
+	}
 
 	/* Warm up: insert every flow once so the timed part measures lookups of
 	 * active flows, not inserts. */
@@ -393,6 +419,7 @@ main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "plain-drr", no_argument, NULL, 'p' },
+		{ "esp", no_argument, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -414,12 +441,15 @@ main(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'w': n_workers = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'p': plain_drr = 1; break;
+		case 'e': esp_frames = 1; break;
 		default:
 			fprintf(stderr, "usage: weir-bench [EAL] -- [--flows N,N] [--packets N] "
-					"[--workers N] [--plain-drr] [--json]\n");
+					"[--workers N] [--plain-drr] [--esp] [--json]\n");
 			return 2;
 		}
 	}
+	if (esp_frames && n_workers > 1)
+		rte_exit(EXIT_FAILURE, "--esp runs one worker\n");
 	if (n_workers < 1 || n_workers != rte_lcore_count())
 		rte_exit(EXIT_FAILURE, "--workers %u needs exactly %u lcores in -l (has %u)\n",
 			 n_workers, n_workers, rte_lcore_count());
@@ -439,12 +469,14 @@ main(int argc, char **argv)
 		size_t bpf = bytes_per_flow(flows[i]);
 
 		/* One worker then N, mode by mode, so both see the same machine. */
-		for (int m = 0; m < MODE__COUNT; m++) {
+		const int n_modes = esp_frames ? MODE_PFQ_ACK : MODE__COUNT;
+
+		for (int m = 0; m < n_modes; m++) {
 			r[m] = run((enum mode)m, mp, flows[i], n_pkts);
 			if (n_workers > 1)
 				par[m] = run_parallel((enum mode)m, mp, flows[i], n_pkts, n_workers);
 		}
-		for (int m = 0; m < MODE__COUNT; m++) {
+		for (int m = 0; m < n_modes; m++) {
 			double ratio = r[m].cycles_per_pkt / r[MODE_BASELINE].cycles_per_pkt;
 			char more[96] = "";
 
@@ -455,7 +487,7 @@ main(int argc, char **argv)
 				printf("  {\"flows\": %u, \"mode\": \"%s\", \"cycles_per_pkt\": %.1f, "
 				       "\"mpps\": %.2f, \"cost_ratio\": %.2f, \"bytes_per_flow\": %zu%s}%s\n",
 				       flows[i], mode_name[m], r[m].cycles_per_pkt, r[m].mpps, ratio, bpf,
-				       more, (i + 1 == n_flows && m + 1 == MODE__COUNT) ? "" : ",");
+				       more, (i + 1 == n_flows && m + 1 == n_modes) ? "" : ",");
 			} else {
 				if (n_workers > 1)
 					snprintf(more, sizeof(more), " %9.2f %6.2fx", par[m],
