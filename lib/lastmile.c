@@ -3,6 +3,7 @@
  */
 #include "lastmile.h"
 #include "postack.h"
+#include "tcpwin.h"
 #include "worker.h"
 
 bool
@@ -13,11 +14,20 @@ weir_lastmile_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte
 	 * from the LAN (travelling out) unless it is a WAN host. */
 	const int host_a = (t->lm_flags & WEIR_LM_WAN) ? WEIR_DIR_IN : WEIR_DIR_OUT;
 
-	if (a != host_a || w->pa == NULL || !(p->tcp_flags & WEIR_TCP_ACK) ||
-	    (p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_RST)))
+	const uint32_t limit = weir_lastmile_limit(t, f->mss[a]);
+
+	if (a != host_a || w->pa == NULL || (p->tcp_flags & WEIR_TCP_RST))
 		return false;
-	if (!weir_postack_cut_window(w->pa, f, m, p, a, slot, weir_lastmile_limit(t, f->mss[a])))
+	if (p->tcp_flags & WEIR_TCP_SYN) {
+		/* A SYN's window is never scaled (RFC 7323 2.2): cut it as it is,
+		 * so even the sender's first flight fits the last hop. */
+		if (p->win <= limit)
+			return false;
+		weir_ack_set_win(m, p, (uint16_t)RTE_MIN(limit, (uint32_t)UINT16_MAX));
+	} else if (!(p->tcp_flags & WEIR_TCP_ACK) ||
+		   !weir_postack_cut_window(w->pa, f, m, p, a, slot, limit)) {
 		return false;
+	}
 	w->ctr.port[a].lm_clamped++;
 	return true;
 }

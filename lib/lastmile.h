@@ -34,21 +34,28 @@ weir_lastmile_exempt(const struct weir_policy *p, const struct weir_flow *f)
 
 /* The advertised-window clamp: a TCP segment travelling a of a flow of
  * target t (t->lm_flags != 0), sent by the last-mile host, gets its window
- * cut to the pipe plus buffer plus one segment ("slightly above", the
- * thesis' 3.2.4), never raised, never left of an edge already shown
- * (weir_postack_cut_window). Needs the handshake (window scale). Returns
- * true when the window was rewritten. */
+ * cut to the pipe plus the buffer, in segments (weir_lastmile_limit),
+ * never raised, never left of an edge already shown
+ * (weir_postack_cut_window). A SYN's (unscaled) window is cut too, so the
+ * sender's first flight fits; later segments need the handshake (window
+ * scale). Returns true when the window was rewritten. */
 bool weir_lastmile_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
 			 const struct weir_pkt *p, int a, uint32_t slot,
 			 const struct weir_policy_target *t);
 
-/* The window limit in bytes for a receiver that announced MSS mss (0: 1460). */
+/* The window limit in bytes for a receiver that announced MSS mss (0:
+ * 1460): as many segments as the pipe holds, each taking mss + 40 bytes
+ * of the last hop (IP and TCP headers), plus the buffer's packets, at
+ * least one. No more than the last hop can hold, so a sender whose window
+ * reaches it never overflows the buffer; the thesis' "slightly above"
+ * (Sec. 3.2.4) overflows it every round trip once cwnd is at the clamp. */
 static inline uint32_t
 weir_lastmile_limit(const struct weir_policy_target *t, uint16_t mss)
 {
 	const uint32_t seg = mss ? mss : 1460;
+	const uint32_t segs = t->lm_pipe / (seg + 40) + t->lm_buffer;
 
-	return t->lm_pipe + ((uint32_t)t->lm_buffer + 1) * seg;
+	return (segs ? segs : 1) * seg;
 }
 
 #endif /* WEIR_LASTMILE_H */

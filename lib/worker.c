@@ -942,6 +942,11 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		weir_flow_lookup_bulk(w->flows, keys, n_managed, now, flows);
 		if (w->pa != NULL)
 			prefetch_ack_state(w, pkts, managed_idx, flows, n_managed, from);
+		/* An SA's sequence record is a cache line apart from its flow. */
+		for (uint16_t k = 0; k < n_managed; k++)
+			if (unlikely(weir_mbuf_meta(pkts[managed_idx[k]])->pkt.ipsec != WEIR_IPSEC_NONE) &&
+			    flows[k] != NULL)
+				rte_prefetch0(&w->sa[weir_flow_slot(w->flows, flows[k])]);
 	}
 	/* Each frame in arrival order, decided and handed on (queued, sent,
 	 * held) before the next is looked at. */

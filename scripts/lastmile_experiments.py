@@ -44,8 +44,10 @@ import weirtb  # noqa: E402
 
 SETUPS = {
     # rate of the last hop, one-way delay of w3's path (ms), last_mile rtt (ms)
-    "slow": {"rate": "56kbit", "bps": 56000, "delay": 125, "rtt": 350},
-    "ltn": {"rate": "9600bit", "bps": 9600, "delay": 320, "rtt": 900},
+    # last_mile rtt: the path's round trip without queueing (2 x delay, one 296 B frame
+    # and one ACK serialised at the last hop's rate)
+    "slow": {"rate": "56kbit", "bps": 56000, "delay": 125, "rtt": 310},
+    "ltn": {"rate": "9600bit", "bps": 9600, "delay": 320, "rtt": 960},
 }
 VARIANTS = ["plain", "clamp", "clamp+exempt"]
 SHARED = "1500kbit"

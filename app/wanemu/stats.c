@@ -15,11 +15,12 @@ print_link(FILE *out, const char *name, const struct link *l, int last)
 
 	fprintf(out, "\"%s\": {\"rx\": %lu, \"tx\": %lu, \"tx_bytes\": %lu, \"dropped_random\": %lu, "
 		"\"dropped_periodic\": %lu, \"dropped_queue\": %lu, \"dropped_send\": %lu, "
-		"\"queue_peak\": %u, \"inflight_peak\": %u, \"rate_bps\": %lu}%s", name, (unsigned long)s->rx,
+		"\"queue_peak\": %u, \"inflight_peak\": %u, \"rate_bps\": %lu, \"corrupted\": %lu}%s",
+		name, (unsigned long)s->rx,
 		(unsigned long)s->tx, (unsigned long)s->tx_bytes, (unsigned long)s->drop_random,
 		(unsigned long)s->drop_periodic, (unsigned long)s->drop_queue,
 		(unsigned long)s->drop_send, s->backlog_peak, s->inflight_peak,
-		(unsigned long)l->p.rate_bps, last ? "" : ", ");
+		(unsigned long)l->p.rate_bps, (unsigned long)s->corrupted, last ? "" : ", ");
 }
 
 void
