@@ -43,19 +43,27 @@ bool weir_lastmile_clamp(struct weir_worker *w, const struct weir_flow *f, struc
 			 const struct weir_pkt *p, int a, uint32_t slot,
 			 const struct weir_policy_target *t);
 
+/* Bytes a full segment takes on the last hop beyond its MSS: IP and TCP
+ * headers (40) and an allowance for link framing (Ethernet or PPP plus
+ * preamble and gap, or a modem's) of 40. */
+#define WEIR_LM_SEG_OVERHEAD 80
+/* TCP options in a full segment (timestamps), which leave MSS - 12 of data. */
+#define WEIR_LM_SEG_OPTIONS 12
+
 /* The window limit in bytes for a receiver that announced MSS mss (0:
- * 1460): as many segments as the pipe holds, each taking mss + 40 bytes
- * of the last hop (IP and TCP headers), plus the buffer's packets, at
- * least one. No more than the last hop can hold, so a sender whose window
- * reaches it never overflows the buffer; the thesis' "slightly above"
- * (Sec. 3.2.4) overflows it every round trip once cwnd is at the clamp. */
+ * 1460): as many segments as the pipe holds, each taking mss + 80 bytes
+ * of the last hop, plus the buffer's packets (at least one), each
+ * carrying mss - 12 bytes of data. No more than the last hop can hold,
+ * so a sender whose window reaches it never overflows the buffer; the
+ * thesis' "slightly above" (Sec. 3.2.4) overflows it every round trip
+ * once cwnd is at the clamp. */
 static inline uint32_t
 weir_lastmile_limit(const struct weir_policy_target *t, uint16_t mss)
 {
-	const uint32_t seg = mss ? mss : 1460;
-	const uint32_t segs = t->lm_pipe / (seg + 40) + t->lm_buffer;
+	const uint32_t seg = mss > WEIR_LM_SEG_OPTIONS ? mss : 1460;
+	const uint32_t segs = t->lm_pipe / (seg + WEIR_LM_SEG_OVERHEAD) + t->lm_buffer;
 
-	return (segs ? segs : 1) * seg;
+	return (segs ? segs : 1) * (seg - WEIR_LM_SEG_OPTIONS);
 }
 
 #endif /* WEIR_LASTMILE_H */

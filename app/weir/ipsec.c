@@ -45,9 +45,17 @@ json_t *
 weir_ipsec_json(const struct weir_app *app)
 {
 	json_t *sas = json_object(), *tunnels = json_object();
-	uint64_t active = 0, listed = 0;
+	uint64_t active = 0, listed = 0, seen = 0;
 
+	/* The walk reads every flow slot: skip it while no worker has seen an
+	 * IPsec packet (every stats snapshot builds this). */
 	for (unsigned int i = 0; i < app->n_workers; i++) {
+		struct weir_worker_counters wc;
+
+		weir_worker_port_counters(app->workers[i], &wc);
+		seen += wc.port[WEIR_PORT_LAN].ipsec + wc.port[WEIR_PORT_WAN].ipsec;
+	}
+	for (unsigned int i = 0; seen != 0 && i < app->n_workers; i++) {
 		const struct weir_flow_table *t = app->flows[i];
 		const uint32_t cap = weir_flow_table_capacity(t);
 		struct weir_flow_key k;

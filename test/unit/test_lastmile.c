@@ -16,9 +16,9 @@
 #define LM_RTT 350
 #define LM_BUF 3
 #define MSS 256
-/* 56 kbit/s x 350 ms = 2450 bytes: 8 segments of 256 + 40 on the wire, plus
- * the buffer's 3. */
-#define LM_LIMIT ((2450u / (MSS + 40) + LM_BUF) * MSS)
+/* 56 kbit/s x 350 ms = 2450 bytes: 7 segments of 256 + 80 on the wire, plus
+ * the buffer's 3, of 256 - 12 bytes of data each. */
+#define LM_LIMIT ((2450u / (MSS + 80) + LM_BUF) * (MSS - 12))
 
 /* A TCP segment like tcp_frame's, with a window and, on SYNs, MSS and
  * window-scale options (shift 2). */
