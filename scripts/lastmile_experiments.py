@@ -12,7 +12,9 @@ fairness). Two setups, separate runs:
         RTT ~350 ms under load)
   ltn   9.6 kbit/s, 320 ms one way (with 258 ms to serialise a 296 B packet: RTT ~0.9-1 s,
         the thesis' "around 900 ms")
-Last-hop buffer 3, 10 or 20 packets. Variants of weir per run:
+Last-hop buffer 3, 10 or 20 packets (wanemu limit=, which counts the frame being serialised:
+the hop queues limit - 1 behind it, so weir's last_mile is told buffer = limit - 1).
+Variants of weir per run:
   plain         no last mile: the slow flow is one of the class's flows like any other
   clamp         last_mile on the slow host (rate, rtt, buffer): window <= pipe + buffer
   clamp+exempt  the same and exempt from weir's per-flow fairness (no PostACK holding,
@@ -73,7 +75,8 @@ def weir_config(path, setup, variant, buffer, w3):
     lm = ""
     if variant != "plain":
         exempt = "true" if variant == "clamp+exempt" else "false"
-        lm = (f' last_mile = {{ rate = "{s["rate"]}"; rtt = {s["rtt"]}; buffer = {buffer}; '
+        # wanemu's limit counts the frame on the wire too: the hop queues limit - 1.
+        lm = (f' last_mile = {{ rate = "{s["rate"]}"; rtt = {s["rtt"]}; buffer = {buffer - 1}; '
               f'exempt = {exempt}; side = "wan"; }};')
     body = (f'shaping = {{\n  outbound = {{ rate = "{SHARED}"; default = "shared";\n'
             f'    classes = ( {{ name = "shared"; rate = "{SHARED}"; mode = "postack"; }} ); }};\n'
