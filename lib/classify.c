@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_branch_prediction.h>
 #include <rte_byteorder.h>
 #include <rte_common.h>
 
@@ -162,6 +163,24 @@ compile_rule(unsigned int i, const struct weir_classify_rule *r, struct weir_cls
 		set_err(err, errlen, "rule %u: VLAN ID %u is out of range 1..4095", i, r->vlan);
 		return -1;
 	}
+	if (r->spi_hi != 0 || r->spi_lo != 0) {
+		if (r->spi_lo == 0 || r->spi_lo > r->spi_hi) {
+			set_err(err, errlen, "rule %u: SPI range %u..%u: SPIs are 1..2^32-1, lo <= hi",
+				i, r->spi_lo, r->spi_hi);
+			return -1;
+		}
+		if (r->proto != 0 && r->proto != IPPROTO_ESP && r->proto != IPPROTO_AH) {
+			set_err(err, errlen, "rule %u: an SPI with protocol %u (only esp and ah have one)",
+				i, r->proto);
+			return -1;
+		}
+		if (r->port[0].hi || r->port[1].hi || r->port[2].hi || r->port[3].hi) {
+			set_err(err, errlen, "rule %u: an SPI and ports (an SA has no ports)", i);
+			return -1;
+		}
+	}
+	o->spi_lo = r->spi_lo;
+	o->spi_hi = r->spi_hi;
 	o->dscp_mask = r->dscp_mask;
 	o->vlan = r->vlan;
 	o->class_id = r->class_id;
@@ -214,6 +233,10 @@ weir_classifier_accelerate(struct weir_classifier *c, int socket_id, char *err, 
 	set_err(err, errlen, "%s", "");
 	if (c == NULL || c->acl != NULL || c->n < WEIR_CLS_ACL_MIN)
 		return 0;
+	/* The tries have no SPI field: a policy with SPI rules is scanned. */
+	for (unsigned int i = 0; i < c->n; i++)
+		if (c->rules[i].spi_hi != 0)
+			return 0;
 	c->acl = weir_cls_acl_build(c->rules, c->n, socket_id, err, errlen);
 	return c->acl != NULL ? 1 : -1;
 }
@@ -268,6 +291,13 @@ weir_classify_tuple_make(const uint8_t *frame, const struct weir_pkt *p, enum we
 	/* A fragment carries no ports (its pseudo-flow is its host pair's):
 	 * rules with ports never match it. */
 	t->has_ports = proto_has_ports(p->l4proto) && !(p->flags & WEIR_PF_FRAGMENT);
+	if (unlikely(p->ipsec != WEIR_IPSEC_NONE)) {
+		/* An SA: its SPI, and ESP in UDP 4500 is ESP like any other. */
+		t->spi = (uint32_t)p->sport << 16 | p->dport;
+		t->has_ports = 0;
+		if (p->ipsec == WEIR_IPSEC_NATT)
+			t->proto = IPPROTO_ESP;
+	}
 	if (t->has_ports) {
 		t->port[0] = lan_is_src ? p->sport : p->dport;
 		t->port[1] = lan_is_src ? p->dport : p->sport;
@@ -293,6 +323,8 @@ rule_matches(const struct weir_cls_acl_rule *r, const struct weir_cls_tuple *t, 
 	if (r->vlan != 0 && r->vlan != tvlan)
 		return 0;
 	if (r->dscp_mask != 0 && ((r->dscp_mask >> t->dscp) & 1) == 0)
+		return 0;
+	if (r->spi_hi != 0 && (t->spi < r->spi_lo || t->spi > r->spi_hi))
 		return 0;
 	if (r->port_used != 0) {
 		if (!t->has_ports)

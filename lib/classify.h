@@ -77,6 +77,9 @@ struct weir_classify_rule {
 	uint16_t class_id;      /* the result when this rule matches */
 	uint8_t proto;          /* IPPROTO_*, 0 = any */
 	uint8_t dir;            /* enum weir_cls_dir */
+	/* IPsec SA's SPI range, inclusive; {0, 0} = no condition. Only IPsec
+	 * SAs (ESP, AH, ESP in UDP 4500) match a rule with one. */
+	uint32_t spi_lo, spi_hi;
 };
 
 /*
@@ -95,6 +98,7 @@ struct weir_cls_tuple {
 	uint8_t init_dir;       /* enum weir_dir of the flow's initiating packet */
 	uint8_t has_ports;      /* proto carries ports */
 	uint8_t _pad;
+	uint32_t spi;           /* an IPsec SA's SPI (then proto is esp or ah), else 0 */
 };
 
 struct weir_classifier;

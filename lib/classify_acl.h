@@ -29,6 +29,7 @@ struct weir_cls_acl_rule {
 	uint16_t phi[WEIR_CLS__SIDES];
 	uint64_t mask[WEIR_CLS__SIDES][2];
 	uint64_t val[WEIR_CLS__SIDES][2];
+	uint32_t spi_lo, spi_hi;        /* spi_hi 0: any (the ACL tries have no SPI field) */
 };
 
 struct weir_cls_acl;

@@ -52,6 +52,23 @@ struct weir_port_counters {
 	 * workers (conf.count_split): the flow is split across workers
 	 * (docs/multiworker.md, "flow_split"). Forwarded and shaped as usual. */
 	uint64_t flow_split;
+	/* IPsec SAs (lib/sa_seq.h): frames of ESP/AH flows tracked, the
+	 * sequence numbers they skipped (loss upstream, before weir), filled
+	 * late (reordering), repeated, too old to tell, and jumps/wraps.
+	 * ipsec_plain: frames of IPsec flows whose leaf's mode would rewrite
+	 * or hold (postack, tcr...), shaped per flow as pfq instead. */
+	uint64_t ipsec;
+	uint64_t ipsec_gaps;
+	uint64_t ipsec_late;
+	uint64_t ipsec_dup;
+	uint64_t ipsec_old;
+	uint64_t ipsec_resync;
+	uint64_t ipsec_plain;
+	/* Last miles (lib/lastmile.h): segments whose advertised window was
+	 * clamped to the last mile's pipe + buffer; frames of flows exempt
+	 * from per-flow fairness shaped pfq instead of their leaf's mode. */
+	uint64_t lm_clamped;
+	uint64_t lm_exempt;
 	uint64_t malformed_by[WEIR_MAL__COUNT];
 } __rte_cache_aligned;
 

@@ -199,6 +199,19 @@ weir_flow_key_make(const uint8_t *frame, const struct weir_pkt *p, struct weir_f
 	}
 
 	memset(key, 0, sizeof(*key));
+	if (unlikely(p->ipsec != WEIR_IPSEC_NONE)) {
+		/* An SA is one direction: (source, destination, SPI), not
+		 * canonical; the two SAs of a tunnel pair by their addresses. */
+		addr_copy(key->addr_lo, src, alen);
+		addr_copy(key->addr_hi, dst, alen);
+		key->port_lo = sport;
+		key->port_hi = dport;
+		key->vlan = (uint16_t)((p->vlan_outer & 0xfff) | WEIR_FK_SA |
+				       (p->ipsec == WEIR_IPSEC_NATT ? WEIR_FK_NATT : 0));
+		key->proto = p->l4proto;
+		key->family = p->l3;
+		return 1;
+	}
 	int c = addr_cmp(src, dst, alen);
 	src_lo = c < 0 || (c == 0 && sport <= dport);
 	if (src_lo) {

@@ -30,10 +30,23 @@ struct weir_flow_key {
 	uint8_t  addr_hi[16];
 	uint16_t port_lo;       /* host order; ICMP echo: the identifier on both sides */
 	uint16_t port_hi;
-	uint16_t vlan;          /* outer VLAN ID (12 bits), 0 when untagged */
+	uint16_t vlan;          /* outer VLAN ID (12 bits), 0 when untagged; WEIR_FK_* above */
 	uint8_t  proto;
 	uint8_t  family;        /* 4 or 6 */
 };
+
+/* High bits of weir_flow_key.vlan (a VLAN ID is 12 bits). An IPsec SA's key
+ * is directional: addr_lo is its source, addr_hi its destination, and
+ * port_lo:port_hi its SPI, so the two SAs of a tunnel are two flows. */
+#define WEIR_FK_SA      0x8000  /* an ESP/AH SA (weir_pkt.ipsec != 0) */
+#define WEIR_FK_NATT    0x4000  /* of those, ESP in UDP 4500 (proto is UDP) */
+#define WEIR_FK_VLAN_ID 0x0fff
+
+static inline uint32_t
+weir_flow_key_spi(const struct weir_flow_key *k)
+{
+	return (uint32_t)k->port_lo << 16 | k->port_hi;
+}
 
 enum weir_flow_state {
 	WEIR_FS_NONE = 0,       /* non-TCP: no handshake */
@@ -123,7 +136,8 @@ struct weir_flow_table *weir_flow_table_create(const struct weir_flow_table_conf
 void weir_flow_table_free(struct weir_flow_table *t);
 
 /*
- * Build the canonical key for a manageable packet (weir_pkt_manageable()).
+ * Build the canonical key for a manageable packet (weir_pkt_manageable()),
+ * or an SA's directional one (WEIR_FK_SA) for an IPsec packet.
  * Returns 1 if the packet's source is the addr_lo side, 0 otherwise.
  */
 int weir_flow_key_make(const uint8_t *frame, const struct weir_pkt *p, struct weir_flow_key *key);

@@ -45,6 +45,8 @@ static const char *const malformed_names[WEIR_MAL__COUNT] = {
 	[WEIR_MAL_TCP_DOFF] = "tcp_doff",
 	[WEIR_MAL_TCP_OPT] = "tcp_opt",
 	[WEIR_MAL_UDP_LEN] = "udp_len",
+	[WEIR_MAL_IPSEC_SHORT] = "ipsec_short",
+	[WEIR_MAL_IPSEC_SPI0] = "ipsec_spi0",
 };
 
 const char *
@@ -165,6 +167,39 @@ tcp_options(const uint8_t *tcp, unsigned int hlen, struct weir_pkt *p)
 	return 1;
 }
 
+/* The SPI and sequence number at `h` (ESP's first 8 bytes, AH's bytes 4-11):
+ * the SA is the flow; the SPI goes where ports would. */
+static unsigned int
+ipsec_sa(const uint8_t *h, struct weir_pkt *p, enum weir_ipsec kind)
+{
+	uint32_t spi = rd32(h);
+
+	if (spi == 0)
+		return fail(p, WEIR_MAL_IPSEC_SPI0);
+	p->ipsec = (uint8_t)kind;
+	p->sport = (uint16_t)(spi >> 16);
+	p->dport = (uint16_t)spi;
+	p->seq = rd32(h + 4);
+	return WEIR_MAL_NONE;
+}
+
+/* UDP to or from port 4500 (RFC 3948): a single 0xff byte is a NAT
+ * keepalive and four zero bytes the non-ESP marker of IKE, both plain UDP;
+ * anything else is ESP, whose SPI and sequence number must fit. */
+static unsigned int
+natt(const uint8_t *frame, uint32_t l4, struct weir_pkt *p)
+{
+	const uint8_t *u = frame + l4 + 8;
+
+	if (p->payload_len == 1 && u[0] == 0xff)
+		return WEIR_MAL_NONE;
+	if (p->payload_len >= 4 && rd32(u) == 0)
+		return WEIR_MAL_NONE;
+	if (p->payload_len < 8)
+		return fail(p, WEIR_MAL_IPSEC_SHORT);
+	return ipsec_sa(u, p, WEIR_IPSEC_NATT);
+}
+
 /* L4 header at `l4` with `avail` bytes of IP payload in the frame. */
 static unsigned int
 parse_l4(const uint8_t *frame, uint32_t l4, uint32_t avail, struct weir_pkt *p)
@@ -207,6 +242,33 @@ parse_l4(const uint8_t *frame, uint32_t l4, uint32_t avail, struct weir_pkt *p)
 		p->dport = rd16(h + 2);
 		p->payload_off = (uint16_t)(l4 + 8);
 		p->payload_len = (uint16_t)((p->l4proto == IPPROTO_UDP ? ulen : avail) - 8);
+		if (unlikely(p->l4proto == IPPROTO_UDP &&
+			     (p->sport == WEIR_NATT_PORT || p->dport == WEIR_NATT_PORT)) &&
+		    natt(frame, l4, p) != WEIR_MAL_NONE)
+			return p->malformed;
+		break;
+	}
+	case IPPROTO_ESP:
+		if (avail < 8)
+			return fail(p, WEIR_MAL_IPSEC_SHORT);
+		if (ipsec_sa(h, p, WEIR_IPSEC_ESP) != WEIR_MAL_NONE)
+			return p->malformed;
+		p->payload_off = (uint16_t)l4;
+		p->payload_len = (uint16_t)avail;
+		break;
+	case IPPROTO_AH: {
+		/* Length in 4-byte words minus 2; SPI and sequence at 4..11. */
+		uint32_t hlen;
+
+		if (avail < 12)
+			return fail(p, WEIR_MAL_IPSEC_SHORT);
+		hlen = ((uint32_t)h[1] + 2) * 4;
+		if (hlen < 12 || hlen > avail)
+			return fail(p, WEIR_MAL_IPSEC_SHORT);
+		if (ipsec_sa(h + 4, p, WEIR_IPSEC_AH) != WEIR_MAL_NONE)
+			return p->malformed;
+		p->payload_off = (uint16_t)l4;
+		p->payload_len = (uint16_t)avail;
 		break;
 	}
 	case IPPROTO_SCTP:
@@ -233,7 +295,7 @@ parse_l4(const uint8_t *frame, uint32_t l4, uint32_t avail, struct weir_pkt *p)
 		break;
 	}
 	default:
-		/* GRE, ESP, AH-less tunnels...: a flow per address pair. */
+		/* GRE and other tunnels: a flow per address pair. */
 		p->payload_off = (uint16_t)l4;
 		p->payload_len = (uint16_t)avail;
 		break;
@@ -281,11 +343,14 @@ parse_ipv4(const uint8_t *frame, uint32_t len, uint32_t l3, struct weir_pkt *p)
 	return parse_l4(frame, l3 + ihl, tot - ihl, p);
 }
 
+/* AH is not followed: what comes after it (TCP...) is covered by its
+ * integrity check, so the packet is the SA's and nothing may read it as a
+ * TCP segment to rewrite. */
 static int
 ip6_is_ext(uint8_t nh)
 {
 	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_DSTOPTS ||
-	       nh == IPPROTO_FRAGMENT || nh == IPPROTO_AH || nh == IPPROTO_MH;
+	       nh == IPPROTO_FRAGMENT || nh == IPPROTO_MH;
 }
 
 static unsigned int
@@ -332,8 +397,7 @@ parse_ipv6(const uint8_t *frame, uint32_t len, uint32_t l3, struct weir_pkt *p)
 			off += 8;
 			continue;
 		}
-		hlen = nh == IPPROTO_AH ? ((uint32_t)frame[off + 1] + 2) * 4
-					: ((uint32_t)frame[off + 1] + 1) * 8;
+		hlen = ((uint32_t)frame[off + 1] + 1) * 8;
 		if (hlen > end - off)
 			return fail(p, WEIR_MAL_IP6_EXT);
 		nh = frame[off];

@@ -32,6 +32,8 @@ enum weir_malformed {
 	WEIR_MAL_TCP_DOFF,      /* TCP data offset < 5 or past the IP payload */
 	WEIR_MAL_TCP_OPT,       /* TCP option with a bogus length */
 	WEIR_MAL_UDP_LEN,       /* UDP length < 8 or > IP payload */
+	WEIR_MAL_IPSEC_SHORT,   /* ESP/AH header (SPI + sequence) cut, or AH length bogus */
+	WEIR_MAL_IPSEC_SPI0,    /* ESP/AH with SPI 0 (reserved, never on the wire: RFC 4303) */
 	WEIR_MAL__COUNT
 };
 
@@ -49,7 +51,8 @@ enum weir_l3 {
 #define WEIR_PF_FRAGMENT   0x02  /* IPv4 MF/offset or IPv6 fragment header */
 #define WEIR_PF_L4         0x04  /* IP header valid and L4 fields valid for the protocol:
                                   * ports for TCP/UDP/SCTP/UDPLite, type/id for ICMP,
-                                  * zero ports for protocols without them (GRE, ESP...) */
+                                  * zero ports for protocols without them (GRE...);
+                                  * ESP/AH: the SPI (see weir_pkt.ipsec) */
 #define WEIR_PF_IP_OPTS    0x08  /* IPv4 options or IPv6 extension headers present */
 #define WEIR_PF_TCP_TS     0x10  /* TCP timestamp option present (ts_off valid) */
 #define WEIR_PF_TCP_SACK   0x20  /* TCP SACK blocks present (sack_off/sack_n valid) */
@@ -68,6 +71,17 @@ enum weir_l3 {
 #define WEIR_TCP_CWR 0x80
 
 #define WEIR_WSCALE_NONE 0xff
+
+/* weir_pkt.ipsec: an IPsec packet, whose SA (SPI) is its flow. Every byte
+ * past the IP header is covered by the SA's integrity check (and for AH the
+ * IP header's immutable fields too): nothing may rewrite it. */
+enum weir_ipsec {
+	WEIR_IPSEC_NONE = 0,
+	WEIR_IPSEC_ESP = 1,     /* IP protocol 50 */
+	WEIR_IPSEC_AH = 2,      /* IP protocol 51 (IPv6: where the extension chain meets it) */
+	WEIR_IPSEC_NATT = 3,    /* ESP in UDP port 4500 (RFC 3948); l4proto is UDP */
+};
+#define WEIR_NATT_PORT 4500
 
 /*
  * Parse result. Offsets are from the start of the frame. Addresses are not
@@ -101,7 +115,11 @@ struct weir_pkt {
 	uint8_t  ts_off;        /* offset of TSval from l4_off (TSecr follows) */
 	uint8_t  addr_len;      /* 4 or 16 (0 if not IP) */
 	uint8_t  saddr_off;     /* offset of the source address from l3_off */
-	uint8_t  _pad[2];
+	uint8_t  ipsec;         /* enum weir_ipsec; then seq is the ESP/AH sequence number,
+				 * sport:dport the SPI's high:low halves, and the IPsec
+				 * header (SPI, seq) starts at payload_off */
+	uint8_t  plain;         /* set by the worker, not the parser: no mode but pfq/fifo
+				 * may act on this frame (a last mile's exempt flow) */
 };
 
 /*

@@ -145,6 +145,13 @@ build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
 		k->flow_min = c->flow_min;
 		k->admit = c->admit;
 		k->mode = c->mode;
+		k->last_mile = c->last_mile;
+		if (c->last_mile.rate != 0 && (c->last_mile.rtt_ms == 0 || c->last_mile.rtt_ms > 60000 ||
+					       c->last_mile.buffer > 10000)) {
+			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i, "class '%s': last_mile needs "
+			     "rtt 1..60000 ms and buffer 0..10000 packets", c->name);
+			return -1;
+		}
 		k->cbq.fifo = c->mode == WEIR_MODE_FIFO;
 		/* CoDel per flow queue where data waits at the gateway (pfq, tcr);
 		 * PostACK's modes keep queues short by holding ACKs instead, and a
@@ -244,11 +251,39 @@ mark_inner(struct weir_policy_tree *t)
 		t->classes[t->classes[i].cbq.parent].is_leaf = 0;
 }
 
-/* Index of the target for (name, weight), adding it if new; -1 when full,
- * -2 when the name is no leaf in either direction, -3 when it names an
- * inner class. */
+/* The last mile of a target: the rule's (lm, NULL for none), or its
+ * opt-out, or the class's (the first direction that has one). */
+static void
+target_last_mile(const struct weir_policy *p, struct weir_policy_target *t,
+		 const struct weir_last_mile *lm)
+{
+	const struct weir_last_mile *use = NULL;
+
+	if (lm != NULL && (lm->flags & WEIR_LM_OFF)) {
+		t->lm_rule = 1;
+		return;
+	}
+	if (lm != NULL && lm->rate != 0) {
+		use = lm;
+		t->lm_rule = 1;
+	}
+	for (int d = 0; use == NULL && d < WEIR_POLICY_DIRS; d++)
+		if (t->leaf[d] != WEIR_CBQ_NONE && strcmp(p->tree[d].classes[t->leaf[d]].name, t->name) == 0 &&
+		    p->tree[d].classes[t->leaf[d]].last_mile.rate != 0)
+			use = &p->tree[d].classes[t->leaf[d]].last_mile;
+	if (use == NULL)
+		return;
+	t->last_mile = *use;
+	t->lm_flags = (uint8_t)(WEIR_LM_ON | (use->flags & (WEIR_LM_EXEMPT | WEIR_LM_WAN)));
+	t->lm_buffer = use->buffer;
+	t->lm_pipe = (uint32_t)RTE_MIN((uint64_t)use->rate / 8 * use->rtt_ms / 1000, (uint64_t)INT32_MAX);
+}
+
+/* Index of the target for (name, weight, last mile), adding it if new; -1
+ * when full, -2 when the name is no leaf in either direction, -3 when it
+ * names an inner class. lm: a rule's last mile (NULL: the class's). */
 static int
-target_get(struct weir_policy *p, const char *name, uint8_t weight)
+target_get_lm(struct weir_policy *p, const char *name, uint8_t weight, const struct weir_last_mile *lm)
 {
 	struct weir_policy_target t = { .weight = weight ? weight : 1 };
 	int found = 0;
@@ -272,15 +307,24 @@ target_get(struct weir_policy *p, const char *name, uint8_t weight)
 	}
 	if (!found)
 		return -2;
+	snprintf(t.name, sizeof(t.name), "%s", name);
+	target_last_mile(p, &t, lm);
 	for (int i = 0; i < p->n_targets; i++)
 		if (strcmp(p->targets[i].name, name) == 0 && p->targets[i].weight == t.weight &&
-		    i != WEIR_TARGET_DEFAULT)
+		    i != WEIR_TARGET_DEFAULT && p->targets[i].lm_flags == t.lm_flags &&
+		    p->targets[i].lm_rule == t.lm_rule &&
+		    memcmp(&p->targets[i].last_mile, &t.last_mile, sizeof(t.last_mile)) == 0)
 			return i;
 	if (p->n_targets >= WEIR_POLICY_MAX_TARGETS)
 		return -1;
-	snprintf(t.name, sizeof(t.name), "%s", name);
 	p->targets[p->n_targets] = t;
 	return p->n_targets++;
+}
+
+static int
+target_get(struct weir_policy *p, const char *name, uint8_t weight)
+{
+	return target_get_lm(p, name, weight, NULL);
 }
 
 static int conf_copy(struct weir_policy_src *dst, const struct weir_policy_conf *c);
@@ -321,6 +365,17 @@ weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch, struct we
 			return fail(p, err, WEIR_POLICY_ERR_TREE, d, -1,
 				    "%s: default class '%s' has children; it must be a leaf",
 				    dir_name[d], t->classes[t->default_leaf].name);
+	}
+	/* Unmatched flows have the default leaves' last mile, if one has. */
+	for (d = 0; d < WEIR_POLICY_DIRS; d++) {
+		struct weir_policy_target *t0 = &p->targets[0];
+
+		if (t0->lm_flags == 0 && t0->leaf[d] != WEIR_CBQ_NONE &&
+		    p->tree[d].classes[t0->leaf[d]].last_mile.rate != 0) {
+			snprintf(t0->name, sizeof(t0->name), "%s", p->tree[d].classes[t0->leaf[d]].name);
+			target_last_mile(p, t0, NULL);
+			snprintf(t0->name, sizeof(t0->name), "default");
+		}
 	}
 	for (d = 0; d < WEIR_POLICY_DIRS; d++) {
 		const struct weir_policy_tree_conf *tc = &conf->tree[d];
@@ -368,7 +423,13 @@ weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch, struct we
 			return fail(p, err, WEIR_POLICY_ERR_RULE, 0, (int)r,
 				    "rules need shaping: neither direction has a link rate");
 		}
-		t = target_get(p, rc->class_name, rc->weight);
+		if (rc->last_mile.rate != 0 && (rc->last_mile.rtt_ms == 0 || rc->last_mile.rtt_ms > 60000 ||
+						rc->last_mile.buffer > 10000)) {
+			free(rules);
+			return fail(p, err, WEIR_POLICY_ERR_RULE, 0, (int)r, "last_mile needs rtt "
+				    "1..60000 ms and buffer 0..10000 packets");
+		}
+		t = target_get_lm(p, rc->class_name, rc->weight, &rc->last_mile);
 		if (t < 0) {
 			free(rules);
 			return fail(p, err, WEIR_POLICY_ERR_RULE, 0, (int)r,
@@ -515,7 +576,8 @@ int
 weir_policy_target_find(const struct weir_policy *p, const char *name)
 {
 	for (int i = 1; i < p->n_targets; i++)
-		if (p->targets[i].weight == 1 && strcmp(p->targets[i].name, name) == 0)
+		if (p->targets[i].weight == 1 && !p->targets[i].lm_rule &&
+		    strcmp(p->targets[i].name, name) == 0)
 			return i;
 	return strcmp(name, "default") == 0 ? WEIR_TARGET_DEFAULT : -1;
 }

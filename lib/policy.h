@@ -56,6 +56,26 @@ const char *weir_shape_mode_name(unsigned int mode);
 
 /* ---- what a front end (config file, Lua) describes ---- */
 
+/*
+ * A last mile (seed 002 ch. 3, docs/lastmile.md): the hosts a class or rule
+ * matches sit behind a slow or long-thin link of `rate` and round trip
+ * `rtt_ms` with a drop-tail buffer of `buffer` packets. The advertised
+ * window of data towards them is clamped (never raised) to that pipe plus
+ * the buffer, and with WEIR_LM_EXEMPT their flows are left out of weir's
+ * per-flow fairness: no ACK mode (PostACK holding, TCR, IP-ABR) acts on
+ * them, and they do not count in their class's per-flow share.
+ */
+struct weir_last_mile {
+	uint64_t rate;                          /* bit/s; 0 = no last mile */
+	uint32_t rtt_ms;                        /* the last mile's round trip */
+	uint16_t buffer;                        /* last-hop buffer, packets (the window adds one MSS each) */
+	uint8_t flags;                          /* WEIR_LM_* */
+	uint8_t _pad;
+};
+#define WEIR_LM_EXEMPT  0x01    /* out of weir's per-flow fairness */
+#define WEIR_LM_WAN     0x02    /* the hosts are on the WAN side (default: the LAN side) */
+#define WEIR_LM_OFF     0x80    /* a rule's opt-out: no last mile, whatever its class says */
+
 struct weir_policy_class_conf {
 	char name[WEIR_POLICY_NAME_LEN];
 	char parent[WEIR_POLICY_NAME_LEN];     /* "" = the root (the link) */
@@ -71,6 +91,7 @@ struct weir_policy_class_conf {
 	uint8_t qm;                             /* enum weir_qm_kind, when qm_set */
 	uint8_t qm_set;                         /* 0: a fifo leaf takes the tree's qm */
 	struct weir_marker_conf marker;         /* DiffServ marker (type NONE: none) */
+	struct weir_last_mile last_mile;        /* of the hosts its flows go to (rate 0: none) */
 };
 
 struct weir_policy_tree_conf {
@@ -90,6 +111,8 @@ struct weir_policy_rule_conf {
 	struct weir_classify_rule match;        /* class_id ignored */
 	char class_name[WEIR_POLICY_NAME_LEN];
 	uint8_t weight;                         /* per-flow DRR weight, 0 = 1 */
+	/* rate 0: its class's; WEIR_LM_OFF: none (a per-flow opt-out). */
+	struct weir_last_mile last_mile;
 };
 
 struct weir_policy_conf {
@@ -121,9 +144,15 @@ struct weir_policy_target {
 	uint16_t leaf[WEIR_POLICY_DIRS];        /* cbq class index; WEIR_CBQ_NONE if unshaped */
 	uint8_t mode[WEIR_POLICY_DIRS];         /* the leaf's enum weir_shape_mode (copied: one read) */
 	uint8_t weight;
-	uint8_t _pad;
+	uint8_t lm_flags;                       /* WEIR_LM_ON | WEIR_LM_EXEMPT | WEIR_LM_WAN, 0: none */
+	uint16_t lm_buffer;                     /* last-hop buffer, packets */
+	uint32_t lm_pipe;                       /* last mile rate x rtt, bytes */
+	struct weir_last_mile last_mile;        /* as configured (for the API) */
+	uint8_t lm_rule;                        /* the last mile is a rule's own (or its opt-out),
+						 * not the class's: hooks naming the class skip it */
 	char name[WEIR_POLICY_NAME_LEN];
 };
+#define WEIR_LM_ON      0x04    /* target.lm_flags: a last mile is set */
 
 /* Per class of one direction: what the cbq needs plus admission. */
 struct weir_policy_class {
@@ -135,6 +164,7 @@ struct weir_policy_class {
 	uint8_t is_leaf;
 	uint8_t mode;
 	struct weir_marker_conf marker;         /* checked, defaults filled */
+	struct weir_last_mile last_mile;
 };
 
 struct weir_policy_tree {

@@ -10,6 +10,7 @@
 #include <rte_prefetch.h>
 
 #include "mbuf_meta.h"
+#include "lastmile.h"
 #include "mode.h"
 #include "pep.h"
 #include "postack_store.h"
@@ -59,7 +60,17 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 	w->tsc_hz = rte_get_tsc_hz();
 	w->tsc_per_us = RTE_MAX(w->tsc_hz / 1000000, (uint64_t)1);
 	w->mal_bucket.tokens = (uint64_t)conf->malformed_pps << 20;    /* full at start */
+	if (flows != NULL) {
+		/* One record per slot: an SA is a flow (lib/sa_seq.h). */
+		w->sa = rte_zmalloc_socket("weir_sa_seq", (size_t)weir_flow_table_capacity(flows) *
+					   sizeof(*w->sa), RTE_CACHE_LINE_SIZE, socket_id);
+		if (w->sa == NULL) {
+			rte_free(w);
+			return NULL;
+		}
+	}
 	if (conf->postack != NULL && !shaped) {
+		rte_free(w->sa);
 		rte_free(w);
 		return NULL;    /* ACKs are held against a class tree's data queues */
 	}
@@ -69,6 +80,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 		if (w->pa != NULL) {
 			w->tcr = weir_tcr_create(weir_flow_table_capacity(flows), socket_id);
 			if (w->tcr == NULL) {
+				rte_free(w->sa);
 				rte_free(w);
 				return NULL;
 			}
@@ -80,6 +92,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 					if (weir_modes[k]->fini != NULL)
 						weir_modes[k]->fini(w);
 				weir_tcr_free(w->tcr);
+				rte_free(w->sa);
 				rte_free(w);
 				return NULL;   /* conf->postack stays the caller's */
 			}
@@ -96,6 +109,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 				socket_id);
 			if (w->cls_ctr[d] == NULL) {
 				rte_free(w->cls_ctr[0]);
+				rte_free(w->sa);
 				rte_free(w);
 				return NULL;
 			}
@@ -123,6 +137,7 @@ weir_worker_free(struct weir_worker *w)
 			weir_modes[m]->fini(w);
 	weir_postack_free(w->pa);
 	weir_tcr_free(w->tcr);
+	rte_free(w->sa);
 	weir_cbq_free(w->shaper[0]);
 	weir_cbq_free(w->shaper[1]);
 	rte_free(w->cls_ctr[0]);
@@ -372,6 +387,9 @@ ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum
 		if (held == 0)
 			f->shape &= (uint8_t)~WEIR_FSH_HELD(d);
 	}
+	/* A last mile: its host's windows clamped to its pipe + buffer. */
+	if (unlikely(w->policy->targets[f->class_id].lm_flags != 0))
+		weir_lastmile_clamp(w, f, m, p, a, slot, &w->policy->targets[f->class_id]);
 	if ((p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_FIN | WEIR_TCP_RST | WEIR_TCP_URG |
 			     WEIR_TCP_ACK)) != WEIR_TCP_ACK || p->payload_len > 0) {
 		if (held > 0)
@@ -381,8 +399,8 @@ ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum
 		return false;
 	}
 	leaf = w->policy->targets[f->class_id].leaf[d];
-	if (leaf == WEIR_CBQ_NONE)
-		return false;
+	if (leaf == WEIR_CBQ_NONE || weir_lastmile_exempt(w->policy, f))
+		return false;   /* unshaped, or out of per-flow fairness: no ACK mode */
 	ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
 	if (ops->ack == NULL)
 		return false;
@@ -644,7 +662,7 @@ event_end(struct weir_worker *w, struct weir_flow *f, const struct weir_flow_key
 	const int hi = !!(f->shape & WEIR_FSH_LAN_HI);
 	struct weir_flow_event ev = {
 		.type = WEIR_FEV_END, .init_dir = (f->shape & WEIR_FSH_INIT_IN) ? WEIR_DIR_IN : WEIR_DIR_OUT,
-		.proto = key->proto, .family = key->family, .vlan = key->vlan,
+		.proto = key->proto, .family = key->family, .vlan = key->vlan & WEIR_FK_VLAN_ID,
 		.lan_port = hi ? key->port_hi : key->port_lo, .wan_port = hi ? key->port_lo : key->port_hi,
 		.slot = weir_flow_slot(w->flows, f), .target = f->class_id,
 		.epoch = f->class_gen == w->gen8 ? w->policy->epoch : 0,
@@ -729,6 +747,30 @@ weir_wk_shaped_qid(const struct weir_worker *w, const struct weir_policy_target 
 	return f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
 }
 
+/* The mode that acts on frame m in a leaf of mode `mode`. An IPsec SA's
+ * bytes past the IP header are covered by its integrity check, and its
+ * TCP (if any) is out of reach: only pfq and fifo, which never rewrite or
+ * hold a frame, may act on it. Any other mode is replaced here, where the
+ * mode is chosen, by pfq (per-flow DRR), and the frame counted. */
+static inline const struct weir_mode_ops *
+frame_mode(struct weir_worker *w, uint8_t mode, struct rte_mbuf *m, enum weir_port_role from,
+	   bool count)
+{
+	const struct weir_mode_ops *ops = weir_mode(mode);
+
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+
+	if (unlikely(p->ipsec != WEIR_IPSEC_NONE || p->plain) &&
+	    ops != &weir_mode_pfq && ops != &weir_mode_fifo) {
+		if (count && p->ipsec != WEIR_IPSEC_NONE)
+			w->ctr.port[from].ipsec_plain++;
+		else if (count)
+			w->ctr.port[from].lm_exempt++;
+		return &weir_mode_pfq;
+	}
+	return ops;
+}
+
 /* Frame m of queue qid in leaf `leaf` of direction dir left the tree, qlen
  * of its queue still waiting: its mode hears of it (PostACK's release
  * rule, TCR's round-trip sample). */
@@ -740,7 +782,7 @@ on_sent(struct weir_worker *w, enum weir_port_role dir, struct rte_mbuf *m, uint
 
 	if (w->pa == NULL || qid >= w->unmanaged_qid)
 		return;
-	ops = weir_mode(w->policy->tree[dir].classes[leaf].mode);
+	ops = frame_mode(w, w->policy->tree[dir].classes[leaf].mode, m, dir, false);
 	if (ops->sent != NULL)
 		ops->sent(w, m, dir, qid, leaf, qlen, now);
 }
@@ -771,12 +813,17 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 {
 	struct weir_cbq *sh = w->shaper[from];
 	const struct weir_policy_target *t = &w->policy->targets[f ? f->class_id : 0];
-	const struct weir_mode_ops *ops = weir_mode(t->mode[from]);
+	const struct weir_mode_ops *ops;
 	uint32_t qid = weir_wk_shaped_qid(w, t, from, f);
 	uint16_t leaf = t->leaf[from];  /* targets[0]: the default class */
 
-	if (f != NULL && weir_mbuf_meta(m)->pkt.payload_len > 0)
+	/* A last mile's exempt flow: out of the class's per-flow share, and
+	 * no mode but pfq/fifo acts on it (lib/lastmile.h). */
+	if (unlikely(t->lm_flags & WEIR_LM_EXEMPT) && f != NULL)
+		weir_mbuf_meta(m)->pkt.plain = 1;
+	else if (f != NULL && weir_mbuf_meta(m)->pkt.payload_len > 0)
 		note_active(w, f, from, leaf, now);
+	ops = frame_mode(w, t->mode[from], m, from, true);
 	/* Once one frame is queued the tree is not empty, so every later
 	 * frame queues behind it: no flow is reordered. */
 	if (w->conf.cut_through && !(ops->flags & WEIR_MODEF_NO_CUT) &&
@@ -869,6 +916,37 @@ unmanaged_one(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f,
 	return UM_ON;
 }
 
+/* An IPsec SA's packet: its sequence number against the SA's record
+ * (loss upstream, reordering), summed per port for the counters. */
+static void
+sa_account(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p,
+	   struct weir_port_counters *pc)
+{
+	struct weir_sa_seq *s = &w->sa[weir_flow_slot(w->flows, f)];
+	uint64_t gaps = s->owner == f->first_tsc ? s->gaps : 0;
+
+	pc->ipsec++;
+	switch (weir_sa_seq_track(s, f->first_tsc, p->seq)) {
+	case WEIR_SA_GAP:
+		pc->ipsec_gaps += s->gaps - gaps;
+		break;
+	case WEIR_SA_LATE:
+		pc->ipsec_late++;
+		break;
+	case WEIR_SA_DUP:
+		pc->ipsec_dup++;
+		break;
+	case WEIR_SA_OLD:
+		pc->ipsec_old++;
+		break;
+	case WEIR_SA_RESYNC:
+		pc->ipsec_resync++;
+		break;
+	default:
+		break;
+	}
+}
+
 /* With a large table the ACK store's entry and the data queue's length
  * are cache misses for every pure ACK; ask for them for the whole burst
  * before the first is needed. */
@@ -935,6 +1013,11 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		weir_flow_lookup_bulk(w->flows, keys, n_managed, now, flows);
 		if (w->pa != NULL)
 			prefetch_ack_state(w, pkts, managed_idx, flows, n_managed, from);
+		/* An SA's sequence record is a cache line apart from its flow. */
+		for (uint16_t k = 0; k < n_managed; k++)
+			if (unlikely(weir_mbuf_meta(pkts[managed_idx[k]])->pkt.ipsec != WEIR_IPSEC_NONE) &&
+			    flows[k] != NULL)
+				rte_prefetch0(&w->sa[weir_flow_slot(w->flows, flows[k])]);
 	}
 	/* Each frame in arrival order, decided and handed on (queued, sent,
 	 * held) before the next is looked at. */
@@ -962,6 +1045,8 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 				weir_flow_track(f, &weir_mbuf_meta(m)->pkt, (enum weir_dir)from,
 						m->pkt_len, now);
 				pc->managed++;
+				if (unlikely(weir_mbuf_meta(m)->pkt.ipsec != WEIR_IPSEC_NONE))
+					sa_account(w, f, &weir_mbuf_meta(m)->pkt, pc);
 				/* A flag already in the flow's cache line: no cost
 				 * unless the flow is split. */
 				if (unlikely(f->flags & WEIR_FF_MIDSTREAM) && w->conf.count_split)
@@ -1000,8 +1085,8 @@ aqm_dropped(struct weir_worker *w, enum weir_port_role dir, const struct weir_cb
 		uint32_t qid = d->dropped_qid[i];
 
 		if (w->pa != NULL && qid < w->unmanaged_qid) {
-			const struct weir_mode_ops *ops =
-				weir_mode(w->policy->tree[dir].classes[d->dropped_leaf[i]].mode);
+			const struct weir_mode_ops *ops = frame_mode(w,
+				w->policy->tree[dir].classes[d->dropped_leaf[i]].mode, m, dir, false);
 
 			if (ops->dropped != NULL)
 				ops->dropped(w, weir_flow_by_slot(w->flows, qid), m, dir);

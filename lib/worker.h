@@ -25,6 +25,7 @@
 #include "flow.h"
 #include "policy.h"
 #include "postack.h"
+#include "sa_seq.h"
 #include "share.h"
 #include "tcr.h"
 
@@ -185,6 +186,7 @@ struct weir_worker {
 	struct weir_class_counters *cls_ctr[WEIR_PORT__COUNT];   /* [class], NULL if unshaped */
 	struct weir_postack *pa;               /* = conf.postack */
 	struct weir_tcr *tcr;                  /* with pa: TCR's per-flow state */
+	struct weir_sa_seq *sa;                /* [flow slot]: IPsec SAs' sequence tracking */
 	void *mode_state[WEIR_MODE__COUNT];    /* a mode's own per-worker state (lib/mode.h) */
 	uint64_t mode_wake;                    /* TSC a mode's timer wants the loop awake by */
 	uint64_t next_tsc[WEIR_PORT__COUNT];   /* a blocked shaper's next chance */

@@ -32,6 +32,7 @@
 #include "flow.h"
 #include "policy.h"
 #include "postack.h"
+#include "sa_seq.h"
 
 struct weir_worker;
 
@@ -83,6 +84,13 @@ struct weir_flow_view {
 int weir_worker_flow_view(const struct weir_worker *w, const struct weir_policy *p,
 			  uint32_t slot, const struct weir_flow *f, int dir,
 			  struct weir_flow_view *out);
+
+/* The sequence record of the IPsec SA in `slot`, whose entry the caller
+ * read (*f, a copy): 0, or -ENOENT when the record is not that flow's (no
+ * packet tracked yet, or the slot changed hands). Copied word by word:
+ * counters may be a packet apart. */
+int weir_worker_sa_view(const struct weir_worker *w, uint32_t slot, const struct weir_flow *f,
+			struct weir_sa_seq *out);
 
 /* The worker's PostACK counters (a copy): 0, or -ENOENT without PostACK. */
 int weir_worker_postack_stats(const struct weir_worker *w, struct weir_postack_stats *out);

@@ -15,9 +15,12 @@
  * share (mempool, caches, memory bandwidth) shows as scaling below N.
  *
  * Usage: weir-bench [EAL args] -- [--flows 1000,65536,1048576] [--packets N]
- *                   [--workers N] [--plain-drr] [--modes M,M] [--json]
+ *                   [--workers N] [--plain-drr] [--modes M,M] [--esp] [--json]
  * (--plain-drr: per-flow queues without the new-flows list and CoDel; --modes:
- *  only these modes and the baseline, e.g. under cachegrind.)
+ *  only these modes and the baseline, e.g. under cachegrind.
+ *  --esp: the frames are ESP, one SA per flow, each SA's sequence numbers
+ *  in order; only the modes up to +pfq-cut run, the ACK modes need TCP.
+ *  scripts/bench_compare.py --a X --b X --b-args --esp gives ESP / TCP.)
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -112,10 +115,22 @@ write_frame_ack(uint8_t *f, uint32_t flow, int reverse, int pure_ack)
 		ip->total_length = rte_cpu_to_be_16(sizeof(*ip) + sizeof(*tcp));
 }
 
+/* --esp: ESP frames instead, SPI flow + 1, the SA's next sequence number. */
+static uint8_t esp_frames;
+static uint32_t *esp_seq;
+
 static void
 write_frame(uint8_t *f, uint32_t flow, int reverse)
 {
 	write_frame_ack(f, flow, reverse, 0);
+	if (esp_frames) {
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + sizeof(struct rte_ether_hdr));
+		uint32_t *esp = (uint32_t *)(ip + 1);
+
+		ip->next_proto_id = IPPROTO_ESP;
+		esp[0] = rte_cpu_to_be_32(flow + 1);
+		esp[1] = rte_cpu_to_be_32(++esp_seq[flow]);
+	}
 }
 
 /* The flow's SYN (or, reverse, SYN+ACK) with MSS 1460 and window scale 7. */
@@ -276,6 +291,12 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	w = weir_worker_create(&wc, ft, shaper, (int)rte_socket_id());
 	if (w == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create worker\n");
+	if (esp_frames) {
+		rte_free(esp_seq);
+		esp_seq = rte_zmalloc("bench_esp_seq", (size_t)n_flows * sizeof(*esp_seq), 0);
+		if (esp_seq == NULL)
+			rte_exit(EXIT_FAILURE, "cannot allocate ESP sequence numbers\n");
+	}
 
 	/* Handshakes first where the mode needs them (both SYNs of each flow). */
 	for (uint32_t i = 0; mode_handshake(mode) && i < n_flows; i += BURST / 2) {
@@ -470,6 +491,7 @@ main(int argc, char **argv)
 		{ "workers", required_argument, NULL, 'w' },
 		{ "plain-drr", no_argument, NULL, 'p' },
 		{ "modes", required_argument, NULL, 'm' },
+		{ "esp", no_argument, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -510,12 +532,17 @@ main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'e': esp_frames = 1; break;
 		default:
 			fprintf(stderr, "usage: weir-bench [EAL] -- [--flows N,N] [--packets N] "
-					"[--workers N] [--plain-drr] [--modes M,M] [--json]\n");
+					"[--workers N] [--plain-drr] [--modes M,M] [--esp] [--json]\n");
 			return 2;
 		}
 	}
+	if (esp_frames && n_workers > 1)
+		rte_exit(EXIT_FAILURE, "--esp runs one worker\n");
+	if (esp_frames)
+		want &= (1u << MODE_PFQ_ACK) - 1;       /* the ACK modes need TCP */
 	if (n_workers < 1 || n_workers != rte_lcore_count())
 		rte_exit(EXIT_FAILURE, "--workers %u needs exactly %u lcores in -l (has %u)\n",
 			 n_workers, n_workers, rte_lcore_count());

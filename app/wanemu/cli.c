@@ -21,7 +21,7 @@ static void
 usage(FILE *out)
 {
 	fprintf(out, "usage: weir-wanemu --weir IFACE --path IFACE[,delay=MS][,jitter=MS][,loss=PCT]"
-		"[,ploss=N][,rate=RATE][,limit=PKTS][,loss_dir=both|to_path|to_weir]\n"
+		"[,ploss=N][,corrupt=BYTES][,rate=RATE][,limit=PKTS][,loss_dir=both|to_path|to_weir]\n"
 		"              [,sched=steps:RATE/SECS/...|sine:BASE/AMP/PERIOD_SECS][,sched_dir=both|to_path|to_weir] [--path ...]\n"
 		"                   [--core RATE-OPTIONS] [--seed N] [--stats FILE] [--stats-interval S]"
 		" [--verbose]\n"
@@ -138,6 +138,9 @@ parse_path(struct emu *e, const char *arg)
 		else if (strcmp(key, "ploss") == 0)
 			/* 1 would drop everything: that is loss=100. */
 			ok = parse_uint(val, &lp.ploss) == 0 && lp.ploss != 1;
+		else if (strcmp(key, "corrupt") == 0)
+			/* one bit error per BYTES on average; directions as loss_dir */
+			ok = parse_uint(val, &lp.corrupt) == 0 && lp.corrupt >= 64;
 		else if (strcmp(key, "rate") == 0)
 			ok = parse_rate(val, &lp.rate_bps) == 0;
 		else if (strcmp(key, "sched") == 0) {

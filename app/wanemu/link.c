@@ -98,6 +98,8 @@ link_offer(struct link *l, const uint8_t *data, uint32_t len, uint64_t now)
 		}
 	}
 	/* Frames that finished serialising no longer count against the limit. */
+	l->corrupt_next = l->p.loss && l->p.corrupt && len > 14 + 40 &&
+		(double)(rng_next(l->rng) >> 11) * (1.0 / 9007199254740992.0) * l->p.corrupt < len;
 	while (l->serial != l->tail && l->q[l->serial].finish_ns <= now)
 		serial_next(l);
 	if (l->p.rio.on && l->p.rate_bps && rio_offer(l, data, len, now, &in))
@@ -136,6 +138,15 @@ link_offer(struct link *l, const uint8_t *data, uint32_t len, uint64_t now)
 		return false;
 	}
 	memcpy(f->data, data, len);
+	if (l->corrupt_next) {
+		/* One bit past the Ethernet and (up to 40 bytes of) IP header:
+		 * the frame still reaches its host, which must notice. */
+		uint64_t bit = rng_next(l->rng) % ((uint64_t)(len - 14 - 40) * 8);
+
+		f->data[14 + 40 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		l->corrupt_next = 0;
+		l->st.corrupted++;
+	}
 	f->len = len;
 	f->in = in;
 	l->rio.qin += in;

@@ -29,6 +29,9 @@ struct link_params {
 	double jitter_ms;       /* uniform +- jitter on the delay */
 	double loss_pct;        /* random loss, percent */
 	uint32_t ploss;         /* drop every Nth frame (0 = off) */
+	uint32_t corrupt;       /* one bit error per this many bytes on average (0 = off):
+				 * a frame of len bytes has one bit flipped with probability
+				 * len / corrupt, past its Ethernet and IP headers */
 	uint64_t rate_bps;      /* 0 = unlimited */
 	uint32_t limit;         /* frames waiting for the link before drop-tail */
 	bool loss;              /* loss models apply to this direction */
@@ -39,6 +42,7 @@ struct link_params {
 struct link_stats {
 	uint64_t rx, tx, tx_bytes;
 	uint64_t drop_random, drop_periodic, drop_queue, drop_send;
+	uint64_t corrupted;     /* frames sent on with a bit flipped (corrupt=) */
 	uint32_t backlog_peak;  /* most frames waiting for the link at once (rate queue) */
 	uint32_t inflight_peak; /* most frames held at once (rate queue + delay line) */
 };
@@ -61,6 +65,7 @@ struct link {
 	uint64_t last_finish_ns, last_due_ns;
 	uint64_t delay_ns, jitter_ns;
 	uint64_t count;         /* frames offered, for periodic loss */
+	uint8_t corrupt_next;   /* the frame being offered gets a bit error */
 	uint64_t *rng;
 };
 

@@ -15,11 +15,11 @@ print_link(FILE *out, const char *name, const struct link *l, int last)
 
 	fprintf(out, "\"%s\": {\"rx\": %lu, \"tx\": %lu, \"tx_bytes\": %lu, \"dropped_random\": %lu, "
 		"\"dropped_periodic\": %lu, \"dropped_queue\": %lu, \"dropped_send\": %lu, "
-		"\"queue_peak\": %u, \"inflight_peak\": %u, \"rate_bps\": %lu", name, (unsigned long)s->rx,
+		"\"queue_peak\": %u, \"inflight_peak\": %u, \"rate_bps\": %lu, \"corrupted\": %lu", name, (unsigned long)s->rx,
 		(unsigned long)s->tx, (unsigned long)s->tx_bytes, (unsigned long)s->drop_random,
 		(unsigned long)s->drop_periodic, (unsigned long)s->drop_queue,
 		(unsigned long)s->drop_send, s->backlog_peak, s->inflight_peak,
-		(unsigned long)l->p.rate_bps);
+		(unsigned long)l->p.rate_bps, (unsigned long)s->corrupted);
 	if (l->p.rio.on)
 		fprintf(out, ", \"rio\": {\"rx_in\": %lu, \"rx_out\": %lu, \"dropped_in\": %lu, "
 			"\"dropped_out\": %lu, \"avg_in\": %.1f, \"avg\": %.1f}",

@@ -130,13 +130,57 @@ load_marker(struct loader *ld, const config_setting_t *g, struct weir_marker_con
 	return 0;
 }
 
+/* last_mile = { rate = "56kbit"; rtt = 350; buffer = 3; exempt = true; side = "lan"; };
+ * or, in a rule, last_mile = "off" (the flows it matches opt out). */
+static int
+get_last_mile(struct loader *ld, const config_setting_t *grp, bool rule, struct weir_last_mile *lm)
+{
+	static const char *const keys[] = { "rate", "rtt", "buffer", "exempt", "side", NULL };
+	const config_setting_t *s = config_setting_get_member(grp, "last_mile");
+	char side[8];
+	bool exempt;
+	long long v;
+
+	memset(lm, 0, sizeof(*lm));
+	if (s == NULL)
+		return 0;
+	if (rule && config_setting_type(s) == CONFIG_TYPE_STRING &&
+	    strcmp(config_setting_get_string(s), "off") == 0) {
+		lm->flags = WEIR_LM_OFF;
+		return 0;
+	}
+	if (!config_setting_is_group(s))
+		return cfg_fail(ld, s, "last_mile must be a group { rate = ...; rtt = ...; buffer = ...; }%s",
+				rule ? " or \"off\"" : "");
+	if (cfg_check_keys(ld, s, keys) < 0 || get_rate(ld, s, "rate", &lm->rate) < 0)
+		return -1;
+	if (lm->rate == 0)
+		return cfg_fail(ld, s, "last_mile needs a rate (the last hop's, e.g. \"56kbit\")");
+	if (cfg_int(ld, s, "rtt", -1, 1, 60000, &v) < 0)
+		return -1;
+	if (v < 0)
+		return cfg_fail(ld, s, "last_mile needs rtt (ms, the last mile's round trip)");
+	lm->rtt_ms = (uint32_t)v;
+	if (cfg_int(ld, s, "buffer", 3, 0, 10000, &v) < 0)
+		return -1;
+	lm->buffer = (uint16_t)v;
+	if (cfg_bool(ld, s, "exempt", true, &exempt) < 0 ||
+	    cfg_str(ld, s, "side", "lan", side, sizeof(side)) < 0)
+		return -1;
+	if (strcmp(side, "lan") != 0 && strcmp(side, "wan") != 0)
+		return cfg_fail(ld, config_setting_get_member(s, "side"),
+				"last_mile.side must be \"lan\" or \"wan\" (where its hosts are)");
+	lm->flags = (uint8_t)((exempt ? WEIR_LM_EXEMPT : 0) | (side[0] == 'w' ? WEIR_LM_WAN : 0));
+	return 0;
+}
+
 static int
 load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_class_conf *c,
 	   uint8_t mode)
 {
 	static const char *const keys[] = { "name", "parent", "rate", "ceil", "prio", "limit",
 					    "quantum", "flow_min", "admission", "fallback", "mode",
-					    "aqm", "marker", NULL };
+					    "aqm", "marker", "last_mile", NULL };
 	char admit[16];
 	char msg[256];
 	long long v;
@@ -187,7 +231,7 @@ load_class(struct loader *ld, const config_setting_t *s, struct weir_policy_clas
 	if (config_setting_get_member(s, "marker") != NULL &&
 	    load_marker(ld, config_setting_get_member(s, "marker"), &c->marker) < 0)
 		return -1;
-	return 0;
+	return get_last_mile(ld, s, false, &c->last_mile);
 }
 
 /* shaping.outbound / shaping.inbound: a rate (one default class), or a
@@ -330,7 +374,7 @@ load_rule(struct loader *ld, const config_setting_t *r, struct weir_policy_rule_
 {
 	static const char *const keys[] = { "class", "weight", "proto", "src", "dst", "lan", "wan",
 					    "src_port", "dst_port", "lan_port", "wan_port", "vlan",
-					    "dscp", "dir", NULL };
+					    "dscp", "dir", "spi", "last_mile", NULL };
 	static const char *const side_key[WEIR_CLS__SIDES] = { "src", "dst", "lan", "wan" };
 	static const char *const port_key[WEIR_CLS__SIDES] = { "src_port", "dst_port", "lan_port",
 							       "wan_port" };
@@ -360,6 +404,15 @@ load_rule(struct loader *ld, const config_setting_t *r, struct weir_policy_rule_
 		if (weir_value_vlan(&vv, &m->vlan, msg, sizeof(msg)) < 0)
 			return value_fail(ld, s, msg);
 	}
+	s = config_setting_get_member(r, "spi");
+	if (s != NULL) {
+		struct weir_value vv = value_of(s, true);
+
+		if (weir_value_spi(&vv, &m->spi_lo, &m->spi_hi, msg, sizeof(msg)) < 0)
+			return value_fail(ld, s, msg);
+	}
+	if (get_last_mile(ld, r, true, &rc->last_mile) < 0)
+		return -1;
 	if (cfg_str(ld, r, "dir", "any", dir, sizeof(dir)) < 0)
 		return -1;
 	if (weir_value_rule_dir(dir, &m->dir, msg, sizeof(msg)) < 0)

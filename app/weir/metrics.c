@@ -298,6 +298,72 @@ worker_metrics(FILE *out, const json_t *workers)
 	}
 }
 
+/* IPsec: per port the SAs' frames and sequence figures; per SA (the ones
+ * the stats list, at most WEIR_IPSEC_LIST_MAX) and per tunnel the loss
+ * upstream of weir. */
+static void
+ipsec_metrics(FILE *out, const json_t *ports, const json_t *ip)
+{
+	static const char *const kinds[] = { "gaps", "late", "dup", "old", "resync", "plain" };
+	const json_t *sa = json_object_get(ip, "sa"), *tun = json_object_get(ip, "tunnels"), *v;
+	const char *key;
+	struct fam f;
+	char spi[16];
+
+	fam_begin(&f, out, "weir_ipsec_packets_total", "counter",
+		  "Frames of IPsec SAs (ESP, AH, ESP in UDP 4500) received on a port.");
+	for (int r = 0; r < 2; r++)
+		sample(&f, num(json_object_get(json_object_get(ports, port_role[r]), "ipsec"), "pkts"),
+		       "port", port_role[r], NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_ipsec_seq_total", "counter",
+		  "IPsec sequence numbers by kind: gaps (skipped: lost upstream), late (filled a "
+		  "gap: reordered), dup, old, resync (jumps/wraps); plain: frames shaped pfq "
+		  "instead of their leaf's mode.");
+	for (int r = 0; r < 2; r++)
+		for (size_t i = 0; i < RTE_DIM(kinds); i++)
+			sample(&f, num(json_object_get(json_object_get(ports, port_role[r]), "ipsec"),
+				       kinds[i]), "port", port_role[r], "kind", kinds[i], NULL, NULL);
+	fam_begin(&f, out, "weir_last_mile_clamped_total", "counter",
+		  "TCP segments from a last mile's hosts whose advertised window was clamped to "
+		  "its pipe plus buffer.");
+	for (int r = 0; r < 2; r++)
+		sample(&f, num(json_object_get(json_object_get(ports, port_role[r]), "last_mile"),
+			       "clamped"), "port", port_role[r], NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_last_mile_exempt_total", "counter",
+		  "Frames of flows exempt from per-flow fairness (a last mile) shaped pfq instead "
+		  "of their leaf's mode.");
+	for (int r = 0; r < 2; r++)
+		sample(&f, num(json_object_get(json_object_get(ports, port_role[r]), "last_mile"),
+			       "exempt"), "port", port_role[r], NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_ipsec_sas", "gauge", "IPsec SAs in the flow tables.");
+	sample(&f, num(ip, "sas_active"), NULL, NULL, NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_ipsec_sa_packets_total", "counter", "Packets of one IPsec SA.");
+	json_object_foreach((json_t *)sa, key, v) {
+		snprintf(spi, sizeof(spi), "0x%08llx", (unsigned long long)num(v, "spi"));
+		sample(&f, num(v, "pkts"), "src", json_string_value(json_object_get(v, "src")),
+		       "dst", json_string_value(json_object_get(v, "dst")), "spi", spi);
+	}
+	fam_begin(&f, out, "weir_ipsec_sa_lost_total", "counter",
+		  "Packets of one IPsec SA lost before weir (sequence gaps not filled late).");
+	json_object_foreach((json_t *)sa, key, v) {
+		snprintf(spi, sizeof(spi), "0x%08llx", (unsigned long long)num(v, "spi"));
+		sample(&f, num(v, "lost"), "src", json_string_value(json_object_get(v, "src")),
+		       "dst", json_string_value(json_object_get(v, "dst")), "spi", spi);
+	}
+	fam_begin(&f, out, "weir_ipsec_sa_reordered_total", "counter",
+		  "Packets of one IPsec SA that arrived after a higher sequence number.");
+	json_object_foreach((json_t *)sa, key, v) {
+		snprintf(spi, sizeof(spi), "0x%08llx", (unsigned long long)num(v, "spi"));
+		sample(&f, num(v, "late"), "src", json_string_value(json_object_get(v, "src")),
+		       "dst", json_string_value(json_object_get(v, "dst")), "spi", spi);
+	}
+	fam_begin(&f, out, "weir_ipsec_tunnel_loss_ratio", "gauge",
+		  "Share of a tunnel's packets (both SAs) lost before weir.");
+	json_object_foreach((json_t *)tun, key, v)
+		sample(&f, num(v, "loss"), "a", json_string_value(json_object_get(v, "a")),
+		       "b", json_string_value(json_object_get(v, "b")), NULL, NULL);
+}
+
 char *
 weir_metrics_text(const struct weir_app *a, size_t *len)
 {
@@ -325,6 +391,7 @@ weir_metrics_text(const struct weir_app *a, size_t *len)
 	class_metrics(out, json_object_get(s, "shaping"));
 	flow_metrics(out, a, json_object_get(s, "flows"));
 	worker_metrics(out, json_object_get(s, "workers"));
+	ipsec_metrics(out, json_object_get(s, "ports"), json_object_get(s, "ipsec"));
 	if (json_is_object(pa)) {
 		fam_begin(&f, out, "weir_postack_acks_held", "gauge",
 			  "ACKs PostACK holds now, all workers.");

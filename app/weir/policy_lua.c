@@ -963,6 +963,81 @@ get_marker(lua_State *L, int line, struct weir_marker_conf *mc)
 			  "\"tbq-ld\", \"arm\" or \"carm\")");
 }
 
+/* last_mile = { rate = "56kbit", rtt = 350, buffer = 3, exempt = true, side = "lan" },
+ * or, in a rule, "off" (the flows it matches opt out). */
+static void
+get_last_mile(lua_State *L, int line, bool rule, struct weir_last_mile *lm)
+{
+	static const char *const keys[] = { "rate", "rtt", "buffer", "exempt", "side", NULL };
+	struct weir_value v;
+	char msg[256];
+	int t = field(L, "last_mile"), tab;
+
+	memset(lm, 0, sizeof(*lm));
+	if (t == LUA_TNIL) {
+		lua_pop(L, 1);
+		return;
+	}
+	if (rule && t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "off") == 0) {
+		lm->flags = WEIR_LM_OFF;
+		lua_pop(L, 1);
+		return;
+	}
+	if (t != LUA_TTABLE)
+		decl_fail(L, line, "'last_mile' must be a table { rate = ..., rtt = ..., buffer = ... }%s",
+			  rule ? " or \"off\"" : "");
+	tab = lua_gettop(L);
+	lua_pushnil(L);
+	while (lua_next(L, tab) != 0) {
+		bool known = false;
+
+		for (int i = 0; keys[i] != NULL; i++)
+			known |= lua_type(L, -2) == LUA_TSTRING && strcmp(lua_tostring(L, -2), keys[i]) == 0;
+		if (!known)
+			decl_fail(L, line, "last_mile: unknown key '%s'",
+				  lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?");
+		lua_pop(L, 1);
+	}
+	lua_pushstring(L, "rate");
+	lua_rawget(L, tab);
+	v = to_value(L, -1);
+	if (lua_isnil(L, -1) || weir_value_rate("last_mile.rate", &v, &lm->rate, msg, sizeof(msg)) < 0 ||
+	    lm->rate == 0)
+		decl_fail(L, line, "last_mile needs a rate (the last hop's, e.g. \"56kbit\")");
+	lua_pop(L, 1);
+	lua_pushstring(L, "rtt");
+	lua_rawget(L, tab);
+	v = to_value(L, -1);
+	if (v.type != WEIR_VALUE_INT || v.i < 1 || v.i > 60000)
+		decl_fail(L, line, "last_mile needs rtt: an integer 1..60000 (ms, its round trip)");
+	lm->rtt_ms = (uint32_t)v.i;
+	lua_pop(L, 1);
+	lua_pushstring(L, "buffer");
+	lua_rawget(L, tab);
+	v = to_value(L, -1);
+	if (!lua_isnil(L, -1) && (v.type != WEIR_VALUE_INT || v.i < 0 || v.i > 10000))
+		decl_fail(L, line, "last_mile.buffer must be an integer 0..10000 (packets)");
+	lm->buffer = lua_isnil(L, -1) ? 3 : (uint16_t)v.i;
+	lua_pop(L, 1);
+	lua_pushstring(L, "exempt");
+	lua_rawget(L, tab);
+	if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+		decl_fail(L, line, "last_mile.exempt must be true or false");
+	lm->flags = (lua_isnil(L, -1) || lua_toboolean(L, -1)) ? WEIR_LM_EXEMPT : 0;
+	lua_pop(L, 1);
+	lua_pushstring(L, "side");
+	lua_rawget(L, tab);
+	if (!lua_isnil(L, -1)) {
+		const char *side = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+
+		if (strcmp(side, "wan") == 0)
+			lm->flags |= WEIR_LM_WAN;
+		else if (strcmp(side, "lan") != 0)
+			decl_fail(L, line, "last_mile.side must be \"lan\" or \"wan\" (where its hosts are)");
+	}
+	lua_pop(L, 2);
+}
+
 /* weir.class{ dir, name, parent, rate, ceil, prio, limit, quantum, flow_min,
  * admission, fallback, mode, marker }: the config file's class keys, plus dir. */
 static int
@@ -970,7 +1045,7 @@ l_class(lua_State *L)
 {
 	static const char *const keys[] = { "dir", "name", "parent", "rate", "ceil", "prio",
 					    "limit", "quantum", "flow_min", "admission",
-					    "fallback", "mode", "aqm", "marker", NULL };
+					    "fallback", "mode", "aqm", "marker", "last_mile", NULL };
 	struct weir_lua *x = ctx_of(L);
 	int line = caller_line(L);
 	struct weir_policy_class_conf c = { 0 };
@@ -1021,6 +1096,7 @@ l_class(lua_State *L)
 	c.limit = (uint32_t)get_int(L, line, "limit", 0, 1, 1 << 24);
 	c.quantum = (uint32_t)get_int(L, line, "quantum", 0, 64, 1 << 20);
 	get_marker(L, line, &c.marker);
+	get_last_mile(L, line, false, &c.last_mile);
 
 	grow(L, line, (void **)&x->classes[d], (void **)&x->class_line[d], &x->cap_classes[d],
 	     x->n_classes[d], sizeof(c), sizeof(struct class_line));
@@ -1082,14 +1158,14 @@ get_dscp(lua_State *L, int line)
 	return mask;
 }
 
-/* weir.rule{ class, weight, proto, src, dst, lan, wan, *_port, vlan, dscp, dir }:
+/* weir.rule{ class, weight, proto, src, dst, lan, wan, *_port, vlan, dscp, dir, spi }:
  * appended, so rules match in call order. */
 static int
 l_rule(lua_State *L)
 {
 	static const char *const keys[] = { "class", "weight", "proto", "src", "dst", "lan", "wan",
 					    "src_port", "dst_port", "lan_port", "wan_port", "vlan",
-					    "dscp", "dir", NULL };
+					    "dscp", "dir", "spi", "last_mile", NULL };
 	static const char *const side_key[WEIR_CLS__SIDES] = { "src", "dst", "lan", "wan" };
 	static const char *const port_key[WEIR_CLS__SIDES] = { "src_port", "dst_port", "lan_port",
 							       "wan_port" };
@@ -1138,6 +1214,14 @@ l_rule(lua_State *L)
 			decl_fail(L, line, "%s", msg);
 	}
 	lua_pop(L, 1);
+	if (field(L, "spi") != LUA_TNIL) {
+		struct weir_value v = to_value(L, -1);
+
+		if (weir_value_spi(&v, &m->spi_lo, &m->spi_hi, msg, sizeof(msg)) < 0)
+			decl_fail(L, line, "%s", msg);
+	}
+	lua_pop(L, 1);
+	get_last_mile(L, line, true, &rc.last_mile);
 	get_str(L, line, "weir.rule", "dir", "any", dir, sizeof(dir));
 	if (weir_value_rule_dir(dir, &m->dir, msg, sizeof(msg)) < 0)
 		decl_fail(L, line, "%s", msg);

@@ -157,6 +157,38 @@ weir_value_ports(const char *key, const struct weir_value *v, struct weir_cls_po
 }
 
 int
+weir_value_spi(const struct weir_value *v, uint32_t *lo, uint32_t *hi, char *err, size_t errlen)
+{
+	long long l = -1, h = -1;
+
+	if (v->type == WEIR_VALUE_INT) {
+		l = h = v->i;
+	} else if (v->type == WEIR_VALUE_STR) {
+		const char *str = v->s;
+		char *end;
+
+		l = strtoll(str, &end, 0);
+		if (end == str || l < 0)
+			l = -1;
+		else if (*end == '\0')
+			h = l;
+		else if (*end == '-' && end[1] != '\0') {
+			const char *s2 = end + 1;
+
+			h = strtoll(s2, &end, 0);
+			if (*end != '\0' || end == s2)
+				h = -1;
+		}
+	}
+	if (l < 1 || h < l || h > 0xffffffffLL)
+		return fail(err, errlen, "'spi' must be an SPI 1-4294967295 (0x1-0xffffffff) or a range "
+			    "like \"0x1000-0x1fff\"");
+	*lo = (uint32_t)l;
+	*hi = (uint32_t)h;
+	return 0;
+}
+
+int
 weir_value_proto(const struct weir_value *v, uint8_t *out, char *err, size_t errlen)
 {
 	static const struct { const char *name; uint8_t num; } protos[] = {

@@ -48,6 +48,8 @@ int weir_value_ports(const char *key, const struct weir_value *v, struct weir_cl
 		     char *err, size_t errlen);
 
 /* tcp, udp, icmp, icmpv6, sctp, udplite, gre, esp, ah (any case) or 1-255. */
+/* An IPsec SPI or a range "lo-hi" (decimal or 0x hex), 1..2^32-1. */
+int weir_value_spi(const struct weir_value *v, uint32_t *lo, uint32_t *hi, char *err, size_t errlen);
 int weir_value_proto(const struct weir_value *v, uint8_t *out, char *err, size_t errlen);
 
 /* One DSCP: 0-63 or a name (BE, EF, VA, LE, CS0-CS7, AF11-AF43); *out is

@@ -30,6 +30,7 @@
 #include <rte_log.h>
 
 #include "rest.h"
+#include "ipsec.h"
 #include "stats.h"
 #include "metrics.h"
 #include "policy.h"
@@ -221,6 +222,8 @@ static const char *const gauge_keys[] = {
 	"active",
 	"capacity", "acks_held", "acks_held_peak", "records", "bytes_per_ack", "epoch", "lcore",
 	"queue", "total", "in_use", "switch_prepare_us", "switch_take_us",
+	/* IPsec SAs (ipsec.c): what identifies them, and the SA counts. */
+	"spi", "top", "vlan", "worker", "sas", "sas_active", "sas_listed",
 };
 
 static bool
@@ -425,6 +428,15 @@ h_counters(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct 
 	reply_json(r, s);
 }
 
+/* ---- GET /api/v1/ipsec ---- */
+
+/* The SAs and tunnels now, from the start (not since a counters reset). */
+static void
+h_ipsec(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+{
+	reply_json(r, weir_ipsec_json(a));
+}
+
 /* ---- GET /api/v1/flows ---- */
 
 struct flow_filter {
@@ -555,7 +567,7 @@ flow_visit(struct flow_walk *fw, const struct weir_flow *f, const struct weir_fl
 	o = json_pack("{s:i, s:i, s:i, s:o, s:i, s:i, s:o, s:o, s:s, s:s, s:f, s:f, s:o, s:o}",
 		"worker", (int)fw->worker, "slot", (int)slot, "family", (int)k->family,
 		"proto", pn != NULL ? json_string(pn) : json_integer(k->proto),
-		"proto_num", (int)k->proto, "vlan", (int)k->vlan,
+		"proto_num", (int)k->proto, "vlan", (int)(k->vlan & WEIR_FK_VLAN_ID),
 		"lan", endpoint_json(k, lan_hi, lan_hi ? k->port_hi : k->port_lo),
 		"wan", endpoint_json(k, !lan_hi, lan_hi ? k->port_lo : k->port_hi),
 		"state", weir_flow_state_name(f->state),
@@ -563,6 +575,9 @@ flow_visit(struct flow_walk *fw, const struct weir_flow *f, const struct weir_fl
 		"age_s", age, "idle_s", idle,
 		"out", flow_dir_json(fw, f, slot, WEIR_DIR_OUT),
 		"in", flow_dir_json(fw, f, slot, WEIR_DIR_IN));
+	/* An IPsec SA: its "ports" are the SPI's halves; name the SA. */
+	if (k->vlan & WEIR_FK_SA)
+		json_object_set_new(o, "spi", json_integer((json_int_t)weir_flow_key_spi(k)));
 	json_array_append_new(fw->list, o);
 	return 1;
 }
@@ -1379,6 +1394,7 @@ static const struct route routes[] = {
 	{ "/api/v1/counters", "GET", h_counters, NULL },
 	{ "/api/v1/counters/reset", "POST", h_counters_reset, NULL },
 	{ "/api/v1/flows", "GET", h_flows, flows_query },
+	{ "/api/v1/ipsec", "GET", h_ipsec, NULL },
 	{ "/api/v1/policy", "GET", h_policy, NULL },
 	{ "/api/v1/policy", "PUT", h_policy_put, NULL, REST_UPLOAD_MAX },
 	{ "/api/v1/policy/reload", "POST", h_policy_reload, NULL },

@@ -13,6 +13,7 @@
 #include "ipabr.h"
 #include "pep.h"
 #include "stats.h"
+#include "ipsec.h"
 #include "text.h"
 #include "worker_view.h"
 
@@ -70,6 +71,15 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 	json_object_set_new(o, "win_clamped", json_integer((json_int_t)pc->win_clamped));
 	json_object_set_new(o, "sack_passed", json_integer((json_int_t)pc->sack_passed));
 	json_object_set_new(o, "flow_split", json_integer((json_int_t)pc->flow_split));
+	/* IPsec SAs' frames and their sequence figures (lib/sa_seq.h), summed. */
+	json_object_set_new(o, "ipsec", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"pkts", (json_int_t)pc->ipsec, "gaps", (json_int_t)pc->ipsec_gaps,
+		"late", (json_int_t)pc->ipsec_late, "dup", (json_int_t)pc->ipsec_dup,
+		"old", (json_int_t)pc->ipsec_old, "resync", (json_int_t)pc->ipsec_resync,
+		"plain", (json_int_t)pc->ipsec_plain));
+	/* Last miles: windows clamped, frames of exempt flows shaped pfq. */
+	json_object_set_new(o, "last_mile", json_pack("{s:I, s:I}",
+		"clamped", (json_int_t)pc->lm_clamped, "exempt", (json_int_t)pc->lm_exempt));
 	/* What the PMD itself saw: frames lost before weir could poll them. */
 	if (app->ports.started[role] && rte_eth_stats_get(app->ports.id[role], &es) == 0) {
 		json_object_set_new(o, "pmd_rx_missed", json_integer((json_int_t)es.imissed));
@@ -525,6 +535,7 @@ weir_stats_json(const struct weir_app *app)
 		}
 		json_object_set_new(o, "distribution", d);
 	}
+	json_object_set_new(o, "ipsec", weir_ipsec_json(app));
 	/* Switches some worker took after the wait (in force all the same;
 	 * the previous policy is freed once it did). */
 	json_object_set_new(json_object_get(o, "policy"), "switches_late",
@@ -571,6 +582,11 @@ weir_stats_print(const struct weir_app *app, FILE *out)
 			role_name[r], pc->rx_pkts, pc->tx_pkts, pc->forwarded, pc->tx_full, pc->dropped,
 			pc->refused, pc->non_ip, pc->l2_control, pc->fragments, pc->malformed,
 			pc->malformed_dropped, pc->flow_full, pc->flow_split);
+		if (pc->ipsec != 0)
+			fprintf(out, "  ipsec: pkts %" PRIu64 " gaps %" PRIu64 " late %" PRIu64 " dup %"
+				PRIu64 " old %" PRIu64 " resync %" PRIu64 " plain %" PRIu64 "\n", pc->ipsec,
+				pc->ipsec_gaps, pc->ipsec_late, pc->ipsec_dup, pc->ipsec_old,
+				pc->ipsec_resync, pc->ipsec_plain);
 		for (unsigned int m = 1; m < WEIR_MAL__COUNT; m++)
 			if (pc->malformed_by[m] != 0)
 				fprintf(out, "  malformed %s: %" PRIu64 "\n", weir_malformed_name(m),

@@ -61,12 +61,15 @@ class PathSpec:
     limit: int = 1000
     sched: str = ""         # wanemu's sched= (steps:... or sine:...), instead of rate
     sched_dir: str = "both"
-    loss_dir: str = "both"  # wanemu's loss_dir=: both, to_path (towards the WAN host), to_weir
+    loss_dir: str = "both"  # wanemu's loss_dir= (to_path, to_weir: loss on one side of weir)
+    corrupt: int = 0        # wanemu's corrupt= (one bit error per N bytes), 0 = off
 
     def arg(self, dev):
         d = asdict(self)
         if self.loss_dir == "both":
             del d["loss_dir"]
+        if not self.corrupt:
+            del d["corrupt"]
         if not self.sched:
             del d["sched"], d["sched_dir"]
         else:

@@ -201,11 +201,12 @@ class BulkResult:
 
 
 def bulk_transfer(tb, src="l1", dst="w1", nbytes=20_000_000, port=5300, v6=False, timeout=60,
-                  pause=0):
+                  pause=0, addr=None):
     """Send nbytes of random data over one TCP connection from src to dst and
     return both ends' byte counts and sha256 digests. pause: the receiver
-    waits that many seconds before it reads (its window closes)."""
-    addr = _dst_addr(tb, dst, v6)
+    waits that many seconds before it reads (its window closes). addr: connect
+    to this address of dst instead of its testbed one (a tunnel's inner address)."""
+    addr = addr or _dst_addr(tb, dst, v6)
     bind = "::" if ":" in addr else "0.0.0.0"
     rx = tb.popen(dst, [PYTHON, str(BULK_SCRIPT), "recv", "--bind", bind, "--port", str(port),
                         "--timeout", str(timeout), "--pause", str(pause)])

@@ -30,6 +30,13 @@ check_offsets(const struct weir_pkt *p, size_t size)
 	MUST(p->l4_off <= p->payload_off && (size_t)p->payload_off + p->payload_len <= l3_end);
 	if (p->flags & WEIR_PF_TCP_TS)
 		MUST((size_t)p->l4_off + p->ts_off + 8 <= p->payload_off);
+	/* An SA's SPI and sequence number were read inside the IP packet. */
+	if (p->ipsec != WEIR_IPSEC_NONE) {
+		MUST(p->ipsec <= WEIR_IPSEC_NATT && (p->sport | p->dport) != 0);
+		MUST((size_t)p->payload_off + 8 <= l3_end);
+		MUST(p->ipsec == WEIR_IPSEC_NATT ? p->l4proto == 17 && p->payload_len >= 8
+						  : p->l4proto == 50 || p->l4proto == 51);
+	}
 	if (p->flags & WEIR_PF_TCP_SACK)
 		MUST(p->sack_n >= 1 && p->sack_n <= 4 &&
 		     (size_t)p->l4_off + p->sack_off + 8u * p->sack_n <= p->payload_off);

@@ -7,7 +7,7 @@ Usage: /usr/bin/python3 test/pcap/gen_malformed.py OUT.pcap OUT.json
          (generate into a temporary directory, run build's test/unit/parse_pcap
           on the pcap and fail unless its counts equal the labels)
 
-Each frame is built with a label (managed, non_ip, l2_control, fragment or a malformed
+Each frame is built with a label (managed, ipsec (managed too), non_ip, l2_control, fragment or a malformed
 reason named as lib/parse.c's weir_malformed_name() names it), so the JSON is
 what the generator *intends*; test/unit/parse_pcap.c prints what the parser
 *finds*, and tests compare the two. The same bytes come out on every run
@@ -25,12 +25,13 @@ from scapy.layers.inet import ICMP, IP, TCP, UDP, fragment
 from scapy.layers.inet6 import (ICMPv6EchoRequest, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment,
                                 IPv6ExtHdrHopByHop, IPv6ExtHdrRouting, fragment6)
 from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
+from scapy.layers.ipsec import AH, ESP
 from scapy.packet import Raw
 from scapy.utils import RawPcapWriter
 
 # In enum weir_malformed order (lib/parse.h); the JSON always carries every one.
 REASONS = ["trunc_l2", "trunc_l3", "ip_version", "ip_ihl", "ip_len", "ip_opt", "ip6_ext",
-           "trunc_l4", "tcp_doff", "tcp_opt", "udp_len"]
+           "trunc_l4", "tcp_doff", "tcp_opt", "udp_len", "ipsec_short", "ipsec_spi0"]
 ROUNDS = 3      # every frame appears this often, shuffled, so order bugs show
 SEED = 20221122
 
@@ -75,6 +76,7 @@ def good():
         eth(300, 400) / v6() / TCP(sport=40003, dport=443, flags="A"),
     ]
     frames = [(bytes(p), "managed") for p in m]
+    frames += [(bytes(p), "ipsec") for p in ipsec_good()]
     # A short IP packet in a frame padded to Ethernet's 60-byte minimum.
     short = bytes(eth() / v4() / UDP(sport=1, dport=2))
     frames.append((short + bytes(60 - len(short)), "managed"))
@@ -86,6 +88,27 @@ def good():
         (bytes(Ether(src=LAN_MAC, dst=WAN_MAC, type=0x88b5) / Raw(bytes(46))), "non_ip"),
     ]
     return frames
+
+
+def esp_body(n):
+    """Opaque ESP payload (IV, ciphertext, ICV): weir never reads it."""
+    return Raw(bytes((i * 37) & 0xff for i in range(n)))
+
+
+def ipsec_good():
+    """ESP/AH SAs (managed flows keyed by SPI, counted "ipsec"), including
+    sequence numbers that wrap and jump back: an SA's business, not malformed."""
+    natt = UDP(sport=4500, dport=4500)
+    return [
+        eth() / v4(proto=50) / ESP(spi=0x1001, seq=1) / esp_body(64),
+        eth() / v4(proto=50) / ESP(spi=0x1001, seq=0xffffffff) / esp_body(64),   # wraps next
+        eth() / v4(proto=50) / ESP(spi=0x1001, seq=0) / esp_body(64),            # wrapped
+        eth() / v4(proto=50) / ESP(spi=0x1001, seq=0x10) / esp_body(64),         # jumps back
+        eth() / v6() / ESP(spi=0x2002, seq=7) / esp_body(48),
+        eth() / v4() / AH(spi=0x3003, seq=3, nh=6, icv=bytes(12), payloadlen=4) / TCP(sport=1, dport=2, flags="A"),
+        eth() / v6() / AH(spi=0x4004, seq=4, nh=6, icv=bytes(12), payloadlen=4) / TCP(sport=1, dport=2, flags="A"),
+        eth() / v4() / natt / ESP(spi=0x5005, seq=5) / esp_body(32),
+    ]
 
 
 def fragments():
@@ -125,6 +148,12 @@ def malformed():
         "tcp_opt": [patch(tcp4, 14 + 20 + 20 + 1, b"\x03"),                # MSS length 3
                     patch(tcp4, 14 + 20 + 20 + 1, b"\x28")],               # runs past header
         "udp_len": [patch(udp4, 14 + 20 + 4, b"\x00\xc8"), patch(udp4, 14 + 20 + 4, b"\x00\x04")],
+        "ipsec_short": [bytes(eth() / v4(proto=50) / Raw(b"\x00\x00\x10\x01\x00")),   # ESP cut
+                        bytes(eth() / v6(nh=51) / Raw(b"\x3b\x00" + bytes(2) + b"\x00\x00\x10\x01"
+                                                      + bytes(4))),           # AH length 0
+                        bytes(eth() / v4() / UDP(sport=4500, dport=4500) / Raw(b"\x00\x00\x10\x01\x00"))],
+        "ipsec_spi0": [bytes(eth() / v4(proto=50) / ESP(spi=0, seq=1) / esp_body(16)),
+                       bytes(eth() / v6() / AH(spi=0, seq=1, nh=59, icv=bytes(12), payloadlen=4))],
     }
     assert set(bad) == set(REASONS)
     return [(b, why) for why, frames in bad.items() for b in frames]
@@ -134,7 +163,7 @@ def write(pcap_path, json_path):
     frames = (good() + fragments() + malformed()) * ROUNDS
     random.Random(SEED).shuffle(frames)
     want = {"total": len(frames), "malformed": {r: 0 for r in REASONS},
-            "fragments": 0, "non_ip": 0, "l2_control": 0, "managed": 0}
+            "fragments": 0, "non_ip": 0, "l2_control": 0, "managed": 0, "ipsec": 0}
     w = RawPcapWriter(str(pcap_path), linktype=1)     # 1 = Ethernet
     w.write_header(None)    # write_packet() alone would leave the file headerless
     for i, (frame, label) in enumerate(frames):
@@ -142,6 +171,9 @@ def write(pcap_path, json_path):
         w.write_packet(frame, sec=1700000000 + i // 1000, usec=(i % 1000) * 1000)
         if label in REASONS:
             want["malformed"][label] += 1
+        elif label == "ipsec":
+            want["managed"] += 1
+            want["ipsec"] += 1
         else:
             want[{"fragment": "fragments"}.get(label, label)] += 1
     w.close()

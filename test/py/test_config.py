@@ -77,6 +77,24 @@ def shaped(old, new):
     return lambda t: t + SHAPING.replace(old, new)
 
 
+def test_last_mile_config_checks_ok(tmp_path):
+    text = SHAPING.replace('prio = 1; }', 'prio = 1; last_mile = { rate = "56kbit"; rtt = 350; '
+                           'buffer = 10; exempt = true; side = "wan"; }; }')
+    text = text.replace('dir = "out"; }', 'dir = "out"; last_mile = "off"; }')
+    assert "last_mile" in text
+    cfg, p = run_weir(tmp_path, good("lm") + text, "--check")
+    assert p.returncode == 0, p.stderr
+
+
+def test_lastmile_doc_example_checks_ok(tmp_path):
+    """docs/lastmile.md's configuration example is valid."""
+    doc = (REPO / "docs" / "lastmile.md").read_text()
+    example = doc.split("```\n", 2)[1]
+    assert "last_mile" in example
+    cfg, p = run_weir(tmp_path, good("lmdoc") + example, "--check")
+    assert p.returncode == 0, p.stderr
+
+
 def test_classes_and_rules_check_ok(tmp_path):
     cfg, p = run_weir(tmp_path, good("cls") + SHAPING, "--check")
     assert p.returncode == 0, p.stderr
@@ -135,6 +153,16 @@ BAD = [
      "5204-5201", r"'wan_port' must be a port"),
     ("bad dscp name", shaped('"AF41"', '"AF51"'),
      "AF51", r"'dscp' must be 0-63, a name"),
+    ("bad spi", shaped('dir = "out"', 'spi = 0'),
+     "spi = 0", r"'spi' must be an SPI 1-4294967295"),
+    ("spi with tcp", shaped('wan_port = "5201-5204";', 'spi = "0x1000-0x1fff";'),
+     'spi = "0x1000', r"rule 1: an SPI with protocol 6"),
+    ("last_mile without rtt", shaped('prio = 1; }', 'prio = 1; last_mile = { rate = "56kbit"; }; }'),
+     'last_mile = {', r"last_mile needs rtt"),
+    ("last_mile bad side", shaped('dir = "out"', 'last_mile = { rate = "56kbit"; rtt = 350; side = "up"; }'),
+     'side = "up"', r"last_mile.side must be"),
+    ("last_mile off in a class", shaped('prio = 1; }', 'prio = 1; last_mile = "off"; }'),
+     'last_mile = "off"', r"last_mile must be a group"),
     ("bad proto", shaped('proto = "tcp"', 'proto = "tcpp"'),
      "tcpp", r"'proto' must be tcp, udp"),
     ("bad dir", shaped('dir = "out"', 'dir = "up"'),

@@ -90,6 +90,9 @@ def test_malformed_pcap_replay(tmp_path):
     assert lan["non_ip"] == expect["non_ip"]
     assert lan["l2_control"] == expect["l2_control"]
     assert lan["managed"] == expect["managed"]
+    # ESP/AH/NAT-T frames are managed flows, one per SA (SPIs 0x1001..0x5005).
+    assert lan["ipsec"]["pkts"] == expect["ipsec"]
+    assert final["ipsec"]["sas_active"] == 5, final["ipsec"]
     assert lan["forwarded"] == expect["total"] and lan["tx_full"] == 0
     assert final["ports"]["wan"]["tx"] == expect["total"]
     assert final["ports"]["wan"]["rx"] == 0

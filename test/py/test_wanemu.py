@@ -548,3 +548,18 @@ def test_vlan_tags_survive_end_to_end(topo, src, dst):
     assert [f["tags"] for f in got_qinq] == [[["Dot1AD", 300, 3], ["Dot1Q", 42 + i, 5]] for i in range(5)], got_qinq
     d = emu.final["paths"]["e-p1"]["to_path" if src == A else "to_weir"]
     assert d["tx"] >= 10 and d["dropped_send"] == 0, d
+
+
+def test_corrupt_flips_one_bit_the_receiver_drops(topo):
+    """corrupt=BYTES (issue 22): a frame of len bytes gets one bit flipped with probability
+    len / BYTES, past its headers; it goes on, counted, and the receiving host's UDP checksum
+    drops it: the receiver misses exactly the frames counted corrupted."""
+    n = 1000
+    with Emulator("corrupt=212,loss_dir=to_weir") as emu:
+        got = udp_run(B1, A, n)
+    st = emu.final["paths"]["e-p1"]["to_weir"]
+    print(f"corrupt=212: {st['corrupted']} of {st['rx']} corrupted, receiver got {len(got)}")
+    assert st["rx"] == n and st["tx"] == n
+    assert 0.2 * n < st["corrupted"] < 0.8 * n
+    assert len(got) == n - st["corrupted"]
+    assert emu.final["paths"]["e-p1"]["to_path"]["corrupted"] == 0

@@ -16,7 +16,7 @@ int
 main(int argc, char **argv)
 {
 	char errbuf[PCAP_ERRBUF_SIZE];
-	unsigned long total = 0, fragments = 0, non_ip = 0, l2_control = 0, managed = 0;
+	unsigned long total = 0, fragments = 0, non_ip = 0, l2_control = 0, managed = 0, ipsec = 0;
 	unsigned long by[WEIR_MAL__COUNT] = { 0 };
 	struct pcap_pkthdr *h;
 	const u_char *data;
@@ -50,8 +50,10 @@ main(int argc, char **argv)
 			l2_control++;
 		else if (!weir_pkt_manageable(&p))
 			non_ip++;
-		else
+		else {
 			managed++;
+			ipsec += p.ipsec != WEIR_IPSEC_NONE;
+		}
 	}
 	if (rc != PCAP_ERROR_BREAK) {
 		fprintf(stderr, "%s: %s\n", argv[1], pcap_geterr(pc));
@@ -62,7 +64,7 @@ main(int argc, char **argv)
 	printf("{\"total\": %lu, \"malformed\": {", total);
 	for (unsigned int r = 1; r < WEIR_MAL__COUNT; r++)
 		printf("%s\"%s\": %lu", r > 1 ? ", " : "", weir_malformed_name(r), by[r]);
-	printf("}, \"fragments\": %lu, \"non_ip\": %lu, \"l2_control\": %lu, \"managed\": %lu}\n",
-	       fragments, non_ip, l2_control, managed);
+	printf("}, \"fragments\": %lu, \"non_ip\": %lu, \"l2_control\": %lu, \"managed\": %lu, "
+	       "\"ipsec\": %lu}\n", fragments, non_ip, l2_control, managed, ipsec);
 	return 0;
 }

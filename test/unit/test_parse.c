@@ -618,15 +618,18 @@ test_malformed_ipv6(void)
 	ip6_done(&f, ip);
 	CHECK(parse(&f, &p) == WEIR_MAL_IP6_EXT, "short ext: %s", weir_malformed_name(p.malformed));
 
-	/* AH counts 4-byte words minus 2: a length of 4 means 24 bytes, not 40. */
+	/* AH is where the chain stops (what follows is covered by its check);
+	 * its length counts 4-byte words minus 2: a length of 4 means 24 bytes. */
 	eth(&f, NULL, 0, 0x86dd);
 	ip = ip6(&f, IPPROTO_AH);
 	put8(&f, IPPROTO_UDP); put8(&f, 4); put16(&f, 0);
-	for (int i = 0; i < 5; i++)
+	put32(&f, 0x1001); put32(&f, 7);
+	for (int i = 0; i < 3; i++)
 		put32(&f, 0);
 	put16(&f, 1); put16(&f, 2); put16(&f, 8); put16(&f, 0);
 	ip6_done(&f, ip);
-	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.l4_off == 14 + 40 + 24 && p.sport == 1,
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.l4_off == 14 + 40 && p.l4proto == IPPROTO_AH &&
+	      p.ipsec == WEIR_IPSEC_AH && p.sport == 0 && p.dport == 0x1001 && p.seq == 7,
 	      "ah: %s l4_off %u", weir_malformed_name(p.malformed), p.l4_off);
 
 	eth(&f, NULL, 0, 0x0800);       /* IPv4 UDP header cut by the IP length */
@@ -666,11 +669,11 @@ test_never_reads_past_end(void)
 	ip = ip4(&frames[2], IPPROTO_ICMP, NULL, 0, 0);
 	put8(&frames[2], 8); put8(&frames[2], 0); put16(&frames[2], 0); put32(&frames[2], 7);
 	ip4_done(&frames[2], ip);
-	/* IPv6 through AH and an atomic fragment header to UDP: every ext-header read. */
+	/* IPv6 AH (the chain stops there) over an atomic fragment header and UDP. */
 	eth(&frames[3], NULL, 0, 0x86dd);
 	ip = ip6(&frames[3], IPPROTO_AH);
-	put8(&frames[3], IPPROTO_FRAGMENT); put8(&frames[3], 1); put16(&frames[3], 0); put32(&frames[3], 0);
-	put32(&frames[3], 0);
+	put8(&frames[3], IPPROTO_FRAGMENT); put8(&frames[3], 1); put16(&frames[3], 0); put32(&frames[3], 9);
+	put32(&frames[3], 1);
 	put8(&frames[3], IPPROTO_UDP); put8(&frames[3], 0); put16(&frames[3], 0); put32(&frames[3], 5);
 	put16(&frames[3], 1); put16(&frames[3], 2); put16(&frames[3], 9); put16(&frames[3], 0);
 	put8(&frames[3], 'x');
@@ -696,9 +699,92 @@ test_never_reads_past_end(void)
 	munmap(mem, (size_t)page * 2);
 }
 
+/* ESP, AH and ESP in UDP 4500: the SA (SPI) and sequence number are read,
+ * nothing past them; bad headers get their reasons. */
+static void
+test_ipsec(void)
+{
+	struct fb f;
+	struct weir_pkt p;
+	unsigned int ip;
+
+	eth(&f, NULL, 0, 0x0800);
+	ip = ip4(&f, IPPROTO_ESP, NULL, 0, 0);
+	put32(&f, 0xc0ffee01); put32(&f, 42); put32(&f, 0xdeadbeef); put32(&f, 0);
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && weir_pkt_manageable(&p) && p.ipsec == WEIR_IPSEC_ESP &&
+	      p.l4proto == IPPROTO_ESP && p.sport == 0xc0ff && p.dport == 0xee01 && p.seq == 42 &&
+	      p.payload_off == 14 + 20 && p.payload_len == 16 && p.dscp == 46,
+	      "esp4: %s ipsec %u seq %u", weir_malformed_name(p.malformed), p.ipsec, p.seq);
+
+	eth(&f, NULL, 0, 0x86dd);
+	ip = ip6(&f, IPPROTO_HOPOPTS);
+	put8(&f, IPPROTO_ESP); put8(&f, 0); put8(&f, 1); put8(&f, 4); put32(&f, 0);
+	put32(&f, 0x200); put32(&f, 0xffffffff); put32(&f, 1);
+	ip6_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.ipsec == WEIR_IPSEC_ESP && p.l4_off == 14 + 48 &&
+	      p.dport == 0x200 && p.seq == 0xffffffff, "esp6: %s", weir_malformed_name(p.malformed));
+
+	/* AH over TCP in IPv4: the TCP header is never read (no flags, no seq). */
+	eth(&f, NULL, 0, 0x0800);
+	ip = ip4(&f, IPPROTO_AH, NULL, 0, 0);
+	put8(&f, IPPROTO_TCP); put8(&f, 4); put16(&f, 0); put32(&f, 0x300); put32(&f, 5);
+	put32(&f, 1); put32(&f, 2); put32(&f, 3);
+	tcp(&f, 0x02, NULL, 0);
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.ipsec == WEIR_IPSEC_AH && p.tcp_flags == 0 &&
+	      p.dport == 0x300 && p.seq == 5 && p.wscale == WEIR_WSCALE_NONE,
+	      "ah4 tcp: %s flags %x", weir_malformed_name(p.malformed), p.tcp_flags);
+
+	/* ESP in UDP 4500 (NAT-T); the IKE marker and the keepalive stay UDP. */
+	eth(&f, NULL, 0, 0x0800);
+	ip = ip4(&f, IPPROTO_UDP, NULL, 0, 0);
+	put16(&f, 61000); put16(&f, 4500); put16(&f, 8 + 12); put16(&f, 0);
+	put32(&f, 0x400); put32(&f, 9); put32(&f, 0);
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.ipsec == WEIR_IPSEC_NATT && p.l4proto == IPPROTO_UDP &&
+	      p.dport == 0x400 && p.sport == 0 && p.seq == 9, "natt: %s ipsec %u",
+	      weir_malformed_name(p.malformed), p.ipsec);
+	set16(&f, 14 + 20 + 8, 0); set16(&f, 14 + 20 + 10, 0);         /* non-ESP marker: IKE */
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.ipsec == WEIR_IPSEC_NONE && p.sport == 61000 &&
+	      p.dport == 4500, "ike: %s ipsec %u", weir_malformed_name(p.malformed), p.ipsec);
+	eth(&f, NULL, 0, 0x0800);
+	ip = ip4(&f, IPPROTO_UDP, NULL, 0, 0);
+	put16(&f, 4500); put16(&f, 4500); put16(&f, 9); put16(&f, 0); put8(&f, 0xff);
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && p.ipsec == WEIR_IPSEC_NONE, "keepalive: %s",
+	      weir_malformed_name(p.malformed));
+
+	/* Bad input: short headers, SPI 0, a bogus AH length. */
+	eth(&f, NULL, 0, 0x0800);
+	ip = ip4(&f, IPPROTO_ESP, NULL, 0, 0);
+	put32(&f, 0x500); put16(&f, 0);
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_IPSEC_SHORT, "esp short: %s", weir_malformed_name(p.malformed));
+	eth(&f, NULL, 0, 0x0800);
+	ip = ip4(&f, IPPROTO_ESP, NULL, 0, 0);
+	put32(&f, 0); put32(&f, 1); put32(&f, 0);
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_IPSEC_SPI0 && !weir_pkt_manageable(&p), "esp spi0: %s",
+	      weir_malformed_name(p.malformed));
+	eth(&f, NULL, 0, 0x86dd);
+	ip = ip6(&f, IPPROTO_AH);
+	put8(&f, IPPROTO_NONE); put8(&f, 0); put16(&f, 0); put32(&f, 0x600); put32(&f, 1);
+	ip6_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_IPSEC_SHORT, "ah len 0: %s", weir_malformed_name(p.malformed));
+	eth(&f, NULL, 0, 0x0800);
+	ip = ip4(&f, IPPROTO_UDP, NULL, 0, 0);
+	put16(&f, 4500); put16(&f, 4500); put16(&f, 8 + 6); put16(&f, 0);
+	put32(&f, 0x700); put16(&f, 0);
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_IPSEC_SHORT, "natt short: %s", weir_malformed_name(p.malformed));
+	CHECK(strcmp(weir_malformed_name(WEIR_MAL_IPSEC_SPI0), "ipsec_spi0") == 0, "name");
+}
+
 int
 main(void)
 {
+	test_ipsec();
 	test_ipv4_tcp_options();
 	test_tcp_sack_blocks();
 	test_tcp_aligned_timestamps();

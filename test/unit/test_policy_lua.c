@@ -188,6 +188,36 @@ test_aqm(void)
 		     "            aqm = \"blue\" }\n", NULL, 2, "aqm must be");
 }
 
+/* IPsec: a rule by SPI (a number, or a range in hex), and its errors. */
+static void
+test_spi_rules(void)
+{
+	static const char text[] =
+		"weir.link{ dir = \"outbound\", rate = \"10mbit\", default = \"bulk\" }\n"
+		"weir.class{ dir = \"outbound\", name = \"vpn\", rate = \"5mbit\", mode = \"pfq\" }\n"
+		"weir.class{ dir = \"outbound\", name = \"bulk\", rate = \"5mbit\" }\n"
+		"weir.rule{ class = \"vpn\", proto = \"esp\", spi = 0x1001 }\n"
+		"weir.rule{ class = \"vpn\", spi = \"0x2000-0x2fff\", dscp = \"EF\" }\n";
+	struct weir_policy *p = expect_ok("spi rules", text, NULL);
+
+	if (p != NULL) {
+		const struct weir_policy_rule_conf *r = p->src.conf.rules;
+
+		CHECK(p->src.conf.n_rules == 2 && r[0].match.spi_lo == 0x1001 &&
+		      r[0].match.spi_hi == 0x1001 && r[1].match.spi_lo == 0x2000 &&
+		      r[1].match.spi_hi == 0x2fff, "SPI ranges");
+	}
+	weir_policy_free(p);
+	expect_error("spi 0", LINK BULK "weir.rule{ class = \"bulk\", spi = 0 }\n", NULL, 3,
+		     "'spi' must be an SPI 1-4294967295");
+	expect_error("spi range backwards", LINK BULK
+		     "weir.rule{ class = \"bulk\", spi = \"0x20-0x10\" }\n", NULL, 3,
+		     "'spi' must be an SPI");
+	expect_error("spi with tcp", LINK BULK
+		     "weir.rule{ class = \"bulk\", proto = \"tcp\", spi = 5 }\n", NULL, 3,
+		     "only esp and ah have one");
+}
+
 static void
 test_declaration_errors(void)
 {
@@ -1114,6 +1144,7 @@ main(void)
 		return 2;
 	}
 	test_two_classes();
+	test_spi_rules();
 	test_nested();
 	test_aqm();
 	test_declaration_errors();
