@@ -22,4 +22,10 @@ int weir_wk_markers_build(struct weir_worker *w, int socket_id);
 void weir_wk_markers_release(struct weir_worker *w);
 unsigned int weir_wk_markers_drop(struct weir_worker *w);
 
+/* lib/worker_events.c: flow events for the hooks, and their token bucket. */
+bool weir_wk_tbucket_take(struct weir_tbucket *b, uint32_t per_s, uint64_t hz, uint64_t now);
+void weir_wk_event_new(struct weir_worker *w, struct weir_flow *f, const struct weir_cls_tuple *t,
+		       const uint8_t *frame, const struct weir_pkt *p);
+void weir_wk_event_end(struct weir_worker *w, struct weir_flow *f, const struct weir_flow_key *key);
+
 #endif /* WEIR_WORKER_INT_H */
