@@ -504,6 +504,12 @@ leaf_ready_at(struct weir_cbq *c, uint16_t i, uint64_t now)
 }
 
 bool
+weir_cbq_empty(const struct weir_cbq *c)
+{
+	return c->backlog == 0;
+}
+
+bool
 weir_cbq_cut_through(struct weir_cbq *c, uint16_t leaf, uint32_t pkt_len, uint64_t now)
 {
 	uint16_t lender;

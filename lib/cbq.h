@@ -163,6 +163,8 @@ int weir_cbq_requeue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struc
  * included) and true is returned: the caller sends it without queueing.
  * False: queue it (weir_cbq_enqueue). */
 bool weir_cbq_cut_through(struct weir_cbq *c, uint16_t leaf, uint32_t pkt_len, uint64_t now);
+/* Nothing queued anywhere in the tree. */
+bool weir_cbq_empty(const struct weir_cbq *c);
 
 /* The next packet the tree allows at `now`, or NULL (see out->next_tsc). */
 struct rte_mbuf *weir_cbq_dequeue(struct weir_cbq *c, uint64_t now, struct weir_cbq_deq *out);

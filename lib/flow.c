@@ -414,15 +414,6 @@ weir_flow_track(struct weir_flow *f, const struct weir_pkt *p, enum weir_dir dir
 		f->flags |= WEIR_FF_REPLIED;
 }
 
-void
-weir_flow_touch(struct weir_flow *f, enum weir_dir dir, uint32_t wire_len, uint64_t now)
-{
-	f->bytes[dir] += wire_len;
-	f->pkts[dir]++;
-	f->flags |= dir == WEIR_DIR_OUT ? WEIR_FF_SEEN_OUT : WEIR_FF_SEEN_IN;
-	f->last_tsc = now;
-}
-
 static inline uint64_t
 flow_timeout(const struct weir_flow_table *t, const struct flow_slot *s, const struct weir_flow *f)
 {

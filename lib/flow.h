@@ -159,7 +159,14 @@ void weir_flow_track(struct weir_flow *f, const struct weir_pkt *p, enum weir_di
 /* Account a packet without a transport header to read (an IP fragment of
  * a host pair's pseudo-flow): bytes, packets, directions seen, last seen;
  * no TCP state. */
-void weir_flow_touch(struct weir_flow *f, enum weir_dir dir, uint32_t wire_len, uint64_t now);
+static inline void
+weir_flow_touch(struct weir_flow *f, enum weir_dir dir, uint32_t wire_len, uint64_t now)
+{
+	f->bytes[dir] += wire_len;
+	f->pkts[dir]++;
+	f->flags |= dir == WEIR_DIR_OUT ? WEIR_FF_SEEN_OUT : WEIR_FF_SEEN_IN;
+	f->last_tsc = now;
+}
 
 /* Called for each flow just before it is removed (to drain its queues later on). */
 typedef void (*weir_flow_evict_cb)(struct weir_flow *f, const struct weir_flow_key *key, void *arg);

@@ -28,16 +28,32 @@ ipabr_init(struct weir_worker *w, uint32_t n_flows, int socket_id)
 	if (ia == NULL)
 		return -ENOMEM;
 	ia->n_flows = n_flows;
-	for (int d = 0; d < 2; d++) {
-		ia->f[d] = rte_zmalloc_socket("weir_ipabr_flows", (size_t)n_flows * sizeof(*ia->f[d]),
-					      RTE_CACHE_LINE_SIZE, socket_id);
-		if (ia->f[d] == NULL) {
-			rte_free(ia->f[0]);
-			rte_free(ia);
-			return -ENOMEM;
-		}
-	}
+	ia->socket_id = socket_id;
 	w->mode_state[WEIR_MODE_IPABR] = ia;
+	return 0;
+}
+
+/* The per-flow records (128 bytes a flow) come with the first policy that
+ * has an ipabr class, and stay. f[1] is published before f[0]: a worker
+ * that sees f[0] sees both, and they are all zero (a reset flow). */
+static int
+ipabr_prepare(struct weir_worker *w, const struct weir_policy *p)
+{
+	struct weir_ipabr *ia = ipabr_of(w);
+	struct weir_ipabr_flow *f[2];
+
+	if (ia == NULL || ia->f[0] != NULL || !weir_policy_uses_mode(p, WEIR_MODE_IPABR))
+		return 0;       /* ia->f is written only here: this lcore's own read */
+	for (int d = 0; d < 2; d++)
+		f[d] = rte_zmalloc_socket("weir_ipabr_flows", (size_t)ia->n_flows * sizeof(*f[d]),
+					  RTE_CACHE_LINE_SIZE, ia->socket_id);
+	if (f[0] == NULL || f[1] == NULL) {
+		rte_free(f[0]);
+		rte_free(f[1]);
+		return -ENOMEM;
+	}
+	__atomic_store_n(&ia->f[1], f[1], __ATOMIC_RELEASE);
+	__atomic_store_n(&ia->f[0], f[0], __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -54,11 +70,16 @@ ipabr_fini(struct weir_worker *w)
 	w->mode_state[WEIR_MODE_IPABR] = NULL;
 }
 
+/* Only the records that exist (no policy had an ipabr class: none). Every
+ * other hook runs for a flow of an ipabr class, so after the switch that
+ * brought one, when they do. */
 static void
 ipabr_reset(struct weir_worker *w, uint32_t slot)
 {
 	struct weir_ipabr *ia = ipabr_of(w);
 
+	if (ia == NULL || __atomic_load_n(&ia->f[0], __ATOMIC_ACQUIRE) == NULL)
+		return;
 	ia->f[0][slot] = (struct weir_ipabr_flow){ 0 };
 	ia->f[1][slot] = (struct weir_ipabr_flow){ 0 };
 }
@@ -440,6 +461,7 @@ const struct weir_mode_ops weir_mode_ipabr = {
 	.flags = WEIR_MODEF_ACKS,
 	.init = ipabr_init,
 	.fini = ipabr_fini,
+	.prepare = ipabr_prepare,
 	.reset = ipabr_reset,
 	.ack = ipabr_ack,
 	.sent = ipabr_sent,

@@ -95,8 +95,10 @@ struct weir_ipabr_stats {
 };
 
 struct weir_ipabr {
-	struct weir_ipabr_flow *f[2];   /* [data direction][flow slot] */
+	struct weir_ipabr_flow *f[2];   /* [data direction][flow slot]; NULL until a
+					 * policy has an ipabr class (ipabr_prepare) */
 	uint32_t n_flows;
+	int socket_id;
 	struct weir_ipabr_stats st;
 	struct weir_ipabr_dir dir[2];
 	struct weir_ipabr_class old[WEIR_CBQ_MAX_CLASSES];     /* scratch of a policy switch */

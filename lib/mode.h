@@ -6,6 +6,7 @@
  * the queues by DRR, send what the class tree lets go". The worker calls a
  * mode at fixed moments of its loop and never decides anything a mode owns:
  *
+ *   prepare   management lcore: a policy using the mode comes (allocate)
  *   reset     a new flow took a flow-table slot (forget the last one)
  *   ack       a pure ACK travelling a, answering data direction d = a ^ 1
  *             of a flow whose direction-d leaf has this mode, `held` ACKs
@@ -73,6 +74,12 @@ struct weir_mode_ops {
 	/* Per-worker state (0 or -errno), and its end. */
 	int (*init)(struct weir_worker *w, uint32_t n_flows, int socket_id);
 	void (*fini)(struct weir_worker *w);
+	/* Management lcore, before policy p goes to w (and at create, for
+	 * the first): allocate the per-flow state p's classes of this mode
+	 * need and w lacks, published before the switch is (0 or -errno: the
+	 * switch is refused). Per-flow state no policy asked for is never
+	 * allocated: it costs a table's worth of memory on every worker. */
+	int (*prepare)(struct weir_worker *w, const struct weir_policy *p);
 	void (*reset)(struct weir_worker *w, uint32_t slot);
 	enum weir_verdict (*ack)(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
 				 const struct weir_pkt *p, int a, uint32_t slot, uint16_t leaf,

@@ -537,6 +537,16 @@ weir_policy_with_class(const struct weir_policy *p, int dir, const char *name,
 	return np;
 }
 
+bool
+weir_policy_uses_mode(const struct weir_policy *p, uint8_t mode)
+{
+	for (int d = 0; p != NULL && d < WEIR_POLICY_DIRS; d++)
+		for (uint16_t c = 0; c < p->tree[d].n_classes; c++)
+			if (p->tree[d].classes[c].is_leaf && p->tree[d].classes[c].mode == mode)
+				return true;
+	return false;
+}
+
 void
 weir_policy_free(struct weir_policy *p)
 {

@@ -190,6 +190,9 @@ struct weir_policy {
 	struct weir_policy_src src;
 };
 
+/* Has p a leaf of mode `mode` in either direction? */
+bool weir_policy_uses_mode(const struct weir_policy *p, uint8_t mode);
+
 /* A change to one class at run time: 0 / -1 leave a field as it is. */
 struct weir_policy_class_change {
 	uint64_t rate, ceil;                    /* bit/s, 0 = unchanged */

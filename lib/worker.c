@@ -96,6 +96,15 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 				rte_free(w);
 				return NULL;   /* conf->postack stays the caller's */
 			}
+		if (weir_worker_policy_prepare(w, pol) != 0) {
+			for (unsigned int k = 0; k < WEIR_MODE__COUNT; k++)
+				if (weir_modes[k]->fini != NULL)
+					weir_modes[k]->fini(w);
+			weir_tcr_free(w->tcr);
+			rte_free(w->sa);
+			rte_free(w);
+			return NULL;
+		}
 		w->epoch16 = weir_wk_epoch16(pol->epoch);
 		w->policy_acked = pol->epoch;
 		w->gen8 = 1;
@@ -486,7 +495,12 @@ note_active(struct weir_worker *w, struct weir_flow *f, int d, uint16_t leaf, ui
 	if (likely(f->active_mark[d] == c->period))
 		return;
 	f->active_mark[d] = c->period;
-	if (++c->active_cur > c->active) {
+	/* A share is three divisions: when thousands of flows wake in one
+	 * period (a start, a busy hour) re-divide at each new flow only up to
+	 * 64, then each time the count grew by 1/32 (shares at most 3 % too
+	 * large until then); the period's end sets the exact count. */
+	if (++c->active_cur > c->active &&
+	    (c->active_cur <= 64 || c->active_cur - c->active >= c->active >> 5)) {
 		c->active = c->active_cur;
 		weir_wk_share_update(w, d, leaf);
 	}
@@ -640,18 +654,6 @@ shape_flow(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum 
 	if (unlikely(f->state == WEIR_FS_CLOSED))
 		weir_wk_flow_uncount(w, f);     /* RST or both FINs acked: room for a new flow */
 	return ok;
-}
-
-/* The queue a frame of flow f (NULL: without a flow) waits in, in target
- * t's leaf of direction d: its flow's, the shared one of frames without a
- * flow, or a fifo leaf's one queue (past the flow slots). */
-uint32_t
-weir_wk_shaped_qid(const struct weir_worker *w, const struct weir_policy_target *t, int d,
-	   const struct weir_flow *f)
-{
-	if (unlikely(weir_mode(t->mode[d])->flags & WEIR_MODEF_SHARED_QUEUE))
-		return w->unmanaged_qid + 1 + t->leaf[d];
-	return f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
 }
 
 /* The mode that acts on frame m in a leaf of mode `mode`. An IPsec SA's
@@ -854,23 +856,34 @@ sa_account(struct weir_worker *w, const struct weir_flow *f, const struct weir_p
 	}
 }
 
-/* With a large table the ACK store's entry and the data queue's length
- * are cache misses for every pure ACK; ask for them for the whole burst
- * before the first is needed. */
+/* With a large table a flow's queue entry is a cache miss for every frame
+ * (its own direction's for data, the other's and the ACK store's for a pure
+ * ACK). Frames are decided one at a time (order), a few hundred
+ * instructions apart, so the core cannot overlap those misses by itself:
+ * ask for them for the whole burst before the first is needed. */
 static inline void
-prefetch_ack_state(const struct weir_worker *w, struct rte_mbuf **pkts, const uint16_t *idx,
-		   struct weir_flow *const *flows, uint16_t n, enum weir_port_role from)
+prefetch_flow_state(const struct weir_worker *w, struct rte_mbuf **pkts, const uint16_t *idx,
+		    struct weir_flow *const *flows, uint16_t n, enum weir_port_role from)
 {
 	const int d = from ^ 1;
+	/* An empty tree with cut-through on will most likely send the data
+	 * on without looking at its queue. */
+	const struct weir_drr_qtab *own = w->shaper[from] != NULL &&
+		!(w->conf.cut_through && weir_cbq_empty(w->shaper[from])) ?
+		weir_cbq_qtab(w->shaper[from]) : NULL;
 	const struct weir_drr_qtab *qt = w->shaper[d] != NULL ? weir_cbq_qtab(w->shaper[d]) : NULL;
 
 	for (uint16_t k = 0; k < n; k++) {
 		const struct weir_pkt *p = &weir_mbuf_meta(pkts[idx[k]])->pkt;
 		uint32_t slot;
 
-		if (flows[k] == NULL || p->l4proto != IPPROTO_TCP || p->payload_len != 0)
+		if (flows[k] == NULL)
 			continue;
 		slot = weir_flow_slot(w->flows, flows[k]);
+		if (own != NULL)
+			rte_prefetch0(&own->q[slot]);
+		if (w->pa == NULL || p->l4proto != IPPROTO_TCP || p->payload_len != 0)
+			continue;
 		rte_prefetch0(&w->pa->q[d][slot]);
 		if (qt != NULL)
 			rte_prefetch0(&qt->q[slot]);
@@ -918,8 +931,8 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 
 	if (n_managed > 0) {
 		weir_flow_lookup_bulk(w->flows, keys, n_managed, now, flows);
-		if (w->pa != NULL)
-			prefetch_ack_state(w, pkts, managed_idx, flows, n_managed, from);
+		if (w->policy != NULL)
+			prefetch_flow_state(w, pkts, managed_idx, flows, n_managed, from);
 		/* An SA's sequence record is a cache line apart from its flow. */
 		for (uint16_t k = 0; k < n_managed; k++)
 			if (unlikely(weir_mbuf_meta(pkts[managed_idx[k]])->pkt.ipsec != WEIR_IPSEC_NONE) &&

@@ -263,6 +263,11 @@ uint16_t weir_worker_out_take(struct weir_worker *w, enum weir_port_role to,
  * worker owns sw's trees and counters from then on; sw itself may be
  * freed by the caller once policy_acked == sw->policy->epoch. */
 int weir_worker_policy_post(struct weir_worker *w, struct weir_policy_switch *sw);
+/* Management lcore: the per-flow state policy p's modes need on w,
+ * allocated now if w lacks it (0, or -ENOMEM: p cannot go to w). Posting
+ * does it too; a caller switching several workers calls it for each first
+ * so that no post can fail half-way. */
+int weir_worker_policy_prepare(struct weir_worker *w, const struct weir_policy *p);
 /* Worker side (its loop calls it): take a posted switch. 1 if one was applied. */
 int weir_worker_policy_take(struct weir_worker *w);
 

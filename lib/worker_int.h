@@ -5,13 +5,23 @@
 #ifndef WEIR_WORKER_INT_H
 #define WEIR_WORKER_INT_H
 
+#include "mode.h"
 #include "worker.h"
 
 uint16_t weir_wk_epoch16(uint32_t epoch);
 bool weir_wk_classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,
 			   const struct weir_pkt *p, enum weir_dir dir);
-uint32_t weir_wk_shaped_qid(const struct weir_worker *w, const struct weir_policy_target *t, int d,
-			    const struct weir_flow *f);
+/* The queue a frame of flow f (NULL: without a flow) waits in, in target
+ * t's leaf of direction d: its flow's, the shared one of frames without a
+ * flow, or a fifo leaf's one queue (past the flow slots). */
+static inline uint32_t
+weir_wk_shaped_qid(const struct weir_worker *w, const struct weir_policy_target *t, int d,
+		   const struct weir_flow *f)
+{
+	if (unlikely(weir_mode(t->mode[d])->flags & WEIR_MODEF_SHARED_QUEUE))
+		return w->unmanaged_qid + 1 + t->leaf[d];
+	return f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
+}
 void weir_wk_flow_uncount(struct weir_worker *w, struct weir_flow *f);
 bool weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target);
 void weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf);

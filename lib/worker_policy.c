@@ -17,9 +17,22 @@
 /* ---- policy switches (rare: between bursts, not per packet) ---- */
 
 int
+weir_worker_policy_prepare(struct weir_worker *w, const struct weir_policy *p)
+{
+	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++) {
+		int rc = weir_modes[m]->prepare != NULL ? weir_modes[m]->prepare(w, p) : 0;
+
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+int
 weir_worker_policy_post(struct weir_worker *w, struct weir_policy_switch *sw)
 {
 	struct weir_policy_switch *none = NULL;
+	int rc;
 
 	if (w->policy == NULL || sw == NULL || sw->policy == NULL)
 		return -EINVAL;
@@ -28,6 +41,11 @@ weir_worker_policy_post(struct weir_worker *w, struct weir_policy_switch *sw)
 		    (sw->shaper[d] != NULL) != (sw->policy->tree[d].n_classes != 0) ||
 		    (sw->shaper[d] != NULL && sw->cls_ctr[d] == NULL))
 			return -EINVAL;
+	if (__atomic_load_n(&w->pending, __ATOMIC_ACQUIRE) != NULL)
+		return -EBUSY;
+	rc = weir_worker_policy_prepare(w, sw->policy);
+	if (rc != 0)
+		return rc;
 	if (!__atomic_compare_exchange_n(&w->pending, &none, sw, false, __ATOMIC_RELEASE,
 					 __ATOMIC_RELAXED))
 		return -EBUSY;

@@ -81,7 +81,23 @@ shape_mode(enum mode m)
 struct result {
 	double cycles_per_pkt;
 	double mpps;
+	double state_bpf;       /* DPDK heap the mode's worker took, per flow of the table */
 };
+
+/* Bytes allocated from the DPDK heaps now (every socket). */
+static size_t
+heap_bytes(void)
+{
+	size_t b = 0;
+
+	for (unsigned int s = 0; s < rte_socket_count(); s++) {
+		struct rte_malloc_socket_stats st;
+
+		if (rte_malloc_get_socket_stats(rte_socket_id_by_idx(s), &st) == 0)
+			b += st.heap_allocsz_bytes;
+	}
+	return b;
+}
 
 /* A 64-byte IPv4/TCP frame with 10 bytes of data (or none: a pure ACK);
  * the flow id picks addresses and ports. */
@@ -236,6 +252,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 
 	sink_out.n = 0;
 	sink_out.emitted = 0;
+	const size_t heap0 = heap_bytes();
 
 	if (mode >= MODE_FLOWS) {
 		snprintf(name, sizeof(name), "bench_flows%u", rte_lcore_id());
@@ -291,6 +308,9 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	w = weir_worker_create(&wc, ft, shaper, (int)rte_socket_id());
 	if (w == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create worker\n");
+	/* Everything the worker of this mode holds per flow: table, hash,
+	 * queues, ACK store, the modes' own state (the mempool is apart). */
+	const double state_bpf = (double)(heap_bytes() - heap0) / n_flows;
 	if (esp_frames) {
 		rte_free(esp_seq);
 		esp_seq = rte_zmalloc("bench_esp_seq", (size_t)n_flows * sizeof(*esp_seq), 0);
@@ -406,6 +426,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 
 	struct result r = {
 		.cycles_per_pkt = (double)cycles / (double)done,
+		.state_bpf = state_bpf,
 	};
 	r.mpps = (double)rte_get_tsc_hz() / r.cycles_per_pkt / 1e6;
 	if ((mode == MODE_POSTACK || mode == MODE_POSTACK_COPY) &&
@@ -554,8 +575,9 @@ main(int argc, char **argv)
 	if (json)
 		printf("[\n");
 	else
-		printf("%-10s %-11s %12s %10s %10s %14s%s\n", "flows", "mode", "cycles/pkt", "Mpps/core",
-		       "vs base", "bytes/flow", n_workers > 1 ? " Mpps(all)  scaling" : "");
+		printf("%-10s %-11s %12s %10s %10s %14s %12s%s\n", "flows", "mode", "cycles/pkt",
+		       "Mpps/core", "vs base", "bytes/flow", "state B/flow",
+		       n_workers > 1 ? " Mpps(all)  scaling" : "");
 	for (unsigned int i = 0; i < n_flows; i++) {
 		struct result r[MODE__COUNT];
 		double par[MODE__COUNT] = { 0 };
@@ -580,15 +602,17 @@ main(int argc, char **argv)
 					snprintf(more, sizeof(more), ", \"workers\": %u, \"mpps_all\": %.2f, "
 						 "\"scaling\": %.2f", n_workers, par[m], par[m] / r[m].mpps);
 				printf("%s  {\"flows\": %u, \"mode\": \"%s\", \"cycles_per_pkt\": %.1f, "
-				       "\"mpps\": %.2f, \"cost_ratio\": %.2f, \"bytes_per_flow\": %zu%s}",
+				       "\"mpps\": %.2f, \"cost_ratio\": %.2f, \"bytes_per_flow\": %zu, "
+				       "\"state_bytes_per_flow\": %.0f%s}",
 				       n_out++ ? ",\n" : "", flows[i], mode_name[m], r[m].cycles_per_pkt,
-				       r[m].mpps, ratio, bpf, more);
+				       r[m].mpps, ratio, bpf, r[m].state_bpf, more);
 			} else {
 				if (n_workers > 1)
 					snprintf(more, sizeof(more), " %9.2f %6.2fx", par[m],
 						 par[m] / r[m].mpps);
-				printf("%-10u %-11s %12.1f %10.2f %9.2fx %14zu%s\n", flows[i], mode_name[m],
-				       r[m].cycles_per_pkt, r[m].mpps, ratio, bpf, more);
+				printf("%-10u %-11s %12.1f %10.2f %9.2fx %14zu %12.0f%s\n", flows[i],
+				       mode_name[m], r[m].cycles_per_pkt, r[m].mpps, ratio, bpf,
+				       r[m].state_bpf, more);
 			}
 		}
 	}

@@ -209,6 +209,9 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 			if (sw[i].shaper[d] == NULL || sw[i].cls_ctr[d] == NULL)
 				goto nomem;
 		}
+		/* A mode's per-flow state, if np is the first to use the mode. */
+		if (weir_worker_policy_prepare(a->workers[i], np) != 0)
+			goto nomem;
 	}
 	t_post = rte_rdtsc();
 	/* Cannot fail: the directions were checked and no switch is pending. */
