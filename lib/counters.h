@@ -64,6 +64,7 @@ struct weir_port_counters {
 	uint64_t ipsec_old;
 	uint64_t ipsec_resync;
 	uint64_t ipsec_plain;
+	uint64_t ipsec_untracked;       /* frames of SAs beyond the worker's records */
 	/* Last miles (lib/lastmile.h): segments whose advertised window was
 	 * clamped to the last mile's pipe + buffer; frames of flows exempt
 	 * from per-flow fairness shaped pfq instead of their leaf's mode. */

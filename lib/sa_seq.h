@@ -5,8 +5,10 @@
  * SA's 32-bit sequence number in the clear, one higher per packet sent
  * (RFC 4303 3.3.3). A gap in what reaches weir is loss upstream of it
  * (between the sender and weir); a number that arrives after higher ones
- * is reordering. One record per flow slot (an SA is one flow, one
- * direction), kept by the worker that owns the flow table.
+ * is reordering. An SA is one flow, one direction; its record comes from
+ * a small table of the worker that owns the flow (struct weir_sa_table):
+ * SAs are few beside flows, so the table costs 2 bytes a flow slot plus
+ * 64 a record, not 64 a slot.
  *
  * The rule per packet, against `top` (the highest number seen) and a
  * 64-number window of what arrived below it:
@@ -33,6 +35,7 @@
 #define WEIR_SA_SEQ_H
 
 #include <stdint.h>
+#include <string.h>
 
 /* Forward jumps up to this many numbers are gaps; more is a resync (a
  * burst of 2^16 lost packets is a dead path, not a loss figure). */
@@ -75,5 +78,54 @@ weir_sa_seq_lost(const struct weir_sa_seq *s)
 {
 	return s->gaps > s->late ? s->gaps - s->late : 0;
 }
+
+/* Records for the SAs among a worker's flows: an index per flow slot (0:
+ * none) into `cap` records. A flow takes one on its first ESP/AH frame and
+ * gives it back when it ends; with none free its sequence numbers are not
+ * tracked (counted `untracked` by the caller). Owner lcore only; the
+ * management side reads copies (weir_sa_table_peek, may be a packet
+ * apart). */
+#define WEIR_SA_TABLE_CAP 4096u
+
+struct weir_sa_table {
+	uint16_t *idx;                  /* [flow slot]: record + 1, or 0 */
+	struct weir_sa_seq *rec;        /* [cap] */
+	uint16_t *free;                 /* stack of free record numbers */
+	uint32_t n_free, cap, n_slots;
+};
+
+struct weir_sa_table *weir_sa_table_create(uint32_t n_slots, uint32_t cap, int socket_id);
+void weir_sa_table_free(struct weir_sa_table *t);
+
+/* The record of slot's SA, taken now if it has none; NULL: none free. */
+static inline struct weir_sa_seq *
+weir_sa_table_get(struct weir_sa_table *t, uint32_t slot)
+{
+	uint16_t i = t->idx[slot];
+
+	if (i == 0) {
+		if (t->n_free == 0)
+			return NULL;
+		i = (uint16_t)(t->free[--t->n_free] + 1);
+		memset(&t->rec[i - 1], 0, sizeof(t->rec[0]));
+		__atomic_store_n(&t->idx[slot], i, __ATOMIC_RELEASE);
+	}
+	return &t->rec[i - 1];
+}
+
+/* Slot's flow ended: its record (if any) goes back. */
+static inline void
+weir_sa_table_put(struct weir_sa_table *t, uint32_t slot)
+{
+	uint16_t i = t->idx[slot];
+
+	if (i == 0)
+		return;
+	__atomic_store_n(&t->idx[slot], 0, __ATOMIC_RELEASE);
+	t->free[t->n_free++] = (uint16_t)(i - 1);
+}
+
+/* Management side: a copy of slot's record, if it has one (0 / -ENOENT). */
+int weir_sa_table_peek(const struct weir_sa_table *t, uint32_t slot, struct weir_sa_seq *out);
 
 #endif /* WEIR_SA_SEQ_H */

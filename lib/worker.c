@@ -61,16 +61,16 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 	w->tsc_per_us = RTE_MAX(w->tsc_hz / 1000000, (uint64_t)1);
 	w->mal_bucket.tokens = (uint64_t)conf->malformed_pps << 20;    /* full at start */
 	if (flows != NULL) {
-		/* One record per slot: an SA is a flow (lib/sa_seq.h). */
-		w->sa = rte_zmalloc_socket("weir_sa_seq", (size_t)weir_flow_table_capacity(flows) *
-					   sizeof(*w->sa), RTE_CACHE_LINE_SIZE, socket_id);
+		/* An SA is a flow; records for a few thousand (lib/sa_seq.h). */
+		w->sa = weir_sa_table_create(weir_flow_table_capacity(flows), WEIR_SA_TABLE_CAP,
+					     socket_id);
 		if (w->sa == NULL) {
 			rte_free(w);
 			return NULL;
 		}
 	}
 	if (conf->postack != NULL && !shaped) {
-		rte_free(w->sa);
+		weir_sa_table_free(w->sa);
 		rte_free(w);
 		return NULL;    /* ACKs are held against a class tree's data queues */
 	}
@@ -80,7 +80,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 		if (w->pa != NULL) {
 			w->tcr = weir_tcr_create(weir_flow_table_capacity(flows), socket_id);
 			if (w->tcr == NULL) {
-				rte_free(w->sa);
+				weir_sa_table_free(w->sa);
 				rte_free(w);
 				return NULL;
 			}
@@ -92,7 +92,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 					if (weir_modes[k]->fini != NULL)
 						weir_modes[k]->fini(w);
 				weir_tcr_free(w->tcr);
-				rte_free(w->sa);
+				weir_sa_table_free(w->sa);
 				rte_free(w);
 				return NULL;   /* conf->postack stays the caller's */
 			}
@@ -101,7 +101,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 				if (weir_modes[k]->fini != NULL)
 					weir_modes[k]->fini(w);
 			weir_tcr_free(w->tcr);
-			rte_free(w->sa);
+			weir_sa_table_free(w->sa);
 			rte_free(w);
 			return NULL;
 		}
@@ -118,7 +118,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 				socket_id);
 			if (w->cls_ctr[d] == NULL) {
 				rte_free(w->cls_ctr[0]);
-				rte_free(w->sa);
+				weir_sa_table_free(w->sa);
 				rte_free(w);
 				return NULL;
 			}
@@ -146,7 +146,7 @@ weir_worker_free(struct weir_worker *w)
 			weir_modes[m]->fini(w);
 	weir_postack_free(w->pa);
 	weir_tcr_free(w->tcr);
-	rte_free(w->sa);
+	weir_sa_table_free(w->sa);
 	weir_cbq_free(w->shaper[0]);
 	weir_cbq_free(w->shaper[1]);
 	rte_free(w->cls_ctr[0]);
@@ -831,10 +831,15 @@ static void
 sa_account(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p,
 	   struct weir_port_counters *pc)
 {
-	struct weir_sa_seq *s = &w->sa[weir_flow_slot(w->flows, f)];
-	uint64_t gaps = s->owner == f->first_tsc ? s->gaps : 0;
+	struct weir_sa_seq *s = weir_sa_table_get(w->sa, weir_flow_slot(w->flows, f));
+	uint64_t gaps;
 
 	pc->ipsec++;
+	if (unlikely(s == NULL)) {
+		pc->ipsec_untracked++;  /* every record taken: forwarded, not tracked */
+		return;
+	}
+	gaps = s->owner == f->first_tsc ? s->gaps : 0;
 	switch (weir_sa_seq_track(s, f->first_tsc, p->seq)) {
 	case WEIR_SA_GAP:
 		pc->ipsec_gaps += s->gaps - gaps;
@@ -937,7 +942,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		for (uint16_t k = 0; k < n_managed; k++)
 			if (unlikely(weir_mbuf_meta(pkts[managed_idx[k]])->pkt.ipsec != WEIR_IPSEC_NONE) &&
 			    flows[k] != NULL)
-				rte_prefetch0(&w->sa[weir_flow_slot(w->flows, flows[k])]);
+				rte_prefetch0(&w->sa->idx[weir_flow_slot(w->flows, flows[k])]);
 	}
 	/* Each frame in arrival order, decided and handed on (queued, sent,
 	 * held) before the next is looked at. */
@@ -1111,6 +1116,8 @@ evict_flow(struct weir_flow *f, const struct weir_flow_key *key, void *arg)
 {
 	struct weir_worker *w = arg;
 
+	if (w->sa != NULL)
+		weir_sa_table_put(w->sa, weir_flow_slot(w->flows, f));
 	if (w->policy == NULL)
 		return;
 	mode_end(w, f);

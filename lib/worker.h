@@ -186,7 +186,7 @@ struct weir_worker {
 	struct weir_class_counters *cls_ctr[WEIR_PORT__COUNT];   /* [class], NULL if unshaped */
 	struct weir_postack *pa;               /* = conf.postack */
 	struct weir_tcr *tcr;                  /* with pa: TCR's per-flow state */
-	struct weir_sa_seq *sa;                /* [flow slot]: IPsec SAs' sequence tracking */
+	struct weir_sa_table *sa;              /* IPsec SAs' sequence tracking (lib/sa_seq.h) */
 	void *mode_state[WEIR_MODE__COUNT];    /* a mode's own per-worker state (lib/mode.h) */
 	uint64_t mode_wake;                    /* TSC a mode's timer wants the loop awake by */
 	uint64_t next_tsc[WEIR_PORT__COUNT];   /* a blocked shaper's next chance */

@@ -159,14 +159,7 @@ int
 weir_worker_sa_view(const struct weir_worker *w, uint32_t slot, const struct weir_flow *f,
 		    struct weir_sa_seq *out)
 {
-	const uint64_t *src;
-	uint64_t *dst = (uint64_t *)out;
-
-	memset(out, 0, sizeof(*out));
-	if (w->sa == NULL || slot >= weir_flow_table_capacity(w->flows))
+	if (weir_sa_table_peek(w->sa, slot, out) != 0)
 		return -ENOENT;
-	src = (const uint64_t *)&w->sa[slot];
-	for (size_t i = 0; i < sizeof(*out) / sizeof(*dst); i++)
-		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 	return out->owner == f->first_tsc ? 0 : -ENOENT;
 }

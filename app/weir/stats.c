@@ -72,11 +72,11 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 	json_object_set_new(o, "sack_passed", json_integer((json_int_t)pc->sack_passed));
 	json_object_set_new(o, "flow_split", json_integer((json_int_t)pc->flow_split));
 	/* IPsec SAs' frames and their sequence figures (lib/sa_seq.h), summed. */
-	json_object_set_new(o, "ipsec", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(o, "ipsec", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"pkts", (json_int_t)pc->ipsec, "gaps", (json_int_t)pc->ipsec_gaps,
 		"late", (json_int_t)pc->ipsec_late, "dup", (json_int_t)pc->ipsec_dup,
 		"old", (json_int_t)pc->ipsec_old, "resync", (json_int_t)pc->ipsec_resync,
-		"plain", (json_int_t)pc->ipsec_plain));
+		"plain", (json_int_t)pc->ipsec_plain, "untracked", (json_int_t)pc->ipsec_untracked));
 	/* Last miles: windows clamped, frames of exempt flows shaped pfq. */
 	json_object_set_new(o, "last_mile", json_pack("{s:I, s:I}",
 		"clamped", (json_int_t)pc->lm_clamped, "exempt", (json_int_t)pc->lm_exempt));
@@ -584,9 +584,9 @@ weir_stats_print(const struct weir_app *app, FILE *out)
 			pc->malformed_dropped, pc->flow_full, pc->flow_split);
 		if (pc->ipsec != 0)
 			fprintf(out, "  ipsec: pkts %" PRIu64 " gaps %" PRIu64 " late %" PRIu64 " dup %"
-				PRIu64 " old %" PRIu64 " resync %" PRIu64 " plain %" PRIu64 "\n", pc->ipsec,
-				pc->ipsec_gaps, pc->ipsec_late, pc->ipsec_dup, pc->ipsec_old,
-				pc->ipsec_resync, pc->ipsec_plain);
+				PRIu64 " old %" PRIu64 " resync %" PRIu64 " plain %" PRIu64 " untracked %"
+				PRIu64 "\n", pc->ipsec, pc->ipsec_gaps, pc->ipsec_late, pc->ipsec_dup,
+				pc->ipsec_old, pc->ipsec_resync, pc->ipsec_plain, pc->ipsec_untracked);
 		for (unsigned int m = 1; m < WEIR_MAL__COUNT; m++)
 			if (pc->malformed_by[m] != 0)
 				fprintf(out, "  malformed %s: %" PRIu64 "\n", weir_malformed_name(m),

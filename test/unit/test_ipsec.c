@@ -4,6 +4,7 @@
  * that carries ESP/AH through leaves whose modes rewrite TCP (postack, tcr)
  * without touching a byte, counted as shaped pfq (lib/worker.c).
  */
+#include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
 
@@ -61,6 +62,36 @@ test_seq_rule(void)
 	/* Another flow in the slot: the record starts over. */
 	CHECK(weir_sa_seq_track(&s, owner + 1, 900) == WEIR_SA_IN_ORDER && s.gaps == 0 && s.pkts == 1,
 	      "new owner resets");
+}
+
+/* The SA records: a slot takes one on its first frame and keeps it; with
+ * none free the SA goes untracked (NULL); a flow's end gives it back,
+ * zeroed for the next SA; the management side reads only a slot's own. */
+static void
+test_sa_table(void)
+{
+	struct weir_sa_table *t = weir_sa_table_create(8, 2, SOCKET_ID_ANY);
+	struct weir_sa_seq *a, *b, view;
+
+	CHECK(t != NULL && weir_sa_table_create(8, 0, SOCKET_ID_ANY) == NULL &&
+	      weir_sa_table_create(8, 70000, SOCKET_ID_ANY) == NULL, "create, bad caps refused");
+	if (t == NULL)
+		return;
+	a = weir_sa_table_get(t, 3);
+	CHECK(a != NULL && weir_sa_table_get(t, 3) == a, "slot 3 keeps its record");
+	weir_sa_seq_track(a, 77, 5);
+	b = weir_sa_table_get(t, 7);
+	CHECK(b != NULL && b != a && weir_sa_table_get(t, 1) == NULL, "two records, a third SA untracked");
+	CHECK(weir_sa_table_peek(t, 3, &view) == 0 && view.owner == 77 && view.top == 5 &&
+	      weir_sa_table_peek(t, 1, &view) == -ENOENT && weir_sa_table_peek(t, 99, &view) == -ENOENT,
+	      "peek: a slot's own record only");
+	weir_sa_table_put(t, 3);
+	weir_sa_table_put(t, 3);        /* twice: nothing more comes back */
+	CHECK(weir_sa_table_peek(t, 3, &view) == -ENOENT && t->n_free == 1, "given back once");
+	a = weir_sa_table_get(t, 1);
+	CHECK(a != NULL && a->owner == 0 && a->top == 0 && a->pkts == 0, "reused, zeroed");
+	CHECK(weir_sa_table_get(t, 2) == NULL, "full again");
+	weir_sa_table_free(t);
 }
 
 /* Ethernet/IPv4 frame from 10.0.0.1 to 192.0.2.1 (or back when `in`) of
@@ -307,6 +338,7 @@ main(int argc, char **argv)
 	unit_eal_init(argv[0], "ipsec", "256");
 	rig_mempool("ipsec_mp");
 	test_seq_rule();
+	test_sa_table();
 	test_sa_keys();
 	test_worker_modes(WEIR_MODE_POSTACK, "postack");
 	test_worker_modes(WEIR_MODE_TCR, "tcr");
