@@ -531,6 +531,17 @@ weir_policy_with_class(const struct weir_policy *p, int dir, const char *name,
 		k->ceil = chg->ceil;
 	if (chg->mode >= 0)
 		k->mode = (uint8_t)chg->mode;
+	if (chg->contract) {
+		if (k->marker.type == WEIR_MARK_NONE) {
+			snprintf(err->msg, sizeof(err->msg), "class '%s' has no marker: there is no "
+				 "contract to change", name);
+			free(cls);
+			return NULL;
+		}
+		/* The depths and TBQ's queue that followed the old contract by
+		 * default follow the new one: the source keeps them unset. */
+		k->marker.cir = chg->contract;
+	}
 	c.tree[dir].classes = cls;
 	np = weir_policy_build(&c, epoch, err);
 	free(cls);

@@ -196,6 +196,7 @@ bool weir_policy_uses_mode(const struct weir_policy *p, uint8_t mode);
 /* A change to one class at run time: 0 / -1 leave a field as it is. */
 struct weir_policy_class_change {
 	uint64_t rate, ceil;                    /* bit/s, 0 = unchanged */
+	uint64_t contract;                      /* its marker's cir, bit/s, 0 = unchanged */
 	int mode;                               /* enum weir_shape_mode, -1 = unchanged */
 };
 

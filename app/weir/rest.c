@@ -1246,7 +1246,7 @@ class_change(struct MHD_Connection *c, struct req *rq, struct reply *r,
 		return -1;
 	if (body == NULL || json_object_size(body) == 0) {
 		reply_error(r, MHD_HTTP_BAD_REQUEST, "the body must be a JSON object with at least "
-			    "one of rate, ceil, mode");
+			    "one of rate, ceil, mode, contract");
 		json_decref(body);
 		return -1;
 	}
@@ -1255,6 +1255,8 @@ class_change(struct MHD_Connection *c, struct req *rq, struct reply *r,
 			rc = class_rate("rate", v, &chg->rate, r);
 		} else if (strcmp(key, "ceil") == 0) {
 			rc = class_rate("ceil", v, &chg->ceil, r);
+		} else if (strcmp(key, "contract") == 0) {
+			rc = class_rate("contract", v, &chg->contract, r);
 		} else if (strcmp(key, "mode") == 0) {
 			uint8_t m;
 
@@ -1269,8 +1271,8 @@ class_change(struct MHD_Connection *c, struct req *rq, struct reply *r,
 				chg->mode = m;
 			}
 		} else {
-			reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%s' (rate, ceil and mode "
-				    "can be changed)", key);
+			reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%s' (rate, ceil, mode and "
+				    "a marker's contract can be changed)", key);
 			rc = -1;
 		}
 		if (rc != 0)
@@ -1285,13 +1287,18 @@ class_conf_json(const struct weir_policy *p, int d, int k)
 {
 	const struct weir_policy_tree *t = &p->tree[d];
 	const struct weir_policy_class *pc = &t->classes[k];
-
-	return json_pack("{s:s, s:o, s:b, s:o, s:I, s:I, s:i}", "name", pc->name,
+	json_t *o = json_pack("{s:s, s:o, s:b, s:o, s:I, s:I, s:i}", "name", pc->name,
 		"parent", pc->cbq.parent == 0 ? json_null() : json_string(t->classes[pc->cbq.parent].name),
 		"leaf", pc->is_leaf,
 		"mode", pc->is_leaf ? json_string(weir_shape_mode_name(pc->mode)) : json_null(),
 		"rate_bps", (json_int_t)pc->cbq.rate, "ceil_bps", (json_int_t)pc->cbq.ceil,
 		"prio", (int)pc->cbq.prio);
+
+	if (o != NULL && pc->marker.type != WEIR_MARK_NONE)
+		json_object_set_new(o, "marker", json_pack("{s:s, s:I, s:I}", "type",
+			weir_marker_type_name(pc->marker.type), "cir_bps", (json_int_t)pc->marker.cir,
+			"cbs", (json_int_t)pc->marker.cbs));
+	return o;
 }
 
 /* Rebuild the policy with one class changed and switch to it as a reload

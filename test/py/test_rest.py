@@ -546,6 +546,53 @@ def test_class_change(tmp_path):
         w.stop()
 
 
+def test_marker_state_and_contract_change(tmp_path):
+    """A class's marker over REST: its settings and colour counters in GET /classes (valid
+    against the OpenAPI schema), and its contract moved by PATCH like a rate."""
+    pytest.importorskip("jsonschema")
+    doc = json.loads(OPENAPI.read_text())
+    marker = 'marker = { type = "srtcm"; cir = "5mbit"; }; '
+    w = Weir(tmp_path, "marker",
+             edit=lambda t: t.replace('rate = "20mbit"; prio = 0;', 'rate = "20mbit"; prio = 0; ' + marker))
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            status, c = w.get("/api/v1/classes")
+            by = {k["name"]: k for k in c["outbound"]["classes"]}
+            if by["gold"]["pkts"] >= 1:
+                break
+            time.sleep(0.1)
+        validate(doc, {"$ref": "#/components/schemas/Classes"}, c)
+        m = by["gold"]["marker"]
+        assert (m["type"], m["cir_bps"], m["token_rate_bps"]) == ("srtcm", 5_000_000, 5_000_000)
+        # The pcap's one flow to port 443: one frame, in profile.
+        assert m["pkts"] == {"green": 1, "yellow": 0, "red": 0} and m["bytes"]["green"] > 0
+        assert "marker" not in by["bulk"]
+        epoch = w.get("/api/v1/policy")[1]["epoch"]
+        status, h, data = patch_class(w, "outbound/gold", {"contract": "8mbit"})
+        assert status == 200, data
+        r = json.loads(data)
+        validate(doc, {"$ref": "#/components/schemas/ClassChangeResult"}, r)
+        # The bucket depth left to its default (10 ms of the contract) follows it.
+        assert r["epoch"] == epoch + 1 and r["class"]["marker"] == {
+            "type": "srtcm", "cir_bps": 8_000_000, "cbs": 10_000}
+        by = {k["name"]: k for k in w.get("/api/v1/classes")[1]["outbound"]["classes"]}
+        assert by["gold"]["marker"]["cir_bps"] == 8_000_000
+        assert by["gold"]["marker"]["token_rate_bps"] == 8_000_000
+        # Above the class's ceil, or a class without a marker: 422, nothing changes.
+        for path, body in (("outbound/gold", {"contract": "40mbit"}),
+                           ("outbound/bulk", {"contract": "1mbit"})):
+            e = assert_error(*patch_class(w, path, body), 422)
+            assert e["epoch"] == epoch + 1, (path, e)
+        assert "no marker" in assert_error(*patch_class(w, "outbound/bulk", {"contract": "1mbit"}),
+                                           422)["message"]
+        for body in ({"contract": 0}, {"contract": True}):
+            assert_error(*patch_class(w, "outbound/gold", body), 422 if body["contract"] == 0
+                         else 400)
+    finally:
+        w.stop()
+
+
 def test_class_change_of_a_script_policy(tmp_path):
     w, script = script_weir(tmp_path, "patchlua")
     try:
