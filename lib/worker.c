@@ -109,6 +109,10 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 		w->policy_acked = pol->epoch;
 		w->gen8 = 1;
 		w->unmanaged_qid = weir_flow_table_capacity(flows);
+		/* Queue entries beyond what a core's caches hold (2 MiB of them
+		 * a direction): worth asking for a burst ahead, else not. */
+		w->prefetch_state = (uint64_t)w->unmanaged_qid * sizeof(struct weir_drr_q) >
+				    (2u << 20);
 		for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 			w->shaper[d] = shaper[d];
 			if (shaper[d] == NULL)
@@ -906,6 +910,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	uint16_t n_managed = 0, sent = 0, unshaped = 0;
 	uint64_t bytes = 0;
 	uint64_t slow = 0;      /* bit i: pkts[i] is not manageable (WEIR_BURST_MAX <= 64) */
+	unsigned int sas = 0;   /* IPsec frames among them */
 
 	for (uint16_t i = 0; i < n && i < 4; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
@@ -929,6 +934,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		if (w->flows != NULL) {
 			weir_flow_key_make(frame, p, &keys[n_managed]);
 			managed_idx[n_managed++] = i;
+			sas += p->ipsec != WEIR_IPSEC_NONE;
 		}
 	}
 	pc->rx_pkts += n;
@@ -936,10 +942,10 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 
 	if (n_managed > 0) {
 		weir_flow_lookup_bulk(w->flows, keys, n_managed, now, flows);
-		if (w->policy != NULL)
+		if (w->prefetch_state)
 			prefetch_flow_state(w, pkts, managed_idx, flows, n_managed, from);
 		/* An SA's sequence record is a cache line apart from its flow. */
-		for (uint16_t k = 0; k < n_managed; k++)
+		for (uint16_t k = 0; unlikely(sas != 0) && k < n_managed; k++)
 			if (unlikely(weir_mbuf_meta(pkts[managed_idx[k]])->pkt.ipsec != WEIR_IPSEC_NONE) &&
 			    flows[k] != NULL)
 				rte_prefetch0(&w->sa->idx[weir_flow_slot(w->flows, flows[k])]);

@@ -188,6 +188,7 @@ struct weir_worker {
 	struct weir_tcr *tcr;                  /* with pa: TCR's per-flow state */
 	struct weir_sa_table *sa;              /* IPsec SAs' sequence tracking (lib/sa_seq.h) */
 	void *mode_state[WEIR_MODE__COUNT];    /* a mode's own per-worker state (lib/mode.h) */
+	bool prefetch_state;                    /* flow table too large for the caches */
 	uint64_t mode_wake;                    /* TSC a mode's timer wants the loop awake by */
 	uint64_t next_tsc[WEIR_PORT__COUNT];   /* a blocked shaper's next chance */
 	uint64_t tsc_per_us;
