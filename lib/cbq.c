@@ -383,29 +383,29 @@ weir_cbq_enqueue_evict(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, str
 		k->st.drops_qm++;
 		return WEIR_CBQ_DROP_QM;
 	}
-	if (unlikely(c->backlog >= c->backlog_soft) &&
-	    (c->backlog >= c->backlog_hard || k->drr.pkts >= c->leaf_part)) {
-		/* The pool's share is nearly spent: the leaf that holds more
-		 * than its part pays, so a flood in one class cannot make
-		 * another drop before the hard bound. */
-		c->qt->q[queue_id].drops++;
-		k->st.drops++;
-		k->st.drops_pool++;
-		return WEIR_CBQ_DROP_POOL;
-	}
-	if (unlikely(k->limit && k->drr.pkts >= k->limit)) {
-		uint32_t v = evicted != NULL && k->evict ?
+	/* Two bounds, one rule. The pool's share nearly spent: the leaf that
+	 * holds more than its part pays, so a flood in one class cannot make
+	 * another drop before the hard bound. The leaf at its own limit pays.
+	 * Either way the leaf's longest queue pays (unless that is the
+	 * arriving packet's own, or no queue has two): its head goes and the
+	 * arrival is queued, so a flood cannot starve the leaf's other flows
+	 * (fq_codel's rule). A fifo leaf's arrival pays, as the paper's CBQ. */
+	const bool pool = unlikely(c->backlog >= c->backlog_soft) &&
+			  (c->backlog >= c->backlog_hard || k->drr.pkts >= c->leaf_part);
+
+	if (pool || unlikely(k->limit && k->drr.pkts >= k->limit)) {
+		uint32_t v = evicted != NULL && k->evict && k->drr.pkts > 0 ?
 			     weir_drr_fattest(&k->drr, WEIR_CBQ_EVICT_SCAN) : WEIR_DRR_NONE;
 
 		k->st.drops++;
-		k->st.drops_class++;
-		/* The longest queue pays (unless that is the arriving packet's
-		 * own, or no queue has two): its head goes, the arrival is
-		 * queued. A fifo leaf's arrival pays, as the paper's CBQ. */
+		if (pool)
+			k->st.drops_pool++;
+		else
+			k->st.drops_class++;
 		if (v == WEIR_DRR_NONE || v == queue_id ||
 		    (*evicted = weir_drr_evict(&k->drr, v)) == NULL) {
 			c->qt->q[queue_id].drops++;
-			return WEIR_CBQ_DROP_CLASS;
+			return pool ? WEIR_CBQ_DROP_POOL : WEIR_CBQ_DROP_CLASS;
 		}
 		*evicted_qid = v;
 		c->backlog--;

@@ -461,6 +461,59 @@ test_evict(void)
 	weir_cbq_free(c);
 }
 
+/* The pool-share bound (a tree's backlog_limit, its part of the mempool)
+ * follows the same rule: past its part, the leaf's longest queue pays, not
+ * a flow arriving beside a flood; the flood's own arrival is refused. */
+static void
+test_pool_evict(void)
+{
+	struct weir_cbq_class_conf cl[] = {
+		{ .rate = 10 * MBIT },
+		{ .parent = 0, .rate = 5 * MBIT, .ceil = 10 * MBIT },
+		{ .parent = 0, .rate = 5 * MBIT, .ceil = 10 * MBIT },
+	};
+	struct weir_cbq_conf conf = {
+		.socket_id = SOCKET_ID_ANY, .tsc_hz = HZ, .n_classes = 3, .classes = cl,
+		.n_queues = MAXF, .flow_limit = 64, .overhead = OVH, .mtu = 1514,
+		.backlog_limit = 16,    /* soft bound 12, 6 a leaf */
+	};
+	struct weir_cbq *c = weir_cbq_create(&conf);
+	struct weir_drr_qtab *qt;
+	struct weir_cbq_stats st;
+	struct rte_mbuf *ev, *out[32];
+	uint32_t evq = 0;
+	unsigned int n;
+	int rc;
+
+	if (c == NULL) {
+		CHECK(0, "create");
+		return;
+	}
+	qt = weir_cbq_qtab(c);
+	for (uint32_t i = 0; i < 12; i++)
+		weir_cbq_enqueue(c, 1, 5, mk(5, i, 1000), 0);
+	/* Leaf 1 holds 12, past its part of 6 at the soft bound. */
+	rc = weir_cbq_enqueue_evict(c, 1, 7, mk(7, 0, 100), 0, 0, &ev, &evq);
+	CHECK(rc == 0 && ev != NULL && evq == 5 && unit_tag_of(ev).seq == 0 && qt->q[7].len == 1,
+	      "a new flow's packet is taken, the flood's head pays (rc %d)", rc);
+	if (ev != NULL)
+		rte_pktmbuf_free(ev);
+	rc = weir_cbq_enqueue_evict(c, 1, 5, mk(5, 12, 1000), 0, UINT64_MAX, &ev, &evq);
+	CHECK(rc == WEIR_CBQ_DROP_POOL && ev == NULL, "the flood's own arrival refused: %d", rc);
+	CHECK(weir_cbq_stats(c, 1, &st) == 0 && st.drops_pool == 2 && st.drops_class == 0,
+	      "counted pool: %lu", (unsigned long)st.drops_pool);
+	/* The other leaf, under its part, still queues. */
+	CHECK(weir_cbq_enqueue_evict(c, 2, 9, mk(9, 0, 100), 0, 0, &ev, &evq) == 0 && ev == NULL,
+	      "a leaf under its part queues");
+	static const uint32_t held[][2] = { { 1, 5 }, { 1, 7 }, { 2, 9 } };
+
+	for (unsigned int i = 0; i < RTE_DIM(held); i++)
+		while ((n = weir_cbq_drain(c, (uint16_t)held[i][0], held[i][1], out,
+					   RTE_DIM(out))) > 0)
+			rte_pktmbuf_free_bulk(out, n);
+	weir_cbq_free(c);
+}
+
 /* Extremes of the rate range, each exact. */
 static void
 test_extreme_rates(void)
@@ -679,6 +732,7 @@ main(int argc, char **argv)
 	test_flow_fairness();
 	test_limits();
 	test_evict();
+	test_pool_evict();
 	test_extreme_rates();
 	test_set_rate();
 	test_cut_through();
