@@ -58,8 +58,11 @@ struct weir_pqm {
 	uint64_t sweep;         /* ticks between monitored-set sweeps */
 	uint64_t next_sweep;
 	uint32_t n, size;       /* flows monitored, capacity */
-	uint32_t *keys;         /* [size]: scanned per arrival, packed for that */
+	uint32_t *keys;         /* [size], packed: entry i is flows[i]'s key */
 	struct weir_pqm_flow *flows;    /* [size] */
+	uint16_t *index;        /* [mask + 1], open addressing: entry + 1, 0 = empty */
+	uint32_t index_mask;
+	uint32_t index_shift;   /* 32 - log2(mask + 1): a key's home slot from its top bits */
 };
 
 struct weir_qm {

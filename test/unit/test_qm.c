@@ -363,6 +363,23 @@ test_pqm(void)
 	CHECK(qb.monitored == 0, "monitored set empty after the flood (%u) p %.4f price %.1f pen %lu", qb.monitored, qb.prob, qb.price, (unsigned long)qb.drops_penalty);
 	sim_end(&s);
 
+	/* The same with the largest set: found through the index as well
+	 * (a 2,048-slot table), same verdicts. */
+	{
+		struct weir_qm_params big = par;
+		struct weir_qm_stats qx;
+		double flood_big;
+
+		big.monitor = WEIR_QM_MONITOR_MAX;
+		flood_big = run_pqm(WEIR_QM_PQM, &qx, &s, &big);
+		CHECK(qx.monitor_size == WEIR_QM_MONITOR_MAX && qx.monitored >= 1 &&
+		      qx.drops_penalty > 100 && flood_big > 0.5 * qx.fair_bps &&
+		      flood_big < 2.0 * qx.fair_bps / (1 - qx.prob),
+		      "set of %u: flood %.2f Mbit/s, fair %.2f", qx.monitor_size, flood_big / 1e6,
+		      qx.fair_bps / 1e6);
+		sim_end(&s);
+	}
+
 	/* A set of 2 and five floods: bounded, and the overflow counted. */
 	{
 		struct weir_qm_params small = { .monitor = 2 };
