@@ -283,6 +283,77 @@ setup_one(struct weir_marker *k, const struct weir_marker_conf *c, uint64_t cir,
 	return 0;
 }
 
+/* A worker's part of a contract: never 0 (rte_meter refuses it). */
+static inline uint64_t
+part(uint64_t rate, uint64_t num, uint64_t den)
+{
+	return RTE_MAX((uint64_t)((unsigned __int128)rate * num / den), 8000ull);
+}
+
+int
+weir_markers_set_share(struct weir_markers *ms, const struct weir_policy_tree *t, uint16_t cls,
+		       uint64_t num, uint64_t den, uint64_t now)
+{
+	const struct weir_marker_conf *c;
+	struct weir_marker *k;
+	uint64_t cir, pir;
+
+	if (ms == NULL || cls >= ms->n || cls >= t->n_classes || den == 0 ||
+	    ms->m[cls].type == WEIR_MARK_NONE)
+		return -1;
+	c = &t->classes[cls].marker;
+	k = &ms->m[cls];
+	cir = part(c->cir, num, den);
+	pir = RTE_MAX(part(c->pir, num, den), cir);
+	switch (k->type) {
+	case WEIR_MARK_TB:
+	case WEIR_MARK_SRTCM: {
+		/* A new profile only: the meter's run-time state (its tokens) stays. */
+		struct rte_meter_srtcm_params sp = {
+			.cir = cir / 8, .cbs = c->cbs, .ebs = k->type == WEIR_MARK_TB ? 0 : c->ebs,
+		};
+
+		if (rte_meter_srtcm_profile_config(&k->srp, &sp) != 0)
+			return -1;
+		k->ctr.token_rate = cir;
+		break;
+	}
+	case WEIR_MARK_TRTCM: {
+		struct rte_meter_trtcm_params tp = {
+			.cir = cir / 8, .pir = pir / 8, .cbs = c->cbs, .pbs = c->pbs,
+		};
+
+		if (rte_meter_trtcm_profile_config(&k->trp, &tp) != 0)
+			return -1;
+		k->ctr.token_rate = cir;
+		break;
+	}
+	case WEIR_MARK_TBQ:
+	case WEIR_MARK_TBQ_LD:
+		weir_bucket_fill(&k->tb, now);
+		weir_bucket_set_rate(&k->tb, cir, k->tsc_hz);
+		k->ctr.token_rate = cir;
+		break;
+	case WEIR_MARK_ARM:
+	case WEIR_MARK_CARM: {
+		struct weir_rate_ctl *r = &k->ctl;
+		const double a = (double)cir / 8.0;
+
+		/* The controller's state is in bytes/s of the old part. */
+		if (r->A > 0)
+			r->rt *= a / r->A;
+		r->A = a;
+		weir_bucket_fill(&k->tb, now);
+		weir_bucket_set_rate(&k->tb, (uint64_t)(r->rt * 8.0), k->tsc_hz);
+		k->ctr.token_rate = (uint64_t)(r->rt * 8.0);
+		break;
+	}
+	default:
+		break;
+	}
+	return 0;
+}
+
 struct weir_markers *
 weir_markers_create(const struct weir_policy_tree *t, uint64_t num, uint64_t den, uint64_t hz,
 		    uint64_t now, int socket_id, int *err)
@@ -305,9 +376,9 @@ weir_markers_create(const struct weir_policy_tree *t, uint64_t num, uint64_t den
 	ms->next = UINT64_MAX;
 	for (uint16_t i = 0; i < t->n_classes; i++) {
 		const struct weir_marker_conf *c = &t->classes[i].marker;
-		/* The worker's share of the contract; never 0 (rte_meter refuses it). */
-		uint64_t cir = RTE_MAX((uint64_t)((unsigned __int128)c->cir * num / den), 8000ull);
-		uint64_t pir = RTE_MAX((uint64_t)((unsigned __int128)c->pir * num / den), cir);
+		/* The worker's share of the contract. */
+		uint64_t cir = part(c->cir, num, den);
+		uint64_t pir = RTE_MAX(part(c->pir, num, den), cir);
 		int rc;
 
 		if (c->type == WEIR_MARK_NONE)

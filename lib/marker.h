@@ -105,6 +105,12 @@ struct weir_policy_tree;
 struct weir_markers *weir_markers_create(const struct weir_policy_tree *t, uint64_t num,
 					 uint64_t den, uint64_t tsc_hz, uint64_t now, int socket_id,
 					 int *err);
+/* The worker's share of class cls's contract is now num/den of it (the
+ * multi-worker rebalancer moved the class's rate on this worker): the
+ * meters' and buckets' rates follow, their tokens kept; a controller keeps
+ * its token rate in proportion. 0, or -1 for a class without a marker. */
+int weir_markers_set_share(struct weir_markers *ms, const struct weir_policy_tree *t, uint16_t cls,
+			   uint64_t num, uint64_t den, uint64_t now);
 /* Release every held frame red (in order) through out, then free. */
 void weir_markers_free(struct weir_markers *ms, const struct weir_markers_out *out);
 

@@ -222,9 +222,17 @@ weir_worker_share_apply(struct weir_worker *w)
 			/* A torn pair (rate from one write, ceil from the next) is
 			 * refused; the seq check below has us come back for it. */
 			if (weir_cbq_set_rate(sh, c, rate, ceil) == 0) {
+				const struct weir_policy_tree *t = &w->policy->tree[d];
+
 				changed++;
-				if (w->policy->tree[d].classes[c].is_leaf)
-					weir_wk_share_update(w, d, c);
+				if (!t->classes[c].is_leaf)
+					continue;
+				weir_wk_share_update(w, d, c);
+				/* A marker's contract follows the class's rate on
+				 * this worker (its part of the class's traffic). */
+				if (t->classes[c].marker.type != WEIR_MARK_NONE)
+					weir_markers_set_share(w->markers[d], t, c, rate,
+							       t->classes[c].cbq.rate, rte_rdtsc());
 			}
 		}
 	}

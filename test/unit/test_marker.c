@@ -395,6 +395,63 @@ test_tb_srtcm_trtcm(uint64_t t0)
 	weir_markers_free(ms, NULL);
 }
 
+/* The rebalancer moves a class's rate on a worker: the marker's part of the
+ * contract follows (weir_markers_set_share), its tokens kept. */
+static void
+test_set_share(uint64_t t0)
+{
+	struct weir_policy_tree t = { .n_classes = 2, .classes = tree_cls };
+	struct weir_marker_conf c;
+	struct weir_markers *ms;
+	struct weir_marker_counters k;
+	char err[200];
+	int e;
+
+	/* tb, 8 Mbit/s contract, 3000 B; this worker starts with half of it. */
+	weir_marker_conf_init(&c);
+	c.type = WEIR_MARK_TB;
+	c.cir = 8000000;
+	c.cbs = 3000;
+	memset(tree_cls, 0, sizeof(tree_cls));
+	CHECK(weir_marker_conf_check(&c, 100000000000ull, err, sizeof(err)) == 0, "conf");
+	tree_cls[1].marker = c;
+	ms = weir_markers_create(&t, 1, 2, hz, t0, SOCKET_ID_ANY, &e);
+	CHECK(ms != NULL, "built");
+	if (ms == NULL)
+		return;
+	weir_markers_counters(ms, 1, &k);
+	CHECK(k.token_rate == 4000000, "half the contract: %lu", (unsigned long)k.token_rate);
+	for (int i = 0; i < 3; i++)
+		weir_markers_pass(ms, 1, seq_frame((uint16_t)i, 1000, 0), t0, &cap);
+	/* The whole contract now: 1 ms later 1000 B have accrued (500 B at half). */
+	CHECK(weir_markers_set_share(ms, &t, 1, 1, 1, t0) == 0, "moved");
+	weir_markers_pass(ms, 1, seq_frame(3, 1000, 0), t0 + hz / 1000 + hz / 100000, &cap);
+	CHECK(n_sent == 4 && dscp_of(sent_q[3]) == 10, "green at the new rate (dscp %u)",
+	      n_sent == 4 ? dscp_of(sent_q[3]) : 0);
+	weir_markers_counters(ms, 1, &k);
+	CHECK(k.token_rate == 8000000 && k.pkts[WEIR_GREEN] == 4, "token rate %lu",
+	      (unsigned long)k.token_rate);
+	CHECK(weir_markers_set_share(ms, &t, 0, 1, 1, t0) == -1 &&
+	      weir_markers_set_share(ms, &t, 1, 1, 0, t0) == -1, "no marker, no share: refused");
+	sent_free();
+	weir_markers_free(ms, NULL);
+
+	/* carm: the controller's token rate scales with the part. */
+	weir_marker_conf_init(&c);
+	c.type = WEIR_MARK_CARM;
+	c.cir = 8000000;
+	memset(tree_cls, 0, sizeof(tree_cls));
+	CHECK(weir_marker_conf_check(&c, 100000000000ull, err, sizeof(err)) == 0, "conf carm");
+	tree_cls[1].marker = c;
+	ms = weir_markers_create(&t, 1, 1, hz, t0, SOCKET_ID_ANY, &e);
+	CHECK(ms != NULL && weir_markers_set_share(ms, &t, 1, 1, 4, t0) == 0, "carm moved");
+	if (ms != NULL) {
+		weir_markers_counters(ms, 1, &k);
+		CHECK(k.token_rate == 2000000, "carm token rate %lu", (unsigned long)k.token_rate);
+		weir_markers_free(ms, NULL);
+	}
+}
+
 static void
 test_tbq(uint64_t t0)
 {
@@ -752,6 +809,7 @@ main(int argc, char **argv)
 	test_dscp_ipv6();
 	test_dscp_refused();
 	test_tb_srtcm_trtcm(t0);
+	test_set_share(t0);
 	test_tbq(t0);
 	test_carm(t0);
 	test_policy_refusals();
