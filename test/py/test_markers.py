@@ -120,3 +120,24 @@ def test_marker_experiments_quick(tmp_path):
         assert c["rx_in"] > 0 and c["rx_out"] > 0, c
         assert c["dropped_out"] > c["dropped_in"], c
     assert "| exact | tbq |" in (out / "table.md").read_text()
+
+
+def test_marker_sweep_quick(tmp_path):
+    """scripts/marker_sweep.py (Figs. 4.3 / 4.12) end to end, one contract, tb and tbq."""
+    if os.geteuid() != 0:
+        pytest.skip("the testbed needs root")
+    out = tmp_path / "sweep"
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "marker_sweep.py"),
+                        "--quick", "--out", str(out)], capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    rows = list(csv.DictReader(open(out / "sweep.csv")))
+    assert [row["marker"] for row in rows] == ["tb", "tbq"], rows
+    for row in rows:
+        # The contracted aggregate gets its 2 Mbit/s in profile (its share of the core is
+        # far above it), never more green than the contract; the unmarked one gets some too.
+        green = float(row["green_mbit"])
+        assert 0.9 * 2 < green <= 2 * 1.05, row
+        assert float(row["background_mbit"]) > 0.5, row
+        assert int(row["dropped_out"]) > int(row["dropped_in"]), row
+    assert "| 2 | tbq |" in (out / "sweep.md").read_text()
