@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: a worker's making and unmaking (lib/worker.h). Cold: once per
+ * worker. What the caller hands in (flow table, shapers, the ACK store)
+ * is the worker's after a successful create and stays the caller's after a
+ * failed one.
+ */
+#include <errno.h>
+#include <stdbool.h>
+
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+
+#include "mode.h"
+#include "postack_store.h"
+#include "tcr_state.h"
+#include "worker_int.h"
+
+/* Everything create allocated, and with `handed` the parts handed in too
+ * (the ACK store and the trees: a worker that was made owns them). */
+static void
+unmake(struct weir_worker *w, bool handed)
+{
+	weir_wk_markers_drop(w);
+	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
+		if (weir_modes[m]->fini != NULL)
+			weir_modes[m]->fini(w);     /* each copes with its init not run */
+	if (handed) {
+		weir_postack_free(w->pa);
+		weir_cbq_free(w->shaper[0]);
+		weir_cbq_free(w->shaper[1]);
+	}
+	weir_tcr_free(w->tcr);
+	weir_sa_table_free(w->sa);
+	rte_free(w->cls_ctr[0]);
+	rte_free(w->cls_ctr[1]);
+	rte_free(w);
+}
+
+/* The shaped part: policy, ACK control, the modes' state, class counters,
+ * markers. 0 or -errno. */
+static int
+make_shaped(struct weir_worker *w, const struct weir_policy *pol,
+	    struct weir_cbq *const shaper[WEIR_PORT__COUNT], int socket_id)
+{
+	const uint32_t n_flows = weir_flow_table_capacity(w->flows);
+
+	w->policy = pol;
+	w->pa = w->conf.postack;
+	if (w->pa != NULL && (w->tcr = weir_tcr_create(n_flows, socket_id)) == NULL)
+		return -ENOMEM;
+	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
+		if (weir_modes[m]->init != NULL && weir_modes[m]->init(w, n_flows, socket_id) != 0)
+			return -ENOMEM;
+	if (weir_worker_policy_prepare(w, pol) != 0)
+		return -ENOMEM;
+	w->epoch16 = weir_wk_epoch16(pol->epoch);
+	w->policy_acked = pol->epoch;
+	w->gen8 = 1;
+	w->unmanaged_qid = n_flows;
+	/* Queue entries beyond what a core's caches hold (2 MiB of them a
+	 * direction): worth asking for a burst ahead, else not. */
+	w->prefetch_state = (uint64_t)n_flows * sizeof(struct weir_drr_q) > (2u << 20);
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		w->shaper[d] = shaper[d];
+		if (shaper[d] == NULL)
+			continue;
+		w->cls_ctr[d] = rte_zmalloc_socket("weir_class_ctr",
+			pol->tree[d].n_classes * sizeof(*w->cls_ctr[d]), RTE_CACHE_LINE_SIZE,
+			socket_id);
+		if (w->cls_ctr[d] == NULL)
+			return -ENOMEM;
+	}
+	return weir_wk_markers_build(w, socket_id) != 0 ? -ENOMEM : 0;
+}
+
+struct weir_worker *
+weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *flows,
+		   struct weir_cbq *const shaper[WEIR_PORT__COUNT], int socket_id)
+{
+	const struct weir_policy *pol = conf->policy;
+	bool shaped = shaper != NULL && (shaper[0] != NULL || shaper[1] != NULL);
+	struct weir_worker *w;
+
+	if (conf->burst == 0 || conf->burst > WEIR_BURST_MAX)
+		return NULL;
+	/* A flow's queue id is its flow slot; its leaf comes from the policy,
+	 * whose trees the shapers must have been built from. ACKs are held
+	 * against a class tree's data queues. */
+	if (shaped && (flows == NULL || pol == NULL))
+		return NULL;
+	if (conf->postack != NULL && !shaped)
+		return NULL;
+	for (int d = 0; shaped && d < WEIR_PORT__COUNT; d++)
+		if ((shaper[d] != NULL) != (pol->tree[d].n_classes != 0))
+			return NULL;
+	w = rte_zmalloc_socket("weir_worker", sizeof(*w), RTE_CACHE_LINE_SIZE, socket_id);
+	if (w == NULL)
+		return NULL;
+	w->conf = *conf;
+	w->flows = flows;
+	w->tsc_hz = rte_get_tsc_hz();
+	w->tsc_per_us = RTE_MAX(w->tsc_hz / 1000000, (uint64_t)1);
+	w->mal_bucket.tokens = (uint64_t)conf->malformed_pps << 20;    /* full at start */
+	/* An SA is a flow; records for a few thousand (lib/sa_seq.h). */
+	if (flows != NULL && (w->sa = weir_sa_table_create(weir_flow_table_capacity(flows),
+							   WEIR_SA_TABLE_CAP, socket_id)) == NULL) {
+		unmake(w, false);
+		return NULL;
+	}
+	if (shaped && make_shaped(w, pol, shaper, socket_id) != 0) {
+		unmake(w, false);       /* conf->postack and the trees stay the caller's */
+		return NULL;
+	}
+	return w;
+}
+
+void
+weir_worker_free(struct weir_worker *w)
+{
+	if (w == NULL)
+		return;
+	weir_worker_flush_queues(w);
+	unmake(w, true);
+}
