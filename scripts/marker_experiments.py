@@ -29,7 +29,7 @@ and total rate weir's marker counted at the edge, averaged from --warm to the en
     scripts/marker_experiments.py [--quick] [--seconds 60] [--warm 20]
         [--cases exact,over,under] [--markers tb,tbq,arm,carm] [--pareto]
         [--flow-scale 0.5] [--rio MININ:MAXIN:PIN:MINOUT:MAXOUT:POUT]
-        [--contracts 8,6,5] [--core-mbit 15] [--stop a2:30]
+        [--contracts 8,6,5] [--core-mbit 15] [--stop a2:30] [--cc reno|cubic|bbr]
         [--out docs/results/markers] [--append] [--replot]
 
 --quick: the exact case, tb and tbq, 3 flows per aggregate, 12 s runs: a check that the
@@ -294,7 +294,7 @@ def write_outputs(out, rows, series, extra, args):
         w.writerows(series)
     (out / "core.json").write_text(json.dumps(extra, indent=1))
     lines = [f"Runs of {args.seconds} s, means from {args.warm} s; flows per aggregate "
-             f"x{args.flow_scale} of the thesis' 20/30/25; Reno+SACK; "
+             f"x{args.flow_scale} of the thesis' 20/30/25; {getattr(args, 'cc', 'reno').capitalize()}+SACK; "
              f"{'with' if args.pareto else 'without'} Pareto background; core RIO {args.rio}.",
              "",
              "| case | marker | aggregate (contract) | goodput Mbit/s | green at edge | total at edge "
@@ -386,6 +386,8 @@ def main():
     ap.add_argument("--stop", default="",
                     help="aggregates that stop early, e.g. a2:30 (Fig. 4.19's second aggregate)")
     ap.add_argument("--rio", default=RIO, help=f"the core's RIO curves (default {RIO})")
+    ap.add_argument("--cc", default="reno",
+                    help="the senders' congestion control (the thesis: Reno with SACK)")
     ap.add_argument("--append", action="store_true",
                     help="add to the runs already in --out (same settings, other markers)")
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "markers"))
@@ -420,7 +422,7 @@ def main():
             tb.claim().up()
             tb.stop_gateway()
             for h in tb.lan_hosts:
-                tb.set_cc(h, "reno")
+                tb.set_cc(h, args.cc)
             for kind in kinds:
                 r, s, e = run_one(tb, d, case, kind, args)
                 rows += r

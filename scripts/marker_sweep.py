@@ -16,7 +16,7 @@ thesis' Fig. 4.3 setting: depth 20 x 500 B and a 30 x 500 B queue, as 1514 B fra
 and carm (depth 50 x 500 B, alpha 0.2).
 
     scripts/marker_sweep.py [--quick] [--contracts 2,4,6,8] [--markers tb,tbq,arm,carm]
-        [--seconds 40] [--warm 15] [--excess-mbit 10] [--flow-scale 0.5]
+        [--seconds 40] [--warm 15] [--excess-mbit 10] [--flow-scale 0.5] [--cc reno]
         [--out docs/results/markers/sweep]
 
 Writes sweep.csv, sweep.md (with the thesis' words beside) and sweep.png into --out.
@@ -98,7 +98,8 @@ def write(out, rows, args):
         w.writeheader()
         w.writerows(rows)
     lines = [f"Runs of {args.seconds} s, means from {args.warm} s; two aggregates of "
-             f"{max(1, round(FLOWS * args.flow_scale))} Reno+SACK flows, {2 * DELAY_MS} ms RTT; "
+             f"{max(1, round(FLOWS * args.flow_scale))} {args.cc.capitalize()}+SACK flows, "
+             f"{2 * DELAY_MS} ms RTT; "
              f"core = A + {args.excess_mbit:g} Mbit/s, RIO {mx.RIO}.", "",
              "| A Mbit/s | marker | contracted goodput | / A | green at edge / A | "
              "background goodput | core drops In / Out | thesis says |",
@@ -142,6 +143,7 @@ def main():
     ap.add_argument("--warm", type=int, default=15)
     ap.add_argument("--excess-mbit", type=float, default=10)
     ap.add_argument("--flow-scale", type=float, default=0.5)
+    ap.add_argument("--cc", default="reno", help="senders' congestion control (thesis: Reno+SACK)")
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "markers" / "sweep"))
     args = ap.parse_args()
     if args.quick:
@@ -167,7 +169,7 @@ def main():
             tb.claim().up()
             tb.stop_gateway()
             for h in tb.lan_hosts:
-                tb.set_cc(h, "reno")
+                tb.set_cc(h, args.cc)
             for kind in args.markers.split(","):
                 r, _, e = mx.run_one(tb, d, "exact", kind, args)
                 a1 = next(x for x in r if x["agg"] == "a1")
