@@ -143,14 +143,17 @@ policy_switched(struct weir_worker *w, struct weir_ipabr *ia, int d)
 
 /*
  * Measure direction d's tree (every WEIR_IPABR_LOOK_MS, from the mode's own
- * hooks): what the leaves of each priority sent since the last look, and
- * from it each ipabr leaf's available bandwidth (Eq. 4.3): the link as set
- * now (a REST/Lua change is seen at the next look), less what leaves of a
- * higher priority (a lower prio number) sent, but at least the leaf's own
- * guaranteed rate (the tree gives it that whatever they send) and at most
- * every ceiling on its path. A rising rate counts at once, a falling one is
- * smoothed (a quarter per look): a burst of higher-priority traffic cuts
- * the windows now, its pause does not open them for one look.
+ * hooks): what each leaf sent since the last look, and from it each ipabr
+ * leaf's available bandwidth (Eq. 4.3): the link as set now (a REST/Lua
+ * change is seen at the next look), less what leaves of a higher priority
+ * (a lower prio number) sent, less what its siblings of the same priority
+ * use of their part of the rest (each sibling's part is the rest x its
+ * rate / the rates of that priority: what the tree's round robin gives it
+ * when all send; what a sibling leaves unused is available); at least the
+ * leaf's own guaranteed rate (the tree gives it that whatever they send)
+ * and at most every ceiling on its path. A rising rate counts at once, a
+ * falling one is smoothed (a quarter per look): a burst of higher-priority
+ * traffic cuts the windows now, its pause does not open them for one look.
  */
 static void
 ipabr_look(struct weir_worker *w, struct weir_ipabr *ia, int d, uint64_t now)
@@ -158,40 +161,65 @@ ipabr_look(struct weir_worker *w, struct weir_ipabr *ia, int d, uint64_t now)
 	struct weir_ipabr_dir *ds = &ia->dir[d];
 	const struct weir_policy_tree *t = &w->policy->tree[d];
 	struct weir_cbq *sh = w->shaper[d];
-	uint64_t bytes[WEIR_CBQ_NUM_PRIO] = { 0 };
+	/* Per priority: configured rates (bit/s), what is left of the link
+	 * for it, and what its leaves use of their parts of that. */
+	uint64_t prio_rate[WEIR_CBQ_NUM_PRIO] = { 0 }, pool[WEIR_CBQ_NUM_PRIO];
+	uint64_t used[WEIR_CBQ_NUM_PRIO] = { 0 }, hp = 0, link;
 	const bool fresh = ds->policy != (const void *)w->policy;
 	struct weir_cbq_stats st;
-	uint64_t link;
 
 	if (fresh)
 		policy_switched(w, ia, d);
-	for (uint16_t c = 1; c < t->n_classes; c++)
-		if (t->classes[c].is_leaf && weir_cbq_stats(sh, c, &st) == 0)
-			bytes[t->classes[c].cbq.prio % WEIR_CBQ_NUM_PRIO] += st.bytes;
-	if (!fresh && now > ds->last_tsc)
-		for (int p = 0; p < WEIR_CBQ_NUM_PRIO; p++) {
-			uint64_t r = (uint64_t)(((unsigned __int128)(bytes[p] - ds->prio_bytes[p]) << 32) /
+	else
+		memset(ds->prio_bpt, 0, sizeof(ds->prio_bpt));
+	/* A switch renumbers the leaves: their rates start over, and the
+	 * priorities' measured rates are kept for this look. */
+	for (uint16_t c = 1; c < t->n_classes; c++) {
+		const unsigned int p = t->classes[c].cbq.prio % WEIR_CBQ_NUM_PRIO;
+
+		if (!t->classes[c].is_leaf || weir_cbq_stats(sh, c, &st) != 0)
+			continue;
+		if (fresh || now <= ds->last_tsc) {
+			ds->leaf_bpt[c] = 0;
+		} else {
+			uint64_t r = (uint64_t)(((unsigned __int128)(st.bytes - ds->leaf_bytes[c]) << 32) /
 						(now - ds->last_tsc));
 
-			if (r >= ds->prio_bpt[p])
-				ds->prio_bpt[p] = r;
+			if (r >= ds->leaf_bpt[c])
+				ds->leaf_bpt[c] = r;
 			else
-				ds->prio_bpt[p] -= (ds->prio_bpt[p] - r) >> 2;
+				ds->leaf_bpt[c] -= (ds->leaf_bpt[c] - r) >> 2;
+			ds->prio_bpt[p] += ds->leaf_bpt[c];
 		}
-	memcpy(ds->prio_bytes, bytes, sizeof(bytes));
+		ds->leaf_bytes[c] = st.bytes;
+		prio_rate[p] += t->classes[c].cbq.rate;
+	}
 	ds->last_tsc = now;
 	ds->next_tsc = now + w->tsc_hz / 1000 * WEIR_IPABR_LOOK_MS;
 	link = bpt(w, weir_cbq_rate(sh, 0));
+	for (int p = 0; p < WEIR_CBQ_NUM_PRIO; p++) {
+		pool[p] = link > hp ? link - hp : 0;
+		hp += ds->prio_bpt[p];
+	}
+	for (uint16_t c = 1; c < t->n_classes; c++) {
+		const unsigned int p = t->classes[c].cbq.prio % WEIR_CBQ_NUM_PRIO;
+
+		if (t->classes[c].is_leaf && prio_rate[p] != 0)
+			used[p] += RTE_MIN(ds->leaf_bpt[c], (uint64_t)((unsigned __int128)pool[p] *
+						t->classes[c].cbq.rate / prio_rate[p]));
+	}
 	for (uint16_t c = 1; c < t->n_classes; c++) {
 		const struct weir_policy_class *k = &t->classes[c];
+		const unsigned int p = k->cbq.prio % WEIR_CBQ_NUM_PRIO;
 		struct weir_ipabr_class *cs = &ds->cls[c];
-		uint64_t hp = 0, avail;
+		uint64_t avail, own, others;
 
 		if (!k->is_leaf || k->mode != WEIR_MODE_IPABR)
 			continue;
-		for (int p = 0; p < k->cbq.prio && p < WEIR_CBQ_NUM_PRIO; p++)
-			hp += ds->prio_bpt[p];
-		avail = link > hp ? link - hp : 0;
+		own = prio_rate[p] != 0 ? RTE_MIN(ds->leaf_bpt[c], (uint64_t)((unsigned __int128)
+			pool[p] * k->cbq.rate / prio_rate[p])) : 0;
+		others = used[p] - own;
+		avail = pool[p] > others ? pool[p] - others : 0;
 		if (weir_cbq_stats(sh, c, &st) == 0)
 			avail = RTE_MAX(avail, bpt(w, st.rate_bps));
 		for (uint16_t a = c; a != 0; a = t->classes[a].cbq.parent)

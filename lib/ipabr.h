@@ -76,9 +76,10 @@ struct weir_ipabr_dir {
 	const void *policy;     /* the policy the figures below are of */
 	uint64_t next_tsc;      /* next measurement of the tree */
 	uint64_t last_tsc;
-	uint64_t prio_bytes[WEIR_CBQ_NUM_PRIO];  /* leaves' bytes at the last look, by prio */
-	uint64_t prio_bpt[WEIR_CBQ_NUM_PRIO];    /* their measured rate, bytes/tick << 32 */
+	uint64_t prio_bpt[WEIR_CBQ_NUM_PRIO];    /* leaves' measured rate by prio, bytes/tick << 32 */
 	uint16_t n_cls;         /* classes of that policy's tree */
+	uint64_t leaf_bytes[WEIR_CBQ_MAX_CLASSES];      /* each leaf's bytes at the last look */
+	uint64_t leaf_bpt[WEIR_CBQ_MAX_CLASSES];        /* its measured rate, bytes/tick << 32 */
 	struct weir_ipabr_class cls[WEIR_CBQ_MAX_CLASSES];
 };
 

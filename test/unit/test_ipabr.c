@@ -420,6 +420,70 @@ test_available(void)
 	rig_free(&r);
 }
 
+/* A sibling of the same priority: what it uses of its part of the link
+ * (the link x its rate / the priority's rates) is not available to the
+ * ipabr leaf; what it leaves unused is. */
+static void
+test_siblings(void)
+{
+	const struct weir_policy_class_conf out[] = {
+		{ .name = "web", .rate = 4000000, .prio = 1 },
+		{ .name = "bulk", .rate = 4000000, .prio = 1, .mode = WEIR_MODE_IPABR },
+	};
+	struct weir_policy_rule_conf rules[1] = { { .class_name = "web" } };
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .n_classes = 2, .classes = out, .default_class = "bulk" },
+			  { .rate = 0 } },
+		.n_rules = 1, .rules = rules,
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	const uint16_t BULK = 2;
+	uint64_t t = t0 + 100 * ms;
+	const struct weir_ipabr_class *cs;
+	double mbs;
+
+	rules[0].match.port[WEIR_CLS_WAN] = (struct weir_cls_ports){ 8080, 8080 };
+	if (rig_make_pa(&r, &pc, "ia_sib", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	cs = &ia_of(&r)->dir[0].cls[BULK];
+	open_flow(&r, 4000, t0, 40);
+	send_data(&r, 4000, 1, 1000, t);
+	ack_win(&r, ack_of(4000, 1001, 65535), t + 40 * ms, NULL);
+	mbs = (double)cs->avail_bpt * (double)hz / 4294967296.0 / 1e6;
+	CHECK(mbs > 0.99 && mbs < 1.01, "the sibling quiet: the whole link, 1 MB/s (%.3f)", mbs);
+	/* web sends 800 kB/s for 1 s, past its part (500 kB/s): bulk keeps its part. */
+	for (uint64_t k = 0; k < 760; k++) {
+		uint64_t tv = t + 100 * ms + k * 1318 * ms / 1000;
+
+		feed(&r, tcp_frame(0, 2, 6000, 1, 8080, ACK, (uint32_t)(1 + 1000 * k), 1000), 0, tv);
+		drain_out(&r, tv);
+		if (k % 76 == 0)
+			ack_win(&r, ack_of(4000, 1001, 65535), tv, NULL);
+	}
+	t += 1100 * ms;
+	ack_win(&r, ack_of(4000, 1001, 65535), t, NULL);
+	mbs = (double)cs->avail_bpt * (double)hz / 4294967296.0 / 1e6;
+	CHECK(mbs > 0.49 && mbs < 0.51, "web at 800 kB/s: bulk has its part, 500 kB/s (%.3f)", mbs);
+	/* web at 200 kB/s: what it leaves of its part is bulk's too. */
+	for (uint64_t k = 0; k < 400; k++) {
+		uint64_t tv = t + k * 5270 * ms / 1000;
+
+		feed(&r, tcp_frame(0, 2, 6000, 1, 8080, ACK, (uint32_t)(760001 + 1000 * k), 1000), 0, tv);
+		drain_out(&r, tv);
+		if (k % 40 == 0)
+			ack_win(&r, ack_of(4000, 1001, 65535), tv, NULL);
+	}
+	t += 2110 * ms;
+	ack_win(&r, ack_of(4000, 1001, 65535), t, NULL);
+	mbs = (double)cs->avail_bpt * (double)hz / 4294967296.0 / 1e6;
+	CHECK(mbs > 0.76 && mbs < 0.82, "web at 200 kB/s: bulk 800 kB/s (%.3f)", mbs);
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
 /* Below one segment per RTT (8 kbit/s, 40 ms: Wnd_opt 38 bytes): the
  * window is one segment and the ACKs are paced, one per segment at the
  * allocation (1000 B/s: about a second apart), held in the ACK store. */
@@ -582,6 +646,7 @@ main(int argc, char **argv)
 	test_left();
 	test_weights();
 	test_available();
+	test_siblings();
 	test_sub_mss();
 	test_fallbacks();
 	test_switch_keeps_state();
