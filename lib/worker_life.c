@@ -57,9 +57,9 @@ make_shaped(struct weir_worker *w, const struct weir_policy *pol,
 	w->policy_acked = pol->epoch;
 	w->gen8 = 1;
 	w->unmanaged_qid = n_flows;
-	/* Queue entries beyond what a core's caches hold (2 MiB of them a
-	 * direction): worth asking for a burst ahead, else not. */
-	w->prefetch_state = (uint64_t)n_flows * sizeof(struct weir_drr_q) > (2u << 20);
+	/* Queue entries beyond what a core's own caches hold (1 MiB of them
+	 * a direction, 32K flows): worth asking for a burst ahead, else not. */
+	w->prefetch_state = (uint64_t)n_flows * sizeof(struct weir_drr_q) > (1u << 20);
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		w->shaper[d] = shaper[d];
 		if (shaper[d] == NULL)
