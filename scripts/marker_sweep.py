@@ -17,7 +17,7 @@ and carm (depth 50 x 500 B, alpha 0.2).
 
     scripts/marker_sweep.py [--quick] [--contracts 2,4,6,8] [--markers tb,tbq,arm,carm]
         [--seconds 40] [--warm 15] [--excess-mbit 10] [--flow-scale 0.5] [--cc reno]
-        [--out docs/results/markers/sweep]
+        [--out docs/results/markers/sweep] [--append]
 
 Writes sweep.csv, sweep.md (with the thesis' words beside) and sweep.png into --out.
 --quick: A = 2 only, tb and tbq, 3 flows each, 12 s (CI: the pipeline works, not a result).
@@ -145,6 +145,8 @@ def main():
     ap.add_argument("--flow-scale", type=float, default=0.5)
     ap.add_argument("--cc", default="reno", help="senders' congestion control (thesis: Reno+SACK)")
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "markers" / "sweep"))
+    ap.add_argument("--append", action="store_true",
+                    help="keep the rows of --out's sweep.csv for contracts not run now")
     args = ap.parse_args()
     if args.quick:
         args.contracts, args.markers, args.seconds, args.warm = "2", "tb,tbq", 12, 4
@@ -183,6 +185,12 @@ def main():
                       f"background {bg['goodput_mbit']:.2f}", flush=True)
         finally:
             tb.down()
+    if args.append and (Path(args.out) / "sweep.csv").exists():
+        ran = {r["contract_mbit"] for r in rows}
+        old = [{k: (v if k == "marker" else float(v)) for k, v in r.items()}
+               for r in csv.DictReader(open(Path(args.out) / "sweep.csv"))]
+        rows = sorted([r for r in old if r["contract_mbit"] not in ran] + rows,
+                      key=lambda r: r["contract_mbit"])
     write(Path(args.out), rows, args)
 
 
