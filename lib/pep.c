@@ -92,11 +92,6 @@ struct pep_flow {
 	uint32_t packed_bytes;  /* bytes p-acked and not yet acked by R */
 	uint32_t wm, maxbuf;    /* watermark and maximum buffer, bytes */
 	uint32_t srtt, rttvar, min_rtt;     /* gateway -> R -> gateway, TSC ticks */
-	uint32_t dr_seq;        /* R's cumulative ACK when the round being timed began */
-	uint64_t dr_tsc;        /* when it began; 0: none yet */
-	uint64_t bw;            /* what R acknowledged per tick (<< 32), the most of the
-				 * recent rounds; 0: not measured yet */
-	uint64_t bw_at;         /* when that most was measured */
 	uint64_t rto_at;        /* 0: timer off */
 	uint64_t heard;         /* TSC of R's latest ACK */
 	uint64_t first_to;      /* TSC of the first timeout without progress since */
@@ -476,58 +471,17 @@ send_pack(struct weir_worker *w, struct pep *st, const struct weir_flow *f, stru
 
 /* ---- the watermark ---- */
 
-/* Rounds a delivery-rate maximum is kept before a lower one replaces it. */
-#define BW_ROUNDS 10
-
 /*
- * What the path beyond the gateway delivers: bytes R acknowledged over a
- * round trip (the lowest measured), sampled once a round. The most of the
- * last BW_ROUNDS rounds is kept (a bottleneck that rises is seen at once,
- * one that falls after those rounds). A round in which the sender, not
- * the watermark, limited what went (nothing left to p-ACK and less than
- * half the watermark out) says nothing of the path: it may raise the most,
- * never replace it.
- */
-static void
-delivery_sample(struct pep_flow *pf, uint32_t r, uint64_t now)
-{
-	uint64_t s;
-	bool sender_limited;
-
-	if (pf->min_rtt == 0 || pf->dr_tsc == 0) {
-		pf->dr_tsc = now;
-		pf->dr_seq = r;
-		return;
-	}
-	if (now - pf->dr_tsc < pf->min_rtt)
-		return;
-	s = ((uint64_t)(r - pf->dr_seq) << 32) / (now - pf->dr_tsc);
-	sender_limited = pf->pk == NONE && pf->packed_bytes < pf->wm / 2;
-	if (s >= pf->bw || (!sender_limited && now - pf->bw_at > BW_ROUNDS * (uint64_t)pf->min_rtt)) {
-		pf->bw = s;
-		pf->bw_at = now;
-	}
-	pf->dr_tsc = now;
-	pf->dr_seq = r;
-}
-
-/*
- * Watermark = a rate x the lowest round trip measured beyond the gateway,
- * plus an eighth and two segments (the slack TCR found a window needs to
- * carry its rate), in bytes. The rate is what the path delivers (above)
- * once measured, else the flow's share of its class (rate / active flows).
- * weir is not told a bottleneck beyond it (the paper's PEP is): measuring
- * lets the watermark follow one that moves. The eighth is also the probe:
- * with an eighth more out than the path carried, a path that can carry
- * more delivers more the next round, and the watermark grows by up to an
- * eighth a round until it carries what the path does; the class's own
- * shaper bounds what a flow can get (delivery cannot pass it). The maximum
- * buffer is twice that. Both are bounded by the flow's copy cap.
+ * Watermark = the flow's share of its class now (rate / active flows,
+ * which follows rate changes and the flows that come and go) x the lowest
+ * round trip measured beyond the gateway, plus an eighth and two segments
+ * (the slack TCR found a window needs to carry its rate), in bytes. The
+ * maximum buffer is twice that. Both are bounded by the flow's copy cap.
  */
 static void
 update_wm(const struct weir_worker *w, const struct pep *st, struct pep_flow *pf, uint16_t leaf)
 {
-	uint64_t rate = pf->bw ? pf->bw : w->cls_ctr[pf->d][leaf].share_bytes_per_tick;
+	uint64_t rate = w->cls_ctr[pf->d][leaf].share_bytes_per_tick;
 	uint64_t rtt = pf->min_rtt ? pf->min_rtt : pf->srtt ? pf->srtt : st->rtt_unknown;
 	uint64_t bdp = (uint64_t)(((unsigned __int128)rate * rtt) >> 32);
 	uint64_t seg = pf->mss ? pf->mss : 1460;
@@ -967,7 +921,6 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 	if (p->flags & WEIR_PF_TCP_SACK)
 		sack_mark(st, pf, m, p);
 	if (seq_gt(r, pf->real_una)) {
-		delivery_sample(pf, r, now);
 		purge(st, pf, r, now);
 		pf->real_una = r;
 		pf->retries = 0;
