@@ -38,9 +38,10 @@ def totals(st):
     return busy, rx
 
 
-def one_run(tb, cfg_dir, mode, rate, workers, flows, seconds):
+def one_run(tb, cfg_dir, mode, rate, workers, flows, seconds, burst_us):
     shaping = "" if rate == "none" else \
-        f'shaping = {{ mode = "{mode}"; outbound = "{rate}"; inbound = "{rate}"; }};\n'
+        f'shaping = {{ mode = "{mode}"; outbound = "{rate}"; inbound = "{rate}"; ' \
+        f'burst_us = {burst_us}; }};\n'
     cfg = cfg_dir / f"{mode}-{workers}.cfg"
     cfg.write_text(weirtb.testbed_config_text(shaping, stats_interval=0.5, workers=workers))
     os.environ["WEIR_TESTBED_CFG"] = str(cfg)
@@ -88,6 +89,9 @@ def main(argv=None):
     ap.add_argument("--flows", type=int, default=4)
     ap.add_argument("--seconds", type=int, default=12)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--burst-us", type=int, default=weirtb.config.SHARED_CORES_BURST_US,
+                    help="shaping.burst_us for both worker counts (the testbed's default "
+                         "for several workers; 1000 is weir's own default)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default="docs/results/workers")
     a = ap.parse_args(argv)
@@ -105,7 +109,7 @@ def main(argv=None):
         for rnd in range(a.rounds):
             for m in modes:
                 for w in (1, 2):
-                    r = one_run(tb, out, m, a.rate, w, a.flows, a.seconds)
+                    r = one_run(tb, out, m, a.rate, w, a.flows, a.seconds, a.burst_us)
                     r["round"] = rnd
                     rows.append(r)
                     print(r, flush=True)
@@ -117,7 +121,8 @@ def main(argv=None):
         wr.writeheader()
         wr.writerows(rows)
     md = table(rows, modes)
-    md += (f"\n{a.flows} iperf3 uploads, {a.seconds} s, class {a.rate} each way, {a.rounds} "
+    md += (f"\n{a.flows} iperf3 uploads, {a.seconds} s, class {a.rate} each way, burst_us "
+           f"{a.burst_us}, {a.rounds} "
            f"round(s) interleaved; weir exits not 0: {len(bad)}.\n"
            f"Command: `scripts/bench_workers.py {' '.join(argv if argv is not None else sys.argv[1:])}`\n")
     (out / "workers.md").write_text(md)

@@ -396,6 +396,55 @@ def test_new_flow_on_another_worker(mw_tb):
     # against 555-583 kB on the same worker (~30-100 ms of 10 Mbit/s).
     assert med["other"] >= 0.7 * med["same"], med
 
+def test_three_workers(mw_tb):
+    """3 workers (qpairs=3, still the 2 vCPUs): gold (20 of 30 Mbit/s) with flows on
+    workers 0, 1, 2, 2 and bulk (10) on 2, 1, 0, 0, outbound. Each class's total holds
+    within 2 %, its flows share it evenly wherever they run, no flow is split."""
+    tb = mw_tb
+    cfg = mw_config(tb.cfg_dir / "three.cfg", body_file="testbed-twoclass.cfg", workers=3)
+    restart(tb, cfg)
+    gold_w, bulk_w = [0, 1, 2, 2], [2, 1, 0, 0]
+    dur = 14
+    try:
+        def run():
+            gold_c, bulk_c = flows_on_workers(tb, gold_w, bulk_w)
+            with Sampler(tb, "outbound") as s:
+                t_start = s.now()
+                res = {}
+                threads = [threading.Thread(target=lambda k, kw: res.__setitem__(k, tb.iperf(**kw)),
+                                            args=(k, kw), daemon=True) for k, kw in (
+                    ("gold", dict(n=4, duration=dur, base_port=GOLD_PORT, cports=gold_c)),
+                    ("bulk", dict(n=4, duration=dur, base_port=BULK_PORT, cports=bulk_c)))]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+            t0 = t_start + 4
+            return res, s.rate("gold", t0, t0 + 9), s.rate("bulk", t0, t0 + 9)
+
+        res, gold, bulk = measure_twice(
+            run, lambda r: abs(r[1] / GOLD - 1) <= 0.02 and abs(r[2] / BULK - 1) <= 0.02)
+        st = tb.weir_stats()
+    finally:
+        restart(tb, tb.cfg)
+    fair = {}
+    for key in ("gold", "bulk"):
+        assert all(f.error is None for f in res[key]), [f.error for f in res[key]]
+        steady = [sum(f.interval_bps[4:13]) / 9 for f in res[key]]
+        fair[key] = (round(jain(steady), 4), [round(x / 1e6, 2) for x in steady])
+    per_worker = {c: [round(w["rate_bps"] / 1e6, 2) for w in v["per_worker"]]
+                  for c, v in st["shaping"]["outbound"]["classes"].items()}
+    print(f"3 workers: gold {gold / 1e6:.2f} Mbit/s (20), bulk {bulk / 1e6:.2f} (10); "
+          f"Jain/steady Mbit/s {fair}; split at the end {per_worker}; flow_split "
+          f"{split_frames(st)}; workers {[(w['flows_active'], w['rate_updates']) for w in st['workers']]}")
+    assert len(st["workers"]) == 3
+    assert abs(gold / GOLD - 1) <= 0.02, gold
+    assert abs(bulk / BULK - 1) <= 0.02, bulk
+    for key in ("gold", "bulk"):
+        assert fair[key][0] >= 0.99, (key, fair[key])
+    assert split_frames(st) == 0, st["ports"]
+
+
 HOOK_PORT = 5401
 HOOK_SCRIPT = """-- test_multiworker.py: on_flow across workers
 for _, dir in ipairs({ "outbound", "inbound" }) do
