@@ -396,12 +396,22 @@ weir_drr_move(struct weir_drr *from, struct weir_drr *to, uint32_t qid, uint64_t
 	struct weir_drr_q *q = &from->q[qid];
 	uint64_t b = 0;
 
-	if (from == to || q->len == 0)
+	if (from == to)
 		return 0;
-	for (struct rte_mbuf *m = q->head; m != NULL; m = weir_mbuf_meta(m)->qnext)
-		b += weir_drr_wire_len(from, m);
+	/* Off every list of `from`, an emptied new queue waiting there (IDLE)
+	 * too: its state names a list of `from`, and the next packet, queued
+	 * in `to`, would take it for one of its own and never list it there
+	 * (the queue stuck, its packets held forever). */
 	if (q->listed)
 		drr_list_remove(from, qid);
+	if (q->len == 0) {
+		q->deficit = 0;
+		if (bytes != NULL)
+			*bytes = 0;
+		return 0;
+	}
+	for (struct rte_mbuf *m = q->head; m != NULL; m = weir_mbuf_meta(m)->qnext)
+		b += weir_drr_wire_len(from, m);
 	from->pkts -= q->len;
 	from->bytes -= b;
 	to->pkts += q->len;

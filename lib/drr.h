@@ -209,8 +209,9 @@ unsigned int weir_drr_drain(struct weir_drr *d, uint32_t qid, struct rte_mbuf **
  * Hand queue qid, packets and all, from scheduler `from` to `to` (same
  * queue table): a flow classified anew while packets of it wait. Nothing is
  * copied or reordered; O(packets in the queue) to recount its bytes, plus
- * the unlink walk. Returns the packets moved; *bytes (may be NULL) their
- * wire bytes.
+ * the unlink walk. A queue with nothing queued still leaves every list of
+ * `from` (an emptied new queue waits on its old list). Returns the packets
+ * moved; *bytes (may be NULL) their wire bytes.
  */
 uint32_t weir_drr_move(struct weir_drr *from, struct weir_drr *to, uint32_t qid, uint64_t *bytes);
 

@@ -434,6 +434,7 @@ weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 	const struct weir_policy *pol = w->policy;
 	uint32_t slot = weir_flow_slot(w->flows, f);
 	uint16_t old[WEIR_PORT__COUNT] = { flow_leaf(w, f, 0), flow_leaf(w, f, 1) };
+	bool refused = false;
 
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		uint16_t leaf = pol->targets[target].leaf[d];
@@ -449,13 +450,28 @@ weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 			target = k->fallback_target;    /* not admission-checked: the way out */
 			break;
 		}
-		f->class_id = target;
-		f->class_gen = w->gen8;
-		f->shape |= WEIR_FSH_REFUSED;
-		return false;
+		refused = true;
+		break;
 	}
 	f->class_id = target;
 	f->class_gen = w->gen8;
+	/* Packets of it still waiting (a reused 4-tuple, a policy change, a
+	 * hook's move) follow it, in order, ahead of this one, refused or not:
+	 * its queue lives in the leaf its class names (drain, expiry and the
+	 * next move look there). ACKs held against its old class go now. */
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		uint16_t leaf = flow_leaf(w, f, d);
+
+		if (leaf == WEIR_CBQ_NONE || old[d] == leaf || old[d] == WEIR_CBQ_NONE)
+			continue;
+		weir_cbq_move(w->shaper[d], slot, old[d], leaf);
+		if (w->pa != NULL && weir_postack_len(w->pa, d, slot) > 0)
+			weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
+	}
+	if (refused) {
+		f->shape |= WEIR_FSH_REFUSED;
+		return false;
+	}
 	f->shape = (uint8_t)((f->shape & ~WEIR_FSH_REFUSED) | WEIR_FSH_COUNTED);
 	flow_count(w, f, 1);
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
@@ -464,14 +480,6 @@ weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 		if (leaf == WEIR_CBQ_NONE)
 			continue;
 		w->cls_ctr[d][leaf].admitted++;
-		/* Packets of it still waiting (a reused 4-tuple, a policy
-		 * change) follow it, in order, ahead of this one; ACKs held
-		 * against its old class go now. */
-		if (old[d] != leaf && old[d] != WEIR_CBQ_NONE) {
-			weir_cbq_move(w->shaper[d], slot, old[d], leaf);
-			if (w->pa != NULL && weir_postack_len(w->pa, d, slot) > 0)
-				weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
-		}
 		weir_drr_set_weight(weir_cbq_qtab(w->shaper[d]), slot, pol->targets[target].weight);
 	}
 	return true;

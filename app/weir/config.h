@@ -70,6 +70,7 @@ struct weir_config {
 	uint16_t shape_overhead;                /* bytes added per frame for rate accounting */
 	uint16_t shape_flow_limit;              /* packets per flow queue */
 	uint32_t shape_flow_quantum;            /* DRR bytes per round per flow; 0 = one frame */
+	uint32_t shape_burst_us;                /* token bucket depth in time (docs/cbq.md) */
 	bool shape_no_aqm;                      /* shaping.aqm = "none": no CoDel in pfq/tcr leaves */
 	uint8_t shape_qm;                       /* shaping.aqm = "red"...: fifo leaves' queue manager */
 	struct weir_qm_params shape_qm_params;  /* shaping.red / shaping.pqm (lib/qm.h) */

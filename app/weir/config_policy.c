@@ -619,7 +619,7 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 {
 	static const char *const keys[] = { "outbound", "inbound", "overhead", "flow_limit",
 					    "flow_quantum", "mode", "aqm", "young_bytes", "postack", "red",
-					    "pqm", NULL };
+					    "pqm", "burst_us", NULL };
 	const config_setting_t *g = cfg_group(ld, root, "shaping", false);
 	struct weir_policy_conf pc = { 0 };
 	struct policy_src src = { 0 };
@@ -638,6 +638,11 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 	if (cfg_int(ld, g, "flow_quantum", 0, 0, 1 << 20, &v) < 0)
 		return -1;
 	cfg->shape_flow_quantum = (uint32_t)v;
+	/* How late a worker may come back without its classes losing tokens
+	 * (docs/cbq.md "Burst"): raise it where workers share cores. */
+	if (cfg_int(ld, g, "burst_us", 1000, 100, 100000, &v) < 0)
+		return -1;
+	cfg->shape_burst_us = (uint32_t)v;
 	/* 256 KiB: a web object or an API reply beside bulk flows goes at close
 	 * to idle speed; 0 = RFC 8290's one quantum per activation. */
 	if (cfg_int(ld, g, "young_bytes", WEIR_DRR_YOUNG_DEFAULT, 0, WEIR_DRR_YOUNG_MAX, &v) < 0)

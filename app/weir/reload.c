@@ -46,6 +46,7 @@ weir_app_shaper(const struct weir_config *cfg, const struct weir_policy *pol, in
 		.n_queues = cfg->flow_capacity + 1 + WEIR_POLICY_QUEUES_EXTRA(pol),
 		.flow_limit = cfg->shape_flow_limit,
 		.flow_quantum = cfg->shape_flow_quantum,
+		.burst_us = cfg->shape_burst_us,
 		.overhead = cfg->shape_overhead,
 		.backlog_limit = weir_config_tree_backlog(cfg),
 		.qm_params = &pol->tree[dir].qm_params,
@@ -227,6 +228,7 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 	a->cfg.policy = np;
 	a->cfg.shape_flow_limit = src->shape_flow_limit;
 	a->cfg.shape_flow_quantum = src->shape_flow_quantum;
+	a->cfg.shape_burst_us = src->shape_burst_us;
 	a->cfg.shape_overhead = src->shape_overhead;
 	if (late) {
 		/* The old policy is still the late worker's (and, until it takes

@@ -149,14 +149,24 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 	struct weir_class_view cc = { 0 };
 	struct weir_qm_stats qm = { 0 };
 	bool has_qm = false;
-	json_t *o;
+	/* With several workers, each one's part: how the rebalancer split the
+	 * class and what each worker did with it (docs/multiworker.md). */
+	json_t *o, *per = app->n_workers > 1 ? json_array() : NULL;
 
 	for (unsigned int i = 0; i < app->n_workers; i++) {
 		struct weir_class_view v;
 		const struct weir_cbq_stats *st = &v.cbq;
 
-		if (weir_worker_class_view(app->workers[i], app->cfg.policy, dir, cls, &v) != 0)
+		if (weir_worker_class_view(app->workers[i], app->cfg.policy, dir, cls, &v) != 0) {
+			if (per != NULL)
+				json_array_append_new(per, json_null());
 			continue;
+		}
+		if (per != NULL)
+			json_array_append_new(per, json_pack("{s:I, s:I, s:I, s:I, s:I}",
+				"rate_bps", (json_int_t)st->rate_bps, "ceil_bps", (json_int_t)st->ceil_bps,
+				"bytes", (json_int_t)st->bytes, "queued_pkts", (json_int_t)st->qlen,
+				"backlogged_flows", (json_int_t)st->backlogged));
 		sum.bytes += st->bytes;
 		sum.pkts += st->pkts;
 		sum.drops_flow += st->drops_flow;
@@ -212,6 +222,8 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 	 * when rates are split among workers). */
 	json_object_set_new(o, "worker_rate_bps", json_integer((json_int_t)sum.rate_bps));
 	json_object_set_new(o, "worker_ceil_bps", json_integer((json_int_t)sum.ceil_bps));
+	if (per != NULL)
+		json_object_set_new(o, "per_worker", per);
 	if (pk->is_leaf) {
 		json_object_set_new(o, "flows", json_integer((json_int_t)cc.flows));
 		json_object_set_new(o, "flows_sending", json_integer((json_int_t)cc.active));

@@ -30,6 +30,12 @@ def weir_config_text(lan, wan, *, prefix, mem_mb=256, eal_log_level="error", mbu
             + body)
 
 
+# Bucket depth (shaping.burst_us) with several workers on the testbed's 2 vCPUs: 3 or
+# more threads take turns on 2 cores and a worker comes back to its classes several ms
+# late; with the default 1 ms, 3 workers lost 9-14 % of two classes' rates (docs/multiworker.md).
+SHARED_CORES_BURST_US = 5000
+
+
 def testbed_config_text(body="", *, stats_interval=None, workers=1):
     """conf/testbed.cfg (weir between gw-lan and gw-wan), its stats written every
     `stats_interval` s instead of 1 s, then a blank line and `body`.
@@ -38,7 +44,8 @@ def testbed_config_text(body="", *, stats_interval=None, workers=1):
     ports (qpairs=N, the kernel's PACKET_FANOUT hash spreads the flows:
     ports.distribution = "kernel-fanout"). The machine has 2 vCPUs, so EAL's
     --lcores lets the management lcore and every worker float over both CPUs
-    (the workers sleep when idle) instead of pinning N + 1 threads to 2 cores."""
+    (the workers sleep when idle) instead of pinning N + 1 threads to 2 cores, and a
+    shaping group in `body` gets burst_us = SHARED_CORES_BURST_US unless it sets one."""
     text = (CONF / "testbed.cfg").read_text()
     if stats_interval is not None:
         text = text.replace("interval = 1.0;", f"interval = {stats_interval};")
@@ -53,6 +60,8 @@ def testbed_config_text(body="", *, stats_interval=None, workers=1):
                                             '  distribution = "kernel-fanout";\n};')):
             assert old in text, old
             text = text.replace(old, new)
+        if "burst_us" not in body:
+            body = body.replace("shaping = {", f"shaping = {{ burst_us = {SHARED_CORES_BURST_US};", 1)
     return text + "\n" + body
 
 

@@ -218,6 +218,8 @@ BAD = [
      lambda t: t + SHAPING.replace('prio = 1;', 'prio = 1; mode = "fifo"; limit = 30; aqm = "red";')
      .replace('inbound = "30mbit";', 'inbound = "30mbit";\n  red = { max_th = 60; };'),
      'name = "bulk"', r"class 'bulk': aqm \"red\": max_th is above the class limit"),
+    ("burst_us range", shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  burst_us = 50;'),
+     "burst_us = 50", r"'shaping\.burst_us' is 50; it must be between 100 and"),
     ("pqm phi", shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  pqm = { phi = 0.5; };'),
      "phi = 0.5", r"'shaping\.pqm\.phi' is 0\.5; it must be between"),
     ("group expected", lambda t: t.replace("mempool = { mbufs = 8191; cache = 128; };", "mempool = 5;"),

@@ -437,6 +437,59 @@ test_codel(void)
 	weir_drr_qtab_free(t);
 }
 
+/* A flow moved to another leaf while its queue, new and just emptied, waits
+ * on the first leaf's old list (IDLE): its next packets, queued in the
+ * second leaf, must be served there. (A hook's move right after a flow's
+ * first packets left it stuck: the second leaf never listed the queue.) */
+static void
+test_move_idle(void)
+{
+	struct weir_drr_qtab *t = weir_drr_qtab_create(8, 100, SOCKET_ID_ANY);
+	struct weir_drr a, b;
+	struct rte_mbuf *m;
+	uint32_t qid, qlen, got = 0, i;
+	uint64_t bytes = 1;
+	int ok = 1;
+
+	weir_drr_init(&a, t, 0, 0);
+	weir_drr_init(&b, t, 0, 0);
+	/* Flow 1 old and backlogged in a (so a's list outlives flow 3's turn),
+	 * flow 3 new: one packet, sent, its queue now IDLE on a's old list. */
+	for (i = 0; i < 4; i++)
+		weir_drr_enqueue(&a, 1, mk(1, i, 1000));
+	for (i = 0; i < 4; i++)
+		rte_pktmbuf_free(weir_drr_dequeue(&a, &qid, &qlen));
+	for (i = 0; i < 4; i++)
+		weir_drr_enqueue(&a, 1, mk(1, 4 + i, 1000));
+	weir_drr_enqueue(&a, 3, mk(3, 0, 100));
+	while ((m = weir_drr_dequeue(&a, &qid, &qlen)) != NULL && qid != 3)
+		rte_pktmbuf_free(m);
+	CHECK(m != NULL && qid == 3 && t->q[3].listed == WEIR_DRR_IDLE && a.n_idle == 1,
+	      "flow 3 idle on a's old list (listed %u, n_idle %u)", t->q[3].listed, a.n_idle);
+	rte_pktmbuf_free(m);
+	/* The move finds nothing queued, and must still take it off a's list. */
+	CHECK(weir_drr_move(&a, &b, 3, &bytes) == 0 && bytes == 0, "nothing to move");
+	CHECK(t->q[3].listed == 0 && a.n_idle == 0 && weir_drr_backlogged(&a) == 1,
+	      "off a's lists (listed %u, n_idle %u, a backlogged %u)", t->q[3].listed, a.n_idle,
+	      weir_drr_backlogged(&a));
+	for (i = 0; i < 5; i++)
+		weir_drr_enqueue(&b, 3, mk(3, 1 + i, 100));
+	CHECK(weir_drr_backlogged(&b) == 1, "listed in b (%u)", weir_drr_backlogged(&b));
+	while ((m = weir_drr_dequeue(&b, &qid, &qlen)) != NULL) {
+		if (qid != 3 || unit_tag_of(m).seq != 1 + got)
+			ok = 0;
+		got++;
+		rte_pktmbuf_free(m);
+	}
+	CHECK(ok && got == 5 && b.pkts == 0 && b.n_listed == 0, "b served flow 3 in order: %u", got);
+	while ((m = weir_drr_dequeue(&a, &qid, &qlen)) != NULL) {
+		ok &= qid == 1;
+		rte_pktmbuf_free(m);
+	}
+	CHECK(ok && a.pkts == 0 && a.n_listed == 0 && a.n_idle == 0, "a emptied cleanly");
+	weir_drr_qtab_free(t);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -453,6 +506,7 @@ main(int argc, char **argv)
 	test_weights();
 	test_limit_drops();
 	test_drain();
+	test_move_idle();
 	test_new_flows();
 	test_young();
 	test_codel();

@@ -276,6 +276,86 @@ test_flow_events_and_moves(void)
 	rte_ring_free(cmd);
 }
 
+/* A hook moves a flow into a class that refuses it (flow_min: room for one
+ * flow, which another holds) while its queue, new and just emptied, waits on its old
+ * leaf's list. Its queue must follow its class even so: once the class
+ * admits it (more rate), its next packets are queued there and sent, not
+ * held for good in a queue no leaf lists. */
+static void
+test_refused_move_keeps_queue(void)
+{
+	static const struct weir_policy_class_conf cls[] = {
+		{ .name = "web", .rate = 4 * MBIT, .mode = WEIR_MODE_PFQ },
+		{ .name = "rest", .rate = 3 * MBIT, .mode = WEIR_MODE_PFQ },
+		{ .name = "voip", .rate = 3 * MBIT, .mode = WEIR_MODE_PFQ, .flow_min = 2 * MBIT,
+		  .admit = WEIR_ADMIT_DROP },
+	};
+	struct weir_policy_rule_conf rules[2] = { port_rule("web", 80), port_rule("voip", 5060) };
+	const struct weir_policy_conf pc = {
+		.tree = { { .rate = 10 * MBIT, .n_classes = 3, .classes = cls, .default_class = "rest" },
+			  { .rate = 10 * MBIT, .n_classes = 3, .classes = cls, .default_class = "rest" } },
+		.n_rules = 2, .rules = rules,
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), now = hz;
+	struct rte_ring *ev = rte_ring_create_elem("t_ev2", sizeof(struct weir_flow_event), 64,
+						   SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	struct rte_ring *cmd = rte_ring_create_elem("t_cmd2", sizeof(struct weir_flow_cmd), 64,
+						    SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	struct weir_flow_event e;
+	struct rte_mbuf *m[8];
+	unsigned int out = 0;
+	int voip;
+
+	if (ev == NULL || cmd == NULL || rig_make(&r, &pc, "refuse_rig") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	voip = weir_policy_class_find(r.p, 0, "voip");
+	r.w->conf.events = ev;
+	r.w->conf.cmds = cmd;
+	r.w->conf.new_flow_events = true;
+	/* A call holds voip's one place; one packet in web, sent: the web
+	 * flow's queue waits on web's old list, empty. */
+	feed(&r, tcp_frame(0, 8, 4000, 9, 5060, ACK, 1, 100), 0, now);
+	feed(&r, tcp_frame(0, 7, 4321, 9, 80, ACK, 1, 100), 0, now);
+	rte_pktmbuf_free_bulk(m, rig_dequeue(&r, WEIR_PORT_LAN, now, m, 8));
+	CHECK(rte_ring_sc_dequeue_elem(ev, &e, sizeof(e)) == 0 &&
+	      rte_ring_sc_dequeue_elem(ev, &e, sizeof(e)) == 0 && e.wan_port == 80,
+	      "the web flow's event");
+	{
+		struct weir_flow_cmd c = {
+			.slot = e.slot, .target = (uint16_t)weir_policy_target_find(r.p, "voip"),
+			.epoch = e.epoch, .first_tsc = e.first_tsc,
+		};
+
+		rte_ring_sp_enqueue_elem(cmd, &c, sizeof(c));
+	}
+	CHECK(weir_worker_cmds(r.w) == 1 && r.w->cls_ctr[0][voip].refused == 1,
+	      "moved into voip, which refuses it (%u)", (unsigned int)r.w->cls_ctr[0][voip].refused);
+	CHECK(feed(&r, tcp_frame(0, 7, 4321, 9, 80, ACK, 2, 100), 0, now) == 0 &&
+	      qlen(&r, 0, (uint16_t)voip) == 0, "refused: its packet is dropped");
+	/* The rebalancer (or a reload) gives voip room for one more flow. */
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		CHECK(weir_cbq_set_rate(r.w->shaper[d], (uint16_t)voip, 4 * MBIT, 4 * MBIT) == 0,
+		      "set_rate");
+	for (uint32_t seq = 3; seq <= 5; seq++)
+		feed(&r, tcp_frame(0, 7, 4321, 9, 80, ACK, seq, 100), 0, now);
+	CHECK(qlen(&r, 0, (uint16_t)voip) == 3, "admitted now: 3 packets in voip (%u)",
+	      qlen(&r, 0, (uint16_t)voip));
+	for (int i = 1; i <= 4; i++) {
+		uint16_t n = rig_dequeue(&r, WEIR_PORT_LAN, now + (uint64_t)i * hz, m, 8);
+
+		out += n;
+		rte_pktmbuf_free_bulk(m, n);
+	}
+	CHECK(out == 3 && qlen(&r, 0, (uint16_t)voip) == 0,
+	      "voip sent them (%u out, %u still queued)", out, qlen(&r, 0, (uint16_t)voip));
+	rig_free(&r);
+	rte_ring_free(ev);
+	rte_ring_free(cmd);
+}
+
 /* 255 switches bring the worker's 8-bit policy generation back to where a
  * flow idle all along was classified: it must not look current then
  * (issue 17 item 7: its class count was decremented where it was never
@@ -327,6 +407,7 @@ main(int argc, char **argv)
 	rig_mempool("switch_test");
 	test_switch_moves_queues();
 	test_flow_events_and_moves();
+	test_refused_move_keeps_queue();
 	test_generation_wrap();
 	rte_eal_cleanup();
 	return unit_report();
