@@ -47,6 +47,7 @@ SCENARIOS = {
     "sine-k0.2-d100": (100, "sine:1mbit/0.5mbit/31.42", 0.2),
     "sine-k0.2-d200": (200, "sine:1mbit/0.5mbit/31.42", 0.2),
     "sine-k33-d200": (200, "sine:1mbit/0.5mbit/0.19", 33),
+    "const-d300": (300, None, 0),
     "const-d400": (400, None, 0),
     "sine-k0.2-d400": (400, "sine:1mbit/0.5mbit/31.42", 0.2),
 }
