@@ -167,6 +167,19 @@ class_set_buckets(struct weir_cbq *c, struct cbq_class *k, uint64_t rate, uint64
 	tb_setup(&k->ctb, ceil, c->tsc_hz, c->burst_us, c->maxpkt, keep);
 }
 
+/* A leaf's per-flow queues may hold a bandwidth-delay product at its
+ * ceiling for flows of known round trip (lib/drr.h: a lone flow far away
+ * fills its class), at most the leaf's limit and its part of the pool. */
+static void
+leaf_set_bdp(struct weir_cbq *c, struct cbq_class *k)
+{
+	uint32_t max = k->limit ? k->limit : UINT16_MAX;
+
+	if (!k->is_leaf || !k->evict)
+		return;         /* fifo: one shared queue, the leaf's limit only */
+	weir_drr_set_bdp(&k->drr, k->ceil_bps, c->maxpkt, RTE_MIN(max, c->leaf_part));
+}
+
 static int
 rate_ok(uint64_t rate, uint64_t ceil, uint64_t min)
 {
@@ -274,6 +287,8 @@ weir_cbq_create(const struct weir_cbq_conf *conf)
 			leaves += c->cls[i].is_leaf;
 		c->leaf_part = c->backlog_soft / RTE_MAX(leaves, 1u);
 	}
+	for (i = 0; i < n; i++)
+		leaf_set_bdp(c, &c->cls[i]);
 	return c;
 fail:
 	weir_cbq_free(c);
@@ -677,6 +692,7 @@ weir_cbq_set_rate(struct weir_cbq *c, uint16_t cls, uint64_t rate, uint64_t ceil
 	/* Tokens held now are kept (re-scaled, clamped); the ticks since the
 	 * class's last refill are credited at the new rate. */
 	class_set_buckets(c, k, rate, ceil, 1);
+	leaf_set_bdp(c, k);
 	if (k->qm != NULL)
 		weir_qm_set_rate(k->qm, ceil);
 	return 0;
@@ -806,8 +822,11 @@ weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint64_t attained)
 void
 weir_cbq_flow_rtt(struct weir_cbq *c, uint32_t qid, uint64_t rtt)
 {
-	if (c->qt->codel != NULL && qid < c->qt->n)
+	if (qid >= c->qt->n)
+		return;
+	if (c->qt->codel != NULL)
 		weir_codel_set_rtt(&c->qt->codel[qid], &c->aqm, rtt);
+	weir_drr_set_rtt(c->qt, qid, (uint32_t)RTE_MIN(rtt * 1000 / c->tsc_hz, (uint64_t)UINT16_MAX));
 }
 
 struct weir_drr_qtab *

@@ -27,7 +27,8 @@ struct weir_codel {
 	uint32_t count;         /* drops in this dropping state (the control law's n) */
 	uint8_t dropping;
 	uint8_t scale;          /* target and interval x scale / 4 (0 or <= 4: as given) */
-	uint8_t _pad[2];
+	uint8_t tscale;         /* target x tscale / 4 instead, when more (weir_codel_set_rtt) */
+	uint8_t _pad;
 };
 
 #define WEIR_CODEL_SCALE_ONE 4u
@@ -63,6 +64,30 @@ weir_codel_above(struct weir_codel *c, const struct weir_codel_params *p, uint64
 }
 
 /*
+ * A queue whose flow's round trip is known (one TCP flow: weir_codel_set_rtt)
+ * is not dropped from again before its sender can have answered this drop:
+ * its round trip plus the time the queue behind the
+ * dropped packet still takes to drain (its sojourn). RFC 8289's law
+ * (interval / sqrt(count)) is for queues whose flows it cannot know; on a
+ * long path a slow start's overshoot stands for a round trip and more, and
+ * drops at that law landed in three windows in a row: a lone cubic
+ * download at 150 ms cut its window 585 -> 458 -> 224 -> 156 segments (the
+ * pipe is ~250) and took ~8 s to grow back (issue 23). One flow answers one
+ * drop per round trip with one cut: more drops in that time only cut more.
+ */
+static inline void
+codel_answer_floor(struct weir_codel *c, const struct weir_codel_params *base, uint64_t sojourn,
+		   uint64_t now)
+{
+	/* tscale is the round trip in units of the tree's target (at least
+	 * 4: a floor of 20 ms at 5 ms). */
+	const uint64_t answer = (uint64_t)c->tscale * base->target + sojourn;
+
+	if (c->scale != 0 && c->drop_next < now + answer)
+		c->drop_next = now + answer;
+}
+
+/*
  * Should the head packet (sojourn ticks old, qlen packets in its queue) be
  * dropped now? Advances the state machine (RFC 8289 sec. 5.5's dequeue):
  * enter dropping when above target for an interval, drop again each time
@@ -76,9 +101,12 @@ weir_codel_drop(struct weir_codel *c, const struct weir_codel_params *base, uint
 	const struct weir_codel_params *p = base;
 	bool above;
 
-	if (c->scale > WEIR_CODEL_SCALE_ONE) {
-		scaled.target = base->target * c->scale / WEIR_CODEL_SCALE_ONE;
-		scaled.interval = base->interval * c->scale / WEIR_CODEL_SCALE_ONE;
+	if (c->scale > WEIR_CODEL_SCALE_ONE || c->tscale > WEIR_CODEL_SCALE_ONE) {
+		uint8_t ts = c->tscale > c->scale ? c->tscale : c->scale;
+		uint8_t is = c->scale > WEIR_CODEL_SCALE_ONE ? c->scale : WEIR_CODEL_SCALE_ONE;
+
+		scaled.target = base->target * ts / WEIR_CODEL_SCALE_ONE;
+		scaled.interval = base->interval * is / WEIR_CODEL_SCALE_ONE;
 		p = &scaled;
 	}
 	above = weir_codel_above(c, p, sojourn, qlen, now);
@@ -92,6 +120,7 @@ weir_codel_drop(struct weir_codel *c, const struct weir_codel_params *base, uint
 			return false;
 		c->count++;
 		c->drop_next = weir_codel_control_law(p, c->drop_next, c->count);
+		codel_answer_floor(c, base, sojourn, now);
 		return true;
 	}
 	if (!above)
@@ -100,24 +129,45 @@ weir_codel_drop(struct weir_codel *c, const struct weir_codel_params *base, uint
 	/* Back soon after the last dropping state: start near its rate. */
 	c->count = c->count > 2 && now - c->drop_next < 16 * p->interval ? c->count - 2 : 1;
 	c->drop_next = weir_codel_control_law(p, now, c->count);
+	codel_answer_floor(c, base, sojourn, now);
 	return true;
 }
 
-/* A new flow in the queue (rtt 0: not known, the state cleared), or its
+/* rtt in quarters of base, 1x .. WEIR_CODEL_SCALE_MAX / 4. */
+static inline uint8_t
+codel_quarters(uint64_t rtt, uint64_t base)
+{
+	uint64_t q = (WEIR_CODEL_SCALE_ONE * rtt + base - 1) / base;
+
+	return (uint8_t)(q < WEIR_CODEL_SCALE_ONE ? WEIR_CODEL_SCALE_ONE :
+			 q > WEIR_CODEL_SCALE_MAX ? WEIR_CODEL_SCALE_MAX : q);
+}
+
+/*
+ * A new flow in the queue (rtt 0: not known, the state cleared), or its
  * round trip measured: an interval of at least that, in quarters of the
- * given one. */
+ * given one, and a target of at least a quarter of it (WEIR_CODEL_TARGET_RTT).
+ *
+ * Why a quarter: after a drop cubic sends 0.7 of its window, so a lone
+ * flow keeps its link busy only if its queue held (1 - 0.7) / 0.7 = 0.43
+ * of its round trip's worth; at a flow's share of N that is still 0.43 of
+ * its round trip in sojourn time. RFC 8289's 5 ms is that for a 12 ms
+ * path; at 150 ms (7.5 ms scaled) a lone cubic download carried 0.75-0.79
+ * of its 20 Mbit/s class, cut to 0.7 and growing back for ~6 s each time;
+ * a quarter of the round trip (37.5 ms) carried 0.89-0.96 (issue 23), and
+ * the sender's round trip stays well inside 2x the path's.
+ */
+#define WEIR_CODEL_TARGET_RTT 4u        /* target >= round trip / this */
+
 static inline void
 weir_codel_set_rtt(struct weir_codel *c, const struct weir_codel_params *p, uint64_t rtt)
 {
-	uint64_t q;
-
 	if (rtt == 0) {
 		*c = (struct weir_codel){ 0 };
 		return;
 	}
-	q = (WEIR_CODEL_SCALE_ONE * rtt + p->interval - 1) / p->interval;
-	c->scale = (uint8_t)(q < WEIR_CODEL_SCALE_ONE ? WEIR_CODEL_SCALE_ONE :
-			     q > WEIR_CODEL_SCALE_MAX ? WEIR_CODEL_SCALE_MAX : q);
+	c->scale = codel_quarters(rtt, p->interval);
+	c->tscale = codel_quarters(rtt / WEIR_CODEL_TARGET_RTT, p->target);
 }
 
 #endif /* WEIR_CODEL_H */

@@ -25,6 +25,12 @@ weir_drr_qtab_create(uint32_t n, uint16_t limit, int socket_id)
 		return NULL;
 	t->n = n;
 	t->limit = limit;
+	t->rtt_ms = rte_zmalloc_socket("weir_drr_rtt", (size_t)n * sizeof(t->rtt_ms[0]),
+				       RTE_CACHE_LINE_SIZE, socket_id);
+	if (t->rtt_ms == NULL) {
+		rte_free(t);
+		return NULL;
+	}
 	for (i = 0; i < n; i++) {
 		t->q[i].weight = 1;
 		t->q[i].next = WEIR_DRR_NONE;
@@ -35,8 +41,10 @@ weir_drr_qtab_create(uint32_t n, uint16_t limit, int socket_id)
 void
 weir_drr_qtab_free(struct weir_drr_qtab *t)
 {
-	if (t != NULL)
+	if (t != NULL) {
 		rte_free(t->codel);
+		rte_free(t->rtt_ms);
+	}
 	rte_free(t);
 }
 
@@ -45,6 +53,7 @@ weir_drr_init(struct weir_drr *d, struct weir_drr_qtab *t, uint32_t quantum, uin
 {
 	memset(d, 0, sizeof(*d));
 	d->q = t->q;
+	d->rtt_ms = t->rtt_ms;
 	d->last = WEIR_DRR_NONE;
 	d->new_last = WEIR_DRR_NONE;
 	d->sparse = 1;
@@ -113,6 +122,40 @@ drr_list_remove(struct weir_drr *d, uint32_t qid)
 	drr_list_unlink(d, prev, qid);
 }
 
+void
+weir_drr_set_bdp(struct weir_drr *d, uint64_t rate_bps, uint32_t frame_bytes, uint32_t max)
+{
+	uint64_t q16;
+
+	if (frame_bytes == 0) {
+		d->bdp_q16 = 0;
+		return;
+	}
+	/* Frames per ms at rate_bps, in 1/65536ths (cold: once per rate). */
+	q16 = (((unsigned __int128)rate_bps) << 16) / (8000u * (uint64_t)frame_bytes);
+	d->bdp_q16 = (uint32_t)RTE_MIN(q16, (uint64_t)UINT32_MAX);
+	d->bdp_max = (uint16_t)RTE_MIN(max, (uint32_t)UINT16_MAX);
+}
+
+void
+weir_drr_set_rtt(struct weir_drr_qtab *t, uint32_t qid, uint32_t rtt_ms)
+{
+	if (qid < t->n)
+		t->rtt_ms[qid] = (uint16_t)RTE_MIN(rtt_ms, (uint32_t)UINT16_MAX);
+}
+
+uint32_t
+weir_drr_queue_limit(const struct weir_drr *d, uint32_t qid)
+{
+	uint64_t bdp;
+
+	if (d->bdp_q16 == 0 || d->rtt_ms == NULL || d->rtt_ms[qid] == 0)
+		return d->limit;
+	bdp = ((uint64_t)d->rtt_ms[qid] * d->bdp_q16 * WEIR_DRR_BDP_QUEUE) >> 16;
+	bdp = RTE_MIN(bdp, (uint64_t)d->bdp_max);
+	return RTE_MAX((uint32_t)bdp, (uint32_t)d->limit);
+}
+
 static void drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uint32_t bonus);
 
 int
@@ -126,7 +169,7 @@ weir_drr_enqueue_young(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uin
 {
 	struct weir_drr_q *q = &d->q[qid];
 
-	if (unlikely(q->len >= d->limit)) {
+	if (unlikely(q->len >= d->limit) && q->len >= weir_drr_queue_limit(d, qid)) {
 		q->drops++;
 		return WEIR_DRR_DROP_LIMIT;
 	}

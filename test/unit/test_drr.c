@@ -428,8 +428,10 @@ test_codel(void)
 			CHECK(d.aqm_drops > before, "8-tick queue, 5-tick target: drops (%lu)",
 			      (unsigned long)(d.aqm_drops - before));
 		else
-			CHECK(t->codel[q].scale == 12 && d.aqm_drops == before,
-			      "round trip 300: scale %u, no drops (%lu)", t->codel[q].scale,
+			CHECK(t->codel[q].scale == 12 && t->codel[q].tscale == 60 &&
+			      d.aqm_drops == before,
+			      "round trip 300: scale %u, target %u/4 x 5, no drops (%lu)",
+			      t->codel[q].scale, t->codel[q].tscale,
 			      (unsigned long)(d.aqm_drops - before));
 	}
 	weir_codel_set_rtt(&t->codel[3], &par, 0);
@@ -490,6 +492,84 @@ test_move_idle(void)
 	weir_drr_qtab_free(t);
 }
 
+/* CoDel for a flow of known round trip (issue 23): its target is at least
+ * a quarter of the round trip, and a queue that stands is dropped from no
+ * sooner than its sender can have answered the last drop (round trip plus
+ * sojourn), where a queue of unknown flow follows RFC 8289's sqrt law. */
+static void
+test_codel_answer(void)
+{
+	const struct weir_codel_params par = { .target = 5, .interval = 100 };
+	struct weir_codel known, unknown;
+	uint32_t n_known = 0, n_unknown = 0;
+	uint64_t last = 0, min_gap = UINT64_MAX;
+
+	weir_codel_set_rtt(&unknown, &par, 0);
+	weir_codel_set_rtt(&known, &par, 100);
+	CHECK(known.scale == 4 && known.tscale == 20, "rtt 100: scale %u tscale %u",
+	      known.scale, known.tscale);
+	/* Sojourn 20: above the tree's target, below a quarter of 100. */
+	for (uint64_t now = 1; now < 2000; now++)
+		n_known += weir_codel_drop(&known, &par, 20, 10, now);
+	CHECK(n_known == 0, "sojourn under rtt / 4: %u drops", n_known);
+	/* A queue standing at sojourn 200 for 5000 ticks. */
+	for (uint64_t now = 10000; now < 15000; now++) {
+		n_unknown += weir_codel_drop(&unknown, &par, 200, 10, now);
+		if (weir_codel_drop(&known, &par, 200, 10, now)) {
+			n_known++;
+			if (last != 0 && now - last < min_gap)
+				min_gap = now - last;
+			last = now;
+		}
+	}
+	CHECK(n_unknown > 100, "unknown flow: the sqrt law (%u drops)", n_unknown);
+	CHECK(n_known >= 10 && n_known <= 17 && min_gap >= 300,
+	      "known flow: %u drops, at least %lu apart (rtt + sojourn = 300)", n_known,
+	      (unsigned long)min_gap);
+}
+
+/* A queue of known round trip may hold two bandwidth-delay products at the
+ * leaf's rate beyond `limit` (issue 23: a lone cubic download at 150 ms,
+ * 20 Mbit/s, BDP ~250 frames, carried 0.78 of its class with 128); one of
+ * unknown round trip (UDP, a flood) keeps `limit`; the cap holds. */
+static void
+test_rtt_limit(void)
+{
+	struct weir_drr_qtab *t = weir_drr_qtab_create(8, 128, SOCKET_ID_ANY);
+	struct weir_drr d;
+	uint32_t qid, qlen, kept[3] = { 0 };
+	struct rte_mbuf *m;
+
+	weir_drr_init(&d, t, 0, 24);
+	CHECK(weir_drr_queue_limit(&d, 1) == 128, "no rate: the limit");
+	weir_drr_set_bdp(&d, 20000000, 1542, 1000);
+	weir_drr_set_rtt(t, 1, 150);    /* far TCP flow: 2 x 20e6 x 0.15 / 8 / 1542 = 486 */
+	weir_drr_set_rtt(t, 2, 10);     /* near: its BDP (16) is below the limit */
+	CHECK(weir_drr_queue_limit(&d, 1) == 486, "150 ms: %u", weir_drr_queue_limit(&d, 1));
+	CHECK(weir_drr_queue_limit(&d, 2) == 128, "10 ms: %u", weir_drr_queue_limit(&d, 2));
+	CHECK(weir_drr_queue_limit(&d, 0) == 128, "unknown: %u", weir_drr_queue_limit(&d, 0));
+	for (uint32_t f = 0; f < 3; f++)
+		for (uint32_t i = 0; i < 600; i++) {
+			m = mk(f, i, 1500);
+			if (weir_drr_enqueue(&d, f, m) != WEIR_DRR_OK)
+				rte_pktmbuf_free(m);
+			else
+				kept[f]++;
+		}
+	CHECK(kept[0] == 128 && kept[1] == 486 && kept[2] == 128,
+	      "kept %u %u %u", kept[0], kept[1], kept[2]);
+	CHECK(t->q[1].drops == 600 - 486 && t->q[0].drops == 600 - 128, "drops counted");
+	/* The cap: 20 Gbit/s x 150 ms would be ~243,000 frames. */
+	weir_drr_set_bdp(&d, 20000000000ull, 1542, 300);
+	CHECK(weir_drr_queue_limit(&d, 1) == 300, "capped: %u", weir_drr_queue_limit(&d, 1));
+	/* A new flow in the slot starts from the limit again. */
+	weir_drr_set_rtt(t, 1, 0);
+	CHECK(weir_drr_queue_limit(&d, 1) == 128, "reset: %u", weir_drr_queue_limit(&d, 1));
+	while ((m = weir_drr_dequeue(&d, &qid, &qlen)) != NULL)
+		rte_pktmbuf_free(m);
+	weir_drr_qtab_free(t);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -510,6 +590,8 @@ main(int argc, char **argv)
 	test_new_flows();
 	test_young();
 	test_codel();
+	test_codel_answer();
+	test_rtt_limit();
 	rte_eal_cleanup();
 	return unit_report();
 }
