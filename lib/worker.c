@@ -443,7 +443,8 @@ ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 
 /* The per-flow share of leaf `leaf` on this worker (its rate over the
  * flows active in it), as bytes per TSC tick (<< 32) and ticks per byte
- * (<< 16): the divisions happen here, when the active count or the
+ * (<< 16), and its ceil's share (PostACK's clamp): the divisions happen
+ * here, when the active count or the
  * worker's rate changes, not per ACK. A share is at least 1 bit/s; the
  * pacing arithmetic stays bounded by the gap clamp in tcr.c. */
 void
@@ -456,6 +457,8 @@ weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf)
 		share = 1;
 	c->share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->tsc_hz));
 	c->share_ticks_per_byte = (uint64_t)(((unsigned __int128)8 * w->tsc_hz << 16) / share);
+	share = RTE_MAX(weir_cbq_ceil(w->shaper[d], leaf) / RTE_MAX(c->active, 1u), share);
+	c->ceil_share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->tsc_hz));
 }
 
 /*

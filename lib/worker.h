@@ -168,6 +168,9 @@ struct weir_class_counters {
 	 * fixed point, recomputed when `active` or the rate changes. */
 	uint64_t share_bytes_per_tick;  /* << 32 */
 	uint64_t share_ticks_per_byte;  /* << 16 */
+	/* The same for the class's ceil: what a flow may get when the class
+	 * borrows (PostACK's window clamp must not stop that). */
+	uint64_t ceil_share_bytes_per_tick;     /* << 32 */
 	/* postack-paced: TSC the class's next paced ACK may go. The flows'
 	 * own ticks alone fire together (they start together, with one
 	 * gap), and their data would then arrive as a burst of n packets. */
