@@ -162,6 +162,7 @@ struct weir_class_counters {
 	uint32_t active;
 	uint32_t active_cur;    /* flows seen in the current period */
 	uint64_t period_end;    /* TSC the current period ends */
+	uint64_t rtt_max;       /* largest round trip of a flow counted this period: the next one's length */
 	uint8_t period;         /* its number, as flows mark it (never 0) */
 	uint8_t _pad8[7];
 	/* The class's per-flow share (rate / active flows on this worker),
