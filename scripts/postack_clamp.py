@@ -5,8 +5,8 @@
 
 Each case runs weir's `postack` mode twice on the same testbed, one run after the other:
 `shaping.postack.clamp = false` ("before": only ack_limit bounds a window, main's
-behaviour before the clamp) and `clamp = true` ("after", the default: share x path RTT
-plus max(2 MSS, share x 5 ms)). Senders use cubic.
+behaviour before the clamp, and the default) and `clamp = true` ("after": share x path
+RTT plus max(2 MSS, share x 5 ms)). Senders use cubic.
 
   a     8 uploads in a 20 Mbit/s class, 5 ms path (2.5 ms one way), 20 s, a ping probe
         in the class (scripts/paper_experiments.py's run and classes).

@@ -3,8 +3,9 @@
 Six cubic uploads fill a 20 Mbit/s postack class over a 5 ms path. Holding ACKs alone
 keeps the data queued at weir short but not the senders' windows: with nothing dropped,
 cwnd grew to the socket buffers and the senders' own smoothed RTT read 1.7-1.9 s
-(docs/results/postack-clamp). With the default clamp (every ACK's window at most the
-flow's share x the path's round trip plus max(2 MSS, share x 5 ms)) the senders' srtt,
+(docs/results/postack-clamp). With the clamp on (`shaping.postack.clamp = true`: every
+ACK's window at most the flow's share x the path's round trip plus max(2 MSS, share x
+5 ms)) the senders' srtt,
 read with `ss -ti` in their namespaces, must stay within a few times the path's RTT while
 the class stays full: at least 0.9 of what 20 Mbit/s carries as TCP payload.
 """
@@ -37,7 +38,7 @@ PAYLOAD_SHARE = 1448 / 1538
 def clamp_tb(tmp_path_factory):
     cfg = tmp_path_factory.mktemp("clamp") / "clamp.cfg"
     cfg.write_text(weirtb.testbed_config_text(
-        'shaping = { mode = "postack"; outbound = "20mbit"; };\n'))
+        'shaping = { mode = "postack"; outbound = "20mbit"; postack = { clamp = true; }; };\n'))
     with weir_testbed(cfg, lan=2, wan=1, paths=[PathSpec(delay=PATH_RTT_MS / 2)]) as tb:
         for h in tb.lan_hosts + tb.wan_hosts:
             tb.set_cc(h, "cubic")
