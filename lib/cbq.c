@@ -795,6 +795,17 @@ weir_cbq_rate(const struct weir_cbq *c, uint16_t cls)
 	return cls < c->n ? c->cls[cls].rate_bps : 0;
 }
 
+/* The most cls may send when it borrows: its ceil (at least its rate), at
+ * most the root's, the link. */
+uint64_t
+weir_cbq_ceil(const struct weir_cbq *c, uint16_t cls)
+{
+	if (cls >= c->n)
+		return 0;
+	return RTE_MIN(RTE_MAX(c->cls[cls].rate_bps, c->cls[cls].ceil_bps),
+		       RTE_MAX(c->cls[0].rate_bps, c->cls[0].ceil_bps));
+}
+
 int
 weir_cbq_is_leaf(const struct weir_cbq *c, uint16_t cls)
 {

@@ -195,6 +195,7 @@ int weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats
 int weir_cbq_qm_stats(const struct weir_cbq *c, uint16_t cls, struct weir_qm_stats *out);
 int weir_cbq_is_leaf(const struct weir_cbq *c, uint16_t cls);
 uint64_t weir_cbq_rate(const struct weir_cbq *c, uint16_t cls);    /* bit/s now, 0 if no such class */
+uint64_t weir_cbq_ceil(const struct weir_cbq *c, uint16_t cls);    /* bit/s it may borrow up to */
 uint32_t weir_cbq_backlog(const struct weir_cbq *c);       /* packets queued in the tree */
 uint32_t weir_cbq_leaf_qlen(const struct weir_cbq *c, uint16_t leaf);      /* packets in a leaf */
 /* Is a flow that has sent `attained` bytes young in leaf `leaf` (within its

@@ -281,7 +281,7 @@ flow_seg(const struct weir_ipabr_flow *tf, const struct weir_flow *f, int a)
 static inline uint32_t
 flow_ratio16(const struct weir_ipabr_flow *tf, uint32_t seg)
 {
-	return tf->ratio16 ? tf->ratio16 : (uint32_t)(((uint64_t)seg << 16) / (seg + 54));
+	return tf->ratio16 ? tf->ratio16 : weir_win_ratio16(seg);
 }
 
 /* Ticks between ACKs of a flow allocated less than a segment per round
@@ -351,7 +351,7 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 	rtt = tf->rtt_right + tf->rtt_left;
 	cs->rtt_max = RTE_MAX(cs->rtt_max, rtt);
 	alloc = cs->unit_bpt * weight;
-	opt = (uint64_t)((((unsigned __int128)alloc * rtt) >> 32) * ratio16 >> 16);
+	opt = weir_win_bdp(alloc, rtt, ratio16);
 	ia->st.windows++;
 	if (opt < seg) {
 		tf->flags |= WEIR_IPABR_SUB_MSS;

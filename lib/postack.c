@@ -41,6 +41,8 @@ weir_postack_create(const struct weir_postack_conf *c)
 	pa->mbuf_cap = c->mbuf_cap;
 	pa->idle_tsc = c->tsc_hz / 1000000 * c->idle_us;
 	pa->rtt_unknown = c->tsc_hz / 1000000 * (c->rtt_unknown_us ? c->rtt_unknown_us : 200000);
+	pa->share_clamp = c->share_clamp;
+	pa->clamp_target = c->tsc_hz / 1000000 * c->clamp_target_us;
 	pa->mp = c->mp;
 	pa->ring_size = 2 * c->n_flows;
 	/* Each queue array is made empty as soon as it exists: the free
@@ -455,6 +457,59 @@ postack_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf 
 		w->ctr.port[a].win_clamped++;
 }
 
+uint32_t
+weir_postack_share_window(uint64_t share_bpt, uint64_t rtt, uint64_t target, uint32_t seg)
+{
+	const uint32_t ratio16 = weir_win_ratio16(seg);
+	const uint64_t wnd = weir_win_bdp(share_bpt, rtt, ratio16) +
+			     RTE_MAX(2 * (uint64_t)seg, weir_win_bdp(share_bpt, target, ratio16));
+
+	return (uint32_t)RTE_MIN(wnd, (uint64_t)INT32_MAX);
+}
+
+/*
+ * postack's share clamp (issue 19 item 5). Holding ACKs bounds the data
+ * queued here, not the sender's window: nothing is dropped, so cwnd grew
+ * until ack_limit and the socket buffers stopped it, and the delay moved
+ * into the senders (8 cubic flows, 20 Mbit/s, 5 ms: their srtt 1.9 s; the
+ * satellite case 14-17 s), and held ACKs released at the end let them
+ * dump those windows into the queues. So every ACK of the flow's data,
+ * passed or held, advertises at most its share of the class (of its ceil:
+ * borrowing stays possible) times the path's round trip, both sides of the
+ * gateway from the handshake (as ipabr starts from), plus a target of
+ * max(2 MSS, share x clamp_target): 2 MSS so a delayed ACK (every second
+ * segment) leaves the window-limited sender something to send, share x
+ * 5 ms so the class's standing queue is its rate x 5 ms (CoDel's target)
+ * whatever the flow count. The same Eq. 4.6 arithmetic as ipabr
+ * (lib/tcpwin.h), at most ack_limit segments. A young flow keeps its
+ * head start uncut (as tcr); a flow whose round trip or window scale is
+ * unknown is left alone, counted. Returns true when it applied: the ACK's
+ * edge is then noted (a later note from its unrewritten window would
+ * undo the cut).
+ */
+static bool
+postack_share_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+		    const struct weir_pkt *p, int a, uint32_t slot, uint16_t leaf)
+{
+	struct weir_postack *pa = w->pa;
+	const int d = a ^ 1;
+	uint32_t seg, lim;
+
+	if (!pa->share_clamp || weir_mode_young(w, f, d, leaf))
+		return false;
+	if (pa->q[d][slot].rtt == 0 || pa->q[a][slot].rtt == 0 || weir_ack_wscale(f, a) < 0) {
+		pa->st.clamp_unknown++;
+		return false;
+	}
+	seg = f->mss[a];
+	lim = weir_postack_share_window(w->cls_ctr[d][leaf].ceil_share_bytes_per_tick,
+					(uint64_t)pa->q[d][slot].rtt + pa->q[a][slot].rtt,
+					pa->clamp_target, seg);
+	if (weir_postack_cut_window(pa, f, m, p, a, slot, RTE_MIN(lim, (uint32_t)pa->ack_limit * seg)))
+		w->ctr.port[a].win_clamped++;
+	return true;
+}
+
 /* A 32-bit sequence number at byte offset off of frame m (any alignment). */
 static inline uint32_t
 seq_at(const struct rte_mbuf *m, uint32_t off)
@@ -524,7 +579,7 @@ postack_dropped(struct weir_worker *w, const struct weir_flow *f, struct rte_mbu
  */
 static bool
 sack_news(struct weir_worker *w, const struct weir_flow *f, const struct rte_mbuf *m,
-	  const struct weir_pkt *p, int a, uint32_t slot, uint32_t held)
+	  const struct weir_pkt *p, int a, uint32_t slot, uint32_t held, bool noted)
 {
 	const int d = a ^ 1;
 	struct weir_postack_q *q = &w->pa->q[d][slot];
@@ -537,7 +592,8 @@ sack_news(struct weir_worker *w, const struct weir_flow *f, const struct rte_mbu
 		return false;
 	if (held > 0)
 		weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
-	weir_postack_note_edge(w->pa, f, p, a, slot);
+	if (!noted)
+		weir_postack_note_edge(w->pa, f, p, a, slot);
 	w->ctr.port[a].sack_passed++;
 	return true;
 }
@@ -583,9 +639,10 @@ postack_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
 	    uint64_t now)
 {
 	const int d = a ^ 1;
+	const bool clamped = postack_share_clamp(w, f, m, p, a, slot, leaf);
 	bool over;
 
-	if (sack_news(w, f, m, p, a, slot, held))
+	if (sack_news(w, f, m, p, a, slot, held, clamped))
 		return WEIR_V_PASS;
 	if (weir_mode_data_qlen(w, f, a, slot) != 0)
 		goto pass;      /* earlier frames of this direction still queued: keep order */
@@ -594,10 +651,12 @@ postack_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
 		goto pass;      /* not over its share: it goes on */
 	if (held > 0 && !over)
 		weir_mode_release(w, d, slot, 1, WEIR_PA_RULE);
-	postack_clamp(w, f, m, p, a, slot);
+	if (!clamped)
+		postack_clamp(w, f, m, p, a, slot);
 	return weir_mode_hold(w, f, d, slot, m, now);
 pass:
-	weir_postack_note_edge(w->pa, f, p, a, slot);
+	if (!clamped)
+		weir_postack_note_edge(w->pa, f, p, a, slot);
 	return WEIR_V_PASS;
 }
 
@@ -727,7 +786,7 @@ paced_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 {
 	const int d = a ^ 1;
 
-	if (sack_news(w, f, m, p, a, slot, held))
+	if (sack_news(w, f, m, p, a, slot, held, false))
 		return WEIR_V_PASS;
 	/* Behind a frame of its own direction (order); or nothing held, the
 	 * flow's queue empty and the class without a backlog: there is room,

@@ -62,6 +62,12 @@ struct weir_postack_conf {
 				 * ack_limit segments (postack_clamp) */
 	uint32_t idle_us;       /* data idle this long past 2 x its round trip: release the flow's ACKs */
 	uint32_t rtt_unknown_us;        /* round trip assumed when no handshake was seen; 0 = 200 ms */
+	/* postack's share clamp (postack.c, weir_postack_share_window): every
+	 * ACK of a flow past its young bytes advertises at most its share x
+	 * the path's round trip plus a target of max(2 MSS, share x
+	 * clamp_target_us). false: only ack_limit bounds the window. */
+	bool share_clamp;
+	uint32_t clamp_target_us;
 	/* ACKs that may stay in their own mbufs at once (no copy either way:
 	 * the fast path while the mempool has plenty); past it, records. */
 	uint32_t mbuf_cap;
@@ -81,6 +87,7 @@ struct weir_postack_stats {
 	uint64_t as_mbuf;       /* held as an mbuf (did not fit a record) */
 	uint64_t kept_mbuf;     /* held in its own mbuf, under mbuf_cap */
 	uint64_t nombuf;        /* a release found no mbuf: the ACK stayed held */
+	uint64_t clamp_unknown; /* ACKs the share clamp left alone: round trip or window scale unknown */
 	uint32_t in_use;        /* records holding an ACK now */
 	uint32_t peak;          /* most records in use at once */
 	uint32_t mbufs;         /* held ACKs in mbufs now (kept or as_mbuf) */
@@ -150,6 +157,13 @@ void weir_postack_note_edge(struct weir_postack *pa, const struct weir_flow *f,
 bool weir_postack_cut_window(struct weir_postack *pa, const struct weir_flow *f,
 			     struct rte_mbuf *m, const struct weir_pkt *p, int a, uint32_t slot,
 			     uint32_t limit);
+
+/* The share clamp's window in data bytes: share_bpt (frame bytes per TSC
+ * tick << 32) x rtt (ticks), plus max(2 seg, share x target ticks), both
+ * in data bytes of seg-byte segments (Eq. 4.6's computation); at most
+ * INT32_MAX. */
+uint32_t weir_postack_share_window(uint64_t share_bpt, uint64_t rtt, uint64_t target,
+				   uint32_t seg);
 
 /* Drop every ACK held for data direction d (shutdown): mbufs go back to
  * the pool, records to the free list. Returns how many were dropped. */

@@ -39,6 +39,8 @@ struct weir_postack {
 	uint32_t mbuf_cap;
 	uint64_t idle_tsc;
 	uint64_t rtt_unknown;   /* assumed round trip when the handshake was not seen */
+	uint64_t clamp_target;  /* the share clamp's target, ticks */
+	bool share_clamp;
 	struct rte_mempool *mp;
 	/* Watchdog ring of (d << 31 | slot) for flows holding ACKs, each at
 	 * most once per direction: 2 x n_flows entries. */

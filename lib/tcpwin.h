@@ -30,6 +30,24 @@ weir_ack_wscale(const struct weir_flow *f, int a)
 	       RTE_MIN(f->wscale[a], (uint8_t)14) : 0;
 }
 
+/* A segment's data bytes per wire byte, << 16 (Ethernet + IPv4 + TCP
+ * headers, no options): what a window in data bytes carries of a rate
+ * counted in frame bytes. */
+static inline uint32_t
+weir_win_ratio16(uint32_t seg)
+{
+	return (uint32_t)(((uint64_t)seg << 16) / (seg + 54));
+}
+
+/* A rate's window over a round trip, in data bytes (IP-ABR's Eq. 4.6,
+ * alloc x data_size/MTU x RTT): rate_bpt in frame bytes per TSC tick
+ * << 32, rtt in ticks, ratio16 data bytes per frame byte << 16. */
+static inline uint64_t
+weir_win_bdp(uint64_t rate_bpt, uint64_t rtt, uint32_t ratio16)
+{
+	return (uint64_t)((((unsigned __int128)rate_bpt * rtt) >> 32) * ratio16 >> 16);
+}
+
 /* Write the raw window field of ACK m (meta-data p), patching the TCP
  * checksum (RFC 1624: the same for IPv4 and IPv6). */
 static inline void

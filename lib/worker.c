@@ -324,7 +324,8 @@ ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 
 /* The per-flow share of leaf `leaf` on this worker (its rate over the
  * flows active in it), as bytes per TSC tick (<< 32) and ticks per byte
- * (<< 16): the divisions happen here, when the active count or the
+ * (<< 16), and its ceil's share (PostACK's clamp): the divisions happen
+ * here, when the active count or the
  * worker's rate changes, not per ACK. A share is at least 1 bit/s; the
  * pacing arithmetic stays bounded by the gap clamp in tcr.c. */
 void
@@ -337,6 +338,8 @@ weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf)
 		share = 1;
 	c->share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->tsc_hz));
 	c->share_ticks_per_byte = (uint64_t)(((unsigned __int128)8 * w->tsc_hz << 16) / share);
+	share = RTE_MAX(weir_cbq_ceil(w->shaper[d], leaf) / RTE_MAX(c->active, 1u), share);
+	c->ceil_share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->tsc_hz));
 }
 
 /*
@@ -350,15 +353,27 @@ weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf)
  */
 #define WEIR_ACTIVE_PERIOD_MS 200
 
+/*
+ * A period is at least two round trips (handshake, both sides) of the
+ * flows counted in the last one, at most 4 s (issue 19 item 5): a flow
+ * whose window is cut to its share sends one burst per round trip, and
+ * over a 200 ms period of a 900 ms path most such flows were missed; the
+ * share of the few counted (a whole class's BDP) was then written into
+ * their windows, which no later ACK may take back (RFC 7323 2.4). Two
+ * round trips: the queue the window's target allows adds to the base.
+ * ipabr's periods follow its own measured round trips (lib/ipabr.c).
+ */
 static void
 period_roll(struct weir_worker *w, struct weir_class_counters *c, int d, uint16_t leaf,
 	    uint64_t now)
 {
-	const uint64_t p = w->tsc_hz / 1000 * WEIR_ACTIVE_PERIOD_MS;
+	const uint64_t p = RTE_MIN(RTE_MAX(w->tsc_hz / 1000 * WEIR_ACTIVE_PERIOD_MS, 2 * c->rtt_max),
+				   4 * w->tsc_hz);
 	uint32_t active = now >= c->period_end + p ? 0 : c->active_cur;  /* quiet a whole period */
 
 	c->period = (uint8_t)(c->period == UINT8_MAX ? 1 : c->period + 1);
 	c->active_cur = 0;
+	c->rtt_max = 0;
 	c->period_end = now + p;
 	if (active != c->active) {
 		c->active = active;
@@ -376,6 +391,12 @@ note_active(struct weir_worker *w, struct weir_flow *f, int d, uint16_t leaf, ui
 	if (likely(f->active_mark[d] == c->period))
 		return;
 	f->active_mark[d] = c->period;
+	if (w->pa != NULL) {
+		const uint32_t slot = weir_flow_slot(w->flows, f);
+		const uint64_t rtt = (uint64_t)w->pa->q[0][slot].rtt + w->pa->q[1][slot].rtt;
+
+		c->rtt_max = RTE_MAX(c->rtt_max, rtt);
+	}
 	/* A share is three divisions: when thousands of flows wake in one
 	 * period (a start, a busy hour) re-divide at each new flow only up to
 	 * 64, then each time the count grew by 1/32 (shares at most 3 % too

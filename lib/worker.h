@@ -162,12 +162,16 @@ struct weir_class_counters {
 	uint32_t active;
 	uint32_t active_cur;    /* flows seen in the current period */
 	uint64_t period_end;    /* TSC the current period ends */
+	uint64_t rtt_max;       /* largest round trip of a flow counted this period: the next one's length */
 	uint8_t period;         /* its number, as flows mark it (never 0) */
 	uint8_t _pad8[7];
 	/* The class's per-flow share (rate / active flows on this worker),
 	 * fixed point, recomputed when `active` or the rate changes. */
 	uint64_t share_bytes_per_tick;  /* << 32 */
 	uint64_t share_ticks_per_byte;  /* << 16 */
+	/* The same for the class's ceil: what a flow may get when the class
+	 * borrows (PostACK's window clamp must not stop that). */
+	uint64_t ceil_share_bytes_per_tick;     /* << 32 */
 	/* postack-paced: TSC the class's next paced ACK may go. The flows'
 	 * own ticks alone fire together (they start together, with one
 	 * gap), and their data would then arrive as a burst of n packets. */

@@ -201,6 +201,8 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 				.n_acks = a->cfg.postack_acks,
 				.ack_limit = a->cfg.postack_ack_limit,
 				.idle_us = a->cfg.postack_idle_ms * 1000,
+				.share_clamp = a->cfg.postack_clamp,
+				.clamp_target_us = a->cfg.postack_clamp_target_ms * 1000,
 				.mbuf_cap = a->cfg.postack_mbufs >= 0 ? (uint32_t)a->cfg.postack_mbufs :
 					    a->cfg.mbufs / 8 / a->cfg.n_workers,
 				.tsc_hz = rte_get_tsc_hz(),

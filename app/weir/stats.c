@@ -366,17 +366,19 @@ postack_json(const struct weir_app *app)
 		sum.kept_mbuf += st->kept_mbuf;
 		sum.mbufs += st->mbufs;
 		sum.nombuf += st->nombuf;
+		sum.clamp_unknown += st->clamp_unknown;
 		sum.in_use += st->in_use;
 		sum.peak += st->peak;
 	}
 	if (!any)
 		return json_null();
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"held", (json_int_t)sum.held, "released", (json_int_t)sum.released,
 		"flushed", (json_int_t)sum.flushed, "idle_released", (json_int_t)sum.idle_released,
 		"paced", (json_int_t)sum.paced,
 		"limit_released", (json_int_t)sum.evicted, "pool_full", (json_int_t)sum.pool_full,
 		"as_mbuf", (json_int_t)sum.as_mbuf, "nombuf", (json_int_t)sum.nombuf,
+		"clamp_unknown", (json_int_t)sum.clamp_unknown,
 		"kept_mbuf", (json_int_t)sum.kept_mbuf, "acks_in_mbufs", (json_int_t)sum.mbufs,
 		"acks_held", (json_int_t)sum.in_use, "acks_held_peak", (json_int_t)sum.peak,
 		"records", (json_int_t)app->cfg.postack_acks * app->n_workers,

@@ -224,6 +224,12 @@ BAD = [
      "phi = 0.5", r"'shaping\.pqm\.phi' is 0\.5; it must be between"),
     ("group expected", lambda t: t.replace("mempool = { mbufs = 8191; cache = 128; };", "mempool = 5;"),
      "mempool", r"'mempool' must be a group"),
+    ("postack clamp not bool",
+     shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  postack = { clamp = 1; };'),
+     "clamp = 1", r"'shaping\.postack\.clamp' must be true or false"),
+    ("postack clamp target",
+     shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  postack = { clamp_target_ms = -1; };'),
+     "clamp_target_ms", r"'shaping\.postack\.clamp_target_ms' is -1; it must be between 0 and"),
 ]
 
 

@@ -133,6 +133,7 @@ static bool rig_cut_through;
 /* ACKs the ACK store keeps as mbufs before it copies them (the app keeps
  * thousands; 0, the default here, copies every one). */
 static uint32_t rig_pa_mbuf_cap;
+static bool rig_pa_share_clamp;        /* postack's share clamp (off: the tests before it) */
 /* weir_worker_conf.malformed_pps of workers made while set (0: no limit). */
 static uint32_t rig_malformed_pps;
 
@@ -171,7 +172,8 @@ rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, 
 	if (postack_acks > 0) {
 		const struct weir_postack_conf pac = {
 			.n_flows = CAP, .n_acks = postack_acks, .ack_limit = 64, .idle_us = 20000,
-			.mbuf_cap = rig_pa_mbuf_cap,
+			.mbuf_cap = rig_pa_mbuf_cap, .share_clamp = rig_pa_share_clamp,
+			.clamp_target_us = 5000,
 			.tsc_hz = rte_get_tsc_hz(), .socket_id = SOCKET_ID_ANY, .mp = mp,
 		};
 

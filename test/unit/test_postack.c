@@ -783,6 +783,170 @@ test_window_clamp(void)
 	rig_free(&r);
 }
 
+/* The share clamp's window (issue 19 item 5): share x RTT (Eq. 4.6, data
+ * bytes of 1460-byte segments in 1514-byte frames) plus max(2 MSS, share x
+ * target). Shares as bytes per tick << 32 at a 1 GHz tick. */
+static void
+test_share_window(void)
+{
+	const uint64_t hz = 1000000000ull, ms = hz / 1000;
+#define BPT(bytes_per_s) (((uint64_t)(bytes_per_s) << 32) / hz)
+	/* 8 flows in 20 Mbit/s (312.5 kB/s), 5 ms: BDP 1562.5 frame bytes =
+	 * 1507 data bytes; 2 MSS (2920) beats 5 ms of the share: 4427. */
+	uint32_t a = weir_postack_share_window(BPT(312500), 5 * ms, 5 * ms, 1460);
+	/* The satellite case: 32 flows in 1.536 Mbit/s (6 kB/s), 900 ms:
+	 * 5400 frame bytes = 5207 data bytes, + 2920 = 8127. */
+	uint32_t b = weir_postack_share_window(BPT(6000), 900 * ms, 5 * ms, 1460);
+	/* One flow in 20 Mbit/s (2.5 MB/s), 50 ms: 125000 -> 120541 data
+	 * bytes; 5 ms of the share (12054) beats 2 MSS: 132595. */
+	uint32_t c = weir_postack_share_window(BPT(2500000), 50 * ms, 5 * ms, 1460);
+
+	CHECK(a >= 4420 && a <= 4430, "8 flows, 20 Mbit/s, 5 ms: %u (4427)", a);
+	CHECK(b >= 8120 && b <= 8130, "32 flows, 1.536 Mbit/s, 900 ms: %u (8127)", b);
+	CHECK(c >= 132580 && c <= 132600, "1 flow, 20 Mbit/s, 50 ms: %u (132595)", c);
+	CHECK(weir_postack_share_window(BPT(2500000), 50 * ms, 0, 1460) == c - 12054 + 2920 ||
+	      weir_postack_share_window(BPT(2500000), 50 * ms, 0, 1460) + 1 == c - 12054 + 2920 ||
+	      weir_postack_share_window(BPT(2500000), 50 * ms, 0, 1460) == c - 12054 + 2921,
+	      "target 0: the 2 MSS floor (%u)", weir_postack_share_window(BPT(2500000), 50 * ms, 0, 1460));
+	CHECK(weir_postack_share_window(BPT(0), 50 * ms, 5 * ms, 1460) == 2920,
+	      "a share that floors to 0: 2 MSS");
+	CHECK(weir_postack_share_window(UINT64_MAX >> 8, UINT32_MAX, UINT32_MAX, 1460) == INT32_MAX,
+	      "no overflow: at most INT32_MAX");
+#undef BPT
+}
+
+/* A rig with one 20 Mbit/s postack class outbound (link 100 Mbit/s, no
+ * borrowing: the clamp takes the share of the ceil),
+ * the share clamp on, young budget `young`. */
+static int
+clamp_rig(struct rig *r, const char *name, uint32_t young)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 100000000, .young = young, .n_classes = 1,
+			    .classes = (const struct weir_policy_class_conf[]){
+				    { .name = "c", .rate = 20000000, .ceil = 20000000,
+				      .mode = WEIR_MODE_POSTACK } },
+			    .default_class = "c" },
+			  { .rate = 0 } },
+	};
+	int rc;
+
+	rig_pa_share_clamp = true;
+	rc = rig_make_pa(r, &pc, name, 64);
+	rig_pa_share_clamp = false;
+	return rc;
+}
+
+/* The flow's handshake: the WAN side 5 ms away (SYN to SYN+ACK), the LAN
+ * side 1 ms (SYN+ACK to the ACK), MSS 1460, window scale 7 both ways. */
+static void
+clamp_handshake(struct rig *r, uint64_t t0)
+{
+	const uint64_t ms = rte_get_tsc_hz() / 1000;
+
+	feed(r, syn_frame(0, SYN, 1460, 7), 0, t0);
+	while (pull1(r, t0))
+		;
+	feed(r, syn_frame(1, SYN | ACK, 1460, 7), 1, t0 + 5 * ms);
+	feed(r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1, 0), 0, t0 + 6 * ms);
+	while (pull1(r, t0 + 6 * ms))
+		;
+}
+
+/* Dequeue everything outbound, a millisecond a step (the class's rate
+ * lets a few frames go at each). */
+static void
+drain_ms(struct rig *r, uint64_t from, unsigned int steps)
+{
+	const uint64_t ms = rte_get_tsc_hz() / 1000;
+
+	for (unsigned int i = 0; i < steps; i++)
+		while (pull1(r, from + i * ms))
+			;
+}
+
+/*
+ * postack's share clamp in the worker: every ACK of an upload, passed or
+ * held, advertises at most its share x the path's round trip (both sides
+ * from the handshake) plus the target; a flow whose handshake was not seen
+ * is left alone and counted; a young flow keeps its head start; with the
+ * clamp off only ack_limit cuts, and only held ACKs.
+ */
+static void
+test_share_clamp(void)
+{
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	const uint32_t want = 2500000u * 6 / 1000 * 1460 / 1514 + 2500000u * 5 / 1000 * 1460 / 1514;
+	struct rig r;
+	struct rte_mbuf *b;
+	uint32_t units = (want + 127) / 128, bytes;
+
+	if (clamp_rig(&r, "pa_share", 0) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	clamp_handshake(&r, t0);
+	/* The class's one flow gets the whole 20 Mbit/s (2.5 MB/s) over 6 ms:
+	 * 14465 data bytes, + 5 ms of it (12054). */
+	b = ack_frame(1, 1000, 65535);
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 7 * ms) == 1, "the ACK goes on (nothing queued)");
+	bytes = (uint32_t)win_of(b) << 7;
+	CHECK(win_of(b) >= units - 2 && win_of(b) <= units + 2 && cksum4_ok(b),
+	      "a passed ACK's window cut to share x RTT + target: %u bytes (%u)", bytes, want);
+	rte_pktmbuf_free(b);
+	CHECK(r.w->ctr.port[WEIR_PORT_WAN].win_clamped == 1, "counted as clamped");
+	/* A held ACK (data queued past half the BDP) is cut the same way. */
+	for (uint32_t k = 0; k < 8; k++)
+		feed(&r, UP(1 + 1400 * k, 1400), 0, t0 + 8 * ms);
+	feed(&r, ack_frame(2, 100000, 65535), 1, t0 + 8 * ms);
+	CHECK(weir_postack_len(r.w->pa, 0, 0) == 1, "held behind the flow's queue");
+	drain_ms(&r, t0 + 9 * ms, 20);
+	CHECK(r.n_emitted == 1 && win_of(r.emitted[0]) >= units - 2 && win_of(r.emitted[0]) <= units + 2 &&
+	      cksum4_ok(r.emitted[0]), "a held ACK cut to the same window (%u units, want %u)",
+	      r.n_emitted ? win_of(r.emitted[0]) : 0, units);
+	rig_emitted_free(&r);
+	/* Another flow, picked up mid-stream (no handshake: no round trip,
+	 * no scale): untouched, counted. */
+	b = tcp_frame(1, 2, 4001, 1, 80, ACK, 7, 0);
+	rte_pktmbuf_mtod_offset(b, struct rte_tcp_hdr *, 34)->rx_win = rte_cpu_to_be_16(60000);
+	set_cksums4(b);
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 10 * ms) == 1 && win_of(b) == 60000 &&
+	      weir_postack_stats(r.w->pa)->clamp_unknown == 1,
+	      "no handshake: left alone and counted (%" PRIu64 ")",
+	      weir_postack_stats(r.w->pa)->clamp_unknown);
+	rte_pktmbuf_free(b);
+	rig_free(&r);
+
+	/* Young: the first 20000 bytes of the flow keep their window. */
+	if (clamp_rig(&r, "pa_young", 20000) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	clamp_handshake(&r, t0);
+	b = ack_frame(1, 1000, 65535);
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 7 * ms) == 1 && win_of(b) == 65535,
+	      "a young flow's ACK is not cut (%u)", win_of(b));
+	rte_pktmbuf_free(b);
+	for (uint32_t k = 0; k < 16; k++)
+		feed(&r, UP(1 + 1400 * k, 1400), 0, t0 + 8 * ms);
+	drain_ms(&r, t0 + 8 * ms, 20);
+	/* Past its young bytes: cut, but never left of the edge it was shown
+	 * (1000 + 65535 x 128). */
+	b = ack_frame(2, 30000, 65535);
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 30 * ms) == 1, "goes on");
+	CHECK(30000u + ((uint32_t)win_of(b) << 7) >= 1000u + (65535u << 7) &&
+	      30000u + ((uint32_t)win_of(b) << 7) < 1000u + (65535u << 7) + 128,
+	      "grown up: cut to the edge already shown (%u)", win_of(b));
+	rte_pktmbuf_free(b);
+	b = ack_frame(3, 1000u + (65535u << 7), 65535);
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 31 * ms) == 1, "goes on");
+	CHECK(win_of(b) >= units - 2 && win_of(b) <= units + 2,
+	      "then to share x RTT + target (%u, want %u)", win_of(b), units);
+	rte_pktmbuf_free(b);
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
 /* Two flows in the rig's one class: flow 0 with its handshake seen (WAN
  * 40 ms away, no window scaling, MSS 1460), flow 1 a SYN only. */
 static void
@@ -1202,6 +1366,8 @@ main(int argc, char **argv)
 	test_cksum_update();
 	test_cksum_ipv6();
 	test_window_clamp();
+	test_share_window();
+	test_share_clamp();
 	test_far_sender();
 	test_tcr();
 	test_tcr_tiny_share();
