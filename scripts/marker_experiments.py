@@ -85,9 +85,13 @@ def marker_conf(kind, agg):
     raise ValueError(kind)
 
 
-def weir_config(d, kind):
+def weir_config(d, kind, conf=None, tag="markers"):
+    """weir's config for marker `kind`: one class per aggregate of AGGS, marked by
+    conf(kind, agg) (default marker_conf), none for an aggregate without a contract."""
+    conf = conf or marker_conf
     classes = ",\n".join(
-        f'      {{ name = "{a[0]}"; rate = "300mbit"; marker = {marker_conf(kind, a)}; }}'
+        f'      {{ name = "{a[0]}"; rate = "300mbit"' +
+        (f'; marker = {conf(kind, a)}; }}' if a[4] else "; }")
         for a in AGGS)
     rules = ",\n".join(f'  {{ class = "{a[0]}"; lan = "{weirtb.Testbed.addr(a[1])}"; }}'
                        for a in AGGS)
@@ -109,7 +113,7 @@ rules = (
 {rules}
 );
 """
-    p = d / f"markers-{kind}.cfg"
+    p = d / f"{tag}-{kind}.cfg"
     p.write_text(weirtb.testbed_config_text(body))
     return p
 

@@ -61,34 +61,12 @@ def marker_conf(kind, agg):
     return mx.marker_conf(kind, agg)
 
 
-def weir_config(d, kind):
-    classes = ",\n".join(
-        f'      {{ name = "{a[0]}"; rate = "300mbit"' +
-        (f'; marker = {marker_conf(kind, a)}; }}' if a[4] else "; }")
-        for a in mx.AGGS)
-    rules = ",\n".join(f'  {{ class = "{a[0]}"; lan = "{weirtb.Testbed.addr(a[1])}"; }}'
-                       for a in mx.AGGS)
-    body = f"""
-shaping = {{
-  mode = "pfq";
-  outbound = {{
-    rate = "1gbit";
-    default = "be";
-    classes = (
-{classes},
-      {{ name = "be"; rate = "300mbit"; }}
-    );
-  }};
-  inbound = "1gbit";
-}};
+_base_config = mx.weir_config   # main() points mx.weir_config at the function below
 
-rules = (
-{rules}
-);
-"""
-    p = d / f"sweep-{kind}.cfg"
-    p.write_text(weirtb.testbed_config_text(body))
-    return p
+
+def weir_config(d, kind):
+    """marker_experiments' config with this sweep's marker settings."""
+    return _base_config(d, kind, conf=marker_conf, tag="sweep")
 
 
 def write(out, rows, args):
