@@ -134,6 +134,13 @@ send_data(struct rig *r, uint16_t lport, uint32_t seq, uint16_t len, uint64_t no
 	drain_out(r, now);
 }
 
+/* A class's available rate, MB/s (avail_bpt is bytes per TSC tick << 32). */
+static double
+avail_mbs(const struct weir_ipabr_class *cs)
+{
+	return (double)cs->avail_bpt * (double)rte_get_tsc_hz() / 4294967296.0 / 1e6;
+}
+
 static struct weir_ipabr *
 ia_of(struct rig *r)
 {
@@ -370,7 +377,7 @@ test_available(void)
 	struct rig r;
 	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
 	const uint16_t BULK = 2;
-	uint64_t t = t0 + 100 * ms, avail;
+	uint64_t t = t0 + 100 * ms;
 	const struct weir_ipabr_class *cs;
 	double mbs;
 
@@ -383,8 +390,7 @@ test_available(void)
 	open_flow(&r, 4000, t0, 40);
 	send_data(&r, 4000, 1, 1000, t);
 	ack_win(&r, ack_of(4000, 1001, 65535), t + 40 * ms, NULL);
-	avail = cs->avail_bpt;
-	mbs = (double)avail * (double)hz / 4294967296.0 / 1e6;
+	mbs = avail_mbs(cs);
 	CHECK(mbs > 0.99 && mbs < 1.01, "nothing of higher priority: the link, 1 MB/s (%.3f)", mbs);
 	/* Voice sends 2 Mbit/s (250 kB/s: a 1054-byte frame each 4.216 ms)
 	 * for 1 s. */
@@ -398,11 +404,11 @@ test_available(void)
 	}
 	t += 1100 * ms;
 	ack_win(&r, ack_of(4000, 1001, 65535), t, NULL);
-	mbs = (double)cs->avail_bpt * (double)hz / 4294967296.0 / 1e6;
+	mbs = avail_mbs(cs);
 	CHECK(mbs > 0.73 && mbs < 0.77, "prio 0 at 250 kB/s leaves 750 kB/s (%.3f)", mbs);
 	/* It stops: the cut fades (a quarter per look), it does not vanish at once. */
 	ack_win(&r, ack_of(4000, 1001, 65535), t + 250 * ms, NULL);
-	mbs = (double)cs->avail_bpt * (double)hz / 4294967296.0 / 1e6;
+	mbs = avail_mbs(cs);
 	CHECK(mbs > 0.79 && mbs < 0.85, "a quarter of the cut back after one quiet look (%.3f)", mbs);
 	/* The link set to 800 kbit/s at run time (REST/Lua do it through the
 	 * share box's weir_cbq_set_rate): followed at the next looks, and
@@ -410,11 +416,11 @@ test_available(void)
 	weir_cbq_set_rate(r.w->shaper[0], 0, 800000, 800000);
 	for (int i = 0; i < 12; i++)
 		ack_win(&r, ack_of(4000, 1001, 65535), t + (uint64_t)(500 + 250 * i) * ms, NULL);
-	mbs = (double)cs->avail_bpt * (double)hz / 4294967296.0 / 1e6;
+	mbs = avail_mbs(cs);
 	CHECK(mbs > 0.099 && mbs < 0.101, "the link rate changed at run time: 100 kB/s (%.3f)", mbs);
 	weir_cbq_set_rate(r.w->shaper[0], 0, 16000000, 16000000);
 	ack_win(&r, ack_of(4000, 1001, 65535), t + 4000 * ms, NULL);
-	mbs = (double)cs->avail_bpt * (double)hz / 4294967296.0 / 1e6;
+	mbs = avail_mbs(cs);
 	CHECK(mbs > 0.99 && mbs < 1.01, "raised to 16 Mbit/s: the class's ceiling, 1 MB/s (%.3f)", mbs);
 	rig_emitted_free(&r);
 	rig_free(&r);
@@ -452,7 +458,7 @@ test_siblings(void)
 	open_flow(&r, 4000, t0, 40);
 	send_data(&r, 4000, 1, 1000, t);
 	ack_win(&r, ack_of(4000, 1001, 65535), t + 40 * ms, NULL);
-	mbs = (double)cs->avail_bpt * (double)hz / 4294967296.0 / 1e6;
+	mbs = avail_mbs(cs);
 	CHECK(mbs > 0.99 && mbs < 1.01, "the sibling quiet: the whole link, 1 MB/s (%.3f)", mbs);
 	/* web sends 800 kB/s for 1 s, past its part (500 kB/s): bulk keeps its part. */
 	for (uint64_t k = 0; k < 760; k++) {
@@ -465,7 +471,7 @@ test_siblings(void)
 	}
 	t += 1100 * ms;
 	ack_win(&r, ack_of(4000, 1001, 65535), t, NULL);
-	mbs = (double)cs->avail_bpt * (double)hz / 4294967296.0 / 1e6;
+	mbs = avail_mbs(cs);
 	CHECK(mbs > 0.49 && mbs < 0.51, "web at 800 kB/s: bulk has its part, 500 kB/s (%.3f)", mbs);
 	/* web at 200 kB/s: what it leaves of its part is bulk's too. */
 	for (uint64_t k = 0; k < 400; k++) {
@@ -478,7 +484,7 @@ test_siblings(void)
 	}
 	t += 2110 * ms;
 	ack_win(&r, ack_of(4000, 1001, 65535), t, NULL);
-	mbs = (double)cs->avail_bpt * (double)hz / 4294967296.0 / 1e6;
+	mbs = avail_mbs(cs);
 	CHECK(mbs > 0.76 && mbs < 0.82, "web at 200 kB/s: bulk 800 kB/s (%.3f)", mbs);
 	rig_emitted_free(&r);
 	rig_free(&r);
