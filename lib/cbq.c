@@ -393,7 +393,7 @@ weir_cbq_enqueue_evict(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, str
 	weir_mbuf_meta(m)->ts = now;    /* CoDel's sojourn starts here */
 	if (k->qm != NULL &&
 	    weir_qm_arrive(k->qm, m, k->drr.pkts, k->drr.bytes, now) != WEIR_QM_ADMIT) {
-		c->qt->q[queue_id].drops++;
+		weir_drr_count_drop(&c->qt->q[queue_id]);
 		k->st.drops++;
 		k->st.drops_qm++;
 		return WEIR_CBQ_DROP_QM;
@@ -419,7 +419,7 @@ weir_cbq_enqueue_evict(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, str
 			k->st.drops_class++;
 		if (v == WEIR_DRR_NONE || v == queue_id ||
 		    (*evicted = weir_drr_evict(&k->drr, v)) == NULL) {
-			c->qt->q[queue_id].drops++;
+			weir_drr_count_drop(&c->qt->q[queue_id]);
 			return pool ? WEIR_CBQ_DROP_POOL : WEIR_CBQ_DROP_CLASS;
 		}
 		*evicted_qid = v;

@@ -170,7 +170,7 @@ weir_drr_enqueue_young(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uin
 	struct weir_drr_q *q = &d->q[qid];
 
 	if (unlikely(q->len >= d->limit) && q->len >= weir_drr_queue_limit(d, qid)) {
-		q->drops++;
+		weir_drr_count_drop(q);
 		return WEIR_DRR_DROP_LIMIT;
 	}
 	drr_append(d, qid, m, attained < d->young ? (uint32_t)(d->young - attained) : 0);
@@ -299,18 +299,14 @@ pop_head(struct weir_drr *d, uint32_t id, struct rte_mbuf *m, uint32_t wl)
 	}
 }
 
-struct rte_mbuf *
-weir_drr_dequeue(struct weir_drr *d, uint32_t *qid, uint32_t *qlen)
+/* Send m, the head of queue id that peek returned: charge its deficit and
+ * the new list's bound, and take it off. Returns the packets left. */
+static inline uint32_t
+drr_take(struct weir_drr *d, uint32_t id, struct rte_mbuf *m)
 {
-	struct rte_mbuf *m;
-	struct weir_drr_q *q;
-	uint32_t id, wl;
+	struct weir_drr_q *q = &d->q[id];
+	const uint32_t wl = weir_drr_wire_len(d, m);
 
-	m = weir_drr_peek(d, &id);
-	if (m == NULL)
-		return NULL;
-	q = &d->q[id];
-	wl = weir_drr_wire_len(d, m);
 	q->deficit -= (int32_t)wl;
 	if (q->listed == WEIR_DRR_NEW) {
 		/* Only what it sends while old flows wait counts to its bound. */
@@ -321,8 +317,19 @@ weir_drr_dequeue(struct weir_drr *d, uint32_t *qid, uint32_t *qlen)
 		d->new_run = 0;
 	}
 	pop_head(d, id, m, wl);
+	return q->len;
+}
+
+struct rte_mbuf *
+weir_drr_dequeue(struct weir_drr *d, uint32_t *qid, uint32_t *qlen)
+{
+	uint32_t id;
+	struct rte_mbuf *m = weir_drr_peek(d, &id);
+
+	if (m == NULL)
+		return NULL;
+	*qlen = drr_take(d, id, m);
 	*qid = id;
-	*qlen = q->len;
 	return m;
 }
 
@@ -335,18 +342,35 @@ weir_drr_dequeue_aqm(struct weir_drr *d, uint64_t now, uint32_t *qid, uint32_t *
 	for (;;) {
 		uint32_t id;
 		struct rte_mbuf *m = weir_drr_peek(d, &id);
-		uint64_t ts;
+		struct weir_drr_q *q;
+		struct weir_codel *c;
+		uint64_t ts, sojourn;
+		bool drop;
 
 		if (m == NULL)
 			return NULL;
+		q = &d->q[id];
 		ts = weir_mbuf_meta(m)->ts;
-		if (*n_dropped >= max_drop ||
-		    !weir_codel_drop(&d->codel[id], d->aqm, now > ts ? now - ts : 0, d->q[id].len, now))
-			return weir_drr_dequeue(d, qid, qlen);  /* the same packet: peeks repeat */
+		sojourn = now > ts ? now - ts : 0;
+		/* At rest and below the tree's target (no queue's is lower) or
+		 * alone: CoDel would leave its state as it is and not drop. */
+		if (*n_dropped < max_drop &&
+		    (q->aqm_armed || (sojourn >= d->aqm->target && q->len > 1))) {
+			c = &d->codel[id];
+			drop = weir_codel_drop(c, d->aqm, sojourn, q->len, now);
+			q->aqm_armed = c->first_above != 0 || c->dropping;
+		} else {
+			drop = false;
+		}
+		if (!drop) {
+			*qlen = drr_take(d, id, m);
+			*qid = id;
+			return m;
+		}
 		/* Dropped from the head: the flow's sender hears of the queue a
 		 * round trip sooner than from the tail. Not charged to its deficit. */
 		pop_head(d, id, m, weir_drr_wire_len(d, m));
-		d->q[id].drops++;
+		weir_drr_count_drop(q);
 		d->aqm_drops++;
 		dropped_qid[*n_dropped] = id;
 		dropped[(*n_dropped)++] = m;
@@ -398,7 +422,7 @@ weir_drr_evict(struct weir_drr *d, uint32_t qid)
 		return NULL;
 	q->head = weir_mbuf_meta(m)->qnext;
 	q->len--;
-	q->drops++;
+	weir_drr_count_drop(q);
 	d->pkts--;
 	d->bytes -= weir_drr_wire_len(d, m);
 	return m;

@@ -64,8 +64,23 @@ struct weir_drr_q {
 	uint16_t len;           /* packets queued */
 	uint8_t  weight;        /* quantum multiplier, >= 1 */
 	uint8_t  listed;        /* WEIR_DRR_OLD, _NEW, _IDLE; 0: on no list */
-	uint32_t drops;         /* packets refused: this queue was at its limit */
+	uint16_t drops;         /* packets refused or dropped here, saturating at 65535
+				 * (a debugging aid: the class counters count every one) */
+	/* Its CoDel state is not at rest (an interval above target started,
+	 * or dropping). While it is clear, a head packet younger than the
+	 * tree's target cannot change that state, and dequeue does not read
+	 * it: at 64K flows the separate state array cost a cache miss a
+	 * packet (issue 23's cost goal). */
+	uint8_t  aqm_armed;
+	uint8_t  _rsv;
 };
+
+/* One more packet refused or dropped from q. */
+static inline void
+weir_drr_count_drop(struct weir_drr_q *q)
+{
+	q->drops += q->drops != UINT16_MAX;
+}
 
 struct weir_drr_qtab {
 	uint32_t n;             /* queue ids are 0 .. n-1 */

@@ -439,6 +439,93 @@ test_codel(void)
 	weir_drr_qtab_free(t);
 }
 
+/* The dequeue leaves a queue's CoDel state unread while it is at rest and
+ * the head is younger than the tree's target (aqm_armed clear). That must
+ * not change a single decision: the same random load through two trees,
+ * one of them made to read the state at every dequeue (aqm_armed forced),
+ * sends and drops the same packets in the same order. */
+static void
+test_codel_at_rest(void)
+{
+	enum { NQ = 6, STEPS = 40000 };
+	const struct weir_codel_params par = { .target = 5, .interval = 100 };
+	struct weir_drr_qtab *t[2];
+	struct weir_drr d[2];
+	uint32_t seq = 0, sent[2] = { 0, 0 }, drops[2] = { 0, 0 }, same = 1, fast = 0;
+	uint64_t rnd = 12345;
+
+	for (int k = 0; k < 2; k++) {
+		t[k] = weir_drr_qtab_create(NQ, 400, SOCKET_ID_ANY);
+		t[k]->codel = rte_zmalloc(NULL, NQ * sizeof(*t[k]->codel), 0);
+		weir_drr_init(&d[k], t[k], 1500, 0);
+		d[k].codel = t[k]->codel;
+		d[k].aqm = &par;
+		weir_codel_set_rtt(&t[k]->codel[4], &par, 300);
+		weir_codel_set_rtt(&t[k]->codel[5], &par, 40);
+	}
+	for (uint64_t now = 0; now < STEPS; now++) {
+		rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t r = (uint32_t)(rnd >> 33);
+		/* Arrivals come in phases, so queues stand, drain and rest. */
+		unsigned int load = (now / 2000) % 3;
+
+		if (r % 8 < 2 + 2 * load) {
+			uint32_t q = (r >> 8) % NQ, s = seq++;
+
+			for (int k = 0; k < 2; k++) {
+				struct rte_mbuf *m = mk(q, s, 1000);
+
+				weir_mbuf_meta(m)->ts = now;
+				if (weir_drr_enqueue(&d[k], q, m) != 0)
+					rte_pktmbuf_free(m);
+			}
+		}
+		if (now % 3 != 0)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			struct rte_mbuf *dropped[8], *m;
+			uint32_t dqid[8], qid, qlen;
+			unsigned int nd;
+
+			if (k == 1)
+				for (uint32_t q = 0; q < NQ; q++)
+					t[1]->q[q].aqm_armed = 1;
+			else
+				for (uint32_t q = 0; q < NQ; q++)
+					fast += t[0]->q[q].len > 0 && !t[0]->q[q].aqm_armed;
+			m = weir_drr_dequeue_aqm(&d[k], now, &qid, &qlen, dropped, dqid, &nd, 8);
+			for (unsigned int i = 0; i < nd; i++) {
+				struct unit_tag g = unit_tag_of(dropped[i]);
+
+				drops[k] = drops[k] * 31 + g.seq * 7 + g.flow;
+				rte_pktmbuf_free(dropped[i]);
+			}
+			if (m != NULL) {
+				struct unit_tag g = unit_tag_of(m);
+
+				sent[k] = sent[k] * 31 + g.seq * 7 + g.flow + qlen;
+				rte_pktmbuf_free(m);
+			}
+		}
+		same &= sent[0] == sent[1] && drops[0] == drops[1];
+	}
+	CHECK(same && d[0].aqm_drops == d[1].aqm_drops && d[0].aqm_drops > 10 && fast > 1000,
+	      "CoDel at rest unread: the same %lu drops and sends as reading it always (%u fast)",
+	      (unsigned long)d[0].aqm_drops, fast);
+	for (int k = 0; k < 2; k++) {
+		struct rte_mbuf *out[64];
+		uint64_t b;
+
+		for (uint32_t q = 0; q < NQ; q++)
+			while (weir_drr_qlen(t[k], q) > 0) {
+				unsigned int n = weir_drr_drain(&d[k], q, out, 64, &b);
+
+				rte_pktmbuf_free_bulk(out, n);
+			}
+		weir_drr_qtab_free(t[k]);
+	}
+}
+
 /* A flow moved to another leaf while its queue, new and just emptied, waits
  * on the first leaf's old list (IDLE): its next packets, queued in the
  * second leaf, must be served there. (A hook's move right after a flow's
@@ -590,6 +677,7 @@ main(int argc, char **argv)
 	test_new_flows();
 	test_young();
 	test_codel();
+	test_codel_at_rest();
 	test_codel_answer();
 	test_rtt_limit();
 	rte_eal_cleanup();
