@@ -618,11 +618,13 @@ weir_cbq_dequeue(struct weir_cbq *c, uint64_t now, struct weir_cbq_deq *out)
 						m = weir_drr_dequeue_aqm(&k->drr, now, &qid, &qlen,
 							out->dropped + j, out->dropped_qid + j, &nd,
 							WEIR_CBQ_AQM_MAX - j);
-						for (; nd > 0; nd--, j++)
-							out->dropped_leaf[j] = i;
-						k->st.drops_aqm += j - out->n_dropped;
-						c->backlog -= j - out->n_dropped;
-						out->n_dropped = (uint16_t)j;
+						if (unlikely(nd != 0)) {
+							for (; nd > 0; nd--, j++)
+								out->dropped_leaf[j] = i;
+							k->st.drops_aqm += j - out->n_dropped;
+							c->backlog -= j - out->n_dropped;
+							out->n_dropped = (uint16_t)j;
+						}
 						if (m == NULL) {
 							/* CoDel emptied the leaf. */
 							active_del(c, i);
