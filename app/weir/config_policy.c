@@ -451,7 +451,7 @@ static int
 load_postack(struct loader *ld, const config_setting_t *g, struct weir_config *cfg)
 {
 	static const char *const keys[] = { "acks", "ack_limit", "idle_ms", "mbufs", "clamp",
-					    "clamp_target_ms", NULL };
+					    "clamp_target_ms", "clamp_margin", NULL };
 	const config_setting_t *p = g ? cfg_group(ld, g, "postack", false) : NULL;
 	long long v;
 
@@ -474,6 +474,10 @@ load_postack(struct loader *ld, const config_setting_t *g, struct weir_config *c
 	if (cfg_int(ld, p, "clamp_target_ms", 5, 0, 10000, &v) < 0)
 		return -1;
 	cfg->postack_clamp_target_ms = (uint32_t)v;
+	/* The margin over share x RTT, a fraction of it: (1 + m) x beta >= 1
+	 * keeps a window cut by a loss at the BDP (cubic 0.7, Reno 0.5). */
+	if (cfg_float(ld, p, "clamp_margin", 0.0, 0.0, 4.0, &cfg->postack_clamp_margin) < 0)
+		return -1;
 	/* -1: an eighth of the mempool, shared among the workers (main.c). */
 	if (cfg_int(ld, p, "mbufs", -1, -1, 1 << 26, &v) < 0)
 		return -1;
