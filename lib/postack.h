@@ -63,9 +63,10 @@ struct weir_postack_conf {
 	uint32_t idle_us;       /* data idle this long past 2 x its round trip: release the flow's ACKs */
 	uint32_t rtt_unknown_us;        /* round trip assumed when no handshake was seen; 0 = 200 ms */
 	/* postack's share clamp (postack.c, weir_postack_share_window): every
-	 * ACK of a flow past its young bytes advertises at most its share x
-	 * the path's round trip plus a target of max(2 MSS, share x
-	 * clamp_target_us). false: only ack_limit bounds the window. */
+	 * ACK of a flow advertises at most its share x the path's round trip
+	 * x (1 + margin) plus a target of max(2 MSS, share x clamp_target_us);
+	 * a young flow at least its young budget over the active flows
+	 * (weir_postack_young_window). false: only ack_limit bounds the window. */
 	bool share_clamp;
 	uint32_t clamp_target_us;
 	/* The margin over share x RTT, a fraction of it << 16 (0.5: 32768):
