@@ -832,6 +832,12 @@ weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint64_t attained)
 	return leaf < c->n && c->cls[leaf].is_leaf && attained < c->cls[leaf].drr.young;
 }
 
+uint32_t
+weir_cbq_young_budget(const struct weir_cbq *c, uint16_t leaf)
+{
+	return leaf < c->n && c->cls[leaf].is_leaf ? (uint32_t)c->cls[leaf].drr.young : 0;
+}
+
 void
 weir_cbq_flow_rtt(struct weir_cbq *c, uint32_t qid, uint64_t rtt)
 {

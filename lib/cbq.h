@@ -201,6 +201,9 @@ uint32_t weir_cbq_leaf_qlen(const struct weir_cbq *c, uint16_t leaf);      /* pa
 /* Is a flow that has sent `attained` bytes young in leaf `leaf` (within its
  * young-flow budget, lib/drr.h)? */
 bool weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint64_t attained);
+
+/* Leaf `leaf`'s young-flow budget in bytes (0: none, or not a leaf). */
+uint32_t weir_cbq_young_budget(const struct weir_cbq *c, uint16_t leaf);
 /* Flow queue qid has a new flow (rtt 0) or its round trip was measured
  * (TSC ticks): CoDel's interval for it follows (lib/codel.h). No-op when
  * no leaf of the tree runs CoDel. */

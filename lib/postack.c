@@ -43,6 +43,7 @@ weir_postack_create(const struct weir_postack_conf *c)
 	pa->rtt_unknown = c->tsc_hz / 1000000 * (c->rtt_unknown_us ? c->rtt_unknown_us : 200000);
 	pa->share_clamp = c->share_clamp;
 	pa->clamp_target = c->tsc_hz / 1000000 * c->clamp_target_us;
+	pa->clamp_margin16 = c->clamp_margin16;
 	pa->mp = c->mp;
 	pa->ring_size = 2 * c->n_flows;
 	/* Each queue array is made empty as soon as it exists: the free
@@ -458,13 +459,22 @@ postack_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf 
 }
 
 uint32_t
-weir_postack_share_window(uint64_t share_bpt, uint64_t rtt, uint64_t target, uint32_t seg)
+weir_postack_share_window(uint64_t share_bpt, uint64_t rtt, uint64_t target, uint32_t seg,
+			  uint32_t margin16)
 {
 	const uint32_t ratio16 = weir_win_ratio16(seg);
-	const uint64_t wnd = weir_win_bdp(share_bpt, rtt, ratio16) +
-			     RTE_MAX(2 * (uint64_t)seg, weir_win_bdp(share_bpt, target, ratio16));
+	const uint64_t bdp = RTE_MIN(weir_win_bdp(share_bpt, rtt, ratio16), (uint64_t)INT32_MAX);
+	const uint64_t wnd = bdp + (bdp * margin16 >> 16) +
+			     RTE_MAX(2 * (uint64_t)seg,
+				     RTE_MIN(weir_win_bdp(share_bpt, target, ratio16), (uint64_t)INT32_MAX));
 
 	return (uint32_t)RTE_MIN(wnd, (uint64_t)INT32_MAX);
+}
+
+uint32_t
+weir_postack_young_window(uint32_t clamp_window, uint32_t young, uint32_t active)
+{
+	return RTE_MAX(clamp_window, young / RTE_MAX(active, 1u));
 }
 
 /*
@@ -480,12 +490,17 @@ weir_postack_share_window(uint64_t share_bpt, uint64_t rtt, uint64_t target, uin
  * max(2 MSS, share x clamp_target): 2 MSS so a delayed ACK (every second
  * segment) leaves the window-limited sender something to send, share x
  * 5 ms so the class's standing queue is its rate x 5 ms (CoDel's target)
- * whatever the flow count. The same Eq. 4.6 arithmetic as ipabr
- * (lib/tcpwin.h), at most ack_limit segments. A young flow keeps its
- * head start uncut (as tcr); a flow whose round trip or window scale is
- * unknown is left alone, counted. Returns true when it applied: the ACK's
- * edge is then noted (a later note from its unrewritten window would
- * undo the cut).
+ * whatever the flow count. share x RTT is raised by clamp_margin (a
+ * fraction of it) so a loss's multiplicative decrease leaves the window at
+ * the BDP or above, not the link idle (docs/results/postack-clamp). The
+ * same Eq. 4.6 arithmetic as ipabr (lib/tcpwin.h), at most ack_limit
+ * segments. A young flow gets the larger of that and the young budget
+ * divided among the class's active flows (weir_postack_young_window):
+ * a lone short transfer keeps its head start, 32 flows starting together
+ * in a 1.5 Mbit/s class do not each get 256 KiB of window (43 s of their
+ * share). A flow whose round trip or window scale is unknown is left
+ * alone, counted. Returns true when it applied: the ACK's edge is then
+ * noted (a later note from its unrewritten window would undo the cut).
  */
 static bool
 postack_share_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
@@ -495,7 +510,7 @@ postack_share_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte
 	const int d = a ^ 1;
 	uint32_t seg, lim;
 
-	if (!pa->share_clamp || weir_mode_young(w, f, d, leaf))
+	if (!pa->share_clamp)
 		return false;
 	if (pa->q[d][slot].rtt == 0 || pa->q[a][slot].rtt == 0 || weir_ack_wscale(f, a) < 0) {
 		pa->st.clamp_unknown++;
@@ -504,7 +519,10 @@ postack_share_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte
 	seg = f->mss[a];
 	lim = weir_postack_share_window(w->cls_ctr[d][leaf].ceil_share_bytes_per_tick,
 					(uint64_t)pa->q[d][slot].rtt + pa->q[a][slot].rtt,
-					pa->clamp_target, seg);
+					pa->clamp_target, seg, pa->clamp_margin16);
+	if (weir_mode_young(w, f, d, leaf))
+		lim = weir_postack_young_window(lim, weir_cbq_young_budget(w->shaper[d], leaf),
+						w->cls_ctr[d][leaf].active);
 	if (weir_postack_cut_window(pa, f, m, p, a, slot, RTE_MIN(lim, (uint32_t)pa->ack_limit * seg)))
 		w->ctr.port[a].win_clamped++;
 	return true;

@@ -63,11 +63,16 @@ struct weir_postack_conf {
 	uint32_t idle_us;       /* data idle this long past 2 x its round trip: release the flow's ACKs */
 	uint32_t rtt_unknown_us;        /* round trip assumed when no handshake was seen; 0 = 200 ms */
 	/* postack's share clamp (postack.c, weir_postack_share_window): every
-	 * ACK of a flow past its young bytes advertises at most its share x
-	 * the path's round trip plus a target of max(2 MSS, share x
-	 * clamp_target_us). false: only ack_limit bounds the window. */
+	 * ACK of a flow advertises at most its share x the path's round trip
+	 * x (1 + margin) plus a target of max(2 MSS, share x clamp_target_us);
+	 * a young flow at least its young budget over the active flows
+	 * (weir_postack_young_window). false: only ack_limit bounds the window. */
 	bool share_clamp;
 	uint32_t clamp_target_us;
+	/* The margin over share x RTT, a fraction of it << 16 (0.5: 32768):
+	 * a window of (1 + m) x BDP that a loss cuts by cubic's 0.7 (Reno's
+	 * 0.5) stays at the BDP when (1 + m) x beta >= 1. */
+	uint32_t clamp_margin16;
 	/* ACKs that may stay in their own mbufs at once (no copy either way:
 	 * the fast path while the mempool has plenty); past it, records. */
 	uint32_t mbuf_cap;
@@ -159,11 +164,19 @@ bool weir_postack_cut_window(struct weir_postack *pa, const struct weir_flow *f,
 			     uint32_t limit);
 
 /* The share clamp's window in data bytes: share_bpt (frame bytes per TSC
- * tick << 32) x rtt (ticks), plus max(2 seg, share x target ticks), both
- * in data bytes of seg-byte segments (Eq. 4.6's computation); at most
- * INT32_MAX. */
+ * tick << 32) x rtt (ticks) x (1 + margin16 / 65536), plus max(2 seg,
+ * share x target ticks), all in data bytes of seg-byte segments (Eq. 4.6's
+ * computation); at most INT32_MAX. */
 uint32_t weir_postack_share_window(uint64_t share_bpt, uint64_t rtt, uint64_t target,
-				   uint32_t seg);
+				   uint32_t seg, uint32_t margin16);
+
+/* The window the share clamp gives a young flow (attained < young bytes):
+ * the larger of the clamp's window and the leaf's young budget divided
+ * among its `active` flows (the budget scaled to the share, as the share
+ * is the rate scaled). A lone flow keeps its whole head start; many flows
+ * starting together (the satellite case) hold at most `young` bytes of
+ * window between them, not `young` each. */
+uint32_t weir_postack_young_window(uint32_t clamp_window, uint32_t young, uint32_t active);
 
 /* Drop every ACK held for data direction d (shutdown): mbufs go back to
  * the pool, records to the free list. Returns how many were dropped. */

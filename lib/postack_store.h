@@ -40,6 +40,7 @@ struct weir_postack {
 	uint64_t idle_tsc;
 	uint64_t rtt_unknown;   /* assumed round trip when the handshake was not seen */
 	uint64_t clamp_target;  /* the share clamp's target, ticks */
+	uint32_t clamp_margin16;        /* its margin over the BDP, << 16 */
 	bool share_clamp;
 	struct rte_mempool *mp;
 	/* Watchdog ring of (d << 31 | slot) for flows holding ACKs, each at

@@ -1,12 +1,15 @@
 #!/usr/bin/python3
 """PostACK's share clamp, before and after (issue 19 item 5), side by side in the testbed.
 
-    scripts/postack_clamp.py [a,b,fig8 | all] [--quick] [--sat-secs S] [--out DIR]
+    scripts/postack_clamp.py [a,b,fig8,loss,loss9 | all] [--quick] [--sat-secs S] [--out DIR]
+                             [--settings off,0,0.5,1] [--repeat N] [--tag T]
 
-Each case runs weir's `postack` mode twice on the same testbed, one run after the other:
-`shaping.postack.clamp = false` ("before": only ack_limit bounds a window, main's
-behaviour before the clamp, and the default) and `clamp = true` ("after": share x path
-RTT plus max(2 MSS, share x 5 ms)). Senders use cubic.
+Each case runs weir's `postack` mode once per setting of --settings on the same testbed,
+one run after the other (alternating, the same binary, only the config differs): `off` is
+`shaping.postack.clamp = false` (only ack_limit bounds a window, main's behaviour before
+the clamp) and a number M is `clamp = true; clamp_margin = M` (share x path RTT x (1 + M)
+plus max(2 MSS, share x 5 ms)). The default, `off,0`, is the clamp's first before/after.
+Senders use cubic.
 
   a     8 uploads in a 20 Mbit/s class, 5 ms path (2.5 ms one way), 20 s, a ping probe
         in the class (scripts/paper_experiments.py's run and classes).
@@ -20,14 +23,16 @@ RTT plus max(2 MSS, share x 5 ms)). Senders use cubic.
         into a timeout): its Fig. 9 (200 KB/s, 50 ms, 1 % and 3 % random loss, 24 s) and
         Fig. 11 (10 KB/s with every 40th packet lost, reno and cubic; 100 KB/s with 1/100,
         cubic; 30 s).
+  loss9 Fig. 9's two rows of `loss` only (1 % and 3 %), for repeats.
 
 Measured per run: the class's goodput at the receivers, the probe's median RTT, the senders'
 smoothed RTT (`ss -ti` in the senders' namespaces once a second from 4 s on, median over
 samples and flows; iperf3's mean RTT beside it), Fig. 8's buffer figures (data packets
 queued in the class, mean and peak; ACKs held, peak), drops at the gateway while the
 transfers ran and in the 10 s after the last one ended, clients not finished 60 s after
-their end. Writes DIR/clamp-<cases>[-young<N>].csv, .md (a table) and .png, e.g.
-DIR/clamp-a-b-fig8-loss.csv for `all`; --young N sets every run's shaping.young_bytes. --quick: case a only, 8 s
+their end. Writes DIR/clamp-<cases>[-young<N>][-<tag>].csv, .md (a table) and .png, e.g.
+DIR/clamp-a-b-fig8-loss.csv for `all`; --young N sets every run's shaping.young_bytes;
+--repeat N runs the whole alternation N times (column `run`). --quick: case a only, 8 s
 runs (CI checks that the script works; its numbers mean little).
 """
 import argparse
@@ -49,7 +54,7 @@ import paper_experiments as pe  # noqa: E402
 import ipabr_experiments as ie  # noqa: E402
 
 AFTER_S = 10.0   # how long after the transfers' end drops are still counted
-KEYS = ["case", "young", "clamp", "flows", "limit", "secs", "goodput_kbps", "class_kbps", "target_kbps",
+KEYS = ["case", "run", "young", "clamp", "margin", "flows", "limit", "secs", "goodput_kbps", "class_kbps", "target_kbps",
         "probe_ms_median", "probe_lost", "sender_srtt_ms", "sender_srtt_p90_ms", "iperf_rtt_ms",
         "data_pkts_mean", "data_pkts_peak", "acks_held_peak", "drops_during", "drops_after",
         "retx", "unfinished", "win_clamped", "clamp_unknown", "finished_goodput_kbps",
@@ -57,30 +62,42 @@ KEYS = ["case", "young", "clamp", "flows", "limit", "secs", "goodput_kbps", "cla
 
 
 YOUNG = None     # --young: shaping.young_bytes for every run (None: weir's default)
+RUN = 1          # which repeat (--repeat) the rows are of
 
 
-def with_clamp(text, clamp):
-    """A testbed config's text with shaping.postack.clamp (and young_bytes) set."""
+def parse_setting(s):
+    """`off` -> None (clamp off); a number -> that margin with the clamp on."""
+    return None if s == "off" else float(s)
+
+
+def setting_cols(margin):
+    return {"clamp": "off" if margin is None else "on",
+            "margin": "" if margin is None else f"{margin:g}"}
+
+
+def with_clamp(text, margin):
+    """A testbed config's text with shaping.postack.clamp and clamp_margin (margin None:
+    the clamp off) and young_bytes set; every setting is written, whatever the default."""
     assert "shaping = {" in text
     young = f"\n  young_bytes = {YOUNG};" if YOUNG is not None else ""
-    return text.replace("shaping = {",
-                        f"shaping = {{\n  postack = {{ clamp = {str(clamp).lower()}; }};{young}", 1)
+    pa = "clamp = false;" if margin is None else f"clamp = true; clamp_margin = {float(margin)!r};"
+    return text.replace("shaping = {", f"shaping = {{\n  postack = {{ {pa} }};{young}", 1)
 
 
 def young_label():
     return "default" if YOUNG is None else str(YOUNG)
 
 
-def patch_configs(clamp):
+def patch_configs(margin):
     """Make both experiment scripts write configs with the clamp on or off."""
     def pe_config(path, mode, rate_kBps, limit=0):
         p = _pe_config(path, mode, rate_kBps, limit)
-        p.write_text(with_clamp(p.read_text(), clamp))
+        p.write_text(with_clamp(p.read_text(), margin))
         return p
 
     def ie_config(path, *a, **kw):
         p = _ie_config(path, *a, **kw)
-        t = with_clamp(p.read_text(), clamp)
+        t = with_clamp(p.read_text(), margin)
         # The probe (ICMP) in the experiment class, behind its flows.
         p.write_text(t.replace("rules = (\n  ", 'rules = (\n  { class = "exp"; proto = "icmp"; },\n  ', 1))
         return p
@@ -203,10 +220,10 @@ def drops_after_end(tb, w, t_end):
     return d_end, w.drops_at(t_end + AFTER_S) - d_end
 
 
-def case_a(tb, cfgdir, clamp, secs, n=8, rate_kBps=2500, limit=0, case="a", cc="cubic",
+def case_a(tb, cfgdir, margin, secs, n=8, rate_kBps=2500, limit=0, case="a", cc="cubic",
            probe=True):
     """paper_experiments.run with the watcher around it."""
-    patch_configs(clamp)
+    patch_configs(margin)
     hosts = tb.lan_hosts
     with Watch(tb, hosts) as w:
         t0 = time.monotonic()
@@ -216,7 +233,7 @@ def case_a(tb, cfgdir, clamp, secs, n=8, rate_kBps=2500, limit=0, case="a", cc="
     clamped, unknown = stats_row(tb)
     med, p90 = srtt_summary(w.srtt)
     return {
-        "case": case, "young": young_label(), "clamp": "on" if clamp else "off", "flows": n, "limit": limit, "secs": secs,
+        "case": case, "run": RUN, "young": young_label(), **setting_cols(margin), "flows": n, "limit": limit, "secs": secs,
         "goodput_kbps": r["goodput_kBps"] * 8, "class_kbps": r["class_kBps"] * 8,
         "target_kbps": rate_kBps * 8, "probe_ms_median": r["probe_ms_median"], "probe_lost": "",
         "sender_srtt_ms": med, "sender_srtt_p90_ms": p90, "iperf_rtt_ms": float("nan"),
@@ -228,10 +245,10 @@ def case_a(tb, cfgdir, clamp, secs, n=8, rate_kBps=2500, limit=0, case="a", cc="
     }
 
 
-def case_b(tb, clamp, secs):
+def case_b(tb, margin, secs):
     """ipabr_experiments.run (the satellite case) with the watcher, a sampler of the
     class's buffer and a probe around it."""
-    patch_configs(clamp)
+    patch_configs(margin)
     rtts = []
     pr = threading.Thread(target=probe, args=(tb, tb.lan_hosts[0], tb.wan_hosts[0], secs - 15,
                                               rtts), daemon=True)
@@ -249,7 +266,7 @@ def case_b(tb, clamp, secs):
     med, p90 = srtt_summary(w.srtt)
     rtts.sort()
     return {
-        "case": "b", "young": young_label(), "clamp": "on" if clamp else "off", "flows": ie.FLOWS, "limit": 30,
+        "case": "b", "run": RUN, "young": young_label(), **setting_cols(margin), "flows": ie.FLOWS, "limit": 30,
         "secs": secs,
         # iperf3 reports only for the clients that finished: the class's own bytes
         # (wire, 10 s to the end) as payload stand for the goodput.
@@ -284,15 +301,16 @@ def fmt(v):
     return str(v)
 
 
-def write(out, rows, cases):
+def write(out, rows, cases, tag=""):
     out.mkdir(parents=True, exist_ok=True)
-    name = "clamp-" + "-".join(cases) + ("" if YOUNG is None else f"-young{YOUNG}")
+    name = ("clamp-" + "-".join(cases) + ("" if YOUNG is None else f"-young{YOUNG}") +
+            (f"-{tag}" if tag else ""))
     with open(out / f"{name}.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(KEYS)
         for r in rows:
             w.writerow([r.get(k, "") for k in KEYS])
-    cols = ["case", "young", "clamp", "flows", "limit", "goodput_kbps", "class_kbps", "target_kbps",
+    cols = ["case", "run", "young", "clamp", "margin", "flows", "limit", "goodput_kbps", "class_kbps", "target_kbps",
             "retx",
             "probe_ms_median", "probe_lost",
             "sender_srtt_ms", "sender_srtt_p90_ms", "iperf_rtt_ms", "data_pkts_mean",
@@ -309,24 +327,30 @@ def write(out, rows, cases):
 
 
 def label(r):
-    return f"{r['case']} {r['flows']}f" + (f" l{r['limit']}" if r["case"] == "fig8" else "")
+    return (f"{r['case']} {r['flows']}f" + (f" l{r['limit']}" if r["case"] == "fig8" else "") +
+            (f" #{r['run']}" if r.get("run", 1) != 1 else ""))
+
+
+def setting_label(r):
+    return "off" if r["clamp"] == "off" else f"on m={r['margin']}"
 
 
 def plot(path, rows):
-    """Senders' srtt (log) and the class's goodput, clamp off beside on, per case."""
+    """Senders' srtt (log) and the class's goodput, one bar per setting, per case."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     labels = list(dict.fromkeys(label(r) for r in rows))
-    fig, axs = plt.subplots(1, 2, figsize=(11, 3.6))
-    width = 0.38
-    for k, clamp in enumerate(("off", "on")):
-        by = {label(r): r for r in rows if r["clamp"] == clamp}
-        xs = [i + (k - 0.5) * width for i in range(len(labels))]
+    fig, axs = plt.subplots(1, 2, figsize=(14, 4))
+    settings = list(dict.fromkeys(setting_label(r) for r in rows))
+    width = 0.8 / len(settings)
+    for k, st in enumerate(settings):
+        by = {label(r): r for r in rows if setting_label(r) == st}
+        xs = [i + (k - (len(settings) - 1) / 2) * width for i in range(len(labels))]
         axs[0].bar(xs, [by[x]["sender_srtt_ms"] if x in by else 0 for x in labels], width,
-                   label=f"clamp {clamp}")
+                   label=f"clamp {st}")
         axs[1].bar(xs, [by[x]["goodput_kbps"] / by[x]["target_kbps"] if x in by else 0
-                        for x in labels], width, label=f"clamp {clamp}")
+                        for x in labels], width, label=f"clamp {st}")
     for ax, title in zip(axs, ("senders' srtt, ss -ti median (ms)", "goodput / class rate")):
         ax.set_xticks(range(len(labels)))
         ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
@@ -344,9 +368,14 @@ def main():
     ap.add_argument("--sat-secs", type=int, default=60)
     ap.add_argument("--young", type=int, help="shaping.young_bytes for every run")
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "postack-clamp"))
+    ap.add_argument("--settings", default="off,0",
+                    help="comma-separated: off (clamp off) or a margin M (clamp on, clamp_margin M)")
+    ap.add_argument("--repeat", type=int, default=1, help="run every case's alternation N times")
+    ap.add_argument("--tag", default="", help="appended to the output files' name")
     args = ap.parse_args()
-    global YOUNG
+    global YOUNG, RUN
     YOUNG = args.young
+    settings = [parse_setting(s) for s in args.settings.split(",")]
     cases = ["a", "b", "fig8", "loss"] if args.cases == "all" else args.cases.split(",")
     if args.quick:
         cases = ["a"]
@@ -360,51 +389,55 @@ def main():
     if "a" in cases:
         tb = testbed([PathSpec(delay=2.5)])
         try:
-            for clamp in (False, True):
-                r = case_a(tb, cfgdir, clamp, 8 if args.quick else 20)
-                rows.append(r)
-                print({k: fmt(v) for k, v in r.items()}, flush=True)
+            for RUN in range(1, args.repeat + 1):
+                for margin in settings:
+                    r = case_a(tb, cfgdir, margin, 8 if args.quick else 20)
+                    rows.append(r)
+                    print({k: fmt(v) for k, v in r.items()}, flush=True)
         finally:
             tb.down()
     if "b" in cases:
         tb = ie.testbed(30, ie.DELAY_MS)
         try:
-            for clamp in (False, True):
-                r = case_b(tb, clamp, args.sat_secs)
-                rows.append(r)
-                print({k: fmt(v) for k, v in r.items()}, flush=True)
+            for RUN in range(1, args.repeat + 1):
+                for margin in settings:
+                    r = case_b(tb, margin, args.sat_secs)
+                    rows.append(r)
+                    print({k: fmt(v) for k, v in r.items()}, flush=True)
         finally:
             if tb.gateway_running:
                 tb.stop_gateway()
             tb.down()
-    if "loss" in cases:
-        for loss, ploss, rate, ccs, secs in ((1, 0, 200, ["cubic"], 24), (3, 0, 200, ["cubic"], 24),
-                                             (0, 40, 10, ["reno", "cubic"], 30),
-                                             (0, 100, 100, ["cubic"], 30)):
+    if "loss" in cases or "loss9" in cases:
+        grid = ((1, 0, 200, ["cubic"], 24), (3, 0, 200, ["cubic"], 24),
+                (0, 40, 10, ["reno", "cubic"], 30), (0, 100, 100, ["cubic"], 30))
+        for loss, ploss, rate, ccs, secs in grid if "loss" in cases else grid[:2]:
             tb = testbed([PathSpec(delay=25, loss=loss, ploss=ploss)])
             try:
-                for cc in ccs:
-                    for clamp in (False, True):
-                        tag = f"loss {loss}%" if loss else f"loss 1/{ploss}"
-                        r = case_a(tb, cfgdir, clamp, secs, n=1, rate_kBps=rate,
-                                   case=f"{tag} {cc}", cc=cc, probe=False)
-                        rows.append(r)
-                        print({k: fmt(v) for k, v in r.items()}, flush=True)
+                for RUN in range(1, args.repeat + 1):
+                    for cc in ccs:
+                        for margin in settings:
+                            tag = f"loss {loss}%" if loss else f"loss 1/{ploss}"
+                            r = case_a(tb, cfgdir, margin, secs, n=1, rate_kBps=rate,
+                                       case=f"{tag} {cc}", cc=cc, probe=False)
+                            rows.append(r)
+                            print({k: fmt(v) for k, v in r.items()}, flush=True)
             finally:
                 tb.down()
     if "fig8" in cases:
         tb = testbed([PathSpec(delay=25)])
         try:
-            for n in (8, 32):
-                for lim in (9, 243):
-                    for clamp in (False, True):
-                        r = case_a(tb, cfgdir, clamp, 14, n=n, rate_kBps=500, limit=lim,
-                                   case="fig8")
-                        rows.append(r)
-                        print({k: fmt(v) for k, v in r.items()}, flush=True)
+            for RUN in range(1, args.repeat + 1):
+                for n in (8, 32):
+                    for lim in (9, 243):
+                        for margin in settings:
+                            r = case_a(tb, cfgdir, margin, 14, n=n, rate_kBps=500, limit=lim,
+                                       case="fig8")
+                            rows.append(r)
+                            print({k: fmt(v) for k, v in r.items()}, flush=True)
         finally:
             tb.down()
-    write(out, rows, cases)
+    write(out, rows, cases, args.tag)
 
 
 if __name__ == "__main__":

@@ -81,6 +81,7 @@ struct weir_config {
 	uint32_t postack_idle_ms;               /* data idle this long: release the flow's ACKs */
 	bool postack_clamp;                     /* window <= share x path RTT + target (postack.c) */
 	uint32_t postack_clamp_target_ms;       /* that target's time at the share (at least 2 MSS) */
+	double postack_clamp_margin;            /* share x RTT raised by this fraction of it */
 	int64_t postack_mbufs;                  /* held ACKs that may keep their mbufs, per worker; -1 = auto */
 	/* Class trees and rules, compiled (lib/policy.h); NULL when neither
 	 * direction is shaped. Owned by the config. */

@@ -203,6 +203,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 				.idle_us = a->cfg.postack_idle_ms * 1000,
 				.share_clamp = a->cfg.postack_clamp,
 				.clamp_target_us = a->cfg.postack_clamp_target_ms * 1000,
+				.clamp_margin16 = (uint32_t)(a->cfg.postack_clamp_margin * 65536.0 + 0.5),
 				.mbuf_cap = a->cfg.postack_mbufs >= 0 ? (uint32_t)a->cfg.postack_mbufs :
 					    a->cfg.mbufs / 8 / a->cfg.n_workers,
 				.tsc_hz = rte_get_tsc_hz(),

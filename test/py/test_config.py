@@ -230,6 +230,12 @@ BAD = [
     ("postack clamp target",
      shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  postack = { clamp_target_ms = -1; };'),
      "clamp_target_ms", r"'shaping\.postack\.clamp_target_ms' is -1; it must be between 0 and"),
+    ("postack clamp margin",
+     shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  postack = { clamp_margin = 4.5; };'),
+     "clamp_margin", r"'shaping\.postack\.clamp_margin' is 4\.5; it must be between 0 and 4"),
+    ("postack clamp margin not number",
+     shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  postack = { clamp_margin = "half"; };'),
+     "clamp_margin", r"'shaping\.postack\.clamp_margin' must be a number"),
 ]
 
 

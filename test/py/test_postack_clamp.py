@@ -4,8 +4,8 @@ Six cubic uploads fill a 20 Mbit/s postack class over a 5 ms path. Holding ACKs 
 keeps the data queued at weir short but not the senders' windows: with nothing dropped,
 cwnd grew to the socket buffers and the senders' own smoothed RTT read 1.7-1.9 s
 (docs/results/postack-clamp). With the clamp on (`shaping.postack.clamp = true`: every
-ACK's window at most the flow's share x the path's round trip plus max(2 MSS, share x
-5 ms)) the senders' srtt,
+ACK's window at most the flow's share x the path's round trip x (1 + clamp_margin, 0.5
+by default) plus max(2 MSS, share x 5 ms)) the senders' srtt,
 read with `ss -ti` in their namespaces, must stay within a few times the path's RTT while
 the class stays full: at least 0.9 of what 20 Mbit/s carries as TCP payload.
 """

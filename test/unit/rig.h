@@ -134,6 +134,7 @@ static bool rig_cut_through;
  * thousands; 0, the default here, copies every one). */
 static uint32_t rig_pa_mbuf_cap;
 static bool rig_pa_share_clamp;        /* postack's share clamp (off: the tests before it) */
+static uint32_t rig_pa_clamp_margin16;  /* its margin, << 16 */
 /* weir_worker_conf.malformed_pps of workers made while set (0: no limit). */
 static uint32_t rig_malformed_pps;
 
@@ -173,7 +174,7 @@ rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, 
 		const struct weir_postack_conf pac = {
 			.n_flows = CAP, .n_acks = postack_acks, .ack_limit = 64, .idle_us = 20000,
 			.mbuf_cap = rig_pa_mbuf_cap, .share_clamp = rig_pa_share_clamp,
-			.clamp_target_us = 5000,
+			.clamp_target_us = 5000, .clamp_margin16 = rig_pa_clamp_margin16,
 			.tsc_hz = rte_get_tsc_hz(), .socket_id = SOCKET_ID_ANY, .mp = mp,
 		};
 

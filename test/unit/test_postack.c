@@ -793,24 +793,24 @@ test_share_window(void)
 #define BPT(bytes_per_s) (((uint64_t)(bytes_per_s) << 32) / hz)
 	/* 8 flows in 20 Mbit/s (312.5 kB/s), 5 ms: BDP 1562.5 frame bytes =
 	 * 1507 data bytes; 2 MSS (2920) beats 5 ms of the share: 4427. */
-	uint32_t a = weir_postack_share_window(BPT(312500), 5 * ms, 5 * ms, 1460);
+	uint32_t a = weir_postack_share_window(BPT(312500), 5 * ms, 5 * ms, 1460, 0);
 	/* The satellite case: 32 flows in 1.536 Mbit/s (6 kB/s), 900 ms:
 	 * 5400 frame bytes = 5207 data bytes, + 2920 = 8127. */
-	uint32_t b = weir_postack_share_window(BPT(6000), 900 * ms, 5 * ms, 1460);
+	uint32_t b = weir_postack_share_window(BPT(6000), 900 * ms, 5 * ms, 1460, 0);
 	/* One flow in 20 Mbit/s (2.5 MB/s), 50 ms: 125000 -> 120541 data
 	 * bytes; 5 ms of the share (12054) beats 2 MSS: 132595. */
-	uint32_t c = weir_postack_share_window(BPT(2500000), 50 * ms, 5 * ms, 1460);
+	uint32_t c = weir_postack_share_window(BPT(2500000), 50 * ms, 5 * ms, 1460, 0);
 
 	CHECK(a >= 4420 && a <= 4430, "8 flows, 20 Mbit/s, 5 ms: %u (4427)", a);
 	CHECK(b >= 8120 && b <= 8130, "32 flows, 1.536 Mbit/s, 900 ms: %u (8127)", b);
 	CHECK(c >= 132580 && c <= 132600, "1 flow, 20 Mbit/s, 50 ms: %u (132595)", c);
-	CHECK(weir_postack_share_window(BPT(2500000), 50 * ms, 0, 1460) == c - 12054 + 2920 ||
-	      weir_postack_share_window(BPT(2500000), 50 * ms, 0, 1460) + 1 == c - 12054 + 2920 ||
-	      weir_postack_share_window(BPT(2500000), 50 * ms, 0, 1460) == c - 12054 + 2921,
-	      "target 0: the 2 MSS floor (%u)", weir_postack_share_window(BPT(2500000), 50 * ms, 0, 1460));
-	CHECK(weir_postack_share_window(BPT(0), 50 * ms, 5 * ms, 1460) == 2920,
+	CHECK(weir_postack_share_window(BPT(2500000), 50 * ms, 0, 1460, 0) == c - 12054 + 2920 ||
+	      weir_postack_share_window(BPT(2500000), 50 * ms, 0, 1460, 0) + 1 == c - 12054 + 2920 ||
+	      weir_postack_share_window(BPT(2500000), 50 * ms, 0, 1460, 0) == c - 12054 + 2921,
+	      "target 0: the 2 MSS floor (%u)", weir_postack_share_window(BPT(2500000), 50 * ms, 0, 1460, 0));
+	CHECK(weir_postack_share_window(BPT(0), 50 * ms, 5 * ms, 1460, 0) == 2920,
 	      "a share that floors to 0: 2 MSS");
-	CHECK(weir_postack_share_window(UINT64_MAX >> 8, UINT32_MAX, UINT32_MAX, 1460) == INT32_MAX,
+	CHECK(weir_postack_share_window(UINT64_MAX >> 8, UINT32_MAX, UINT32_MAX, 1460, 0) == INT32_MAX,
 	      "no overflow: at most INT32_MAX");
 #undef BPT
 }
@@ -917,33 +917,119 @@ test_share_clamp(void)
 	rte_pktmbuf_free(b);
 	rig_free(&r);
 
-	/* Young: the first 20000 bytes of the flow keep their window. */
+	/* Young, budget 20000 below the clamp's window: the young rule gives
+	 * the larger of the two, so the young flow is cut as a grown-up one. */
 	if (clamp_rig(&r, "pa_young", 20000) != 0) {
 		CHECK(0, "rig");
 		return;
 	}
 	clamp_handshake(&r, t0);
 	b = ack_frame(1, 1000, 65535);
-	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 7 * ms) == 1 && win_of(b) == 65535,
-	      "a young flow's ACK is not cut (%u)", win_of(b));
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 7 * ms) == 1 &&
+	      win_of(b) >= units - 2 && win_of(b) <= units + 2,
+	      "a young flow whose budget is under the window: cut to the window (%u, want %u)",
+	      win_of(b), units);
 	rte_pktmbuf_free(b);
-	for (uint32_t k = 0; k < 16; k++)
-		feed(&r, UP(1 + 1400 * k, 1400), 0, t0 + 8 * ms);
-	drain_ms(&r, t0 + 8 * ms, 20);
-	/* Past its young bytes: cut, but never left of the edge it was shown
-	 * (1000 + 65535 x 128). */
+	rig_free(&r);
+
+	/* Young, budget 80000 (one flow active: all of it; under the rig's
+	 * ack_limit of 64 segments): cut to 80000 while young, never left of
+	 * that edge once grown up, then to the window. */
+	if (clamp_rig(&r, "pa_young2", 80000) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	clamp_handshake(&r, t0);
+	b = ack_frame(1, 1000, 65535);
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 7 * ms) == 1 &&
+	      win_of(b) == (80000 + 127) / 128 && cksum4_ok(b),
+	      "a lone young flow: its young budget (%u, want %u)", win_of(b), (80000 + 127) / 128);
+	rte_pktmbuf_free(b);
+	b = ack_frame(1, 1000, 100);
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 7 * ms) == 1 && win_of(b) == 100,
+	      "a smaller offer is never raised (%u)", win_of(b));
+	rte_pktmbuf_free(b);
+	for (uint32_t k = 0; k < 70; k++) {
+		feed(&r, UP(1 + 1400 * k, 1400), 0, t0 + (8 + k) * ms);
+		drain_ms(&r, t0 + (8 + k) * ms, 1);
+	}
+	drain_ms(&r, t0 + 170 * ms, 200);
+	rig_emitted_free(&r);
+	CHECK(r.w->shaper[0] != NULL &&
+	      !weir_cbq_young(r.w->shaper[0], 0, weir_flow_by_slot(r.w->flows, 0)->bytes[0]),
+	      "grown up");
 	b = ack_frame(2, 30000, 65535);
-	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 30 * ms) == 1, "goes on");
-	CHECK(30000u + ((uint32_t)win_of(b) << 7) >= 1000u + (65535u << 7) &&
-	      30000u + ((uint32_t)win_of(b) << 7) < 1000u + (65535u << 7) + 128,
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 380 * ms) == 1, "goes on");
+	CHECK(30000u + ((uint32_t)win_of(b) << 7) >= 1000u + 80000u &&
+	      30000u + ((uint32_t)win_of(b) << 7) < 1000u + 80000u + 256,
 	      "grown up: cut to the edge already shown (%u)", win_of(b));
 	rte_pktmbuf_free(b);
-	b = ack_frame(3, 1000u + (65535u << 7), 65535);
-	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 31 * ms) == 1, "goes on");
+	b = ack_frame(3, 90000, 65535);
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 381 * ms) == 1, "goes on");
 	CHECK(win_of(b) >= units - 2 && win_of(b) <= units + 2,
 	      "then to share x RTT + target (%u, want %u)", win_of(b), units);
 	rte_pktmbuf_free(b);
 	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
+/* The margin (shaping.postack.clamp_margin): share x RTT x (1 + m) +
+ * target, in the arithmetic and in the worker; the window never rises
+ * above the receiver's offer and its edge never moves left. */
+static void
+test_share_margin(void)
+{
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	const uint64_t ghz = 1000000000ull, gms = ghz / 1000;
+#define BPT(bytes_per_s) (((uint64_t)(bytes_per_s) << 32) / ghz)
+	/* 1 flow, 2.5 MB/s, 50 ms: BDP 120541 data bytes, target 12054. */
+	const uint32_t w0 = weir_postack_share_window(BPT(2500000), 50 * gms, 5 * gms, 1460, 0);
+	const uint32_t wh = weir_postack_share_window(BPT(2500000), 50 * gms, 5 * gms, 1460, 32768);
+	const uint32_t w1 = weir_postack_share_window(BPT(2500000), 50 * gms, 5 * gms, 1460, 65536);
+	/* The rig's flow: 2.5 MB/s over 6 ms, 14465 data bytes, x 1.5, + 12054. */
+	const uint32_t want = 14465u * 3 / 2 + 12054u, units = (want + 127) / 128;
+	struct rig r;
+	struct rte_mbuf *b;
+
+	CHECK(wh >= w0 + 60270 - 2 && wh <= w0 + 60270 + 2, "m = 0.5: + half the BDP (%u, %u)", wh, w0);
+	CHECK(w1 >= w0 + 120541 - 2 && w1 <= w0 + 120541 + 2, "m = 1: + the BDP (%u, %u)", w1, w0);
+	/* (1 + m) x beta >= 1: cubic's 0.7 x the m = 0.5 window keeps the BDP. */
+	CHECK((uint64_t)(wh - 12054) * 7 / 10 >= 120541, "m = 0.5 x 0.7 >= BDP (%u)", wh);
+	CHECK((uint64_t)(w1 - 12054) / 2 >= 120530, "m = 1 x 0.5 >= BDP (%u)", w1);
+	CHECK(weir_postack_share_window(BPT(0), 50 * gms, 5 * gms, 1460, 65536) == 2920,
+	      "a share that floors to 0: still 2 MSS");
+	CHECK(weir_postack_share_window(UINT64_MAX >> 8, UINT32_MAX, UINT32_MAX, 1460, 4u << 16) ==
+	      INT32_MAX, "no overflow with a margin: at most INT32_MAX");
+	CHECK(weir_postack_young_window(5000, 256 * 1024, 32) == 8192 &&
+	      weir_postack_young_window(9000, 256 * 1024, 32) == 9000 &&
+	      weir_postack_young_window(5000, 256 * 1024, 0) == 256 * 1024 &&
+	      weir_postack_young_window(5000, 0, 1) == 5000,
+	      "young: the larger of the window and the budget over the active flows");
+#undef BPT
+
+	rig_pa_clamp_margin16 = 32768;
+	if (clamp_rig(&r, "pa_margin", 0) != 0) {
+		rig_pa_clamp_margin16 = 0;
+		CHECK(0, "rig");
+		return;
+	}
+	rig_pa_clamp_margin16 = 0;
+	clamp_handshake(&r, t0);
+	b = ack_frame(1, 1000, 65535);
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 7 * ms) == 1 &&
+	      win_of(b) >= units - 2 && win_of(b) <= units + 2 && cksum4_ok(b),
+	      "m = 0.5 in the worker: %u units (want %u)", win_of(b), units);
+	rte_pktmbuf_free(b);
+	b = ack_frame(2, 2000, 20);
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 8 * ms) == 1 && win_of(b) == 20,
+	      "an offer under the window is left as it is (%u)", win_of(b));
+	rte_pktmbuf_free(b);
+	b = ack_frame(3, 3000, 65535);
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 9 * ms) == 1 &&
+	      3000u + ((uint32_t)win_of(b) << 7) >= 1000u + want &&
+	      win_of(b) >= units - 2 && win_of(b) <= units + 2,
+	      "the next ACK: the same window from its own ACK (%u)", win_of(b));
+	rte_pktmbuf_free(b);
 	rig_free(&r);
 }
 
@@ -1368,6 +1454,7 @@ main(int argc, char **argv)
 	test_window_clamp();
 	test_share_window();
 	test_share_clamp();
+	test_share_margin();
 	test_far_sender();
 	test_tcr();
 	test_tcr_tiny_share();
