@@ -1162,8 +1162,8 @@ weir_worker_main(void *arg)
 		got += poll_port(w, WEIR_PORT_WAN, now);
 		got += weir_worker_dequeue(w, WEIR_PORT_LAN, now, w->conf.burst);
 		got += weir_worker_dequeue(w, WEIR_PORT_WAN, now, w->conf.burst);
-		got += weir_worker_postack_idle(w, now);
 		w->mode_wake = UINT64_MAX;
+		got += weir_worker_postack_idle(w, now);       /* tcr's next due ACK */
 		got += weir_pep_poll(w, now, &w->mode_wake);
 		if (unlikely(__atomic_load_n(&w->pending, __ATOMIC_ACQUIRE) != NULL))
 			weir_worker_policy_take(w);

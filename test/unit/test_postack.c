@@ -1112,6 +1112,47 @@ test_tcr_tiny_share(void)
 	rig_free(&r);
 }
 
+/* A late watchdog look (the worker slept, or lost its core) releases every
+ * held ACK the pacing clock owes by then, not one: with one per look the
+ * share's time the look missed was lost for good, and a bbr sender set its
+ * rate from the slower ACKs (issue 23). What is owed is at most
+ * WEIR_TCR_CATCHUP_US of the share, and the clock then runs on from there. */
+static void
+test_tcr_catchup(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_TCR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	const uint64_t gap = 1460 * ms / 1000, t1 = t0 + 41 * ms;  /* 1460 B at 1 MB/s */
+	uint32_t k;
+
+	if (rig_make_pa(&r, &pc, "pa_catchup", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	two_flows_wan_40ms(&r, t0);
+	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1, 100), 0, t0 + 40 * ms);  /* a backlog */
+	for (uint32_t i = 1; i <= 12; i++)
+		feed(&r, ack_frame(i, 1000 * i, 65535), 1, t1);
+	CHECK(weir_postack_len(r.w->pa, 0, 0) == 11, "the first passes, eleven held (%u)",
+	      weir_postack_len(r.w->pa, 0, 0));
+	/* The first look comes 2.1 gaps after the first one was due: three owed. */
+	CHECK((k = rig_watchdog(&r, t1 + 3 * gap + ms / 10)) == 3, "a late look: three (%u)", k);
+	CHECK((k = rig_watchdog(&r, t1 + 3 * gap + ms / 5)) == 0, "then none until due (%u)", k);
+	CHECK((k = rig_watchdog(&r, t1 + 4 * gap + ms / 10)) == 1, "then one a gap (%u)", k);
+	/* 100 ms late: only what 4 ms of the share owes (2.7 gaps: three). */
+	CHECK((k = rig_watchdog(&r, t1 + 100 * ms)) == WEIR_TCR_CATCHUP_US * ms / 1000 / gap + 1,
+	      "a long stall owes at most the catch-up (%u)", k);
+	CHECK((k = rig_watchdog(&r, t1 + 100 * ms + ms / 10)) == 0 &&
+	      (k = rig_watchdog(&r, t1 + 100 * ms + gap)) == 1, "and the clock runs on (%u)", k);
+	CHECK(r.n_emitted == 8 && tag_of(r.emitted[0]) == 2 && tag_of(r.emitted[7]) == 9,
+	      "in order (%u)", r.n_emitted);
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
 /* postack-paced (Fig. 4): a flow's ACKs paced one MSS at its share apart
  * (the class over the flows holding ACKs), a tick skipped for each data
  * packet past the first an ACK brought, the window clamped as PostACK's,
@@ -1371,6 +1412,7 @@ main(int argc, char **argv)
 	test_far_sender();
 	test_tcr();
 	test_tcr_tiny_share();
+	test_tcr_catchup();
 	test_paced();
 	test_flush_held();
 	test_cut_through();
