@@ -1032,6 +1032,10 @@ test_tcr(void)
 	 * are paced (with none, they would pass: there is room). Flow 2 alone
 	 * is active: the share is still the whole class. */
 	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1, 100), 0, t0 + 40 * ms);
+	/* One frame in a period takes no share (a DNS query, a router
+	 * solicitation): the second counts the flow. */
+	CHECK(r.w->cls_ctr[0][1].active == 0, "one frame: not active yet (%u)",
+	      r.w->cls_ctr[0][1].active);
 	CHECK(feed(&r, ack_frame(1, 1000, 65535), 1, t0 + 41 * ms) == 1 && r.n_emitted == 0,
 	      "first ACK passes at once");
 	tf = &r.w->tcr->f[0][0];
@@ -1059,6 +1063,7 @@ test_tcr(void)
 	 * 35.125 ms, BDP 17.6 kB, but the window still reaches the edge shown. */
 	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1, 100), 0, t0 + 50 * ms);
 	feed(&r, UP(1, 100), 0, t0 + 50 * ms);
+	feed(&r, UP(101, 100), 0, t0 + 50 * ms);
 	while (pull1(&r, t0 + 50 * ms))
 		;
 	CHECK(r.w->cls_ctr[0][1].active == 2, "two active flows (%u)", r.w->cls_ctr[0][1].active);
