@@ -160,15 +160,46 @@ tcr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint16
 		weir_tcr_on_data(w->tcr, d, slot, p->seq + p->payload_len, now);
 }
 
-/* The watchdog's verdict: one held ACK when the pacing clock says so
- * (keep the clock, but bank no credit while nothing was held). */
+/*
+ * The watchdog's verdict: every held ACK the pacing clock owes by now, up
+ * to WEIR_TCR_CATCHUP_US of them. The watchdog looks when the worker comes
+ * round, which on a shared core (or after an idle sleep of up to 1 ms) is
+ * often later than one gap: releasing one ACK per look, with a single gap
+ * of credit, let a late look lose its share's time for good, and a
+ * bbr sender, which sets its rate from the delivery rate the ACKs show,
+ * then sent below its share (issue 23). The clock itself moves as before:
+ * a gap per ACK, and never more than one gap of credit behind `now`
+ * afterwards, so what is owed stays bounded.
+ */
+uint32_t
+weir_tcr_pace_owed(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+		   uint16_t leaf, uint64_t now, uint32_t held)
+{
+	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
+	const uint64_t gap = RTE_MAX(weir_tcr_pace_gap(w, f, d, leaf), (uint64_t)1);
+	const uint64_t cap = w->tsc_per_us * WEIR_TCR_CATCHUP_US;
+	uint64_t from = tf->next_release, n;
+
+	if (now < from || held == 0)
+		return 0;
+	if (now - from > cap)
+		from = now - cap;       /* a clock long stopped: at most the cap owed */
+	n = RTE_MIN((now - from) / gap + 1, (uint64_t)held);
+	from += n * gap;
+	tf->next_release = RTE_MAX(from, now > gap ? now - gap : now);
+	/* More held: have the loop awake when the next is due, not after an
+	 * idle sleep of up to 1 ms (a gap is 58 us at 200 Mbit/s). */
+	if (n < held)
+		w->mode_wake = RTE_MIN(w->mode_wake, tf->next_release);
+	return (uint32_t)n;
+}
+
 static uint32_t
 tcr_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
 	 uint64_t now, uint32_t held, enum weir_postack_why *why)
 {
-	RTE_SET_USED(held);
 	*why = WEIR_PA_PACED;
-	return weir_tcr_pace_due(w, f, d, slot, leaf, now, 0);
+	return weir_tcr_pace_owed(w, f, d, slot, leaf, now, held);
 }
 
 const struct weir_mode_ops weir_mode_tcr = {

@@ -41,6 +41,12 @@ uint64_t weir_tcr_pace_gap(const struct weir_worker *w, const struct weir_flow *
  * (tcr.c says how; `starving` is PostACK's held count, 0 for TCR). */
 uint32_t weir_tcr_pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
 			   uint16_t leaf, uint64_t now, uint32_t starving);
+/* How many of the `held` ACKs of (d, slot) the TCR pacing clock owes at
+ * `now` (a late look releases what it missed, up to WEIR_TCR_CATCHUP_US of
+ * the share's time); advances the clock by that many gaps. */
+#define WEIR_TCR_CATCHUP_US 4000
+uint32_t weir_tcr_pace_owed(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+			    uint16_t leaf, uint64_t now, uint32_t held);
 void weir_tcr_free(struct weir_tcr *t);
 
 #endif /* WEIR_TCR_H */

@@ -352,6 +352,8 @@ weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf)
  * admitted flow: it reserves, where a share divides what is there now.
  */
 #define WEIR_ACTIVE_PERIOD_MS 200
+/* Periods count 1..127; a flow's mark with this bit: one frame seen in the period. */
+#define WEIR_ACTIVE_ONCE 0x80
 
 /*
  * A period is at least two round trips (handshake, both sides) of the
@@ -371,7 +373,7 @@ period_roll(struct weir_worker *w, struct weir_class_counters *c, int d, uint16_
 				   4 * w->tsc_hz);
 	uint32_t active = now >= c->period_end + p ? 0 : c->active_cur;  /* quiet a whole period */
 
-	c->period = (uint8_t)(c->period == UINT8_MAX ? 1 : c->period + 1);
+	c->period = (uint8_t)(c->period >= WEIR_ACTIVE_ONCE - 1 ? 1 : c->period + 1);
 	c->active_cur = 0;
 	c->rtt_max = 0;
 	c->period_end = now + p;
@@ -390,6 +392,15 @@ note_active(struct weir_worker *w, struct weir_flow *f, int d, uint16_t leaf, ui
 		period_roll(w, c, d, leaf, now);
 	if (likely(f->active_mark[d] == c->period))
 		return;
+	/* A flow's first data frame in a period only marks it; the second
+	 * counts it. One frame (a DNS query, an ICMPv6 router solicitation, a
+	 * keep-alive) took a whole share for a period: a lone bulk flow's TCR
+	 * window halved at 150 ms when a host's router solicitation crossed
+	 * its class (issue 23). */
+	if (f->active_mark[d] != (c->period | WEIR_ACTIVE_ONCE)) {
+		f->active_mark[d] = (uint8_t)(c->period | WEIR_ACTIVE_ONCE);
+		return;
+	}
 	f->active_mark[d] = c->period;
 	if (w->pa != NULL) {
 		const uint32_t slot = weir_flow_slot(w->flows, f);
@@ -1162,8 +1173,8 @@ weir_worker_main(void *arg)
 		got += poll_port(w, WEIR_PORT_WAN, now);
 		got += weir_worker_dequeue(w, WEIR_PORT_LAN, now, w->conf.burst);
 		got += weir_worker_dequeue(w, WEIR_PORT_WAN, now, w->conf.burst);
-		got += weir_worker_postack_idle(w, now);
 		w->mode_wake = UINT64_MAX;
+		got += weir_worker_postack_idle(w, now);       /* tcr's next due ACK */
 		got += weir_pep_poll(w, now, &w->mode_wake);
 		if (unlikely(__atomic_load_n(&w->pending, __ATOMIC_ACQUIRE) != NULL))
 			weir_worker_policy_take(w);

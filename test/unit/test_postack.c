@@ -1118,6 +1118,10 @@ test_tcr(void)
 	 * are paced (with none, they would pass: there is room). Flow 2 alone
 	 * is active: the share is still the whole class. */
 	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1, 100), 0, t0 + 40 * ms);
+	/* One frame in a period takes no share (a DNS query, a router
+	 * solicitation): the second counts the flow. */
+	CHECK(r.w->cls_ctr[0][1].active == 0, "one frame: not active yet (%u)",
+	      r.w->cls_ctr[0][1].active);
 	CHECK(feed(&r, ack_frame(1, 1000, 65535), 1, t0 + 41 * ms) == 1 && r.n_emitted == 0,
 	      "first ACK passes at once");
 	tf = &r.w->tcr->f[0][0];
@@ -1145,6 +1149,7 @@ test_tcr(void)
 	 * 35.125 ms, BDP 17.6 kB, but the window still reaches the edge shown. */
 	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1, 100), 0, t0 + 50 * ms);
 	feed(&r, UP(1, 100), 0, t0 + 50 * ms);
+	feed(&r, UP(101, 100), 0, t0 + 50 * ms);
 	while (pull1(&r, t0 + 50 * ms))
 		;
 	CHECK(r.w->cls_ctr[0][1].active == 2, "two active flows (%u)", r.w->cls_ctr[0][1].active);
@@ -1194,6 +1199,47 @@ test_tcr_tiny_share(void)
 	CHECK(weir_postack_len(r.w->pa, 0, 0) == 2, "two held");
 	CHECK(rig_watchdog(&r, t0 + 41 * ms + hz + ms) == 1, "one a second at most apart");
 	CHECK(rig_watchdog(&r, t0 + 41 * ms + 2 * hz + 2 * ms) == 1, "and the next (the clock did not wrap)");
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
+/* A late watchdog look (the worker slept, or lost its core) releases every
+ * held ACK the pacing clock owes by then, not one: with one per look the
+ * share's time the look missed was lost for good, and a bbr sender set its
+ * rate from the slower ACKs (issue 23). What is owed is at most
+ * WEIR_TCR_CATCHUP_US of the share, and the clock then runs on from there. */
+static void
+test_tcr_catchup(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_TCR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	const uint64_t gap = 1460 * ms / 1000, t1 = t0 + 41 * ms;  /* 1460 B at 1 MB/s */
+	uint32_t k;
+
+	if (rig_make_pa(&r, &pc, "pa_catchup", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	two_flows_wan_40ms(&r, t0);
+	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1, 100), 0, t0 + 40 * ms);  /* a backlog */
+	for (uint32_t i = 1; i <= 12; i++)
+		feed(&r, ack_frame(i, 1000 * i, 65535), 1, t1);
+	CHECK(weir_postack_len(r.w->pa, 0, 0) == 11, "the first passes, eleven held (%u)",
+	      weir_postack_len(r.w->pa, 0, 0));
+	/* The first look comes 2.1 gaps after the first one was due: three owed. */
+	CHECK((k = rig_watchdog(&r, t1 + 3 * gap + ms / 10)) == 3, "a late look: three (%u)", k);
+	CHECK((k = rig_watchdog(&r, t1 + 3 * gap + ms / 5)) == 0, "then none until due (%u)", k);
+	CHECK((k = rig_watchdog(&r, t1 + 4 * gap + ms / 10)) == 1, "then one a gap (%u)", k);
+	/* 100 ms late: only what 4 ms of the share owes (2.7 gaps: three). */
+	CHECK((k = rig_watchdog(&r, t1 + 100 * ms)) == WEIR_TCR_CATCHUP_US * ms / 1000 / gap + 1,
+	      "a long stall owes at most the catch-up (%u)", k);
+	CHECK((k = rig_watchdog(&r, t1 + 100 * ms + ms / 10)) == 0 &&
+	      (k = rig_watchdog(&r, t1 + 100 * ms + gap)) == 1, "and the clock runs on (%u)", k);
+	CHECK(r.n_emitted == 8 && tag_of(r.emitted[0]) == 2 && tag_of(r.emitted[7]) == 9,
+	      "in order (%u)", r.n_emitted);
 	rig_emitted_free(&r);
 	rig_free(&r);
 }
@@ -1458,6 +1504,7 @@ main(int argc, char **argv)
 	test_far_sender();
 	test_tcr();
 	test_tcr_tiny_share();
+	test_tcr_catchup();
 	test_paced();
 	test_flush_held();
 	test_cut_through();
