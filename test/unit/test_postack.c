@@ -979,10 +979,10 @@ out_ack(uint32_t tag, uint32_t ack)
  * download's sender 40 ms away, MSS 1460: its BDP is 10000 bytes, and
  * queued plus on its way may be 15000 before it is over. */
 static int
-far_rig(struct rig *r, const char *name, uint64_t t0)
+far_rig_mode(struct rig *r, const char *name, uint64_t t0, uint8_t mode)
 {
 	struct weir_policy_conf pc = {
-		.tree = { { .rate = 0 }, { .rate = 2000000, .mode = WEIR_MODE_POSTACK } },
+		.tree = { { .rate = 0 }, { .rate = 2000000, .mode = mode } },
 	};
 	const uint64_t ms = rte_get_tsc_hz() / 1000;
 	struct rte_mbuf *m;
@@ -997,6 +997,12 @@ far_rig(struct rig *r, const char *name, uint64_t t0)
 		rte_pktmbuf_free(m);
 	feed(r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1, 0), 0, t0 + 41 * ms);
 	return 0;
+}
+
+static int
+far_rig(struct rig *r, const char *name, uint64_t t0)
+{
+	return far_rig_mode(r, name, t0, WEIR_MODE_POSTACK);
 }
 
 /* A download's sender is a WAN round trip away: its ACKs are held only
@@ -1245,6 +1251,46 @@ test_paced(void)
 	rig_free(&r);
 }
 
+/* postack-paced with a far sender (a download's, 40 ms away, BDP 10000
+ * bytes at 2 Mbit/s): while the class's queue and the flow's data on its
+ * way are short of its BDP and the 4-packet backlog, ACKs go off the
+ * clocks (the class would run dry a round trip later); then the clocks
+ * pace again. */
+static void
+test_paced_far_sender(void)
+{
+	struct rig r;
+	const uint64_t ms = rte_get_tsc_hz() / 1000, t0 = rte_get_tsc_hz();
+	uint64_t t = t0 + 50 * ms;
+	uint32_t k;
+
+	if (far_rig_mode(&r, "pa_pfar", t0, WEIR_MODE_PACED) != 0)
+		return;
+	rig_emitted_free(&r);
+	feed(&r, BACK_DATA(100, 1400), 1, t);
+	feed(&r, BACK_DATA(101, 1400), 1, t);
+	/* 2 queued (2920) + 2896 x k on its way < 10000 + 4 x 1460 for k < 5 */
+	for (k = 1; k <= 5; k++)
+		CHECK(feed(&r, out_ack(10 + k, 2896 * k), 0, t) == 1,
+		      "ACK %u goes on: %u on its way", k, 2896 * (k - 1));
+	CHECK(weir_postack_stats(r.w->pa)->caught_up == 5 && weir_postack_len(r.w->pa, 1, 0) == 0,
+	      "five off the clocks (%" PRIu64 ")", weir_postack_stats(r.w->pa)->caught_up);
+	/* 2 queued and 4480 asked beyond the BDP: 5 packets backlogged, more
+	 * than 4 and a millisecond's worth. */
+	CHECK(feed(&r, out_ack(16, 2896 * 6), 0, t) == 0 && weir_postack_len(r.w->pa, 1, 0) == 1 &&
+	      weir_postack_stats(r.w->pa)->caught_up == 5,
+	      "enough on its way: the backlog gate counts it, held");
+	/* Two round trips later the asks have aged out (nothing came): the
+	 * watchdog lets the held one go off the clocks. */
+	CHECK(rig_watchdog(&r, t + 90 * ms) == 1 && weir_postack_stats(r.w->pa)->caught_up == 6,
+	      "the class would run dry: released");
+	rig_emitted_free(&r);
+	while (pull_back(&r, t + 1000 * ms) != UINT32_MAX)
+		;
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
 /* Issue 16 item 8: at shutdown the app flushes the workers and then
  * checks that every mbuf is back in the pool, before it frees the workers.
  * ACKs postack-paced holds (kept as mbufs, as the app keeps thousands)
@@ -1457,6 +1503,7 @@ main(int argc, char **argv)
 	test_tcr();
 	test_tcr_tiny_share();
 	test_paced();
+	test_paced_far_sender();
 	test_flush_held();
 	test_cut_through();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
