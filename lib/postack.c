@@ -5,6 +5,7 @@
 
 #include <rte_malloc.h>
 
+#include "mbuf_meta.h"
 #include "postack_store.h"
 #include "tcr_state.h"
 
@@ -13,7 +14,7 @@
 struct weir_postack_rec {
 	uint32_t next;
 	uint16_t len;
-	uint8_t _pad[2];
+	uint16_t adv;           /* how far the ACK moved the cumulative ACK (bytes, saturated) */
 	union {
 		uint8_t bytes[WEIR_POSTACK_REC_BYTES];
 		struct rte_mbuf *m;
@@ -174,6 +175,8 @@ weir_postack_hold(struct weir_postack *pa, int d, uint32_t slot, struct rte_mbuf
 	rec = &pa->rec[r];
 	pa->free_head = rec->next;
 	rec->next = WEIR_POSTACK_NONE;
+	/* What it asks the sender for, counted when it goes (release). */
+	rec->adv = (uint16_t)weir_postack_ack_adv(pa, d, slot, weir_mbuf_meta(m)->pkt.ack);
 	if (pa->st.mbufs < pa->mbuf_cap) {
 		rec->len = 0;
 		rec->m = m;
@@ -218,6 +221,7 @@ weir_postack_release(struct weir_postack *pa, int d, uint32_t slot, struct rte_m
 		}
 		if (pa->rec[q->head].len == 0)
 			pa->st.mbufs--;
+		weir_postack_asked(pa, d, slot, pa->rec[q->head].adv);
 		free_rec(pa, pop_rec(pa, q));
 		out[n++] = m;
 	}
@@ -356,7 +360,6 @@ weir_postack_bytes_per_ack(void)
 
 #include <netinet/in.h>
 
-#include "mbuf_meta.h"
 #include "mode.h"
 #include "tcpwin.h"
 #include "worker.h"
@@ -612,8 +615,28 @@ sack_news(struct weir_worker *w, const struct weir_flow *f, const struct rte_mbu
 		weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
 	if (!noted)
 		weir_postack_note_edge(w->pa, f, p, a, slot);
+	weir_postack_asked(w->pa, d, slot, weir_postack_ack_adv(w->pa, d, slot, p->ack));
 	w->ctr.port[a].sack_passed++;
 	return true;
+}
+
+/* How much is on its way is weighed against the sender's BDP plus this
+ * fraction of it (a shift): the data queue's steady share of the loop. */
+#define WEIR_PA_TARGET_SHIFT 1
+
+/* The sender's BDP for flow f in data direction d: its share x the
+ * sender's round trip (the handshake's; 0 when unknown), bytes. */
+static inline uint64_t
+postack_bdp(const struct weir_worker *w, int d, uint32_t slot, uint16_t leaf)
+{
+	return (w->cls_ctr[d][leaf].share_bytes_per_tick * (uint64_t)w->pa->q[d][slot].rtt) >> 32;
+}
+
+/* The data asked of d's sender within its round trip (0 when unknown). */
+static inline uint64_t
+postack_on_way(const struct weir_worker *w, int d, uint32_t slot, uint64_t now)
+{
+	return weir_postack_on_way(w->pa, d, slot, now);
 }
 
 /*
@@ -623,24 +646,30 @@ sack_news(struct weir_worker *w, const struct weir_flow *f, const struct rte_mbu
  * sender a round trip away (a download's, across the WAN) cannot refill
  * the queue before the share drains it, so holding its ACKs from one
  * queued packet on leaves the class idle (issue 23: a lone 1 MB download
- * 33 % slower than pfq, a 200 Mbit/s download at 60 %). The flow is over
- * its share only when more is queued than its share drains during that
- * round trip, its sender's BDP: only a backlog justifies holding. For a
- * sender on the LAN this is the paper's rule.
+ * 33 % slower than pfq). And gating on the queue alone closes a loop
+ * whose delay is that round trip (issue 23 cells 2 and 4,
+ * docs/results/fct/ack-loop.md): releases stop while the queue is long, a
+ * round trip later nothing arrives and it runs dry, then the data of the
+ * ACKs paced out meanwhile comes back as a burst. So the data the ACKs
+ * let go asked for and that has not arrived counts as queued (a Smith
+ * predictor: the loop's delay taken out of what it sees): the flow is
+ * over when queued and on its way exceed its sender's BDP and half again.
+ * In steady state about a BDP is on its way, half a BDP queued. A sender
+ * under two segments of BDP away (on the LAN) keeps the rule as it was:
+ * over from half its BDP queued, which is one packet, the paper's rule.
  */
 static inline bool
 postack_over(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
-	     uint16_t leaf, uint32_t qlen)
+	     uint16_t leaf, uint32_t qlen, uint64_t now)
 {
 	const uint64_t seg = f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460;
-	/* Half the sender's BDP: in steady state the released ACKs and their
-	 * data in flight carry the BDP and the queue only bridges gaps; half
-	 * of it kept a lone download at pfq's speed with 20-35 % less queued
-	 * than the whole (docs/postack.md). */
-	const uint64_t bdp = (w->cls_ctr[d][leaf].share_bytes_per_tick *
-			      (uint64_t)w->pa->q[d][slot].rtt) >> 33;
+	const uint64_t bdp = postack_bdp(w, d, slot, leaf);
 
-	return (uint64_t)qlen * seg > bdp;
+	/* A sender whose data is back before its share drains what one
+	 * delayed ACK asks for (two segments): the paper's rule, as before. */
+	if (bdp < 2 * seg)
+		return (uint64_t)qlen * seg > bdp >> 1;
+	return (uint64_t)qlen * seg + postack_on_way(w, d, slot, now) > bdp + (bdp >> WEIR_PA_TARGET_SHIFT);
 }
 
 /*
@@ -664,7 +693,7 @@ postack_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
 		return WEIR_V_PASS;
 	if (weir_mode_data_qlen(w, f, a, slot) != 0)
 		goto pass;      /* earlier frames of this direction still queued: keep order */
-	over = postack_over(w, f, d, slot, leaf, weir_mode_data_qlen(w, f, d, slot));
+	over = postack_over(w, f, d, slot, leaf, weir_mode_data_qlen(w, f, d, slot), now);
 	if (held == 0 && !over)
 		goto pass;      /* not over its share: it goes on */
 	if (held > 0 && !over)
@@ -675,20 +704,21 @@ postack_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
 pass:
 	if (!clamped)
 		weir_postack_note_edge(w->pa, f, p, a, slot);
+	weir_postack_asked(w->pa, d, slot, weir_postack_ack_adv(w->pa, d, slot, p->ack));
 	return WEIR_V_PASS;
 }
 
 /* The release rule (Fig. 14): a data packet sent with at most one more of
- * its flow's queued behind it (or, for a far sender, no more than its
- * share drains in the sender's round trip) gets one held ACK back. */
+ * its flow's queued behind it gets one held ACK back; for a far sender,
+ * while what is queued behind it (less one) and on its way is within its
+ * room (postack_over). */
 static void
 postack_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint16_t leaf,
 	     uint32_t qlen, uint64_t now)
 {
 	RTE_SET_USED(m);
-	RTE_SET_USED(now);
 	if (weir_postack_len(w->pa, d, slot) > 0 &&
-	    (qlen <= 1 || !postack_over(w, weir_flow_by_slot(w->flows, slot), d, slot, leaf, qlen - 1)))
+	    !postack_over(w, weir_flow_by_slot(w->flows, slot), d, slot, leaf, qlen ? qlen - 1 : 0, now))
 		weir_mode_release(w, d, slot, 1, WEIR_PA_RULE);
 }
 
@@ -713,6 +743,8 @@ postack_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t s
 	 * MSS / (class rate / flows), so the data it asks for arrives at the
 	 * rate DRR will serve it; once it queues again the rule takes over. */
 	*why = WEIR_PA_PACED;
+	if (postack_over(w, f, d, slot, leaf, 0, now))
+		return 0;       /* what it asked for is on its way: wait for it */
 	return weir_tcr_pace_due(w, f, d, slot, leaf, now, held);
 }
 
@@ -730,16 +762,20 @@ const struct weir_mode_ops weir_mode_postack = {
 #define WEIR_PACED_BACKLOG 4u      /* packets a postack-paced class may have queued, at least */
 
 /* Has the class WEIR_PACED_BACKLOG packets queued plus a millisecond's
- * worth (ms_ticks / cgap, cgap the ticks of one MSS at its rate)? Compared
- * as qlen - B >= ms / cgap, i.e. ms < (qlen - B + 1) x cgap: no division
- * per tick. */
+ * worth (ms_ticks / cgap, cgap the ticks of one MSS at its rate), counting
+ * as queued what the flow's released ACKs asked for beyond its sender's
+ * BDP (`extra` bytes, negative when less than a BDP is on its way: the
+ * round trip's worth of data that has to be in flight for the queue not to
+ * run dry, docs/results/fct/ack-loop.md)? Compared as
+ * qlen + x - B >= ms / cgap, i.e. ms x seg < ((qlen - B + 1) x seg + extra)
+ * x cgap, x = extra / seg: no division per tick. */
 static inline bool
-paced_backlogged(const struct weir_cbq *sh, uint16_t leaf, uint64_t ms_ticks, uint64_t cgap)
+paced_backlogged(const struct weir_cbq *sh, uint16_t leaf, uint64_t ms_ticks, uint64_t cgap,
+		 int64_t extra, uint32_t seg)
 {
-	uint32_t qlen = weir_cbq_leaf_qlen(sh, leaf);
+	const int64_t b = ((int64_t)weir_cbq_leaf_qlen(sh, leaf) - WEIR_PACED_BACKLOG) * seg + extra;
 
-	return qlen >= WEIR_PACED_BACKLOG &&
-	       ms_ticks < (uint64_t)(qlen - WEIR_PACED_BACKLOG + 1) * (cgap | 1);
+	return b >= 0 && (int64_t)(ms_ticks * seg) < (b + seg) * (int64_t)(cgap | 1);
 }
 
 /*
@@ -766,8 +802,23 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
 	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
 	const uint32_t flows = c->active ? c->active : 1;
+	const uint32_t seg = f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460;
+	const int64_t bdp = (int64_t)postack_bdp(w, d, slot, leaf);
 	uint64_t cgap, fgap;
 
+	/* A far sender (two segments of BDP or more) whose data queued in the
+	 * class and on its way falls short of its BDP and the backlog: a
+	 * round trip from now the class runs dry whatever the clocks say
+	 * (they only ever lose time: a late look at the flow is not made up).
+	 * An ACK goes now; what it asks for counts on its way at once, so
+	 * this stops as soon as enough is asked for. */
+	if (bdp >= 2 * (int64_t)seg &&
+	    (int64_t)weir_cbq_leaf_qlen(w->shaper[d], leaf) * seg + (int64_t)postack_on_way(w, d, slot, now) <
+		    bdp + (int64_t)WEIR_PACED_BACKLOG * seg) {
+		tf->out = 0;
+		w->pa->st.caught_up++;
+		return 1;
+	}
 	if (now < tf->next_release)
 		return 0;
 	cgap = weir_tcr_pace_gap(w, f, d, leaf) / flows;
@@ -780,7 +831,8 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 		 * unresponsive flow keeping the class backlogged (UDP) would
 		 * stop every TCP flow's ACKs (issue 17 item 4). */
 		if (weir_mode_data_qlen(w, f, d, slot) != 0 &&
-		    paced_backlogged(w->shaper[d], leaf, w->tsc_hz / 1000, cgap))
+		    paced_backlogged(w->shaper[d], leaf, w->tsc_hz / 1000, cgap,
+				     bdp ? (int64_t)postack_on_way(w, d, slot, now) - bdp : 0, seg))
 			return 0;
 		c->pace_next = RTE_MAX(c->pace_next + cgap, now - cgap);
 	}
@@ -816,6 +868,7 @@ paced_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 	     weir_cbq_leaf_qlen(w->shaper[d], leaf) == 0) ||
 	    (held == 0 && paced_tick(w, f, d, slot, leaf, now, true))) {
 		weir_postack_note_edge(w->pa, f, p, a, slot);
+		weir_postack_asked(w->pa, d, slot, weir_postack_ack_adv(w->pa, d, slot, p->ack));
 		return WEIR_V_PASS;
 	}
 	postack_clamp(w, f, m, p, a, slot);

@@ -87,6 +87,7 @@ struct weir_postack_stats {
 	uint64_t flushed;       /* released by flow events (data the other way, FIN/RST, end, policy) */
 	uint64_t idle_released; /* released by the idle watchdog */
 	uint64_t paced;         /* released by TCR's ACK pacing */
+	uint64_t caught_up;     /* postack-paced ACKs let go off the clocks: the class would run dry */
 	uint64_t evicted;       /* released because the flow's queue was at ack_limit */
 	uint64_t pool_full;     /* ACKs not held: no record free */
 	uint64_t as_mbuf;       /* held as an mbuf (did not fit a record) */

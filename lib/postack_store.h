@@ -22,10 +22,22 @@ struct weir_postack_q {
 	uint64_t hs_tsc;        /* TSC of this direction's SYN (or SYN+ACK): times the handshake */
 	uint32_t re_max;        /* furthest window right edge released to the sender (seq) */
 	uint32_t drop_seq;      /* seq of this direction's last data segment the gateway dropped */
+	/* What the ACKs let go (passed or released) asked the sender for
+	 * (their advance of the cumulative ACK) within the last round trip to
+	 * it: the data on its way (issue 23, the ACK loop). Two buckets of a
+	 * round trip each, the older one counted for the part of it still
+	 * inside the last round trip. Bytes. */
+	uint32_t ack_hi;        /* highest cumulative ACK of this direction's data seen */
+	uint32_t asked[2];      /* [0] the round trip before, [1] this one */
+	uint32_t ask_epoch;     /* this one's start, TSC >> WEIR_PA_EPOCH_SHIFT */
+	uint32_t rtt_inv;       /* 2^32 / (rtt >> WEIR_PA_EPOCH_SHIFT), saturated: no division per ACK */
 };
 
 #define WEIR_PAQ_RE_VALID       0x01    /* re_max */
 #define WEIR_PAQ_DROP_VALID     0x02    /* drop_seq */
+#define WEIR_PAQ_ACK_VALID      0x04    /* ack_hi */
+
+#define WEIR_PA_EPOCH_SHIFT     16      /* 22 us units at 3 GHz: 32 bits last 26 h */
 
 struct weir_postack_rec;
 
@@ -58,6 +70,8 @@ weir_postack_reset(struct weir_postack *pa, uint32_t slot)
 		pa->q[d][slot].rtt = 0;
 		pa->q[d][slot].hs_tsc = 0;
 		pa->q[d][slot].flags = 0;
+		pa->q[d][slot].asked[0] = 0;
+		pa->q[d][slot].asked[1] = 0;
 	}
 }
 
@@ -65,7 +79,12 @@ weir_postack_reset(struct weir_postack *pa, uint32_t slot)
 static inline void
 weir_postack_set_rtt(struct weir_postack *pa, int d, uint32_t slot, uint64_t ticks)
 {
-	pa->q[d][slot].rtt = ticks > UINT32_MAX ? UINT32_MAX : ticks ? (uint32_t)ticks : 1;
+	struct weir_postack_q *q = &pa->q[d][slot];
+	uint32_t e;
+
+	q->rtt = ticks > UINT32_MAX ? UINT32_MAX : ticks ? (uint32_t)ticks : 1;
+	e = q->rtt >> WEIR_PA_EPOCH_SHIFT;
+	q->rtt_inv = e > 1 ? (uint32_t)((1ull << 32) / e) : UINT32_MAX;   /* once per handshake */
 }
 
 static inline uint32_t
@@ -88,6 +107,67 @@ weir_postack_rtt(const struct weir_postack *pa, int d, uint32_t slot)
 	const struct weir_postack_q *q = &pa->q[d][slot];
 
 	return q->rtt ? q->rtt : pa->rtt_unknown;
+}
+
+/* An ACK of direction d's data with cumulative ACK `ack` reaches the
+ * gateway: how far it advances the highest one seen (bytes, at most
+ * 65535: what a record keeps), which it becomes. ACKs leave in the order
+ * they came, so this is also its advance past the last one let go. */
+static inline uint32_t
+weir_postack_ack_adv(struct weir_postack *pa, int d, uint32_t slot, uint32_t ack)
+{
+	struct weir_postack_q *q = &pa->q[d][slot];
+	uint32_t adv;
+
+	if (!(q->flags & WEIR_PAQ_ACK_VALID)) {
+		q->flags |= WEIR_PAQ_ACK_VALID;
+		q->ack_hi = ack;
+		return 0;
+	}
+	adv = ack - q->ack_hi;
+	if ((int32_t)adv <= 0)
+		return 0;
+	q->ack_hi = ack;
+	return adv > 0xffffu ? 0xffffu : adv;
+}
+
+/* An ACK asking direction d's sender for adv bytes went on. */
+static inline void
+weir_postack_asked(struct weir_postack *pa, int d, uint32_t slot, uint32_t adv)
+{
+	uint32_t *a = &pa->q[d][slot].asked[1];
+
+	*a = *a + adv < *a ? UINT32_MAX : *a + adv;
+}
+
+/* The data asked of direction d's sender within the last round trip to
+ * it (bytes; 0 while that round trip is unknown): the bucket of this
+ * round trip and the older one's share of the rest of the window (linear:
+ * asks spread evenly over it). Rolls the buckets. Not the asks less the
+ * data arrived since: a growing window's data arrives unasked among the
+ * asked, and with nothing to tell them apart the estimate drifted to 0
+ * (docs/results/fct/ack-loop.md). */
+static inline uint32_t
+weir_postack_on_way(struct weir_postack *pa, int d, uint32_t slot, uint64_t now)
+{
+	struct weir_postack_q *q = &pa->q[d][slot];
+	const uint32_t t = (uint32_t)(now >> WEIR_PA_EPOCH_SHIFT);
+	const uint32_t e = RTE_MAX(q->rtt >> WEIR_PA_EPOCH_SHIFT, 1u);
+	uint32_t age = t - q->ask_epoch;
+	uint64_t frac16;
+
+	if (q->rtt == 0)
+		return 0;
+	if (age >= e) {
+		q->asked[0] = age >= 2 * e ? 0 : q->asked[1];
+		q->asked[1] = 0;
+		q->ask_epoch = age >= 2 * e ? t : q->ask_epoch + e;
+		age = t - q->ask_epoch;
+	}
+	/* (e - age) / e, 16 bits of fraction */
+	frac16 = RTE_MIN(((uint64_t)(e - age) * q->rtt_inv) >> 16, 1ull << 16);
+	return (uint32_t)RTE_MIN((uint64_t)q->asked[1] + ((q->asked[0] * frac16) >> 16),
+				 (uint64_t)UINT32_MAX);
 }
 
 #endif /* WEIR_POSTACK_STORE_H */

@@ -360,6 +360,7 @@ postack_json(const struct weir_app *app)
 		sum.flushed += st->flushed;
 		sum.idle_released += st->idle_released;
 		sum.paced += st->paced;
+		sum.caught_up += st->caught_up;
 		sum.evicted += st->evicted;
 		sum.pool_full += st->pool_full;
 		sum.as_mbuf += st->as_mbuf;
@@ -372,10 +373,10 @@ postack_json(const struct weir_app *app)
 	}
 	if (!any)
 		return json_null();
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"held", (json_int_t)sum.held, "released", (json_int_t)sum.released,
 		"flushed", (json_int_t)sum.flushed, "idle_released", (json_int_t)sum.idle_released,
-		"paced", (json_int_t)sum.paced,
+		"paced", (json_int_t)sum.paced, "caught_up", (json_int_t)sum.caught_up,
 		"limit_released", (json_int_t)sum.evicted, "pool_full", (json_int_t)sum.pool_full,
 		"as_mbuf", (json_int_t)sum.as_mbuf, "nombuf", (json_int_t)sum.nombuf,
 		"clamp_unknown", (json_int_t)sum.clamp_unknown,

@@ -1049,39 +1049,129 @@ two_flows_wan_40ms(struct rig *r, uint64_t t0)
 	pull1(r, t0 + 40 * ms);
 }
 
+/* A download's ACK (travelling out, LAN -> WAN) with ack number `ack`. */
+static struct rte_mbuf *
+out_ack(uint32_t tag, uint32_t ack)
+{
+	struct rte_mbuf *m = tcp_frame(0, 1, 4000, 1, 80, ACK, tag, 0);
+	struct rte_tcp_hdr *tcp = rte_pktmbuf_mtod_offset(m, struct rte_tcp_hdr *, 34);
+
+	tcp->recv_ack = rte_cpu_to_be_32(ack);
+	set_cksums4(m);
+	return m;
+}
+
+/* The far-sender rig: inbound postack at 2 Mbit/s (250 kB/s) with a
+ * download's sender 40 ms away, MSS 1460: its BDP is 10000 bytes, and
+ * queued plus on its way may be 15000 before it is over. */
+static int
+far_rig_mode(struct rig *r, const char *name, uint64_t t0, uint8_t mode)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 0 }, { .rate = 2000000, .mode = mode } },
+	};
+	const uint64_t ms = rte_get_tsc_hz() / 1000;
+	struct rte_mbuf *m;
+
+	if (rig_make_pa(r, &pc, name, 64) != 0) {
+		CHECK(0, "rig");
+		return -1;
+	}
+	feed(r, syn_frame(0, SYN, 1460, 0), 0, t0);
+	feed(r, syn_frame(1, SYN | ACK, 1460, 0), 1, t0 + 40 * ms);
+	if (rig_dequeue(r, WEIR_PORT_WAN, t0 + 40 * ms, &m, 1) == 1)
+		rte_pktmbuf_free(m);
+	feed(r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1, 0), 0, t0 + 41 * ms);
+	return 0;
+}
+
+static int
+far_rig(struct rig *r, const char *name, uint64_t t0)
+{
+	return far_rig_mode(r, name, t0, WEIR_MODE_POSTACK);
+}
+
 /* A download's sender is a WAN round trip away: its ACKs are held only
- * once more is queued than its share drains in half that round trip
- * (issue 23: holding from the first queued packet left the class idle).
- * Inbound postack at 2 Mbit/s, sender 40 ms away: 250 kB/s x 20 ms = 5000
- * bytes, three 1460-byte segments. */
+ * once more is queued (and on its way, test_on_way) than its BDP and half
+ * again (issue 23: holding from the first queued packet left the class
+ * idle). Here nothing was asked for (the ACKs do not advance). */
 static void
 test_far_sender(void)
 {
-	struct weir_policy_conf pc = {
-		.tree = { { .rate = 0 }, { .rate = 2000000, .mode = WEIR_MODE_POSTACK } },
-	};
 	struct rig r;
 	const uint64_t ms = rte_get_tsc_hz() / 1000, t0 = rte_get_tsc_hz();
-	struct rte_mbuf *m;
 
-	if (rig_make_pa(&r, &pc, "pa_far", 64) != 0) {
-		CHECK(0, "rig");
+	if (far_rig(&r, "pa_far", t0) != 0)
 		return;
-	}
-	feed(&r, syn_frame(0, SYN, 1460, 0), 0, t0);
-	feed(&r, syn_frame(1, SYN | ACK, 1460, 0), 1, t0 + 40 * ms);
-	if (rig_dequeue(&r, WEIR_PORT_WAN, t0 + 40 * ms, &m, 1) == 1)
-		rte_pktmbuf_free(m);
-	feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1, 0), 0, t0 + 41 * ms);
 	CHECK(r.w->pa->q[1][0].rtt >= 40 * ms - ms / 100 && r.w->pa->q[1][0].rtt <= 40 * ms + ms / 100,
 	      "the download's sender is 40 ms away");
-	for (uint32_t k = 0; k < 3; k++)
+	for (uint32_t k = 0; k < 10; k++)
 		feed(&r, BACK_DATA(100 + k, 1400), 1, t0 + 50 * ms);
 	CHECK(feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 2, 0), 0, t0 + 50 * ms) == 1 &&
-	      weir_postack_len(r.w->pa, 1, 0) == 0, "3 queued, within half the sender's BDP: not held");
-	feed(&r, BACK_DATA(103, 1400), 1, t0 + 50 * ms);
+	      weir_postack_len(r.w->pa, 1, 0) == 0, "10 queued (14600 bytes), within 1.5 BDPs: not held");
+	feed(&r, BACK_DATA(110, 1400), 1, t0 + 50 * ms);
 	CHECK(feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 3, 0), 0, t0 + 50 * ms) == 0 &&
-	      weir_postack_len(r.w->pa, 1, 0) == 1, "4 queued, past it: held");
+	      weir_postack_len(r.w->pa, 1, 0) == 1, "11 queued, past it: held");
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
+/* The data on its way (issue 23 cells 2 and 4): what the ACKs let go
+ * advanced the cumulative ACK by, passed or released, within the last
+ * round trip to the sender, counts as queued; it ages out over the next
+ * round trip, whether or not the data came. */
+static void
+test_on_way(void)
+{
+	struct rig r;
+	const uint64_t ms = rte_get_tsc_hz() / 1000, t0 = rte_get_tsc_hz();
+	uint64_t t = t0 + 50 * ms;
+	uint32_t way;
+
+	if (far_rig(&r, "pa_way", t0) != 0)
+		return;
+	for (uint32_t k = 0; k < 3; k++)
+		feed(&r, BACK_DATA(100 + k, 1400), 1, t);
+	/* 3 queued: 4380 bytes. The handshake's ACK set the mark (0); an ACK
+	 * not past it asks for nothing, each next one for 2896 bytes. */
+	CHECK(feed(&r, out_ack(10, 0), 0, t) == 1, "an ACK goes on");
+	CHECK(weir_postack_on_way(r.w->pa, 1, 0, t) == 0, "and asks for nothing");
+	for (uint32_t k = 1; k <= 4; k++)
+		CHECK(feed(&r, out_ack(10 + k, 2896 * k), 0, t) == 1,
+		      "ACK %u goes on: 4380 queued + %u on its way", k, 2896 * (k - 1));
+	CHECK(weir_postack_on_way(r.w->pa, 1, 0, t) == 4 * 2896, "4 x 2896 on its way (%u)",
+	      weir_postack_on_way(r.w->pa, 1, 0, t));
+	CHECK(feed(&r, out_ack(15, 2896 * 5), 0, t) == 0 &&
+	      weir_postack_len(r.w->pa, 1, 0) == 1, "4380 + 11584 > 15000: the fifth is held");
+	CHECK(feed(&r, out_ack(16, 2896 * 5), 0, t) == 0 &&
+	      weir_postack_len(r.w->pa, 1, 0) == 2, "a duplicate is held behind it (order)");
+	/* 60 ms on the asks are in the older bucket, counted for the part of
+	 * its round trip still inside the last one (the buckets started at
+	 * the handshake's ACK, 41 ms: 11 of 40 ms). The ACK arriving then lets
+	 * the fifth go (its 2896 count from now) and is held itself. */
+	t += 60 * ms;
+	way = weir_postack_on_way(r.w->pa, 1, 0, t);
+	CHECK(way >= 4 * 2896 * 10 / 40 && way <= 4 * 2896 * 12 / 40,
+	      "a part of the round trip before counts (%u)", way);
+	rig_emitted_free(&r);
+	CHECK(feed(&r, out_ack(17, 2896 * 6), 0, t) == 0 && r.n_emitted == 1 &&
+	      tag_of(r.emitted[0]) == 15 && weir_postack_len(r.w->pa, 1, 0) == 2,
+	      "not over: the oldest held ACK goes, the new one waits");
+	CHECK(weir_postack_on_way(r.w->pa, 1, 0, t) == way + 2896,
+	      "the released ACK's ask counts from its release (%u)", weir_postack_on_way(r.w->pa, 1, 0, t));
+	rig_emitted_free(&r);
+	/* Two round trips of nothing: all of it aged out, the queue alone
+	 * decides (3 queued: within the room), the rule lets a held one go
+	 * with the next dequeue (the duplicate: it asks for nothing). */
+	t += 90 * ms;
+	CHECK(weir_postack_on_way(r.w->pa, 1, 0, t) == 0, "aged out (%u)",
+	      weir_postack_on_way(r.w->pa, 1, 0, t));
+	CHECK(pull_back(&r, t) == 100 && r.n_emitted == 1 && tag_of(r.emitted[0]) == 16,
+	      "a dequeue releases the next held ACK");
+	CHECK(weir_postack_on_way(r.w->pa, 1, 0, t) == 0, "a duplicate asks for nothing");
+	rig_emitted_free(&r);
+	while (pull_back(&r, t + 1000 * ms) != UINT32_MAX)
+		;
 	rig_emitted_free(&r);
 	rig_free(&r);
 }
@@ -1290,6 +1380,46 @@ test_paced(void)
 	      tag_of(r.emitted[2]) == 4 && win_of(r.emitted[0]) > 20000 && cksum4_ok(r.emitted[0]) &&
 	      weir_postack_stats(r.w->pa)->paced == 3,
 	      "paced in order, window not cut to a BDP (%u)", r.n_emitted ? win_of(r.emitted[0]) : 0);
+	rig_free(&r);
+}
+
+/* postack-paced with a far sender (a download's, 40 ms away, BDP 10000
+ * bytes at 2 Mbit/s): while the class's queue and the flow's data on its
+ * way are short of its BDP and the 4-packet backlog, ACKs go off the
+ * clocks (the class would run dry a round trip later); then the clocks
+ * pace again. */
+static void
+test_paced_far_sender(void)
+{
+	struct rig r;
+	const uint64_t ms = rte_get_tsc_hz() / 1000, t0 = rte_get_tsc_hz();
+	uint64_t t = t0 + 50 * ms;
+	uint32_t k;
+
+	if (far_rig_mode(&r, "pa_pfar", t0, WEIR_MODE_PACED) != 0)
+		return;
+	rig_emitted_free(&r);
+	feed(&r, BACK_DATA(100, 1400), 1, t);
+	feed(&r, BACK_DATA(101, 1400), 1, t);
+	/* 2 queued (2920) + 2896 x k on its way < 10000 + 4 x 1460 for k < 5 */
+	for (k = 1; k <= 5; k++)
+		CHECK(feed(&r, out_ack(10 + k, 2896 * k), 0, t) == 1,
+		      "ACK %u goes on: %u on its way", k, 2896 * (k - 1));
+	CHECK(weir_postack_stats(r.w->pa)->caught_up == 5 && weir_postack_len(r.w->pa, 1, 0) == 0,
+	      "five off the clocks (%" PRIu64 ")", weir_postack_stats(r.w->pa)->caught_up);
+	/* 2 queued and 4480 asked beyond the BDP: 5 packets backlogged, more
+	 * than 4 and a millisecond's worth. */
+	CHECK(feed(&r, out_ack(16, 2896 * 6), 0, t) == 0 && weir_postack_len(r.w->pa, 1, 0) == 1 &&
+	      weir_postack_stats(r.w->pa)->caught_up == 5,
+	      "enough on its way: the backlog gate counts it, held");
+	/* Two round trips later the asks have aged out (nothing came): the
+	 * watchdog lets the held one go off the clocks. */
+	CHECK(rig_watchdog(&r, t + 90 * ms) == 1 && weir_postack_stats(r.w->pa)->caught_up == 6,
+	      "the class would run dry: released");
+	rig_emitted_free(&r);
+	while (pull_back(&r, t + 1000 * ms) != UINT32_MAX)
+		;
+	rig_emitted_free(&r);
 	rig_free(&r);
 }
 
@@ -1502,10 +1632,12 @@ main(int argc, char **argv)
 	test_share_clamp();
 	test_share_margin();
 	test_far_sender();
+	test_on_way();
 	test_tcr();
 	test_tcr_tiny_share();
 	test_tcr_catchup();
 	test_paced();
+	test_paced_far_sender();
 	test_flush_held();
 	test_cut_through();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
