@@ -311,6 +311,21 @@ def exp_counters(htb_exp):
     return get
 
 
+def fill_from_rx(flows, rx, ports, t0, secs):
+    """A flow iperf3 reported nothing for (neither its client nor its server) takes the
+    per-second series its receiver's kernel counted (pe.RxBytes)."""
+    for f, port in zip(flows, ports):
+        if len(f.interval_bps) < secs // 2 and rx.rows:
+            f.interval_bps, f.rx_source = rx.series(port, t0, secs), "kernel"
+
+
+def rx_total(flows, rx, ports, t0, skip, secs):
+    """What the receivers got from skip s to secs s (bit/s), every flow: the receivers'
+    kernels' byte counts when sampled, else iperf3's per-second receiver reports."""
+    v = rx.total_bps(ports, t0 + skip, t0 + secs)
+    return v if v == v else pe.receiver_total_bps(flows, skip, secs)
+
+
 KILL_AFTER = None   # --kill-flow-at: (flow, s), a client that never reports (tests)
 
 
@@ -318,7 +333,7 @@ def run(tb, cfgdir, mode, case, secs, limit, skip, rtt_s, weights=None, cbr_at=N
         follow=None):
     """One run of `mode`; returns (summary row, per-flow series rows)."""
     n = len(weights) if weights else FLOWS
-    if pe._next_cport[0] + n > 100:
+    if pe._next_cport[0] + n > pe.CPORT_SPAN:
         pe._next_cport[0] = 0
     base = CPORT + pe._next_cport[0]
     cbr = cbr_at is not None
@@ -353,12 +368,16 @@ def run(tb, cfgdir, mode, case, secs, limit, skip, rtt_s, weights=None, cbr_at=N
             srv.communicate()
         extra.append(threading.Thread(target=cbr_flow, daemon=True))
     smp = pe.Sampler(tb, counters=exp_counters(11 if cbr else 10))
-    with smp, Capture(tb, sorted({p[0] for p in pairs}), CAPDIR, f"{case}-{mode}-{limit}") as cap:
+    rx = pe.RxBytes(tb, sorted({p[1] for p in pairs}), CPORT, CPORT + pe.CPORT_SPAN - 1)
+    with smp, rx, Capture(tb, sorted({p[0] for p in pairs}), CAPDIR,
+                          f"{case}-{mode}-{limit}") as cap:
         for t in extra:
             t.start()
-        t_iperf = smp.now()
+        t_iperf, t_mono = smp.now(), time.monotonic()
         flows = pe.iperf_cport(tb, pairs, secs, SENDER_CC, None, kill_after=KILL_AFTER)
         stop.set()
+    ports = [base + i for i in range(n)]
+    fill_from_rx(flows, rx, ports, t_mono, secs)
     for t in extra:
         t.join(timeout=30)
     frames = cap.frames()
@@ -388,7 +407,7 @@ def run(tb, cfgdir, mode, case, secs, limit, skip, rtt_s, weights=None, cbr_at=N
         # or not (a flow whose iperf3 client never reported is read from its server); the
         # sum of the finished flows' means left out every byte of the others (postack:
         # 471 of the 1,523 kbit/s its class sent).
-        "total_kbps": pe.receiver_total_bps(flows, skip, secs) / 1e3,
+        "total_kbps": rx_total(flows, rx, ports, t_mono, skip, secs) / 1e3,
         "unfinished": sum(1 for f in flows if getattr(f, "rx_source", "client") != "client"
                           or f.error),
         # What the class carried on the wire over the same window (weir's or HTB's
@@ -551,10 +570,16 @@ def sws_runs(args, out):
                 tb.start_gateway("weir")
                 pairs = [(tb.lan_hosts[i % tb.nlan], tb.wan_hosts[i % tb.nwan]) for i in range(n)]
                 smp = pe.Sampler(tb, counters=exp_counters(10))
-                with smp:
-                    t_iperf = smp.now()
+                if pe._next_cport[0] + n > pe.CPORT_SPAN:
+                    pe._next_cport[0] = 0
+                ports = [CPORT + pe._next_cport[0] + i for i in range(n)]
+                rx = pe.RxBytes(tb, tb.wan_hosts, CPORT, CPORT + pe.CPORT_SPAN - 1)
+                with smp, rx:
+                    t_iperf, t_mono = smp.now(), time.monotonic()
                     flows = pe.iperf_cport(tb, pairs, args.secs, SENDER_CC, None,
                                            extra_args=["-M", str(sws_payload(mss) + 12)])
+                fill_from_rx(flows, rx, ports, t_mono, args.secs)
+                rx_all = rx_total(flows, rx, ports, t_mono, args.skip, args.secs)
                 st = tb.weir_stats()
                 ia = st.get("ipabr") or {}
                 tb.stop_gateway()
@@ -582,7 +607,8 @@ def sws_runs(args, out):
                         "util_share_max": max(g / share_pay for g in gs) if gs else float("nan"),
                         "model_share_nocredit": sws_model(mss, rtt, n) if rtt != "all"
                         else statistics.mean(sws_model(mss, r, n) for r, _ in per),
-                        "total_kbps": total / 1e3 if rtt == "all" else float("nan"),
+                        "total_kbps": rx_all / 1e3 if rtt == "all" else float("nan"),
+                        "total_iperf_kbps": total / 1e3 if rtt == "all" else float("nan"),
                         "class_kbps": smp.rate_between(t_iperf + args.skip, t_iperf + args.secs)
                         * 8 / 1e3 if rtt == "all" else float("nan"),
                         "unfinished": sum(1 for f in flows if getattr(f, "rx_source", "client")

@@ -177,6 +177,82 @@ class Sampler:
         return sum(q) / len(q), max(q), max(a)
 
 
+class RxBytes:
+    """What the receivers' kernels report received (tcp_info bytes_received, `ss -ti` in
+    each receiving host) on every data connection, by the sender's port lo..hi, once a
+    second: the receivers' figures whether or not iperf3 ever reports them (a client
+    that never finishes, a server that exits without its JSON)."""
+
+    def __init__(self, tb, hosts, lo, hi, every=1.0):
+        self.tb, self.hosts, self.lo, self.hi, self.every = tb, hosts, lo, hi, every
+        self.rows, self._stop = [], threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def parse(text, lo, hi):
+        """{sender port: bytes_received} from `ss -tinH` output."""
+        out, port = {}, None
+        for line in text.splitlines():
+            if line[:1] not in (" ", "\t"):
+                f = line.split()
+                port = None
+                if len(f) >= 4:
+                    try:
+                        pp = int(f[-1].rsplit(":", 1)[1])
+                    except (IndexError, ValueError):
+                        pp = None
+                    if pp is not None and lo <= pp <= hi:
+                        port = pp
+                continue
+            m = re.search(r"bytes_received:(\d+)", line)
+            if port is not None and m:
+                out[port] = max(out.get(port, 0), int(m.group(1)))
+        return out
+
+    def sample(self):
+        got = {}
+        for h in self.hosts:
+            r = self.tb.run(h, ["ss", "-tinH"], timeout=10, check=False)
+            got.update(self.parse(r.stdout or "", self.lo, self.hi))
+        self.rows.append((time.monotonic(), got))
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                self.sample()
+            except Exception:  # noqa: BLE001 - a slow ss under load: the next one
+                pass
+            self._stop.wait(self.every)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+    def at(self, port, t):
+        """Bytes the receiver had on that connection at monotonic time t (the last sample
+        at or before it; a connection closed earlier keeps its last count)."""
+        v = 0
+        for ts, got in self.rows:
+            if ts > t:
+                break
+            v = max(v, got.get(port, 0))
+        return v
+
+    def total_bps(self, ports, t_from, t_to):
+        """bit/s the receivers got on those connections between t_from and t_to."""
+        if not self.rows or t_to <= t_from:
+            return float("nan")
+        return sum(self.at(p, t_to) - self.at(p, t_from) for p in ports) * 8 / (t_to - t_from)
+
+    def series(self, port, t0, secs):
+        """Per-second receive rate (bit/s) of one connection from t0 on, secs seconds."""
+        return [(self.at(port, t0 + i + 1) - self.at(port, t0 + i)) * 8.0 for i in range(secs)]
+
+
 def probe_rtt(tb, src, dst, seconds):
     """ping src -> dst 5 times a second; returns the RTTs in ms."""
     out = tb.run(src, ["ping", "-i", "0.2", "-c", str(int(seconds * 5)), "-W", "2",
