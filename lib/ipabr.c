@@ -358,6 +358,10 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 		tf->credit = 0;
 		opt = seg;
 		ia->st.sub_mss++;
+	} else if (w->conf.ipabr_no_sws_credit) {
+		/* Eq. 4.6 to the octet: the sender rounds it down (Sec. 5.3) */
+		tf->flags &= (uint8_t)~WEIR_IPABR_SUB_MSS;
+		tf->credit = 0;
 	} else {
 		uint64_t wnd = tf->credit + opt;
 

@@ -127,6 +127,11 @@ struct weir_worker_conf {
 	 * token bucket of one second's worth, full at start); more are dropped,
 	 * counted. 0 = no limit. An unshaped direction passes them all. */
 	uint32_t malformed_pps;
+	/* ipabr: write Eq. 4.6's window to the octet and let the sender round
+	 * it down to whole segments, without Eq. 5.4-5.6's silly-window credit
+	 * (the thesis' first implementation; shaping.ipabr.sws_credit = false,
+	 * for the utilisation sweep of docs/results/ipabr). false = credit on. */
+	bool ipabr_no_sws_credit;
 };
 
 /*

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Reproduce IP-ABR's experiments (seed 000, chapter 7) with real Linux TCP in the testbed.
 
-    scripts/ipabr_experiments.py droptail|weighted|variation|cbr|all|report
+    scripts/ipabr_experiments.py droptail|weighted|variation|cbr|sws|all|report
                                  [--quick] [--secs S] [--modes a,b] [--out DIR]
+                                 [--sws-mss 256,536,...] [--sws-rtts 910,...] [--flows N]
 
 The satellite case: a 1.536 Mbit/s bottleneck with 450 ms one way each direction (the
 emulator's path: rate, delay and a drop-tail queue of 15 or 30 packets), 32 bulk TCP
@@ -17,7 +18,9 @@ limit) in weir's place:
 
 Measured per run: every flow's goodput at the receiver over a 5 s running window (iperf3's
 per-second receiver reports, averaged five at a time), its mean and standard deviation from
-`--skip` s on; ESDL (Eq. 7.2) of every data segment from a capture at the senders: time
+`--skip` s on; the total the receivers got from `--skip` s to the end, every flow, its
+client finished or not (a client that never reported is read from its server), beside
+what the class carried on the wire over the same span; ESDL (Eq. 7.2) of every data segment from a capture at the senders: time
 from a segment's first transmission to the first ACK covering it, less the path's round
 trip (900 ms); the share of segments whose ESDL reaches the queue's drain time (Eq. 7.3:
 117 ms at 15 packets, 234 ms at 30); drops at weir and at the emulator.
@@ -26,7 +29,10 @@ Cases: droptail (queue 15 and 30: Tables 7.3-7.8, Fig. 7.18), weighted (1:2:4:8 
 groups of 8, queue 30: Fig. 7.19), variation (the link switching between 192000 and 64000
 B/s every 20 s, queue 30: Sec. 7.5; weir's link rate follows the emulator's through a
 policy reload, as a BMS would), cbr (a 512 kbit/s UDP class of higher priority starting
-half way: Sec. 5.2, Eq. 4.3). Writes DIR/<case>.csv, DIR/<case>_series.csv, PNGs and
+half way: Sec. 5.2, Eq. 4.3), sws (the silly-window credit, Secs. 5.3-5.4: 64 flows over
+weir's ipabr class at 1.536 Mbit/s, one WAN host per round trip 910-1100 ms, MSS 256, 536,
+1024 and 1452, shaping.ipabr.sws_credit on and off, 100 s: per-flow utilisation; writes
+sws.csv, sws_flows.csv, sws.png). Writes DIR/<case>.csv, DIR/<case>_series.csv, PNGs and
 DIR/README-table.md (`report` rewrites only the table). --quick: one short run per mode
 on a short path (CI checks that the script works; its numbers mean nothing).
 """
@@ -291,11 +297,43 @@ def weir_drops(tb):
     return c["drops_flow"] + c["drops_class"] + c.get("drops_aqm", 0)
 
 
+def exp_counters(htb_exp):
+    """The "exp" class's counters for pe.Sampler: (time, queued, bytes, ACKs held, drops),
+    from weir's stats file or HTB's leaf."""
+    def get(tb):
+        if tb.gateway_running == "linux-htb":
+            q = weirtb.htb.leaf_stats("outbound").get(htb_exp, {})
+            return time.time(), q.get("qlen", 0), q.get("bytes", 0), 0, q.get("drops", 0)
+        st = tb.weir_stats()
+        c = st["shaping"]["outbound"]["classes"]["exp"]
+        return (st["uptime_s"], c["queued_pkts"], c["bytes"], 0,
+                c["drops_flow"] + c["drops_class"])
+    return get
+
+
+def fill_from_rx(flows, rx, ports, t0, secs):
+    """A flow iperf3 reported nothing for (neither its client nor its server) takes the
+    per-second series its receiver's kernel counted (pe.RxBytes)."""
+    for f, port in zip(flows, ports):
+        if len(f.interval_bps) < secs // 2 and rx.rows:
+            f.interval_bps, f.rx_source = rx.series(port, t0, secs), "kernel"
+
+
+def rx_total(flows, rx, ports, t0, skip, secs):
+    """What the receivers got from skip s to secs s (bit/s), every flow: the receivers'
+    kernels' byte counts when sampled, else iperf3's per-second receiver reports."""
+    v = rx.total_bps(ports, t0 + skip, t0 + secs)
+    return v if v == v else pe.receiver_total_bps(flows, skip, secs)
+
+
+KILL_AFTER = None   # --kill-flow-at: (flow, s), a client that never reports (tests)
+
+
 def run(tb, cfgdir, mode, case, secs, limit, skip, rtt_s, weights=None, cbr_at=None,
         follow=None):
     """One run of `mode`; returns (summary row, per-flow series rows)."""
     n = len(weights) if weights else FLOWS
-    if pe._next_cport[0] + n > 100:
+    if pe._next_cport[0] + n > pe.CPORT_SPAN:
         pe._next_cport[0] = 0
     base = CPORT + pe._next_cport[0]
     cbr = cbr_at is not None
@@ -329,11 +367,17 @@ def run(tb, cfgdir, mode, case, secs, limit, skip, rtt_s, weights=None, cbr_at=N
             srv.kill()
             srv.communicate()
         extra.append(threading.Thread(target=cbr_flow, daemon=True))
-    with Capture(tb, sorted({p[0] for p in pairs}), CAPDIR, f"{case}-{mode}-{limit}") as cap:
+    smp = pe.Sampler(tb, counters=exp_counters(11 if cbr else 10))
+    rx = pe.RxBytes(tb, sorted({p[1] for p in pairs}), CPORT, CPORT + pe.CPORT_SPAN - 1)
+    with smp, rx, Capture(tb, sorted({p[0] for p in pairs}), CAPDIR,
+                          f"{case}-{mode}-{limit}") as cap:
         for t in extra:
             t.start()
-        flows = pe.iperf_cport(tb, pairs, secs, SENDER_CC, None)
+        t_iperf, t_mono = smp.now(), time.monotonic()
+        flows = pe.iperf_cport(tb, pairs, secs, SENDER_CC, None, kill_after=KILL_AFTER)
         stop.set()
+    ports = [base + i for i in range(n)]
+    fill_from_rx(flows, rx, ports, t_mono, secs)
     for t in extra:
         t.join(timeout=30)
     frames = cap.frames()
@@ -359,7 +403,17 @@ def run(tb, cfgdir, mode, case, secs, limit, skip, rtt_s, weights=None, cbr_at=N
         "flow_mean_kbps": statistics.mean(means) if means else float("nan"),
         "flow_std_kbps_median": statistics.median(stds) if stds else float("nan"),
         "flow_std_kbps_max": max(stds) if stds else float("nan"),
-        "total_kbps": sum(means) if means else float("nan"),
+        # What the receivers got from --skip s to the end of the run, every flow, finished
+        # or not (a flow whose iperf3 client never reported is read from its server); the
+        # sum of the finished flows' means left out every byte of the others (postack:
+        # 471 of the 1,523 kbit/s its class sent).
+        "total_kbps": rx_total(flows, rx, ports, t_mono, skip, secs) / 1e3,
+        "unfinished": sum(1 for f in flows if getattr(f, "rx_source", "client") != "client"
+                          or f.error),
+        # What the class carried on the wire over the same window (weir's or HTB's
+        # counters, frames with their 24 bytes of wire overhead in weir): the ceiling the
+        # receivers' total is checked against.
+        "class_kbps": smp.rate_between(t_iperf + skip, t_iperf + secs) * 8 / 1e3,
         "jain": (sum(means) ** 2 / (len(means) * sum(m * m for m in means))) if means else 0,
         "esdl_mean_ms": statistics.mean(esv) * 1e3 if esv else float("nan"),
         "esdl_std_ms": statistics.pstdev(esv) * 1e3 if esv else float("nan"),
@@ -455,11 +509,164 @@ def follow_link(tb, cfg, mode, stop, weights, base, n):
             last = rate
 
 
+# ----- the silly-window credit sweep (Secs. 5.3-5.4) ----------------------------------
+SWS_MSS = [256, 536, 1024, 1452]          # the thesis' segment sizes (payload, bytes)
+SWS_RTT_MS = [910, 955, 1000, 1050, 1100]  # the thesis' paths span 910-1100 ms
+SWS_FLOWS = 64                            # the thesis' N (Eq. 5.3)
+SWS_SECS = 100                            # the thesis' T
+WIRE_HDR = 32 + 20 + 14 + 24              # TCP with timestamps, IP, Ethernet, wire overhead
+# Sec. 5.4.2: the mean utilisation of all flows (Eq. 5.3: payload over the link's rate),
+# NS-2 simulation, MSS 536 plotted (Fig. 5.6), "similar" at 256 and 1440.
+THESIS_SWS = {"off": 0.86, "on": 0.90}
+
+
+def sws_payload(mss):
+    """The segment payload a run gets for the thesis' MSS: iperf3 -M sets the MSS with
+    options included (timestamps: 12 bytes), and 1500-byte frames carry at most 1448."""
+    return min(mss, 1448)
+
+
+def sws_config(path, credit, n_ports):
+    text = weir_config(path, "ipabr", LINK_BPS).read_text()
+    text = text.replace(f'lan_port = "{CPORT}-{CPORT + 99}"', f'lan_port = "{CPORT}-{CPORT + n_ports - 1}"')
+    text = text.replace("shaping = {\n", "shaping = {\n  ipabr = { sws_credit = %s; };\n"
+                        % ("true" if credit else "false"), 1)
+    path.write_text(text)
+    return path
+
+
+def sws_model(mss, rtt_ms, flows):
+    """Sec. 5.3's estimate without the credit: Eq. 4.6's window for the flow's share and
+    round trip, rounded down to whole segments by the sender; the fraction of the share
+    that leaves. (weir's data_size/MTU: payload over the frame with wire overhead.)"""
+    pay = sws_payload(mss)
+    wnd = LINK_BPS / 8 / flows * pay / (pay + WIRE_HDR) * rtt_ms / 1e3
+    return (wnd // pay) * pay / wnd if wnd >= pay else 1.0
+
+
+def sws_runs(args, out):
+    """Every MSS with the credit on and off: N flows from two LAN hosts to WAN hosts one
+    per round trip, weir's ipabr class the 1.536 Mbit/s bottleneck (the emulator only
+    delays). Per flow: goodput at the receiver from --skip s to the end, as utilisation
+    of the link (Eq. 5.3: N x goodput / link) and of its share's payload."""
+    rtts = [float(x) for x in args.sws_rtts.split(",")]
+    msss = [int(x) for x in args.sws_mss.split(",")]
+    n = args.flows or SWS_FLOWS
+    pe.CPORT_SPAN = 200             # two runs' ports apart: a port in TIME_WAIT is not reused
+    paths = [PathSpec(delay=r / 2, rate="0", limit=1000) for r in rtts]
+    for c in ("reno", "cubic", "bbr"):
+        weirtb.topology.allow_congestion_control(c)
+    tb = weirtb.Testbed(lan=2, wan=len(rtts), gateway="weir", emu="wanemu", paths=paths)
+    tb.claim().up()
+    rows, flows_out = [], []
+    try:
+        for h in tb.lan_hosts + tb.wan_hosts:
+            tb.set_cc(h, SENDER_CC)
+        for mss in msss:
+            for credit in ([True, False] if args.sws_credit == "both" else
+                           [args.sws_credit == "on"]):
+                cfg = sws_config(CAPDIR / f"sws-{mss}-{int(credit)}.cfg", credit, pe.CPORT_SPAN)
+                os.environ["WEIR_TESTBED_CFG"] = str(cfg)
+                tb.start_gateway("weir")
+                pairs = [(tb.lan_hosts[i % tb.nlan], tb.wan_hosts[i % tb.nwan]) for i in range(n)]
+                smp = pe.Sampler(tb, counters=exp_counters(10))
+                if pe._next_cport[0] + n > pe.CPORT_SPAN:
+                    pe._next_cport[0] = 0
+                ports = [CPORT + pe._next_cport[0] + i for i in range(n)]
+                rx = pe.RxBytes(tb, tb.wan_hosts, CPORT, CPORT + pe.CPORT_SPAN - 1)
+                with smp, rx:
+                    t_iperf, t_mono = smp.now(), time.monotonic()
+                    flows = pe.iperf_cport(tb, pairs, args.secs, SENDER_CC, None,
+                                           extra_args=["-M", str(sws_payload(mss) + 12)])
+                fill_from_rx(flows, rx, ports, t_mono, args.secs)
+                rx_all = rx_total(flows, rx, ports, t_mono, args.skip, args.secs)
+                st = tb.weir_stats()
+                ia = st.get("ipabr") or {}
+                tb.stop_gateway()
+                pay = sws_payload(mss)
+                share_pay = LINK_BPS / n * pay / (pay + WIRE_HDR)
+                per = []
+                for f in flows:
+                    rtt = rtts[f.flow % tb.nwan]
+                    iv = f.interval_bps[args.skip:args.secs]
+                    g = sum(iv) / max(1, args.secs - args.skip)
+                    per.append((rtt, g))
+                    flows_out.append(["sws", mss, "on" if credit else "off", f.flow, rtt,
+                                      round(g / 1e3, 3), round(n * g / LINK_BPS, 4),
+                                      round(g / share_pay, 4)])
+                total = sum(g for _, g in per)
+                for rtt in rtts + ["all"]:
+                    gs = [g for r, g in per if rtt == "all" or r == rtt]
+                    row = {
+                        "case": "sws", "mss": mss, "payload": pay, "credit": "on" if credit else "off",
+                        "rtt_ms": rtt, "flows": len(gs), "secs": args.secs,
+                        "flow_kbps": statistics.mean(gs) / 1e3 if gs else float("nan"),
+                        "util_link": statistics.mean(n * g / LINK_BPS for g in gs) if gs else float("nan"),
+                        "util_share": statistics.mean(g / share_pay for g in gs) if gs else float("nan"),
+                        "util_share_min": min(g / share_pay for g in gs) if gs else float("nan"),
+                        "util_share_max": max(g / share_pay for g in gs) if gs else float("nan"),
+                        "model_share_nocredit": sws_model(mss, rtt, n) if rtt != "all"
+                        else statistics.mean(sws_model(mss, r, n) for r, _ in per),
+                        "total_kbps": rx_all / 1e3 if rtt == "all" else float("nan"),
+                        "total_iperf_kbps": total / 1e3 if rtt == "all" else float("nan"),
+                        "class_kbps": smp.rate_between(t_iperf + args.skip, t_iperf + args.secs)
+                        * 8 / 1e3 if rtt == "all" else float("nan"),
+                        "unfinished": sum(1 for f in flows if getattr(f, "rx_source", "client")
+                                          != "client" or f.error) if rtt == "all" else "",
+                        "sub_mss_acks": ia.get("sub_mss", "") if rtt == "all" else "",
+                    }
+                    rows.append(row)
+                print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v)
+                                  for k, v in rows[-1].items()}), flush=True)
+    finally:
+        if tb.gateway_running:
+            tb.stop_gateway()
+        tb.down()
+    keys = list(rows[0].keys()) if rows else []
+    with open(out / "sws.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(keys)
+        for r in rows:
+            w.writerow([round(r[k], 4) if isinstance(r[k], float) else r[k] for k in keys])
+    with open(out / "sws_flows.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["case", "mss", "credit", "flow", "rtt_ms", "goodput_kbps", "util_link",
+                    "util_share"])
+        w.writerows(flows_out)
+    plot_sws(out, flows_out)
+
+
+def plot_sws(out, flows_out):
+    """Per-flow utilisation of its share against its round trip, credit on and off, one
+    panel per MSS (Fig. 5.4 / 5.6)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    msss = sorted({r[1] for r in flows_out})
+    if not msss:
+        return
+    fig, axes = plt.subplots(1, len(msss), figsize=(4 * len(msss), 3.4), squeeze=False,
+                             sharey=True)
+    for ax, mss in zip(axes[0], msss):
+        for credit, mk in (("off", "x"), ("on", "o")):
+            pts = [(r[4], r[7]) for r in flows_out if r[1] == mss and r[2] == credit]
+            if pts:
+                ax.scatter([x for x, _ in pts], [y for _, y in pts], marker=mk, s=14,
+                           label=f"credit {credit}")
+        ax.set_title(f"MSS {mss}", fontsize=9)
+        ax.set_xlabel("path RTT ms")
+        ax.set_ylabel("goodput / share's payload")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "sws.png", dpi=100)
+    plt.close(fig)
+
+
 KEYS = ["case", "mode", "queue", "flows", "secs", "flow_mean_kbps", "flow_std_kbps_median",
         "flow_std_kbps_max", "total_kbps", "jain", "esdl_mean_ms", "esdl_std_ms", "esdl_max_ms",
         "esdl_over_pct", "over117_pct", "steady_esdl_mean_ms", "steady_esdl_max_ms",
         "steady_over_drain_pct", "cum_esdl_mean_ms", "cum_over_drain_pct", "segments", "retx_segments", "gw_drops", "emu_drops", "iperf_errors",
-        "sender_rtt_ms"]
+        "unfinished", "class_kbps", "sender_rtt_ms"]
 
 
 def save(out, name, rows, series, es, extra=()):
@@ -536,20 +743,31 @@ def report(out):
     if dt:
         lines += ["## Drop-tail (Tables 7.3-7.8): 32 flows, 1.536 Mbit/s, 900 ms RTT", "",
                   "Goodput per flow over a 5 s window from 20 s on; ESDL of every segment of the "
-                  "whole run, and (steady) of those first sent from 20 s on. Thesis: one random "
+                  "whole run, and (steady) of those first sent from 20 s on. Total: what the "
+                  "receivers got from 20 s to the end of the run, every flow, its iperf3 client "
+                  "finished or not (the receivers' kernels' byte counts; unfinished: flows "
+                  "iperf3 gave no report for, series from their server or kernel); class: what weir's (HTB's) "
+                  "class carried on the wire over the same span, headers and 24 bytes of wire "
+                  "overhead a frame included. Thesis: one random "
                   "flow's mean and std, ESDL >= 117 ms and >= the drain time over the run, one "
                   "flow's ESDL mean/std, the largest ESDL.", "",
                   "| queue | mode | flow mean kbit/s | flow std kbit/s (median / max) | total "
-                  "kbit/s | Jain | ESDL mean / std / max ms | >= 117 ms % | >= drain % | steady: "
+                  "kbit/s (unfinished flows) / class kbit/s | Jain | ESDL mean / std / max ms | "
+                  ">= 117 ms % | >= drain % | steady: "
                   "ESDL mean / max ms, >= drain % | retx segs | drops gw / emu | sender srtt ms |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in dt:
             f = {k: float(v) if isinstance(v, (str, float)) and k not in ("case", "mode") and v != ""
                  else v for k, v in r.items()}
+            f.setdefault("class_kbps", float("nan"))
+            if f["class_kbps"] == "":
+                f["class_kbps"] = float("nan")
             lines.append(
                 f"| {r['queue']} | {r['mode']} | {f['flow_mean_kbps']:.1f} | "
                 f"{f['flow_std_kbps_median']:.2f} / {f['flow_std_kbps_max']:.2f} | "
-                f"{f['total_kbps']:.0f} | {f['jain']:.3f} | "
+                f"{f['total_kbps']:.0f} ({r.get('unfinished') or '-'}) / "
+                + (f"{f['class_kbps']:.0f}" if f["class_kbps"] == f["class_kbps"] else "-") +
+                f" | {f['jain']:.3f} | "
                 f"{f['esdl_mean_ms']:.0f} / {f['esdl_std_ms']:.0f} / {f['esdl_max_ms']:.0f} | "
                 f"{f['over117_pct']:.2f} | {f['esdl_over_pct']:.2f} | "
                 f"{f['steady_esdl_mean_ms']:.0f} / {f['steady_esdl_max_ms']:.0f}, "
@@ -602,19 +820,75 @@ def report(out):
                          f"{float(r['after_kbps']):.0f} | {float(r['esdl_over_pct']):.2f} | "
                          f"{r['gw_drops']} / {r['emu_drops']} |")
         lines.append("")
+    sw = list(csv.DictReader(open(out / "sws.csv"))) if (out / "sws.csv").exists() else []
+    if sw:
+        n = sw[0]["flows"] if sw[0]["rtt_ms"] == "all" else \
+            next((r["flows"] for r in sw if r["rtt_ms"] == "all"), "?")
+        lines += ["## Silly-window credit (Secs. 5.3-5.4, Eq. 5.4-5.6): utilisation by MSS and "
+                  "RTT", "",
+                  f"{n} flows, weir's ipabr class the 1.536 Mbit/s bottleneck, equal shares; "
+                  "goodput at the receiver from --skip s to the end. `link`: Eq. 5.3 (N x "
+                  "goodput / 1.536 Mbit/s, headers count as loss, the thesis' measure); `share`: "
+                  "goodput / the share's payload (1.0 = the allocation exactly, headers "
+                  "excluded); `model`: Sec. 5.3's estimate without the credit (Eq. 4.6's "
+                  "window rounded down to whole segments). Thesis (NS-2, MSS 536 plotted): "
+                  f"mean utilisation {THESIS_SWS['off']:.0%} without the credit, "
+                  f"{THESIS_SWS['on']:.0%} with it.", "",
+                  "| MSS (payload) | RTT ms | credit off: link / share (min-max) | model | "
+                  "credit on: link / share (min-max) | total kbit/s off / on | class kbit/s off / on |",
+                  "|---|---|---|---|---|---|---|"]
+
+        def g(r, k):
+            try:
+                return float(r[k])
+            except (KeyError, ValueError):
+                return float("nan")
+        keyset = []
+        for r in sw:
+            k = (r["mss"], r["rtt_ms"])
+            if k not in keyset:
+                keyset.append(k)
+        for mss, rtt in keyset:
+            off = next((r for r in sw if (r["mss"], r["rtt_ms"], r["credit"]) == (mss, rtt, "off")), {})
+            on = next((r for r in sw if (r["mss"], r["rtt_ms"], r["credit"]) == (mss, rtt, "on")), {})
+            pay = (off or on).get("payload", mss)
+
+            def cell(r):
+                if not r:
+                    return "-"
+                return (f"{g(r, 'util_link'):.3f} / {g(r, 'util_share'):.3f} "
+                        f"({g(r, 'util_share_min'):.2f}-{g(r, 'util_share_max'):.2f})")
+            b = "**" if rtt == "all" else ""
+            lines.append(f"| {mss} ({pay}) | {b}{rtt}{b} | {cell(off)} | "
+                         f"{g(off or on, 'model_share_nocredit'):.3f} | {cell(on)} | "
+                         + (f"{g(off, 'total_kbps'):.0f} / {g(on, 'total_kbps'):.0f} | "
+                            f"{g(off, 'class_kbps'):.0f} / {g(on, 'class_kbps'):.0f} |"
+                            if rtt == "all" else " | |"))
+        lines.append(f"| *thesis, 536, 910-1100 ms* | | *{THESIS_SWS['off']}* (link) | | "
+                     f"*{THESIS_SWS['on']}* (link) | | |")
+        lines.append("")
     (out / "README-table.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
 def main():
+    global FLOWS, KILL_AFTER
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("case", choices=["droptail", "weighted", "variation", "cbr", "all", "report"])
+    ap.add_argument("case", choices=["droptail", "weighted", "variation", "cbr", "sws", "all",
+                                     "report"])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--secs", type=int, default=120)
+    ap.add_argument("--secs", type=int, help="s per run (default 120; sws: 100, the thesis' T)")
     ap.add_argument("--skip", type=int, default=20, help="s of each run left out of mean/std")
     ap.add_argument("--queues", default="15,30")
     ap.add_argument("--modes")
     ap.add_argument("--delay", type=float, default=DELAY_MS, help="ms one way")
+    ap.add_argument("--flows", type=int, help=f"flows (default {FLOWS}; sws: {SWS_FLOWS})")
+    ap.add_argument("--sws-mss", default=",".join(map(str, SWS_MSS)))
+    ap.add_argument("--sws-rtts", default=",".join(map(str, SWS_RTT_MS)), help="ms, one WAN host each")
+    ap.add_argument("--sws-credit", choices=["both", "on", "off"], default="both")
+    ap.add_argument("--kill-flow-at", type=float, metavar="S",
+                    help="kill flow 0's iperf3 client S s into each run: a flow that never "
+                         "reports (tests that the total still counts it)")
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "ipabr"))
     args = ap.parse_args()
     out = Path(args.out)
@@ -623,14 +897,24 @@ def main():
     if args.case == "report":
         report(out)
         return
-    global FLOWS
+    if args.kill_flow_at is not None:
+        KILL_AFTER = (0, args.kill_flow_at)
     if args.quick:
         FLOWS, args.secs, args.skip, args.delay, args.queues = 4, 12, 4, 50, "30"
         args.modes = args.modes or "ipabr,htb"
-    cases = ["droptail", "weighted", "variation", "cbr"] if args.case == "all" else [args.case]
-    if args.quick:
+        args.flows = args.flows or 4
+        if args.sws_rtts == ",".join(map(str, SWS_RTT_MS)):
+            args.sws_rtts = "100,150"
+        if args.sws_mss == ",".join(map(str, SWS_MSS)):
+            args.sws_mss = "536"
+    elif args.flows and args.case != "sws":
+        FLOWS = args.flows
+    cases = ["droptail", "weighted", "variation", "cbr", "sws"] if args.case == "all" else [args.case]
+    if args.quick and args.case == "all":
         cases = ["droptail"]
+    secs = args.secs
     for case in cases:
+        args.secs = secs or (SWS_SECS if case == "sws" else 120)
         if case == "droptail":
             rows, series, es = [], [], []
             for q in [int(x) for x in args.queues.split(",")]:
@@ -652,6 +936,8 @@ def main():
             r, s, e = case_runs(args, out, "cbr", 30, modes(args, ["ipabr", "pfq", "htb"]),
                                 cbr_at=args.secs // 2)
             save(out, "cbr", r, s, e, extra=["before_kbps", "after_kbps"])
+        elif case == "sws":
+            sws_runs(args, out)
     report(out)
 
 

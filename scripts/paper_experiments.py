@@ -15,8 +15,11 @@ DIR/paper.md from the CSVs there; `report` writes only that.
 """
 import argparse
 import csv
+import json
 import os
 import re
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -99,21 +102,48 @@ def gateway_counters(tb):
 
 
 class Sampler:
-    """The gateway's counters every 0.2 s: data queued in "exp" and ACKs held."""
+    """The gateway's counters every 0.2 s: data queued in "exp" and ACKs held.
 
-    def __init__(self, tb):
+    Rows are (time, queued, bytes, acks held, drops) on the sampler's own clock
+    (time.monotonic() from its start), with bytes and drops carried across a restart
+    of weir: its uptime and counters start again from zero, and rows keyed on them
+    were lost (buffer() kept only rows whose uptime was past the first row's; the
+    class rate read 0)."""
+
+    def __init__(self, tb, counters=None):
         self.tb, self.rows, self._stop = tb, [], threading.Event()
+        self._counters = counters or gateway_counters
         self._t = threading.Thread(target=self._run, daemon=True)
+        self._t0 = None
+        self._last = None            # the last raw (uptime, bytes, drops)
+        self._base = [0, 0]          # bytes, drops carried from before restarts
+        self.restarts = 0
+
+    def sample(self):
+        """Take one sample (the thread calls it every STATS_INTERVAL)."""
+        up, q, b, a, d = self._counters(self.tb)[:5]
+        now = time.monotonic()
+        if self._t0 is None:
+            self._t0 = now
+        if self._last is not None and (up < self._last[0] or b < self._last[1]
+                                       or d < self._last[2]):
+            # weir restarted: its counters start again from zero
+            self._base[0] += self._last[1]
+            self._base[1] += self._last[2]
+            self.restarts += 1
+        self._last = (up, b, d)
+        self.rows.append((now - self._t0, q, self._base[0] + b, a, self._base[1] + d))
 
     def _run(self):
         while not self._stop.is_set():
             try:
-                self.rows.append(gateway_counters(self.tb)[:4])
-            except Exception:  # noqa: BLE001 - a half-written snapshot: skip it
+                self.sample()
+            except Exception:  # noqa: BLE001 - a half-written snapshot, weir restarting: skip it
                 pass
             time.sleep(STATS_INTERVAL)
 
     def __enter__(self):
+        self._t0 = time.monotonic()
         self._t.start()
         return self
 
@@ -129,10 +159,98 @@ class Sampler:
             return 0.0
         return (r[-1][2] - r[0][2]) / (r[-1][0] - r[0][0])
 
+    def rate_between(self, t_from, t_to):
+        """What the class carried (bytes/s) between t_from and t_to s of the sampler's
+        clock, from the first and last sample in that span."""
+        r = [x for x in self.rows if t_from <= x[0] <= t_to]
+        if len(r) < 2 or r[-1][0] <= r[0][0]:
+            return 0.0
+        return (r[-1][2] - r[0][2]) / (r[-1][0] - r[0][0])
+
+    def now(self):
+        """The sampler's clock now (s)."""
+        return time.monotonic() - self._t0 if self._t0 is not None else 0.0
+
     def buffer(self, skip=4.0):
         q = [r[1] for r in self.rows if r[0] - self.rows[0][0] >= skip] or [0]
         a = [r[3] for r in self.rows if r[0] - self.rows[0][0] >= skip] or [0]
         return sum(q) / len(q), max(q), max(a)
+
+
+class RxBytes:
+    """What the receivers' kernels report received (tcp_info bytes_received, `ss -ti` in
+    each receiving host) on every data connection, by the sender's port lo..hi, once a
+    second: the receivers' figures whether or not iperf3 ever reports them (a client
+    that never finishes, a server that exits without its JSON)."""
+
+    def __init__(self, tb, hosts, lo, hi, every=1.0):
+        self.tb, self.hosts, self.lo, self.hi, self.every = tb, hosts, lo, hi, every
+        self.rows, self._stop = [], threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def parse(text, lo, hi):
+        """{sender port: bytes_received} from `ss -tinH` output."""
+        out, port = {}, None
+        for line in text.splitlines():
+            if line[:1] not in (" ", "\t"):
+                f = line.split()
+                port = None
+                if len(f) >= 4:
+                    try:
+                        pp = int(f[-1].rsplit(":", 1)[1])
+                    except (IndexError, ValueError):
+                        pp = None
+                    if pp is not None and lo <= pp <= hi:
+                        port = pp
+                continue
+            m = re.search(r"bytes_received:(\d+)", line)
+            if port is not None and m:
+                out[port] = max(out.get(port, 0), int(m.group(1)))
+        return out
+
+    def sample(self):
+        got = {}
+        for h in self.hosts:
+            r = self.tb.run(h, ["ss", "-tinH"], timeout=10, check=False)
+            got.update(self.parse(r.stdout or "", self.lo, self.hi))
+        self.rows.append((time.monotonic(), got))
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                self.sample()
+            except Exception:  # noqa: BLE001 - a slow ss under load: the next one
+                pass
+            self._stop.wait(self.every)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+    def at(self, port, t):
+        """Bytes the receiver had on that connection at monotonic time t (the last sample
+        at or before it; a connection closed earlier keeps its last count)."""
+        v = 0
+        for ts, got in self.rows:
+            if ts > t:
+                break
+            v = max(v, got.get(port, 0))
+        return v
+
+    def total_bps(self, ports, t_from, t_to):
+        """bit/s the receivers got on those connections between t_from and t_to."""
+        if not self.rows or t_to <= t_from:
+            return float("nan")
+        return sum(self.at(p, t_to) - self.at(p, t_from) for p in ports) * 8 / (t_to - t_from)
+
+    def series(self, port, t0, secs):
+        """Per-second receive rate (bit/s) of one connection from t0 on, secs seconds."""
+        return [(self.at(port, t0 + i + 1) - self.at(port, t0 + i)) * 8.0 for i in range(secs)]
 
 
 def probe_rtt(tb, src, dst, seconds):
@@ -201,16 +319,20 @@ def run(tb, cfgdir, mode, rate_kBps, n, duration, limit=0, cc=None, pairs=None, 
 
 
 _next_cport = [0]
+CPORT_SPAN = 100    # client ports CPORT..CPORT+CPORT_SPAN-1 (a caller's rules must cover them)
 
 
-def iperf_cport(tb, pairs, duration, cc, probe_thread):
+def iperf_cport(tb, pairs, duration, cc, probe_thread, extra_args=None, kill_after=None):
     """Like weirtb.iperf_flows, with each client's data connection on a port of
     the class's range CPORT..CPORT+99. Each run takes the next ports of the range:
     a connection its client closed first holds its port in TIME_WAIT for 60 s, and
-    a run reusing it at once failed to bind ("Address already in use")."""
+    a run reusing it at once failed to bind ("Address already in use").
+    extra_args: more iperf3 client arguments (e.g. ["-M", "548"]). kill_after = (i, s):
+    SIGKILL client i s seconds after the start, a client that never reports (tests of
+    what a run makes of such a flow)."""
     from weirtb.traffic import _dst_addr, _wait_listening, _parse_flow
     servers, clients, out = [], [], []
-    if _next_cport[0] + len(pairs) > 100:
+    if _next_cport[0] + len(pairs) > CPORT_SPAN:
         _next_cport[0] = 0
     base = CPORT + _next_cport[0]
     _next_cport[0] += len(pairs)
@@ -225,7 +347,11 @@ def iperf_cport(tb, pairs, duration, cc, probe_thread):
                     str(base + i), "-t", str(duration), "-i", "1", "-J", "--get-server-output"]
             if cc:
                 argv += ["-C", cc]
-            clients.append(tb.popen(lan, argv))
+            clients.append(tb.popen(lan, argv + list(extra_args or [])))
+        if kill_after is not None:
+            killer = threading.Timer(kill_after[1], clients[kill_after[0]].kill)
+            killer.daemon = True
+            killer.start()
         if probe_thread is not None:
             time.sleep(2)
             probe_thread.start()
@@ -234,7 +360,12 @@ def iperf_cport(tb, pairs, duration, cc, probe_thread):
         res = [None] * len(clients)
 
         def wait(i):
-            o, e = clients[i].communicate(timeout=duration + 60)
+            try:
+                o, e = clients[i].communicate(timeout=duration + 60)
+            except subprocess.TimeoutExpired:
+                # Its results never came back (a sender still held, say): killed below,
+                # its receiver's figures read from its server.
+                o, e = "", f"client not done {duration + 60} s after its start"
             res[i] = (o, e, time.monotonic() - t0)
         waiters = [threading.Thread(target=wait, args=(i,)) for i in range(len(clients))]
         for w in waiters:
@@ -245,15 +376,54 @@ def iperf_cport(tb, pairs, duration, cc, probe_thread):
             o, e, end = res[i] or ("", "client not waited for", 0.0)
             f = _parse_flow(i, lan, wan, False, cc, o, e, 1.0)
             f.wall_end = end
+            f.rx_source = "client"
             out.append(f)
         if probe_thread is not None:
             probe_thread.join()
     finally:
-        for p in servers + clients:
+        for p in clients:
             if p.poll() is None:
                 p.kill()
             p.communicate()
+        # The servers are the receivers: a server whose client never finished (killed,
+        # or its results never came back) still has its per-second intervals. SIGINT
+        # makes iperf3 print its JSON (intervals included) before it exits; SIGKILL
+        # lost them, and with them every byte such a flow delivered.
+        srv_out = []
+        for p in servers:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in servers:
+            try:
+                o, _ = p.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                o, _ = p.communicate()
+            srv_out.append(o or "")
+    for f, o in zip(out, srv_out):
+        iv = server_intervals(o)
+        if len(iv) > len(f.interval_bps):
+            f.interval_bps, f.rx_source = iv, "server"
     return out
+
+
+def server_intervals(text, interval=1.0):
+    """The receiver's per-interval rates (bit/s) from an iperf3 server's own -J output
+    (complete, or printed on SIGINT); the last sliver dropped as _parse_flow does."""
+    try:
+        j = json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        return []
+    return [iv["sum"]["bits_per_second"] for iv in j.get("intervals", [])
+            if iv.get("sum", {}).get("seconds", 0) >= 0.5 * interval]
+
+
+def receiver_total_bps(flows, skip, secs):
+    """What the receivers got over the measured window [skip, secs) s, every flow,
+    finished or not (bit/s): each flow's per-second receiver intervals in the window
+    summed, a missing second counting as nothing received."""
+    span = max(1, secs - skip)
+    return sum(sum(f.interval_bps[skip:secs]) for f in flows) / span
 
 
 MODES = None   # --modes: run only these

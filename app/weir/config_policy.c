@@ -488,6 +488,19 @@ load_postack(struct loader *ld, const config_setting_t *g, struct weir_config *c
 	return 0;
 }
 
+/* shaping.ipabr { sws_credit }: the silly-window credit of Eq. 5.4-5.6 in
+ * ipabr's windows (docs/ipabr.md); off only to measure what it is worth. */
+static int
+load_ipabr(struct loader *ld, const config_setting_t *g, struct weir_config *cfg)
+{
+	static const char *const keys[] = { "sws_credit", NULL };
+	const config_setting_t *p = g ? cfg_group(ld, g, "ipabr", false) : NULL;
+
+	if (ld->failed || (p && cfg_check_keys(ld, p, keys) < 0))
+		return -1;
+	return cfg_bool(ld, p, "sws_credit", true, &cfg->ipabr_sws_credit);
+}
+
 /* shaping.red { min_th, max_th, max_p, wq } and shaping.pqm { gamma, alpha,
  * phi, target, interval_us, pkt_mean, pkt_max, rtt_min_us, k_us, monitor,
  * seed }: the fifo leaves' queue managers (lib/qm.h, docs/pqm.md). */
@@ -635,7 +648,7 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 {
 	static const char *const keys[] = { "outbound", "inbound", "overhead", "flow_limit",
 					    "flow_quantum", "mode", "aqm", "young_bytes", "postack", "red",
-					    "pqm", "burst_us", NULL };
+					    "pqm", "burst_us", "ipabr", NULL };
 	const config_setting_t *g = cfg_group(ld, root, "shaping", false);
 	struct weir_policy_conf pc = { 0 };
 	struct policy_src src = { 0 };
@@ -664,7 +677,8 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 	if (cfg_int(ld, g, "young_bytes", WEIR_DRR_YOUNG_DEFAULT, 0, WEIR_DRR_YOUNG_MAX, &v) < 0)
 		return -1;
 	cfg->shape_young = (uint32_t)v;
-	if (get_mode(ld, g, WEIR_MODE_POSTACK, &cfg->shape_mode) < 0 || load_postack(ld, g, cfg) < 0)
+	if (get_mode(ld, g, WEIR_MODE_POSTACK, &cfg->shape_mode) < 0 || load_postack(ld, g, cfg) < 0 ||
+	    load_ipabr(ld, g, cfg) < 0)
 		return -1;
 	{
 		char aqm[16];

@@ -221,6 +221,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 				return -1;
 			}
 		}
+		wc.ipabr_no_sws_credit = !a->cfg.ipabr_sws_credit;
 		a->workers[i] = weir_worker_create(&wc, a->flows[i], shaper, socket);
 		if (a->workers[i] == NULL) {
 			snprintf(err, errlen, "cannot allocate worker %u", i);

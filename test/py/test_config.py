@@ -77,6 +77,15 @@ def shaped(old, new):
     return lambda t: t + SHAPING.replace(old, new)
 
 
+def test_ipabr_sws_credit_checks_ok(tmp_path):
+    """shaping.ipabr.sws_credit (docs/ipabr.md) takes true or false."""
+    for v in ("true", "false"):
+        text = shaped('inbound = "30mbit";',
+                      f'inbound = "30mbit";\n  ipabr = {{ sws_credit = {v}; }};')(good(f"sws{v}"))
+        cfg, p = run_weir(tmp_path, text, "--check")
+        assert p.returncode == 0, p.stderr
+
+
 def test_last_mile_config_checks_ok(tmp_path):
     text = SHAPING.replace('prio = 1; }', 'prio = 1; last_mile = { rate = "56kbit"; rtt = 350; '
                            'buffer = 10; exempt = true; side = "wan"; }; }')
@@ -236,6 +245,12 @@ BAD = [
     ("postack clamp margin not number",
      shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  postack = { clamp_margin = "half"; };'),
      "clamp_margin", r"'shaping\.postack\.clamp_margin' must be a number"),
+    ("ipabr sws_credit not bool",
+     shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  ipabr = { sws_credit = 2; };'),
+     "sws_credit = 2", r"'shaping\.ipabr\.sws_credit' must be true or false"),
+    ("ipabr unknown key",
+     shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  ipabr = { credit = false; };'),
+     "credit = false", r"unknown setting 'shaping\.ipabr\.credit'"),
 ]
 
 

@@ -218,6 +218,46 @@ test_window(void)
 	rig_free(&r);
 }
 
+/* shaping.ipabr.sws_credit = false: Eq. 4.6's window to the octet (within
+ * the window scale's 128 bytes), the same on every ACK, no credit carried:
+ * the sender's own rounding down to whole segments is what the credit is
+ * there to undo (Sec. 5.3). */
+static void
+test_window_no_credit(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_IPABR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	uint64_t t = t0 + 50 * ms;
+	double opt;
+	int ck = 1, credit0 = 1;
+	int64_t lo = INT64_MAX, hi = 0, w;
+
+	if (rig_make_pa(&r, &pc, "ia_wnc", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	r.w->conf.ipabr_no_sws_credit = true;
+	open_flow(&r, 4000, t0, 40);
+	send_data(&r, 4000, 1, 1000, t);
+	opt = 1e6 * (40.1e-3) * (double)((1000u << 16) / 1054) / 65536.0;
+	for (int i = 0; i < 20; i++) {
+		w = ack_win(&r, ack_of(4000, 1001 + (uint32_t)i * 2000, 65535), t + 40 * ms, &ck);
+		lo = RTE_MIN(lo, w);
+		hi = RTE_MAX(hi, w);
+		for (uint32_t k = 0; k < ia_of(&r)->n_flows; k++)
+			credit0 &= ia_of(&r)->f[0][k].credit == 0 && ia_of(&r)->f[1][k].credit == 0;
+		t += ms;
+	}
+	CHECK(ck, "checksums valid after the rewrite");
+	CHECK(hi - lo <= 128 && fabs((double)lo - opt) < 130,
+	      "the octet window %.0f on every ACK (%" PRId64 " .. %" PRId64 ")", opt, lo, hi);
+	CHECK(credit0, "no credit carried");
+	rig_free(&r);
+}
+
 /* The receiver side's round trip: one timed segment at a time, from the
  * moment it leaves to the ACK covering it, filtered by Eq. 4.7; a
  * retransmission of it abandons the sample (Karn). */
@@ -648,6 +688,7 @@ main(int argc, char **argv)
 	rig_mempool("ia_mp");
 	test_filter();
 	test_window();
+	test_window_no_credit();
 	test_rtt();
 	test_left();
 	test_weights();
