@@ -101,7 +101,39 @@ def gateway_counters(tb):
             (st.get("postack") or {}).get("acks_held", 0), c["drops_flow"] + c["drops_class"])
 
 
-class Sampler:
+class Periodic:
+    """A background thread that calls self.sample() every `every` s while the `with`
+    block runs, the first time at once; a sample that fails (a half-written stats file,
+    a slow `ss` under load, weir restarting) is skipped, the next one is taken."""
+
+    every = STATS_INTERVAL
+
+    def __init__(self):
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def sample(self):
+        raise NotImplementedError
+
+    def _run(self):
+        while True:
+            try:
+                self.sample()
+            except Exception:  # noqa: BLE001 - skipped, see the class's text
+                pass
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+
+class Sampler(Periodic):
     """The gateway's counters every 0.2 s: data queued in "exp" and ACKs held.
 
     Rows are (time, queued, bytes, acks held, drops) on the sampler's own clock
@@ -111,9 +143,9 @@ class Sampler:
     class rate read 0)."""
 
     def __init__(self, tb, counters=None):
-        self.tb, self.rows, self._stop = tb, [], threading.Event()
+        super().__init__()
+        self.tb, self.rows = tb, []
         self._counters = counters or gateway_counters
-        self._t = threading.Thread(target=self._run, daemon=True)
         self._t0 = None
         self._last = None            # the last raw (uptime, bytes, drops)
         self._base = [0, 0]          # bytes, drops carried from before restarts
@@ -134,22 +166,9 @@ class Sampler:
         self._last = (up, b, d)
         self.rows.append((now - self._t0, q, self._base[0] + b, a, self._base[1] + d))
 
-    def _run(self):
-        while not self._stop.is_set():
-            try:
-                self.sample()
-            except Exception:  # noqa: BLE001 - a half-written snapshot, weir restarting: skip it
-                pass
-            time.sleep(STATS_INTERVAL)
-
     def __enter__(self):
         self._t0 = time.monotonic()
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join()
+        return super().__enter__()
 
     def class_rate(self):
         """What the class carried on the wire (bytes/s) while sampled: a ceiling
@@ -172,21 +191,27 @@ class Sampler:
         return time.monotonic() - self._t0 if self._t0 is not None else 0.0
 
     def buffer(self, skip=4.0):
-        q = [r[1] for r in self.rows if r[0] - self.rows[0][0] >= skip] or [0]
-        a = [r[3] for r in self.rows if r[0] - self.rows[0][0] >= skip] or [0]
+        return self.buffer_between(self.rows[0][0] + skip if self.rows else 0.0, float("inf"))
+
+    def buffer_between(self, t_from, t_to):
+        """Data packets queued, mean and peak, and ACKs held, peak, between t_from and
+        t_to s of the sampler's clock."""
+        r = [x for x in self.rows if t_from <= x[0] <= t_to]
+        q = [x[1] for x in r] or [0]
+        a = [x[3] for x in r] or [0]
         return sum(q) / len(q), max(q), max(a)
 
 
-class RxBytes:
+class RxBytes(Periodic):
     """What the receivers' kernels report received (tcp_info bytes_received, `ss -ti` in
     each receiving host) on every data connection, by the sender's port lo..hi, once a
     second: the receivers' figures whether or not iperf3 ever reports them (a client
     that never finishes, a server that exits without its JSON)."""
 
     def __init__(self, tb, hosts, lo, hi, every=1.0):
+        super().__init__()
         self.tb, self.hosts, self.lo, self.hi, self.every = tb, hosts, lo, hi, every
-        self.rows, self._stop = [], threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
+        self.rows = []
 
     @staticmethod
     def parse(text, lo, hi):
@@ -215,22 +240,6 @@ class RxBytes:
             r = self.tb.run(h, ["ss", "-tinH"], timeout=10, check=False)
             got.update(self.parse(r.stdout or "", self.lo, self.hi))
         self.rows.append((time.monotonic(), got))
-
-    def _run(self):
-        while not self._stop.is_set():
-            try:
-                self.sample()
-            except Exception:  # noqa: BLE001 - a slow ss under load: the next one
-                pass
-            self._stop.wait(self.every)
-
-    def __enter__(self):
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join()
 
     def at(self, port, t):
         """Bytes the receiver had on that connection at monotonic time t (the last sample

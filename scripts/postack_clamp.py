@@ -108,42 +108,6 @@ def patch_configs(margin):
 _pe_config, _ie_config = pe.config, ie.weir_config
 
 
-class Buffer:
-    """The class's buffer every 0.2 s (Fig. 8's figures), on this host's clock: rows of a
-    weir that ran before the current one (its uptime was larger) are dropped."""
-
-    def __init__(self, tb):
-        self.tb, self.rows, self._stop = tb, [], threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self._stop.wait(pe.STATS_INTERVAL):
-            try:
-                up, q, b, a, _ = pe.gateway_counters(self.tb)
-            except Exception:  # noqa: BLE001 - a half-written stats file
-                continue
-            if self.rows and up < self.rows[-1][1]:
-                self.rows.clear()      # weir restarted: its counters start again
-            self.rows.append((time.monotonic(), up, q, b, a))
-
-    def __enter__(self):
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join()
-
-    def figures(self, t_from, t_to):
-        """(class bytes/s, data packets queued mean and peak, ACKs held peak) between
-        t_from and t_to (time.monotonic())."""
-        r = [x for x in self.rows if t_from <= x[0] <= t_to]
-        if len(r) < 2:
-            return 0.0, 0.0, 0, 0
-        rate = (r[-1][3] - r[0][3]) / (r[-1][0] - r[0][0])
-        return rate, sum(x[2] for x in r) / len(r), max(x[2] for x in r), max(x[4] for x in r)
-
-
 def probe(tb, src, dst, seconds, out):
     """ping src -> dst twice a second, waiting up to 60 s for each reply: RTTs in ms,
     and how many got none."""
@@ -153,38 +117,31 @@ def probe(tb, src, dst, seconds, out):
     out.extend(rtts)
 
 
-class Watch:
+class Watch(pe.Periodic):
     """Once a second: the senders' srtt (ss -ti) from `skip` s on, and the gateway's
     drop counter with its time."""
 
+    every = 1.0
+
     def __init__(self, tb, hosts, skip=4.0):
+        super().__init__()
         self.tb, self.hosts, self.skip = tb, hosts, skip
-        self.srtt, self.drops, self._stop = [], [], threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
+        self.srtt, self.drops = [], []
+        self._t0 = time.monotonic()
 
-    def _run(self):
-        t0 = time.monotonic()
-        while not self._stop.wait(1.0):
-            try:
-                c = pe.gateway_counters(self.tb)
-                self.drops.append((time.monotonic(), c[0], c[4]))
-            except Exception:  # noqa: BLE001 - a half-written stats file
-                pass
-            if time.monotonic() - t0 < self.skip:
-                continue
-            for h in self.hosts:
-                out = self.tb.run(h, ["ss", "-tin", "state", "established",
-                                      "( sport >= :6000 and sport <= :6099 )"],
-                                  timeout=10, check=False).stdout
-                self.srtt += [float(x) for x in re.findall(r"\brtt:([\d.]+)/", out)]
-
-    def __enter__(self):
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join()
+    def sample(self):
+        try:
+            c = pe.gateway_counters(self.tb)
+            self.drops.append((time.monotonic(), c[0], c[4]))
+        except Exception:  # noqa: BLE001 - a half-written stats file; the srtt still counts
+            pass
+        if time.monotonic() - self._t0 < self.skip:
+            return
+        for h in self.hosts:
+            out = self.tb.run(h, ["ss", "-tin", "state", "established",
+                                  "( sport >= :6000 and sport <= :6099 )"],
+                              timeout=10, check=False).stdout
+            self.srtt += [float(x) for x in re.findall(r"\brtt:([\d.]+)/", out)]
 
     def drops_at(self, t):
         """The drop counter at time t, of the weir running at the end (a restart
@@ -252,8 +209,8 @@ def case_b(tb, margin, secs):
     rtts = []
     pr = threading.Thread(target=probe, args=(tb, tb.lan_hosts[0], tb.wan_hosts[0], secs - 15,
                                               rtts), daemon=True)
-    with Watch(tb, tb.lan_hosts, skip=10.0) as w, Buffer(tb) as s:
-        t0 = time.monotonic()
+    with Watch(tb, tb.lan_hosts, skip=10.0) as w, pe.Sampler(tb) as s:
+        t0, s0 = time.monotonic(), s.now()
         timer = threading.Timer(10.0, pr.start)
         timer.start()
         row, _, _ = ie.run(tb, ie.CAPDIR, "postack", "sat", secs, 30, 20, 0.9)
@@ -261,7 +218,8 @@ def case_b(tb, margin, secs):
         d_end, d_after = drops_after_end(tb, w, t_end)
         pr.join(timeout=90)
     # While the transfers ran (from 10 s: the senders' first windows are in flight).
-    rate, qmean, qmax, acks = s.figures(t0 + 10.0, t0 + secs)
+    rate = s.rate_between(s0 + 10.0, s0 + secs)
+    qmean, qmax, acks = s.buffer_between(s0 + 10.0, s0 + secs)
     clamped, unknown = stats_row(tb)
     med, p90 = srtt_summary(w.srtt)
     rtts.sort()
