@@ -497,9 +497,12 @@ weir_stats_json(const struct weir_app *app)
 		struct weir_worker_info wi;
 		struct weir_worker_counters wc;
 
+		struct weir_postack_stats pa;
+		json_t *wo;
+
 		weir_worker_info(app->workers[i], &wi);
 		weir_worker_port_counters(app->workers[i], &wc);
-		json_array_append_new(workers, json_pack("{s:i, s:i, s:I, s:I, s:I, s:f, s:I, s:I, s:{s:I, s:I}}",
+		wo = json_pack("{s:i, s:i, s:I, s:I, s:I, s:f, s:I, s:I, s:{s:I, s:I}}",
 			"lcore", (int)app->cfg.worker_lcores[i], "queue", (int)wi.queue,
 			"loops", (json_int_t)wi.loops, "idle_loops", (json_int_t)wi.idle_loops,
 			"sleeps", (json_int_t)wi.sleeps, "busy_s", (double)wi.busy_tsc / hz,
@@ -507,7 +510,15 @@ weir_stats_json(const struct weir_app *app)
 			"rate_updates", (json_int_t)wi.rate_updates,
 			/* Frames of flows split across workers, by rx port. */
 			"flow_split", "lan", (json_int_t)wc.port[WEIR_PORT_LAN].flow_split,
-				      "wan", (json_int_t)wc.port[WEIR_PORT_WAN].flow_split));
+				      "wan", (json_int_t)wc.port[WEIR_PORT_WAN].flow_split);
+		/* Which worker holds and paces ACKs (TCR's few held ACKs are
+		 * missed by sampling acks_held; these only grow). */
+		json_object_set_new(wo, "postack", weir_worker_postack_stats(app->workers[i], &pa) != 0
+				    ? json_null()
+				    : json_pack("{s:I, s:I, s:I}", "held", (json_int_t)pa.held,
+						"paced", (json_int_t)pa.paced,
+						"acks_held", (json_int_t)pa.in_use));
+		json_array_append_new(workers, wo);
 	}
 	o = json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:I, "
 			 "s:o, s:{s:I, s:I, s:I, s:o, s:o, s:I, s:I}, s:{s:I, s:I}}",
