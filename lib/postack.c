@@ -632,13 +632,6 @@ postack_bdp(const struct weir_worker *w, int d, uint32_t slot, uint16_t leaf)
 	return (w->cls_ctr[d][leaf].share_bytes_per_tick * (uint64_t)w->pa->q[d][slot].rtt) >> 32;
 }
 
-/* The data asked of d's sender within its round trip (0 when unknown). */
-static inline uint64_t
-postack_on_way(const struct weir_worker *w, int d, uint32_t slot, uint64_t now)
-{
-	return weir_postack_on_way(w->pa, d, slot, now);
-}
-
 /*
  * Is flow f over its share in data direction d, with qlen of its packets
  * queued? Fig. 14's rule says yes from one packet on: right for a sender
@@ -669,7 +662,7 @@ postack_over(const struct weir_worker *w, const struct weir_flow *f, int d, uint
 	 * delayed ACK asks for (two segments): the paper's rule, as before. */
 	if (bdp < 2 * seg)
 		return (uint64_t)qlen * seg > bdp >> 1;
-	return (uint64_t)qlen * seg + postack_on_way(w, d, slot, now) > bdp + (bdp >> WEIR_PA_TARGET_SHIFT);
+	return (uint64_t)qlen * seg + weir_postack_on_way(w->pa, d, slot, now) > bdp + (bdp >> WEIR_PA_TARGET_SHIFT);
 }
 
 /*
@@ -804,6 +797,7 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 	const uint32_t flows = c->active ? c->active : 1;
 	const uint32_t seg = f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460;
 	const int64_t bdp = (int64_t)postack_bdp(w, d, slot, leaf);
+	const int64_t on_way = bdp ? (int64_t)weir_postack_on_way(w->pa, d, slot, now) : 0;
 	uint64_t cgap, fgap;
 
 	/* A far sender (two segments of BDP or more) whose data queued in the
@@ -813,7 +807,7 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 	 * An ACK goes now; what it asks for counts on its way at once, so
 	 * this stops as soon as enough is asked for. */
 	if (bdp >= 2 * (int64_t)seg &&
-	    (int64_t)weir_cbq_leaf_qlen(w->shaper[d], leaf) * seg + (int64_t)postack_on_way(w, d, slot, now) <
+	    (int64_t)weir_cbq_leaf_qlen(w->shaper[d], leaf) * seg + on_way <
 		    bdp + (int64_t)WEIR_PACED_BACKLOG * seg) {
 		tf->out = 0;
 		w->pa->st.caught_up++;
@@ -832,7 +826,7 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 		 * stop every TCP flow's ACKs (issue 17 item 4). */
 		if (weir_mode_data_qlen(w, f, d, slot) != 0 &&
 		    paced_backlogged(w->shaper[d], leaf, w->tsc_hz / 1000, cgap,
-				     bdp ? (int64_t)postack_on_way(w, d, slot, now) - bdp : 0, seg))
+				     bdp ? on_way - bdp : 0, seg))
 			return 0;
 		c->pace_next = RTE_MAX(c->pace_next + cgap, now - cgap);
 	}

@@ -322,103 +322,6 @@ ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 
 /* ---- classification and admission (once per flow, not per packet) ---- */
 
-/* The per-flow share of leaf `leaf` on this worker (its rate over the
- * flows active in it), as bytes per TSC tick (<< 32) and ticks per byte
- * (<< 16), and its ceil's share (PostACK's clamp): the divisions happen
- * here, when the active count or the
- * worker's rate changes, not per ACK. A share is at least 1 bit/s; the
- * pacing arithmetic stays bounded by the gap clamp in tcr.c. */
-void
-weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf)
-{
-	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
-	uint64_t share = weir_cbq_rate(w->shaper[d], leaf) / RTE_MAX(c->active, 1u);
-
-	if (share == 0)
-		share = 1;
-	c->share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->tsc_hz));
-	c->share_ticks_per_byte = (uint64_t)(((unsigned __int128)8 * w->tsc_hz << 16) / share);
-	share = RTE_MAX(weir_cbq_ceil(w->shaper[d], leaf) / RTE_MAX(c->active, 1u), share);
-	c->ceil_share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->tsc_hz));
-}
-
-/*
- * Which flows a share divides among (issue 17 item 4b): the ones that sent
- * data in the class within the last activity period or the one before,
- * not every connection counted in it (an idle ssh session or HTTP
- * keep-alive would take a share it never uses). One compare per data
- * packet: a flow marks the period it was last seen in; a period rolls on
- * the first packet after it ends. Admission (flow_min) still counts every
- * admitted flow: it reserves, where a share divides what is there now.
- */
-#define WEIR_ACTIVE_PERIOD_MS 200
-/* Periods count 1..127; a flow's mark with this bit: one frame seen in the period. */
-#define WEIR_ACTIVE_ONCE 0x80
-
-/*
- * A period is at least two round trips (handshake, both sides) of the
- * flows counted in the last one, at most 4 s (issue 19 item 5): a flow
- * whose window is cut to its share sends one burst per round trip, and
- * over a 200 ms period of a 900 ms path most such flows were missed; the
- * share of the few counted (a whole class's BDP) was then written into
- * their windows, which no later ACK may take back (RFC 7323 2.4). Two
- * round trips: the queue the window's target allows adds to the base.
- * ipabr's periods follow its own measured round trips (lib/ipabr.c).
- */
-static void
-period_roll(struct weir_worker *w, struct weir_class_counters *c, int d, uint16_t leaf,
-	    uint64_t now)
-{
-	const uint64_t p = RTE_MIN(RTE_MAX(w->tsc_hz / 1000 * WEIR_ACTIVE_PERIOD_MS, 2 * c->rtt_max),
-				   4 * w->tsc_hz);
-	uint32_t active = now >= c->period_end + p ? 0 : c->active_cur;  /* quiet a whole period */
-
-	c->period = (uint8_t)(c->period >= WEIR_ACTIVE_ONCE - 1 ? 1 : c->period + 1);
-	c->active_cur = 0;
-	c->rtt_max = 0;
-	c->period_end = now + p;
-	if (active != c->active) {
-		c->active = active;
-		weir_wk_share_update(w, d, leaf);
-	}
-}
-
-static inline void
-note_active(struct weir_worker *w, struct weir_flow *f, int d, uint16_t leaf, uint64_t now)
-{
-	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
-
-	if (unlikely(now >= c->period_end))
-		period_roll(w, c, d, leaf, now);
-	if (likely(f->active_mark[d] == c->period))
-		return;
-	/* A flow's first data frame in a period only marks it; the second
-	 * counts it. One frame (a DNS query, an ICMPv6 router solicitation, a
-	 * keep-alive) took a whole share for a period: a lone bulk flow's TCR
-	 * window halved at 150 ms when a host's router solicitation crossed
-	 * its class (issue 23). */
-	if (f->active_mark[d] != (c->period | WEIR_ACTIVE_ONCE)) {
-		f->active_mark[d] = (uint8_t)(c->period | WEIR_ACTIVE_ONCE);
-		return;
-	}
-	f->active_mark[d] = c->period;
-	if (w->pa != NULL) {
-		const uint32_t slot = weir_flow_slot(w->flows, f);
-		const uint64_t rtt = (uint64_t)w->pa->q[0][slot].rtt + w->pa->q[1][slot].rtt;
-
-		c->rtt_max = RTE_MAX(c->rtt_max, rtt);
-	}
-	/* A share is three divisions: when thousands of flows wake in one
-	 * period (a start, a busy hour) re-divide at each new flow only up to
-	 * 64, then each time the count grew by 1/32 (shares at most 3 % too
-	 * large until then); the period's end sets the exact count. */
-	if (++c->active_cur > c->active &&
-	    (c->active_cur <= 64 || c->active_cur - c->active >= c->active >> 5)) {
-		c->active = c->active_cur;
-		weir_wk_share_update(w, d, leaf);
-	}
-}
-
 /* Add delta to the flow counts of the flow's classes. */
 static void
 flow_count(struct weir_worker *w, const struct weir_flow *f, int32_t delta)
@@ -652,7 +555,7 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	if (unlikely(t->lm_flags & WEIR_LM_EXEMPT) && f != NULL)
 		weir_mbuf_meta(m)->pkt.plain = 1;
 	else if (f != NULL && weir_mbuf_meta(m)->pkt.payload_len > 0)
-		note_active(w, f, from, leaf, now);
+		weir_wk_note_active(w, f, from, leaf, now);
 	ops = frame_mode(w, t->mode[from], m, from, true);
 	/* Once one frame is queued the tree is not empty, so every later
 	 * frame queues behind it: no flow is reordered. */

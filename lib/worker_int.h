@@ -25,6 +25,32 @@ weir_wk_shaped_qid(const struct weir_worker *w, const struct weir_policy_target 
 void weir_wk_flow_uncount(struct weir_worker *w, struct weir_flow *f);
 bool weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target);
 void weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf);
+
+/* lib/worker_active.c: the flows a class's per-flow share divides among
+ * (issue 17 item 4b: those that sent data in the last activity period or
+ * the one before, not every connection). */
+#define WEIR_ACTIVE_PERIOD_MS 200
+/* Periods count 1..127; a flow's mark with this bit: one frame seen in the period. */
+#define WEIR_ACTIVE_ONCE 0x80
+void weir_wk_period_roll(struct weir_worker *w, struct weir_class_counters *c, int d,
+			 uint16_t leaf, uint64_t now);
+void weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c,
+			 struct weir_flow *f, int d, uint16_t leaf);
+
+/* A data frame of flow f in leaf `leaf` of direction d: one compare per
+ * frame, the period rolled on the first frame after it ends. */
+static inline void
+weir_wk_note_active(struct weir_worker *w, struct weir_flow *f, int d, uint16_t leaf,
+		    uint64_t now)
+{
+	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
+
+	if (unlikely(now >= c->period_end))
+		weir_wk_period_roll(w, c, d, leaf, now);
+	if (likely(f->active_mark[d] == c->period))
+		return;
+	weir_wk_active_mark(w, c, f, d, leaf);
+}
 /* lib/worker_marker.c: the markers of the policy in force (0 or -errno);
  * release what they hold to the out-arrays and free them (policy switch);
  * free them and what they hold, counted dropped (shutdown). */
