@@ -10,7 +10,6 @@
 #include <rte_prefetch.h>
 
 #include "mbuf_meta.h"
-#include "lastmile.h"
 #include "mode.h"
 #include "pep.h"
 #include "postack_store.h"
@@ -57,17 +56,6 @@ count_unmanaged(struct weir_port_counters *pc, const struct weir_pkt *p)
 	else
 		pc->non_ip++;
 	return false;
-}
-
-/* The flow's leaf in direction d; WEIR_CBQ_NONE when it was classified
- * under an earlier policy (its packets were moved at the switch, and the
- * flow is re-classified on its next packet). */
-static inline uint16_t
-flow_leaf(const struct weir_worker *w, const struct weir_flow *f, int d)
-{
-	if (unlikely(f->class_gen != w->gen8 || f->class_id >= w->policy->n_targets))
-		return WEIR_CBQ_NONE;
-	return w->policy->targets[f->class_id].leaf[d];
 }
 
 /* ---- the out-arrays: the one place frames leave from ---- */
@@ -138,188 +126,6 @@ weir_worker_out(struct weir_worker *w, int to, struct rte_mbuf *m)
 	w->ctr.port[to ^ 1].forwarded++;
 }
 
-unsigned int
-weir_mode_release(struct weir_worker *w, int d, uint32_t slot, uint32_t max,
-		  enum weir_postack_why why)
-{
-	struct rte_mbuf *acks[WEIR_BURST_MAX];
-	unsigned int n, total = 0;
-
-	/* Held ACKs of data direction d travel the other way: out of port d. */
-	while (total < max &&
-	       (n = weir_postack_release(w->pa, d, slot, acks, RTE_MIN(max - total, (uint32_t)WEIR_BURST_MAX),
-					 why)) > 0) {
-		for (unsigned int i = 0; i < n; i++)
-			weir_worker_out(w, d, acks[i]);
-		total += n;
-	}
-	return total;
-}
-
-/* Flow f ends here: the ACKs it holds go, and each mode of its leaves
- * gives back what it kept. */
-static void
-mode_end(struct weir_worker *w, struct weir_flow *f)
-{
-	uint32_t slot = weir_flow_slot(w->flows, f);
-
-	if (unlikely(f->shape & WEIR_FSH_PEP))
-		weir_pep_end(w, f, slot);       /* its copies, whatever the class is now */
-
-	if (w->pa != NULL)
-		for (int d = 0; d < WEIR_PORT__COUNT; d++)
-			if (weir_postack_len(w->pa, d, slot) > 0)
-				weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
-	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		uint16_t leaf = flow_leaf(w, f, d);
-		const struct weir_mode_ops *ops;
-
-		if (leaf == WEIR_CBQ_NONE)
-			continue;
-		ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
-		if (ops->end != NULL && (d == 0 || ops != weir_mode(w->policy->targets[f->class_id].mode[0])))
-			ops->end(w, f, slot);
-	}
-}
-
-enum weir_verdict
-weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot,
-	       struct rte_mbuf *m, uint64_t now)
-{
-	struct rte_mbuf *evicted;
-	unsigned int n_ev;
-	int held;
-
-	f->shape |= (uint8_t)WEIR_FSH_HELD(d);
-	held = weir_postack_hold(w->pa, d, slot, m, now, &evicted, &n_ev);
-	if (n_ev > 0)
-		weir_worker_out(w, d, evicted);
-	if (held)
-		return WEIR_V_TAKEN;
-	/* No record free: what is held goes, then m after it. */
-	weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
-	return WEIR_V_PASS;
-}
-
-uint32_t
-weir_mode_data_qlen(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot)
-{
-	uint16_t leaf;
-
-	if (w->shaper[d] == NULL)
-		return 0;
-	leaf = flow_leaf(w, f, d);
-	/* A fifo leaf's frames share one queue: any of them may be the flow's. */
-	if (leaf != WEIR_CBQ_NONE &&
-	    (weir_mode(w->policy->targets[f->class_id].mode[d])->flags & WEIR_MODEF_SHARED_QUEUE))
-		return weir_cbq_leaf_qlen(w->shaper[d], leaf);
-	return weir_drr_qlen(weir_cbq_qtab(w->shaper[d]), slot);
-}
-
-bool
-weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t leaf)
-{
-	return w->shaper[d] != NULL && weir_cbq_young(w->shaper[d], leaf, f->bytes[d]);
-}
-
-/* A handshake packet: time both sides (lib/postack.c); once both are
- * known, each direction's CoDel follows the flow's round trip. */
-static void
-handshake(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p, int a,
-	  uint32_t slot, uint64_t now)
-{
-	uint64_t rtt;
-
-	weir_postack_track(w->pa, f, p, a, slot, now);
-	rtt = (uint64_t)weir_postack_measured_rtt(w->pa, 0, slot) *
-	      weir_postack_measured_rtt(w->pa, 1, slot);
-	if (rtt == 0)
-		return;         /* a side still unknown */
-	rtt = (uint64_t)weir_postack_measured_rtt(w->pa, 0, slot) +
-	      weir_postack_measured_rtt(w->pa, 1, slot);
-	for (int d = 0; d < WEIR_PORT__COUNT; d++)
-		if (w->shaper[d] != NULL)
-			weir_cbq_flow_rtt(w->shaper[d], slot, rtt);
-}
-
-/*
- * A TCP packet of flow f travelling a, with ACK control on (an ACK store):
- * its ACKs answer data direction d = a ^ 1. Anything but a pure ACK (data,
- * SYN, FIN, RST) first releases what the flow holds, so nothing overtakes
- * a held ACK; FIN and RST release both directions' (the connection is
- * ending). A pure ACK is the mode's of direction d to decide. Returns true
- * when the mode took the packet.
- */
-static bool
-ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum weir_dir a,
-	    uint64_t now)
-{
-	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
-	const int d = a ^ 1;
-	const uint32_t slot = weir_flow_slot(w->flows, f);
-	const struct weir_mode_ops *ops;
-	uint16_t leaf;
-	uint32_t held;
-
-	/* Only handshake packets time anything: no call for the rest. */
-	if (unlikely((p->tcp_flags & WEIR_TCP_SYN) || f->pkts[a] == 2))
-		handshake(w, f, p, a, slot, now);
-	/* pep's state outlives its class (lib/pep.h): a flow it keeps copies
-	 * for has all its TCP packets looked at, and R's ACKs for data the
-	 * gateway already acknowledged are taken. */
-	if (unlikely(f->shape & WEIR_FSH_PEP) && weir_pep_packet(w, f, m, p, a, slot, now))
-		return true;
-	/* The flow entry says whether ACKs may be held: the store is not
-	 * touched for flows that never held any. */
-	held = 0;
-	if (f->shape & WEIR_FSH_HELD(d)) {
-		held = weir_postack_len(w->pa, d, slot);
-		if (held == 0)
-			f->shape &= (uint8_t)~WEIR_FSH_HELD(d);
-	}
-	/* A last mile: its host's windows clamped to its pipe + buffer. */
-	if (unlikely(w->policy->targets[f->class_id].lm_flags != 0))
-		weir_lastmile_clamp(w, f, m, p, a, slot, &w->policy->targets[f->class_id]);
-	if ((p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_FIN | WEIR_TCP_RST | WEIR_TCP_URG |
-			     WEIR_TCP_ACK)) != WEIR_TCP_ACK || p->payload_len > 0) {
-		if (held > 0)
-			weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
-		if ((p->tcp_flags & (WEIR_TCP_FIN | WEIR_TCP_RST)) && (f->shape & WEIR_FSH_HELD(a)))
-			weir_mode_release(w, a, slot, UINT32_MAX, WEIR_PA_FLUSH);
-		return false;
-	}
-	leaf = w->policy->targets[f->class_id].leaf[d];
-	if (leaf == WEIR_CBQ_NONE || weir_lastmile_exempt(w->policy, f))
-		return false;   /* unshaped, or out of per-flow fairness: no ACK mode */
-	ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
-	if (ops->ack == NULL)
-		return false;
-	return ops->ack(w, f, m, p, a, slot, leaf, held, now) != WEIR_V_PASS;
-}
-
-/* The watchdog's look at a flow holding ACKs: its mode's tick says how
- * many go. Held ACKs no mode controls any more (the flow was moved) go
- * once the flow is idle. */
-static uint32_t
-ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
-	    enum weir_postack_why *why)
-{
-	struct weir_worker *w = arg;
-	const struct weir_flow *f = weir_flow_by_slot(w->flows, slot);
-	uint16_t leaf = flow_leaf(w, f, d);
-	const struct weir_mode_ops *ops;
-
-	if (leaf != WEIR_CBQ_NONE) {
-		ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
-		if (ops->tick != NULL)
-			return ops->tick(w, f, d, slot, leaf, now, held, why);
-	}
-	if (weir_mode_data_qlen(w, f, d, slot) != 0)
-		return 0;
-	*why = WEIR_PA_IDLE;
-	return weir_postack_idle(w->pa, d, slot, now, f->last_tsc) ? held : 0;
-}
-
 /* ---- classification and admission (once per flow, not per packet) ---- */
 
 /* Add delta to the flow counts of the flow's classes. */
@@ -327,7 +133,7 @@ static void
 flow_count(struct weir_worker *w, const struct weir_flow *f, int32_t delta)
 {
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		uint16_t leaf = flow_leaf(w, f, d);
+		uint16_t leaf = weir_wk_flow_leaf(w, f, d);
 
 		if (leaf == WEIR_CBQ_NONE)
 			continue;
@@ -368,7 +174,7 @@ weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 {
 	const struct weir_policy *pol = w->policy;
 	uint32_t slot = weir_flow_slot(w->flows, f);
-	uint16_t old[WEIR_PORT__COUNT] = { flow_leaf(w, f, 0), flow_leaf(w, f, 1) };
+	uint16_t old[WEIR_PORT__COUNT] = { weir_wk_flow_leaf(w, f, 0), weir_wk_flow_leaf(w, f, 1) };
 	bool refused = false;
 
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
@@ -395,7 +201,7 @@ weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 	 * its queue lives in the leaf its class names (drain, expiry and the
 	 * next move look there). ACKs held against its old class go now. */
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		uint16_t leaf = flow_leaf(w, f, d);
+		uint16_t leaf = weir_wk_flow_leaf(w, f, d);
 
 		if (leaf == WEIR_CBQ_NONE || old[d] == leaf || old[d] == WEIR_CBQ_NONE)
 			continue;
@@ -410,7 +216,7 @@ weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 	f->shape = (uint8_t)((f->shape & ~WEIR_FSH_REFUSED) | WEIR_FSH_COUNTED);
 	flow_count(w, f, 1);
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		uint16_t leaf = flow_leaf(w, f, d);
+		uint16_t leaf = weir_wk_flow_leaf(w, f, d);
 
 		if (leaf == WEIR_CBQ_NONE)
 			continue;
@@ -808,7 +614,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 					continue;
 				}
 				if (w->pa != NULL && weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP &&
-				    ack_control(w, f, m, (enum weir_dir)from, now))
+				    weir_wk_ack_control(w, f, m, (enum weir_dir)from, now))
 					continue;       /* held */
 			}
 		}
@@ -917,7 +723,7 @@ drain_queue(struct weir_worker *w, const struct weir_flow *f, bool forward)
 
 		if (w->shaper[dir] == NULL)
 			continue;
-		leaf = f != NULL ? flow_leaf(w, f, dir) : w->policy->tree[dir].default_leaf;
+		leaf = f != NULL ? weir_wk_flow_leaf(w, f, dir) : w->policy->tree[dir].default_leaf;
 		if (leaf == WEIR_CBQ_NONE)
 			continue;       /* classified under an earlier policy: nothing queued */
 		while ((n = weir_cbq_drain(w->shaper[dir], leaf, qid, pkts, WEIR_BURST_MAX)) > 0) {
@@ -946,7 +752,7 @@ evict_flow(struct weir_flow *f, const struct weir_flow_key *key, void *arg)
 		weir_sa_table_put(w->sa, weir_flow_slot(w->flows, f));
 	if (w->policy == NULL)
 		return;
-	mode_end(w, f);
+	weir_wk_mode_end(w, f);
 	drain_queue(w, f, true);
 	weir_wk_flow_uncount(w, f);
 	if (w->conf.end_flow_events && f->policy_epoch != 0)
@@ -1010,7 +816,7 @@ weir_worker_postack_idle(struct weir_worker *w, uint64_t now)
 
 	if (w->pa == NULL || w->pa->ring_n == 0)
 		return 0;
-	n = weir_postack_watchdog(w->pa, now, 8, ring_decide, w, out, dir_of, WEIR_BURST_MAX);
+	n = weir_postack_watchdog(w->pa, now, 8, weir_wk_ring_decide, w, out, dir_of, WEIR_BURST_MAX);
 	for (unsigned int i = 0; i < n; i++)
 		weir_worker_out(w, dir_of[i], out[i]);  /* data direction d's ACKs: out of port d */
 	return n;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: what lib/worker.c shares with lib/worker_policy.c (policy switches,
- * hook commands, rate shares): the worker's own, not an interface.
+ * weir: what lib/worker.c shares with the files beside it (worker_policy.c:
+ * policy switches and hook commands; worker_active.c: rate shares;
+ * worker_ack.c: the ACK modes' calls): the worker's own, not an interface.
  */
 #ifndef WEIR_WORKER_INT_H
 #define WEIR_WORKER_INT_H
@@ -22,6 +23,17 @@ weir_wk_shaped_qid(const struct weir_worker *w, const struct weir_policy_target 
 		return w->unmanaged_qid + 1 + t->leaf[d];
 	return f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
 }
+/* The flow's leaf in direction d; WEIR_CBQ_NONE when it was classified
+ * under an earlier policy (its packets were moved at the switch, and the
+ * flow is re-classified on its next packet). */
+static inline uint16_t
+weir_wk_flow_leaf(const struct weir_worker *w, const struct weir_flow *f, int d)
+{
+	if (unlikely(f->class_gen != w->gen8 || f->class_id >= w->policy->n_targets))
+		return WEIR_CBQ_NONE;
+	return w->policy->targets[f->class_id].leaf[d];
+}
+
 void weir_wk_flow_uncount(struct weir_worker *w, struct weir_flow *f);
 bool weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target);
 void weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf);
@@ -51,6 +63,16 @@ weir_wk_note_active(struct weir_worker *w, struct weir_flow *f, int d, uint16_t 
 		return;
 	weir_wk_active_mark(w, c, f, d, leaf);
 }
+/* lib/worker_ack.c: a TCP packet of flow f travelling a, to its ACK mode
+ * (true: the mode took it); the watchdog's look at a flow holding ACKs (how
+ * many go, and why); flow f ends (held ACKs go, modes give back what they
+ * kept). */
+bool weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
+			 enum weir_dir a, uint64_t now);
+uint32_t weir_wk_ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
+			     enum weir_postack_why *why);
+void weir_wk_mode_end(struct weir_worker *w, struct weir_flow *f);
+
 /* lib/worker_marker.c: the markers of the policy in force (0 or -errno);
  * release what they hold to the out-arrays and free them (policy switch);
  * free them and what they hold, counted dropped (shutdown). */

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: the worker's side of the mode interface (lib/mode.h) for modes that
+ * control ACKs: which mode a TCP packet's ACKs belong to, the ACK store's
+ * hold and release into the out-arrays, the handshake's timing, the
+ * watchdog's question to a mode, and a flow's end. The decisions are the
+ * modes' (lib/postack.c, tcr.c, ipabr.c, pep.c, lastmile.c); this is where
+ * the worker asks them.
+ */
+#include <rte_common.h>
+
+#include "cbq.h"
+#include "lastmile.h"
+#include "mbuf_meta.h"
+#include "mode.h"
+#include "pep.h"
+#include "postack_store.h"
+#include "worker.h"
+#include "worker_int.h"
+
+unsigned int
+weir_mode_release(struct weir_worker *w, int d, uint32_t slot, uint32_t max,
+		  enum weir_postack_why why)
+{
+	struct rte_mbuf *acks[WEIR_BURST_MAX];
+	unsigned int n, total = 0;
+
+	/* Held ACKs of data direction d travel the other way: out of port d. */
+	while (total < max &&
+	       (n = weir_postack_release(w->pa, d, slot, acks, RTE_MIN(max - total, (uint32_t)WEIR_BURST_MAX),
+					 why)) > 0) {
+		for (unsigned int i = 0; i < n; i++)
+			weir_worker_out(w, d, acks[i]);
+		total += n;
+	}
+	return total;
+}
+
+/* Flow f ends here: the ACKs it holds go, and each mode of its leaves
+ * gives back what it kept. */
+void
+weir_wk_mode_end(struct weir_worker *w, struct weir_flow *f)
+{
+	uint32_t slot = weir_flow_slot(w->flows, f);
+
+	if (unlikely(f->shape & WEIR_FSH_PEP))
+		weir_pep_end(w, f, slot);       /* its copies, whatever the class is now */
+
+	if (w->pa != NULL)
+		for (int d = 0; d < WEIR_PORT__COUNT; d++)
+			if (weir_postack_len(w->pa, d, slot) > 0)
+				weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		uint16_t leaf = weir_wk_flow_leaf(w, f, d);
+		const struct weir_mode_ops *ops;
+
+		if (leaf == WEIR_CBQ_NONE)
+			continue;
+		ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
+		if (ops->end != NULL && (d == 0 || ops != weir_mode(w->policy->targets[f->class_id].mode[0])))
+			ops->end(w, f, slot);
+	}
+}
+
+enum weir_verdict
+weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot,
+	       struct rte_mbuf *m, uint64_t now)
+{
+	struct rte_mbuf *evicted;
+	unsigned int n_ev;
+	int held;
+
+	f->shape |= (uint8_t)WEIR_FSH_HELD(d);
+	held = weir_postack_hold(w->pa, d, slot, m, now, &evicted, &n_ev);
+	if (n_ev > 0)
+		weir_worker_out(w, d, evicted);
+	if (held)
+		return WEIR_V_TAKEN;
+	/* No record free: what is held goes, then m after it. */
+	weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
+	return WEIR_V_PASS;
+}
+
+uint32_t
+weir_mode_data_qlen(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot)
+{
+	uint16_t leaf;
+
+	if (w->shaper[d] == NULL)
+		return 0;
+	leaf = weir_wk_flow_leaf(w, f, d);
+	/* A fifo leaf's frames share one queue: any of them may be the flow's. */
+	if (leaf != WEIR_CBQ_NONE &&
+	    (weir_mode(w->policy->targets[f->class_id].mode[d])->flags & WEIR_MODEF_SHARED_QUEUE))
+		return weir_cbq_leaf_qlen(w->shaper[d], leaf);
+	return weir_drr_qlen(weir_cbq_qtab(w->shaper[d]), slot);
+}
+
+bool
+weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t leaf)
+{
+	return w->shaper[d] != NULL && weir_cbq_young(w->shaper[d], leaf, f->bytes[d]);
+}
+
+/* A handshake packet: time both sides (lib/postack.c); once both are
+ * known, each direction's CoDel follows the flow's round trip. */
+static void
+handshake(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p, int a,
+	  uint32_t slot, uint64_t now)
+{
+	uint64_t rtt;
+
+	weir_postack_track(w->pa, f, p, a, slot, now);
+	rtt = (uint64_t)weir_postack_measured_rtt(w->pa, 0, slot) *
+	      weir_postack_measured_rtt(w->pa, 1, slot);
+	if (rtt == 0)
+		return;         /* a side still unknown */
+	rtt = (uint64_t)weir_postack_measured_rtt(w->pa, 0, slot) +
+	      weir_postack_measured_rtt(w->pa, 1, slot);
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		if (w->shaper[d] != NULL)
+			weir_cbq_flow_rtt(w->shaper[d], slot, rtt);
+}
+
+/*
+ * A TCP packet of flow f travelling a, with ACK control on (an ACK store):
+ * its ACKs answer data direction d = a ^ 1. Anything but a pure ACK (data,
+ * SYN, FIN, RST) first releases what the flow holds, so nothing overtakes
+ * a held ACK; FIN and RST release both directions' (the connection is
+ * ending). A pure ACK is the mode's of direction d to decide. Returns true
+ * when the mode took the packet.
+ */
+bool
+weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum weir_dir a,
+	    uint64_t now)
+{
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+	const int d = a ^ 1;
+	const uint32_t slot = weir_flow_slot(w->flows, f);
+	const struct weir_mode_ops *ops;
+	uint16_t leaf;
+	uint32_t held;
+
+	/* Only handshake packets time anything: no call for the rest. */
+	if (unlikely((p->tcp_flags & WEIR_TCP_SYN) || f->pkts[a] == 2))
+		handshake(w, f, p, a, slot, now);
+	/* pep's state outlives its class (lib/pep.h): a flow it keeps copies
+	 * for has all its TCP packets looked at, and R's ACKs for data the
+	 * gateway already acknowledged are taken. */
+	if (unlikely(f->shape & WEIR_FSH_PEP) && weir_pep_packet(w, f, m, p, a, slot, now))
+		return true;
+	/* The flow entry says whether ACKs may be held: the store is not
+	 * touched for flows that never held any. */
+	held = 0;
+	if (f->shape & WEIR_FSH_HELD(d)) {
+		held = weir_postack_len(w->pa, d, slot);
+		if (held == 0)
+			f->shape &= (uint8_t)~WEIR_FSH_HELD(d);
+	}
+	/* A last mile: its host's windows clamped to its pipe + buffer. */
+	if (unlikely(w->policy->targets[f->class_id].lm_flags != 0))
+		weir_lastmile_clamp(w, f, m, p, a, slot, &w->policy->targets[f->class_id]);
+	if ((p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_FIN | WEIR_TCP_RST | WEIR_TCP_URG |
+			     WEIR_TCP_ACK)) != WEIR_TCP_ACK || p->payload_len > 0) {
+		if (held > 0)
+			weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
+		if ((p->tcp_flags & (WEIR_TCP_FIN | WEIR_TCP_RST)) && (f->shape & WEIR_FSH_HELD(a)))
+			weir_mode_release(w, a, slot, UINT32_MAX, WEIR_PA_FLUSH);
+		return false;
+	}
+	leaf = w->policy->targets[f->class_id].leaf[d];
+	if (leaf == WEIR_CBQ_NONE || weir_lastmile_exempt(w->policy, f))
+		return false;   /* unshaped, or out of per-flow fairness: no ACK mode */
+	ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
+	if (ops->ack == NULL)
+		return false;
+	return ops->ack(w, f, m, p, a, slot, leaf, held, now) != WEIR_V_PASS;
+}
+
+/* The watchdog's look at a flow holding ACKs: its mode's tick says how
+ * many go. Held ACKs no mode controls any more (the flow was moved) go
+ * once the flow is idle. */
+uint32_t
+weir_wk_ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
+	    enum weir_postack_why *why)
+{
+	struct weir_worker *w = arg;
+	const struct weir_flow *f = weir_flow_by_slot(w->flows, slot);
+	uint16_t leaf = weir_wk_flow_leaf(w, f, d);
+	const struct weir_mode_ops *ops;
+
+	if (leaf != WEIR_CBQ_NONE) {
+		ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
+		if (ops->tick != NULL)
+			return ops->tick(w, f, d, slot, leaf, now, held, why);
+	}
+	if (weir_mode_data_qlen(w, f, d, slot) != 0)
+		return 0;
+	*why = WEIR_PA_IDLE;
+	return weir_postack_idle(w->pa, d, slot, now, f->last_tsc) ? held : 0;
+}
