@@ -32,8 +32,15 @@ void
 weir_wk_flow_uncount(struct weir_worker *w, struct weir_flow *f)
 {
 	if (f->shape & WEIR_FSH_COUNTED) {
-		if (f->class_gen == w->gen8)    /* else counted in counters since replaced */
+		if (f->class_gen == w->gen8) {  /* else counted in counters since replaced */
 			flow_count(w, f, -1);
+			for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+				uint16_t leaf = weir_wk_flow_leaf(w, f, d);
+
+				if (leaf != WEIR_CBQ_NONE)
+					weir_wk_active_forget(w, f, d, leaf);
+			}
+		}
 		f->shape &= (uint8_t)~WEIR_FSH_COUNTED;
 	}
 }

@@ -48,6 +48,7 @@ void weir_wk_period_roll(struct weir_worker *w, struct weir_class_counters *c, i
 			 uint16_t leaf, uint64_t now);
 void weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c,
 			 struct weir_flow *f, int d, uint16_t leaf);
+void weir_wk_active_forget(struct weir_worker *w, struct weir_flow *f, int d, uint16_t leaf);
 
 /* A data frame of flow f in leaf `leaf` of direction d: one compare per
  * frame, the period rolled on the first frame after it ends. */

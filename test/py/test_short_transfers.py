@@ -79,9 +79,12 @@ def median_fetch(tb, mode, n=3):
 
 @pytest.mark.parametrize("mode", ["tcr", "postack", "postack-paced"])
 def test_lone_download_as_fast_as_pfq(st_tb, mode):
-    """A lone 1 MB download on an idle link: within 1.2x of pfq's time (tcr took 19 s),
-    postack-paced within 1.5x (its on-off pacing still costs; docs/postack.md)."""
-    bound = 1.5 if mode == "postack-paced" else 1.2
+    """A lone 1 MB download on an idle link, each right after the one before (a new
+    connection each): within 1.1x of pfq's time. tcr took 19 s; then, until a closed
+    connection stopped taking a share, tcr 1.11x and postack 1.09x (the previous
+    download's share for a period); measured 1.00-1.03x since (issue 23 item 2's goal:
+    5 %)."""
+    bound = 1.1
 
     def run():
         return median_fetch(st_tb, "pfq"), median_fetch(st_tb, mode)

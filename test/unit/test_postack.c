@@ -1260,6 +1260,53 @@ test_tcr(void)
 	rig_free(&r);
 }
 
+/* A connection that ends takes no share from then on (issue 23 item 2: a
+ * 1 MB download right after a 100 KB one from the same host ran at half
+ * the class under TCR for a period, 658 against 590 ms at 40 ms): an RST
+ * takes flow 2 out of the class's active flows at once, and the share
+ * returns to the whole class. */
+static void
+test_closed_flow_share(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_TCR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	const struct weir_class_counters *c;
+	uint64_t whole;
+
+	if (rig_make_pa(&r, &pc, "pa_closed", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	two_flows_wan_40ms(&r, t0);
+	c = &r.w->cls_ctr[0][1];
+	whole = c->share_bytes_per_tick;
+	for (int i = 0; i < 2; i++) {   /* two data frames each: both count */
+		feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1 + 100 * (uint32_t)i, 100), 0, t0 + 41 * ms);
+		feed(&r, UP(1 + 100 * (uint32_t)i, 100), 0, t0 + 41 * ms);
+	}
+	while (pull1(&r, t0 + 41 * ms))
+		;
+	CHECK(c->active == 2 && c->share_bytes_per_tick < whole * 6 / 10,
+	      "two active flows, half the class each (%u)", c->active);
+	feed(&r, tcp_frame(0, 2, 4001, 1, 80, RST | ACK, 201, 0), 0, t0 + 42 * ms);
+	while (pull1(&r, t0 + 42 * ms))
+		;
+	CHECK(c->active == 1 && c->share_bytes_per_tick == whole && c->flows == 1,
+	      "the reset flow's share is the other's at once (active %u, flows %u)", c->active,
+	      c->flows);
+	/* Flow 1 sends on: still one active flow when the period rolls. */
+	feed(&r, UP(201, 100), 0, t0 + 300 * ms);
+	feed(&r, UP(301, 100), 0, t0 + 301 * ms);
+	while (pull1(&r, t0 + 301 * ms))
+		;
+	CHECK(c->active == 1, "after the roll: one (%u)", c->active);
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
 /* A share of a few bit/s (a tiny class among thousands of flows) spaces
  * TCR's ACKs at most a second apart, and its clock never wraps: `now - gap`
  * with a gap longer than the TSC's value left next_release near 2^64 and
@@ -1634,6 +1681,7 @@ main(int argc, char **argv)
 	test_far_sender();
 	test_on_way();
 	test_tcr();
+	test_closed_flow_share();
 	test_tcr_tiny_share();
 	test_tcr_catchup();
 	test_paced();
