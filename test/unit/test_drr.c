@@ -296,6 +296,37 @@ test_new_flows(void)
 	weir_drr_qtab_free(t);
 }
 
+/* Young flows that start together share the new list a quantum each, not
+ * one whole budget after another (issue 23 item 4: 32 bulk flows starting
+ * together on a 1.5 Mbit/s class were served one at a time for the first
+ * 44 s, 256 KiB each; every flow's queue emptied at each of its turns, so
+ * its CoDel never dropped, and slow start left 2,800 packets queued). */
+static void
+test_young_together(void)
+{
+	struct weir_drr_qtab *t = weir_drr_qtab_create(64, 200, SOCKET_ID_ANY);
+	struct weir_drr d;
+	uint32_t sent[4] = { 0 }, fl;
+
+	weir_drr_init(&d, t, 1500, 0);
+	d.young = 100000;
+	for (uint32_t i = 0; i < 60; i++)
+		for (uint32_t q = 0; q < 4; q++)
+			weir_drr_enqueue_young(&d, q, mk(q, i, 1000), 0);
+	/* 40 packets: each flow 10 (a quantum is 1.5 packets: 8-12). */
+	for (int i = 0; i < 40; i++) {
+		fl = next_flow(&d);
+		CHECK(fl < 4, "a young flow sends (%u)", fl);
+		sent[fl]++;
+	}
+	for (uint32_t q = 0; q < 4; q++)
+		CHECK(sent[q] >= 8 && sent[q] <= 12, "young flow %u sent %u of 40: %u %u %u %u", q,
+		      sent[q], sent[0], sent[1], sent[2], sent[3]);
+	while (next_flow(&d) != UINT32_MAX)
+		;
+	weir_drr_qtab_free(t);
+}
+
 /* Young flows (lib/drr.h): a flow that has sent less than d.young bytes
  * stays on the new list for the rest of its budget, not one quantum, still
  * at most about half of the leaf while old flows wait; a flow past its
@@ -676,6 +707,7 @@ main(int argc, char **argv)
 	test_move_idle();
 	test_new_flows();
 	test_young();
+	test_young_together();
 	test_codel();
 	test_codel_at_rest();
 	test_codel_answer();
