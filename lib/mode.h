@@ -124,8 +124,9 @@ unsigned int weir_mode_release(struct weir_worker *w, int d, uint32_t slot, uint
 enum weir_verdict weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot,
 				 struct rte_mbuf *m, uint64_t now);
 /* Is flow f young in data direction d (within its leaf's young-flow budget,
- * lib/drr.h)? DRR serves it ahead of bulk flows; a mode that holds or
- * paces ACKs lets it run too, or the head start would be taken back. */
+ * lib/drr.h) beside an active flow that is not? DRR serves it ahead of bulk
+ * flows; a mode that holds or paces ACKs lets it run too, or the head start
+ * would be taken back. Among young flows only, nobody is ahead. */
 bool weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t leaf);
 /* Frames of slot waiting in direction d's class tree (for a fifo leaf, any
  * frame in its shared queue: the flow's own cannot be told apart). */

@@ -166,6 +166,11 @@ struct weir_class_counters {
 	 * per-flow share divides the class's rate by. */
 	uint32_t active;
 	uint32_t active_cur;    /* flows seen in the current period */
+	/* Of those, the young ones (their leaf's young budget not yet sent
+	 * when counted): a young flow is ahead of others only while some
+	 * active flow is not (weir_mode_young). */
+	uint32_t young;
+	uint32_t young_cur;
 	uint64_t period_end;    /* TSC the current period ends */
 	uint64_t rtt_max;       /* largest round trip of a flow counted this period: the next one's length */
 	uint8_t period;         /* its number, as flows mark it (never 0) */

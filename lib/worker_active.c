@@ -59,6 +59,9 @@ weir_wk_period_roll(struct weir_worker *w, struct weir_class_counters *c, int d,
 				   4 * w->tsc_hz);
 	uint32_t active = now >= c->period_end + p ? 0 : c->active_cur;  /* quiet a whole period */
 
+	c->young = active != 0 ? RTE_MIN(c->young_cur, active) : 0;
+	c->young_cur = 0;
+
 	c->period = (uint8_t)(c->period >= WEIR_ACTIVE_ONCE - 1 ? 1 : c->period + 1);
 	c->active_cur = 0;
 	c->rtt_max = 0;
@@ -95,6 +98,8 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
 	 * period (a start, a busy hour) re-divide at each new flow only up to
 	 * 64, then each time the count grew by 1/32 (shares at most 3 % too
 	 * large until then); the period's end sets the exact count. */
+	if (weir_cbq_young(w->shaper[d], leaf, f->bytes[d]) && ++c->young_cur > c->young)
+		c->young = c->young_cur;
 	if (++c->active_cur > c->active &&
 	    (c->active_cur <= 64 || c->active_cur - c->active >= c->active >> 5)) {
 		c->active = c->active_cur;
@@ -123,6 +128,11 @@ weir_wk_active_forget(struct weir_worker *w, struct weir_flow *f, int d, uint16_
 		return;                 /* not counted, or only seen once */
 	if (m == c->period && c->active_cur > 0)
 		c->active_cur--;
+	if (weir_cbq_young(w->shaper[d], leaf, f->bytes[d])) {
+		if (m == c->period && c->young_cur > 0)
+			c->young_cur--;
+		c->young = RTE_MAX(c->young > 0 ? c->young - 1 : 0, c->young_cur);
+	}
 	active = RTE_MAX(c->active > 0 ? c->active - 1 : 0, c->active_cur);
 	if (active != c->active) {
 		c->active = active;

@@ -932,24 +932,41 @@ test_share_clamp(void)
 	rte_pktmbuf_free(b);
 	rig_free(&r);
 
-	/* Young, budget 80000 (one flow active: all of it; under the rig's
-	 * ack_limit of 64 segments): cut to 80000 while young, never left of
-	 * that edge once grown up, then to the window. */
-	if (clamp_rig(&r, "pa_young2", 80000) != 0) {
+	/* Young, budget 160000, beside an active flow that has sent its own
+	 * (two active, one young: the counters as a period would leave them):
+	 * the budget over the active flows, 80000 (under the rig's ack_limit
+	 * of 64 segments), while young, never left of that edge once grown up,
+	 * then to the window. Alone, or among young flows only, nobody is
+	 * ahead: cut as a grown-up flow. */
+	if (clamp_rig(&r, "pa_young2", 160000) != 0) {
 		CHECK(0, "rig");
 		return;
 	}
 	clamp_handshake(&r, t0);
 	b = ack_frame(1, 1000, 65535);
 	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 7 * ms) == 1 &&
+	      win_of(b) >= units - 2 && win_of(b) <= units + 2,
+	      "a lone young flow: nobody to be ahead of, cut to the window (%u, want %u)",
+	      win_of(b), units);
+	rte_pktmbuf_free(b);
+	{
+		const struct weir_flow *f0 = weir_flow_by_slot(r.w->flows, 0);
+		uint16_t lf = r.w->policy->targets[f0->class_id].leaf[0];
+
+		r.w->cls_ctr[0][lf].active = 2;
+		r.w->cls_ctr[0][lf].young = 1;
+	}
+	b = ack_frame(1, 1000, 65535);
+	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 7 * ms) == 1 &&
 	      win_of(b) == (80000 + 127) / 128 && cksum4_ok(b),
-	      "a lone young flow: its young budget (%u, want %u)", win_of(b), (80000 + 127) / 128);
+	      "a young flow beside a grown-up one: its share of the young budget (%u, want %u)",
+	      win_of(b), (80000 + 127) / 128);
 	rte_pktmbuf_free(b);
 	b = ack_frame(1, 1000, 100);
 	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 7 * ms) == 1 && win_of(b) == 100,
 	      "a smaller offer is never raised (%u)", win_of(b));
 	rte_pktmbuf_free(b);
-	for (uint32_t k = 0; k < 70; k++) {
+	for (uint32_t k = 0; k < 120; k++) {
 		feed(&r, UP(1 + 1400 * k, 1400), 0, t0 + (8 + k) * ms);
 		drain_ms(&r, t0 + (8 + k) * ms, 1);
 	}
