@@ -287,6 +287,7 @@ def run(tb, cfgdir, mode, rate_kBps, n, duration, limit=0, cc=None, pairs=None, 
         flows = iperf_cport(tb, pairs, duration, cc, t)
     qmean, qmax, acks = s.buffer()
     drops = gateway_counters(tb)[4]
+    pa = tb.weir_stats().get("postack") if mode != "htb" else None
     # Per-second receiver reports overstate a flow after a loss: data held in
     # the receiver's out-of-order queue is all counted in the second the hole
     # fills. So goodput is what the receivers got over the whole run. The run
@@ -324,6 +325,11 @@ def run(tb, cfgdir, mode, rate_kBps, n, duration, limit=0, cc=None, pairs=None, 
         "iperf_errors": sum(1 for f in flows if f.error),
         "errors": sorted({str(f.error)[:120] for f in flows if f.error}),
         "series": [[round(v / 8e3, 1) for v in f.interval_bps] for f in flows],
+        # PostACK's counters at the end (which rule let ACKs go: paced,
+        # released, caught_up, limit_released...), for reading a run.
+        "postack": {k: v for k, v in (pa or {}).items()
+                    if k in ("held", "released", "paced", "caught_up", "flushed",
+                             "idle_released", "limit_released")},
     }
 
 
@@ -491,7 +497,7 @@ def fig8(out, quick, cfgdir):
                     print(f"fig8 n={n} limit={lim} {m}: {r['goodput_kBps']:.0f} KB/s (class {r['class_kBps']:.0f}) "
                           f"retx {r['retx_ratio']:.4f} data {r['data_pkts_mean']:.1f}/"
                           f"{r['data_pkts_peak']} iperf3 failed {r['iperf_errors']} {r['errors']} "
-                          f"per flow {r['per_flow_kBps']}", flush=True)
+                          f"per flow {r['per_flow_kBps']} postack {r['postack']}", flush=True)
     finally:
         tb.down()
     keys = ["mode", "flows", "limit", "goodput_kBps", "class_kBps", "retx_ratio",
