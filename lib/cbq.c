@@ -826,6 +826,12 @@ weir_cbq_leaf_qlen(const struct weir_cbq *c, uint16_t leaf)
 	return leaf < c->n && c->cls[leaf].is_leaf ? c->cls[leaf].drr.pkts : 0;
 }
 
+uint32_t
+weir_cbq_leaf_backlogged(const struct weir_cbq *c, uint16_t leaf)
+{
+	return leaf < c->n && c->cls[leaf].is_leaf ? weir_drr_backlogged(&c->cls[leaf].drr) : 0;
+}
+
 bool
 weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint64_t attained)
 {

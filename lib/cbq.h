@@ -198,6 +198,7 @@ uint64_t weir_cbq_rate(const struct weir_cbq *c, uint16_t cls);    /* bit/s now,
 uint64_t weir_cbq_ceil(const struct weir_cbq *c, uint16_t cls);    /* bit/s it may borrow up to */
 uint32_t weir_cbq_backlog(const struct weir_cbq *c);       /* packets queued in the tree */
 uint32_t weir_cbq_leaf_qlen(const struct weir_cbq *c, uint16_t leaf);      /* packets in a leaf */
+uint32_t weir_cbq_leaf_backlogged(const struct weir_cbq *c, uint16_t leaf); /* its flows with packets */
 /* Is a flow that has sent `attained` bytes young in leaf `leaf` (within its
  * young-flow budget, lib/drr.h)? */
 bool weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint64_t attained);
