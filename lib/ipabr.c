@@ -488,6 +488,38 @@ ipabr_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 	return 1;
 }
 
+/* A flow that ends or leaves the class gives its weight back at once, as
+ * the worker's own count does (weir_wk_active_forget): a 1 MB download
+ * fetched right after a 100 KB one over 10 ms shared the class with the
+ * finished one for a period and took 888 ms against pfq's 452. */
+static void
+ipabr_leave(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+	    uint16_t leaf)
+{
+	struct weir_ipabr *ia = ipabr_of(w);
+	struct weir_ipabr_flow *tf;
+	struct weir_ipabr_class *cs;
+	uint8_t prev;
+	uint32_t wsum;
+
+	RTE_SET_USED(f);
+	if (ia == NULL || ia->dir[d].policy != (const void *)w->policy)
+		return;         /* no state of this policy to correct */
+	tf = &ia->f[d][slot];
+	cs = &ia->dir[d].cls[leaf];
+	prev = cs->period == 1 ? UINT8_MAX : (uint8_t)(cs->period - 1);
+	if (tf->mark == 0 || (tf->mark != cs->period && tf->mark != prev))
+		return;
+	if (tf->mark == cs->period)
+		cs->wsum_cur -= RTE_MIN(cs->wsum_cur, (uint32_t)tf->weight);
+	wsum = RTE_MAX(cs->wsum - RTE_MIN(cs->wsum, (uint32_t)tf->weight), cs->wsum_cur);
+	tf->mark = 0;
+	if (wsum != cs->wsum) {
+		cs->wsum = wsum;
+		class_unit(cs);
+	}
+}
+
 const struct weir_mode_ops weir_mode_ipabr = {
 	.name = "ipabr",
 	.flags = WEIR_MODEF_ACKS,
@@ -498,4 +530,5 @@ const struct weir_mode_ops weir_mode_ipabr = {
 	.ack = ipabr_ack,
 	.sent = ipabr_sent,
 	.tick = ipabr_tick,
+	.leave = ipabr_leave,
 };

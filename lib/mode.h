@@ -95,6 +95,11 @@ struct weir_mode_ops {
 	uint32_t (*tick)(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
 			 uint16_t leaf, uint64_t now, uint32_t held, enum weir_postack_why *why);
 	void (*end)(struct weir_worker *w, const struct weir_flow *f, uint32_t slot);
+	/* Flow f no longer takes a share of leaf `leaf` of direction d (it
+	 * ended, expired, or moved): a mode that divides the class among its
+	 * active flows by its own count takes it out now, not a period later. */
+	void (*leave)(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+		      uint16_t leaf);
 };
 
 extern const struct weir_mode_ops weir_mode_fifo, weir_mode_pfq, weir_mode_postack,

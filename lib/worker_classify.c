@@ -37,8 +37,14 @@ weir_wk_flow_uncount(struct weir_worker *w, struct weir_flow *f)
 			for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 				uint16_t leaf = weir_wk_flow_leaf(w, f, d);
 
-				if (leaf != WEIR_CBQ_NONE)
-					weir_wk_active_forget(w, f, d, leaf);
+				const struct weir_mode_ops *ops;
+
+				if (leaf == WEIR_CBQ_NONE)
+					continue;
+				weir_wk_active_forget(w, f, d, leaf);
+				ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
+				if (ops->leave != NULL)
+					ops->leave(w, f, d, weir_flow_slot(w->flows, f), leaf);
 			}
 		}
 		f->shape &= (uint8_t)~WEIR_FSH_COUNTED;

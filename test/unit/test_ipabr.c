@@ -395,6 +395,14 @@ test_weights(void)
 	send_data(&r, 4001, 2001, 1000, t);
 	w1b = ack_win(&r, ack_of(4001, 3001, 65535), t + 40 * ms, NULL);
 	CHECK(w1b >= 3 * w1, "the stopped flow's share goes to the one still sending (%" PRId64 ")", w1b);
+	/* Flow 3 sends again, then resets: its weight goes at once, not a
+	 * period later (a finished download shared the class with the next). */
+	send_data(&r, 4003, 1001, 1000, t + 50 * ms);
+	CHECK(ia_of(&r)->dir[0].cls[1].wsum == 4, "both active again (%u)", ia_of(&r)->dir[0].cls[1].wsum);
+	feed(&r, tcp_frame(0, 1, 4003, 1, 80, RST | ACK, 2001, 0), 0, t + 51 * ms);
+	drain_out(&r, t + 51 * ms);
+	CHECK(ia_of(&r)->dir[0].cls[1].wsum == 1, "the reset flow's weight is gone (%u)",
+	      ia_of(&r)->dir[0].cls[1].wsum);
 	rig_free(&r);
 }
 
