@@ -259,7 +259,7 @@ weir_drr_peek(struct weir_drr *d, uint32_t *qid)
 			 * dropping while slow start queued 2,800 packets
 			 * (issue 23 item 4). A lone young flow is not held. */
 			if (q->deficit > 0 && d->new_visit >= d->quantum * q->weight &&
-			    d->q[id].next != id) {
+			    q->next != id) {
 				d->new_last = id;       /* rotate: the head becomes the tail */
 				d->new_visit_id = WEIR_DRR_NONE;
 				continue;

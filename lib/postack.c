@@ -753,25 +753,24 @@ const struct weir_mode_ops weir_mode_postack = {
 /* ---- postack-paced ---- */
 
 #define WEIR_PACED_BACKLOG 4u      /* packets a postack-paced class may have queued, at least */
+/* A class backlog of at most this many packets a backlogged flow is the
+ * paced flows' own (Fig. 8: 20-27 packets over 15-25 flows); more is a few
+ * long queues that do not answer pacing (a UDP flood at its flow_limit). */
+#define WEIR_PACED_SPREAD 4u
 
-/* Has the class WEIR_PACED_BACKLOG packets queued plus a millisecond's
- * worth (ms_ticks / cgap, cgap the ticks of one MSS at its rate), counting
+/* Has the class, qlen packets queued, WEIR_PACED_BACKLOG packets plus a
+ * millisecond's worth (ms_ticks / cgap, cgap the ticks of one MSS at its
+ * rate), counting
  * as queued what the flow's released ACKs asked for beyond its sender's
  * BDP (`extra` bytes, negative when less than a BDP is on its way: the
  * round trip's worth of data that has to be in flight for the queue not to
  * run dry, docs/results/fct/ack-loop.md)? Compared as
  * qlen + x - B >= ms / cgap, i.e. ms x seg < ((qlen - B + 1) x seg + extra)
  * x cgap, x = extra / seg: no division per tick. */
-/* A class backlog of at most this many packets a backlogged flow is the
- * paced flows' own (Fig. 8: 20-27 packets over 15-25 flows); more is a few
- * long queues that do not answer pacing (a UDP flood at its flow_limit). */
-#define WEIR_PACED_SPREAD 4
-
 static inline bool
-paced_backlogged(const struct weir_cbq *sh, uint16_t leaf, uint64_t ms_ticks, uint64_t cgap,
-		 int64_t extra, uint32_t seg)
+paced_backlogged(uint32_t qlen, uint64_t ms_ticks, uint64_t cgap, int64_t extra, uint32_t seg)
 {
-	const int64_t b = ((int64_t)weir_cbq_leaf_qlen(sh, leaf) - WEIR_PACED_BACKLOG) * seg + extra;
+	const int64_t b = ((int64_t)qlen - WEIR_PACED_BACKLOG) * seg + extra;
 
 	return b >= 0 && (int64_t)(ms_ticks * seg) < (b + seg) * (int64_t)(cgap | 1);
 }
@@ -803,6 +802,7 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 	const uint32_t seg = f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460;
 	const int64_t bdp = (int64_t)postack_bdp(w, d, slot, leaf);
 	const int64_t on_way = bdp ? (int64_t)weir_postack_on_way(w->pa, d, slot, now) : 0;
+	const uint32_t lqlen = weir_cbq_leaf_qlen(w->shaper[d], leaf);
 	uint64_t cgap, fgap;
 
 	/* A far sender (two segments of BDP or more) whose data queued in the
@@ -812,7 +812,7 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 	 * An ACK goes now; what it asks for counts on its way at once, so
 	 * this stops as soon as enough is asked for. */
 	if (bdp >= 2 * (int64_t)seg &&
-	    (int64_t)weir_cbq_leaf_qlen(w->shaper[d], leaf) * seg + on_way <
+	    (int64_t)lqlen * seg + on_way <
 		    bdp + (int64_t)WEIR_PACED_BACKLOG * seg) {
 		tf->out = 0;
 		w->pa->st.caught_up++;
@@ -834,11 +834,9 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 		 * got 0.000 of the class, issue 17 item 4). Ticking past a
 		 * spread backlog kept Fig. 8's class of 32 flows at its limit
 		 * (24 of 27 packets, 21 % retransmitted; 6 and 5 % before). */
-		if (paced_backlogged(w->shaper[d], leaf, w->tsc_hz / 1000, cgap,
-				     bdp ? on_way - bdp : 0, seg) &&
+		if (paced_backlogged(lqlen, w->tsc_hz / 1000, cgap, bdp ? on_way - bdp : 0, seg) &&
 		    (weir_mode_data_qlen(w, f, d, slot) != 0 ||
-		     weir_cbq_leaf_qlen(w->shaper[d], leaf) <=
-			     WEIR_PACED_SPREAD * weir_cbq_leaf_backlogged(w->shaper[d], leaf)))
+		     lqlen <= WEIR_PACED_SPREAD * weir_cbq_leaf_backlogged(w->shaper[d], leaf)))
 			return 0;
 		c->pace_next = RTE_MAX(c->pace_next + cgap, now - cgap);
 	}

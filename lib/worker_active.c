@@ -51,6 +51,21 @@ weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf)
  * round trips: the queue the window's target allows adds to the base.
  * ipabr's periods follow its own measured round trips (lib/ipabr.c).
  */
+/* The period before the current one (periods count 1..WEIR_ACTIVE_ONCE - 1). */
+static inline uint8_t
+period_prev(const struct weir_class_counters *c)
+{
+	return c->period == 1 ? WEIR_ACTIVE_ONCE - 1 : (uint8_t)(c->period - 1);
+}
+
+/* A count carried from the last period less one flow, never below what
+ * the current period has counted itself. */
+static inline uint32_t
+carried_less_one(uint32_t carried, uint32_t cur)
+{
+	return RTE_MAX(carried > 0 ? carried - 1 : 0, cur);
+}
+
 void
 weir_wk_period_roll(struct weir_worker *w, struct weir_class_counters *c, int d, uint16_t leaf,
 	    uint64_t now)
@@ -59,9 +74,8 @@ weir_wk_period_roll(struct weir_worker *w, struct weir_class_counters *c, int d,
 				   4 * w->tsc_hz);
 	uint32_t active = now >= c->period_end + p ? 0 : c->active_cur;  /* quiet a whole period */
 
-	c->young = active != 0 ? RTE_MIN(c->young_cur, active) : 0;
+	c->young = RTE_MIN(c->young_cur, active);
 	c->young_cur = 0;
-
 	c->period = (uint8_t)(c->period >= WEIR_ACTIVE_ONCE - 1 ? 1 : c->period + 1);
 	c->active_cur = 0;
 	c->rtt_max = 0;
@@ -82,14 +96,13 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
 	 * counts it. One frame (a DNS query, an ICMPv6 router solicitation, a
 	 * keep-alive) took a whole share for a period: a lone bulk flow's TCR
 	 * window halved at 150 ms when a host's router solicitation crossed
-	 * its class (issue 23). */
-	/* The two frames may be a period apart: a flow of a few packets a
-	 * period (32 flows in Fig. 8's 500 KB/s class send ~2 in 200 ms) was
-	 * missed whenever one fell out, the share was then divided among too
-	 * few and postack-paced's clocks ran fast (the class at its limit,
-	 * 13 % retransmitted; 5 % before). A flow seen in the last period
-	 * (once or counted) counts on its first frame in this one. */
-	const uint8_t prev = c->period == 1 ? WEIR_ACTIVE_ONCE - 1 : c->period - 1;
+	 * its class (issue 23). The two frames may be a period apart: a flow
+	 * of a few packets a period (32 flows in Fig. 8's 500 KB/s class send
+	 * ~2 in 200 ms) was missed whenever one fell out, the share was then
+	 * divided among too few and postack-paced's clocks ran fast (the class
+	 * at its limit, 13 % retransmitted; 5 % before). A flow seen in the
+	 * last period (once or counted) counts on its first frame in this one. */
+	const uint8_t prev = period_prev(c);
 	const uint8_t m = f->active_mark[d];
 
 	if (m != (c->period | WEIR_ACTIVE_ONCE) && m != prev && m != (prev | WEIR_ACTIVE_ONCE)) {
@@ -103,12 +116,12 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
 
 		c->rtt_max = RTE_MAX(c->rtt_max, rtt);
 	}
+	if (weir_cbq_young(w->shaper[d], leaf, f->bytes[d]) && ++c->young_cur > c->young)
+		c->young = c->young_cur;
 	/* A share is three divisions: when thousands of flows wake in one
 	 * period (a start, a busy hour) re-divide at each new flow only up to
 	 * 64, then each time the count grew by 1/32 (shares at most 3 % too
 	 * large until then); the period's end sets the exact count. */
-	if (weir_cbq_young(w->shaper[d], leaf, f->bytes[d]) && ++c->young_cur > c->young)
-		c->young = c->young_cur;
 	if (++c->active_cur > c->active &&
 	    (c->active_cur <= 64 || c->active_cur - c->active >= c->active >> 5)) {
 		c->active = c->active_cur;
@@ -128,21 +141,20 @@ void
 weir_wk_active_forget(struct weir_worker *w, struct weir_flow *f, int d, uint16_t leaf)
 {
 	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
-	const uint8_t prev = c->period == 1 ? WEIR_ACTIVE_ONCE - 1 : c->period - 1;
 	const uint8_t m = f->active_mark[d];
 	uint32_t active;
 
 	f->active_mark[d] = 0;          /* no period is 0: counted afresh wherever it goes */
-	if (m != c->period && m != prev)
+	if (m != c->period && m != period_prev(c))
 		return;                 /* not counted, or only seen once */
 	if (m == c->period && c->active_cur > 0)
 		c->active_cur--;
 	if (weir_cbq_young(w->shaper[d], leaf, f->bytes[d])) {
 		if (m == c->period && c->young_cur > 0)
 			c->young_cur--;
-		c->young = RTE_MAX(c->young > 0 ? c->young - 1 : 0, c->young_cur);
+		c->young = carried_less_one(c->young, c->young_cur);
 	}
-	active = RTE_MAX(c->active > 0 ? c->active - 1 : 0, c->active_cur);
+	active = carried_less_one(c->active, c->active_cur);
 	if (active != c->active) {
 		c->active = active;
 		weir_wk_share_update(w, d, leaf);

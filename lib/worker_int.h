@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: what lib/worker.c shares with the files beside it (worker_policy.c:
  * policy switches and hook commands; worker_active.c: rate shares;
- * worker_ack.c: the ACK modes' calls): the worker's own, not an interface.
+ * worker_ack.c: the ACK modes' calls; worker_classify.c: classification and
+ * admission): the worker's own, not an interface.
  */
 #ifndef WEIR_WORKER_INT_H
 #define WEIR_WORKER_INT_H

@@ -496,7 +496,6 @@ weir_stats_json(const struct weir_app *app)
 	for (unsigned int i = 0; i < app->n_workers; i++) {
 		struct weir_worker_info wi;
 		struct weir_worker_counters wc;
-
 		struct weir_postack_stats pa;
 		json_t *wo;
 
