@@ -865,6 +865,33 @@ drain_ms(struct rig *r, uint64_t from, unsigned int steps)
 			;
 }
 
+/* The window of the flow's first ACK from the receiver (1000 acked, 65535
+ * offered) after the handshake; 0 if it did not go on. */
+static uint16_t
+clamp_first_win(struct rig *r, uint64_t t0)
+{
+	const uint64_t ms = rte_get_tsc_hz() / 1000;
+	struct rte_mbuf *b = ack_frame(1, 1000, 65535);
+	uint16_t win = 0;
+
+	if (rig_process(r, &b, 1, WEIR_PORT_WAN, t0 + 7 * ms) == 1)
+		win = win_of(b);
+	rte_pktmbuf_free(b);
+	return win;
+}
+
+/* The class counters as a period leaves them with flow 0 young beside one
+ * active flow that has sent its budget: two active, one young. */
+static void
+young_beside_grown(struct rig *r)
+{
+	const struct weir_flow *f0 = weir_flow_by_slot(r->w->flows, 0);
+	uint16_t lf = r->w->policy->targets[f0->class_id].leaf[0];
+
+	r->w->cls_ctr[0][lf].active = 2;
+	r->w->cls_ctr[0][lf].young = 1;
+}
+
 /*
  * postack's share clamp in the worker: every ACK of an upload, passed or
  * held, advertises at most its share x the path's round trip (both sides
@@ -880,6 +907,7 @@ test_share_clamp(void)
 	struct rig r;
 	struct rte_mbuf *b;
 	uint32_t units = (want + 127) / 128, bytes;
+	uint16_t win;
 
 	if (clamp_rig(&r, "pa_share", 0) != 0) {
 		CHECK(0, "rig");
@@ -917,19 +945,19 @@ test_share_clamp(void)
 	rte_pktmbuf_free(b);
 	rig_free(&r);
 
-	/* Young, budget 20000 below the clamp's window: the young rule gives
-	 * the larger of the two, so the young flow is cut as a grown-up one. */
+	/* Young beside a grown-up flow, budget 20000 over 2 active flows below
+	 * the clamp's window: the young rule gives the larger of the two, so
+	 * the young flow is cut as a grown-up one. */
 	if (clamp_rig(&r, "pa_young", 20000) != 0) {
 		CHECK(0, "rig");
 		return;
 	}
 	clamp_handshake(&r, t0);
-	b = ack_frame(1, 1000, 65535);
-	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 7 * ms) == 1 &&
-	      win_of(b) >= units - 2 && win_of(b) <= units + 2,
+	young_beside_grown(&r);
+	win = clamp_first_win(&r, t0);
+	CHECK(win >= units - 2 && win <= units + 2,
 	      "a young flow whose budget is under the window: cut to the window (%u, want %u)",
-	      win_of(b), units);
-	rte_pktmbuf_free(b);
+	      win, units);
 	rig_free(&r);
 
 	/* Young, budget 160000, beside an active flow that has sent its own
@@ -943,19 +971,11 @@ test_share_clamp(void)
 		return;
 	}
 	clamp_handshake(&r, t0);
-	b = ack_frame(1, 1000, 65535);
-	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 7 * ms) == 1 &&
-	      win_of(b) >= units - 2 && win_of(b) <= units + 2,
+	win = clamp_first_win(&r, t0);
+	CHECK(win >= units - 2 && win <= units + 2,
 	      "a lone young flow: nobody to be ahead of, cut to the window (%u, want %u)",
-	      win_of(b), units);
-	rte_pktmbuf_free(b);
-	{
-		const struct weir_flow *f0 = weir_flow_by_slot(r.w->flows, 0);
-		uint16_t lf = r.w->policy->targets[f0->class_id].leaf[0];
-
-		r.w->cls_ctr[0][lf].active = 2;
-		r.w->cls_ctr[0][lf].young = 1;
-	}
+	      win, units);
+	young_beside_grown(&r);
 	b = ack_frame(1, 1000, 65535);
 	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 7 * ms) == 1 &&
 	      win_of(b) == (80000 + 127) / 128 && cksum4_ok(b),
