@@ -131,6 +131,15 @@ def test_short_download_beside_bulk_near_idle_speed(st_tb, mode):
 PAYLOAD_MAX = 20e6 * 1448 / (1514 + 24)
 
 
+def lone_steady_bps(tb, cc, reverse, duration):
+    """One iperf3 flow l1 <-> w1 alone in the class: its goodput from its 5th second on."""
+    flows = traffic.iperf_flows(tb, n=1, duration=duration, reverse=reverse, cc=cc,
+                                pairs=[("l1", "w1")])
+    assert flows[0].error is None, flows[0].error
+    steady = flows[0].interval_bps[4:]
+    return sum(steady) / len(steady)
+
+
 @pytest.mark.parametrize("mode", ["pfq", "tcr", "postack", "postack-paced"])
 def test_lone_bulk_download_fills_its_class(st_tb, mode):
     """One cubic download alone in the 20 Mbit/s class carries >= 0.9 of the payload the
@@ -138,11 +147,7 @@ def test_lone_bulk_download_fills_its_class(st_tb, mode):
     restart(st_tb, mode)
 
     def run():
-        flows = traffic.iperf_flows(st_tb, n=1, duration=10, reverse=True, cc="cubic",
-                                    pairs=[("l1", "w1")])
-        assert flows[0].error is None, flows[0].error
-        steady = flows[0].interval_bps[4:]
-        return sum(steady) / len(steady)
+        return lone_steady_bps(st_tb, "cubic", True, 10)
 
     # postack's and postack-paced's read 0.86-0.91 and 0.57-0.94 while their hold gates
     # saw only the queue (issue 23 cells 2 and 4, docs/results/fct/ack-loop.md); with
@@ -164,11 +169,7 @@ def test_lone_bbr_flow_fills_tcr_class(st_tb, reverse):
     restart(st_tb, "tcr")
 
     def run():
-        flows = traffic.iperf_flows(st_tb, n=1, duration=12, reverse=reverse, cc="bbr",
-                                    pairs=[("l1", "w1")])
-        assert flows[0].error is None, flows[0].error
-        steady = flows[0].interval_bps[4:]
-        return sum(steady) / len(steady)
+        return lone_steady_bps(st_tb, "bbr", reverse, 12)
 
     bps = measure_twice(run, lambda b: b >= 0.9 * PAYLOAD_MAX)
     print(f"lone bbr {'download' if reverse else 'upload'}, tcr: {bps / 1e6:.2f} Mbit/s, "
