@@ -522,7 +522,7 @@ ipabr_leave(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t sl
 
 const struct weir_mode_ops weir_mode_ipabr = {
 	.name = "ipabr",
-	.flags = WEIR_MODEF_ACKS,
+	.flags = WEIR_MODEF_ACKS | WEIR_MODEF_WINDOW,
 	.init = ipabr_init,
 	.fini = ipabr_fini,
 	.prepare = ipabr_prepare,

@@ -67,6 +67,7 @@ enum weir_verdict {
 #define WEIR_MODEF_SHARED_QUEUE 0x01    /* one queue per leaf, not per flow (fifo) */
 #define WEIR_MODEF_ACKS         0x02    /* uses the ACK store: needs postack queues */
 #define WEIR_MODEF_NO_CUT       0x04    /* frames always queue (no cut-through) */
+#define WEIR_MODEF_WINDOW       0x08    /* sizes its flows' windows to their share: they do not queue */
 
 struct weir_mode_ops {
 	const char *name;

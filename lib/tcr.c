@@ -204,7 +204,7 @@ tcr_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
 
 const struct weir_mode_ops weir_mode_tcr = {
 	.name = "tcr",
-	.flags = WEIR_MODEF_ACKS,
+	.flags = WEIR_MODEF_ACKS | WEIR_MODEF_WINDOW,
 	.ack = tcr_ack,
 	.sent = tcr_sent,
 	.tick = tcr_tick,
