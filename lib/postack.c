@@ -686,6 +686,11 @@ postack_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
 		return WEIR_V_PASS;
 	if (weir_mode_data_qlen(w, f, a, slot) != 0)
 		goto pass;      /* earlier frames of this direction still queued: keep order */
+	/* A young flow is served ahead of the bulk ones (lib/drr.h) at more
+	 * than its share: holding it to its share's BDP would cap its slow
+	 * start at a few segments beside bulk flows (issue 23 item 3). */
+	if (held == 0 && weir_mode_young(w, f, d, leaf))
+		goto pass;
 	over = postack_over(w, f, d, slot, leaf, weir_mode_data_qlen(w, f, d, slot), now);
 	if (held == 0 && !over)
 		goto pass;      /* not over its share: it goes on */
