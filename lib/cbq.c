@@ -258,6 +258,8 @@ weir_cbq_create(const struct weir_cbq_conf *conf)
 			k->drr.limit = UINT16_MAX;
 		k->evict = !cc->fifo;
 		k->drr.sparse = !cc->plain;
+		if (cc->new_quanta)
+			k->drr.new_quanta = RTE_MIN(cc->new_quanta, WEIR_DRR_NEW_QUANTA_MAX);
 		k->drr.young = cc->plain || cc->fifo ? 0 : RTE_MIN(cc->young, WEIR_DRR_YOUNG_MAX);
 		if (cc->aqm) {
 			k->drr.codel = c->qt->codel;

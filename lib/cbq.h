@@ -56,6 +56,7 @@ struct weir_cbq_class_conf {
 				 * such a leaf never cuts through (the manager sees every
 				 * arrival) */
 	uint32_t young;         /* leaf: young-flow budget in bytes (weir_drr.young); 0 = none */
+	uint8_t new_quanta;     /* leaf: the new-flows list's bound (weir_drr.new_quanta); 0 = default */
 };
 
 struct weir_cbq_conf {

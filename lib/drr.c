@@ -58,6 +58,7 @@ weir_drr_init(struct weir_drr *d, struct weir_drr_qtab *t, uint32_t quantum, uin
 	d->new_last = WEIR_DRR_NONE;
 	d->new_visit_id = WEIR_DRR_NONE;
 	d->sparse = 1;
+	d->new_quanta = WEIR_DRR_NEW_QUANTA_DEFAULT;
 	d->overhead = overhead;
 	d->limit = t->limit;
 	d->quantum = quantum ? quantum : WEIR_DRR_DEFAULT_QUANTUM + overhead;
@@ -229,7 +230,7 @@ old_backlogged(const struct weir_drr *d)
 static inline bool
 new_turn(const struct weir_drr *d)
 {
-	return d->new_last != WEIR_DRR_NONE && (old_backlogged(d) == 0 || d->new_run < d->quantum);
+	return d->new_last != WEIR_DRR_NONE && (old_backlogged(d) == 0 || d->new_run < d->quantum * d->new_quanta);
 }
 
 struct rte_mbuf *
@@ -332,7 +333,7 @@ drr_take(struct weir_drr *d, uint32_t id, struct rte_mbuf *m)
 		d->new_run = old_backlogged(d) ? d->new_run + wl : 0;
 		d->new_visit += wl;
 	} else {
-		if (d->new_last != WEIR_DRR_NONE && d->new_run >= d->quantum)
+		if (d->new_last != WEIR_DRR_NONE && d->new_run >= d->quantum * d->new_quanta)
 			d->new_deferred++;
 		d->new_run = 0;
 	}

@@ -105,6 +105,7 @@ struct weir_policy_tree_conf {
 	uint8_t qm;                             /* fifo leaves' queue manager (lib/qm.h) by default */
 	struct weir_qm_params qm_params;        /* its parameters (0 fields: defaults) */
 	uint32_t young;                         /* young-flow budget, bytes (lib/drr.h); 0 = none */
+	uint8_t new_quanta;                     /* the new-flows list's bound (lib/drr.h); 0 = default */
 };
 
 struct weir_policy_rule_conf {

@@ -106,6 +106,7 @@ struct weir_lua {
 	uint8_t qm;
 	struct weir_qm_params qm_params;
 	uint32_t young;
+	uint8_t new_quanta;
 	/* hooks */
 	bool in_hook;                   /* a hook is running: no declarations */
 	double now;                     /* weir.time() */
@@ -919,6 +920,7 @@ l_link(lua_State *L)
 	tc->qm = x->qm;
 	tc->qm_params = x->qm_params;
 	tc->young = x->young;
+	tc->new_quanta = x->new_quanta;
 	x->link_line[d] = line;
 	return 0;
 }
@@ -1604,6 +1606,7 @@ weir_lua_open(const char *path, const struct weir_policy_lua_limits *lim, char *
 	if (lim)
 		x->qm_params = lim->qm_params;
 	x->young = lim ? lim->young : WEIR_DRR_YOUNG_DEFAULT;
+	x->new_quanta = lim ? lim->new_quanta : WEIR_DRR_NEW_QUANTA_DEFAULT;
 	if (x->default_mode >= WEIR_MODE__COUNT)
 		x->default_mode = WEIR_MODE_POSTACK;
 	if (lim && lim->start_time > 0) {

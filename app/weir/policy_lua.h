@@ -44,6 +44,7 @@ struct weir_policy_lua_limits {
 	uint8_t qm;                     /* its fifo queue manager (shaping.aqm = "pqm"...) */
 	struct weir_qm_params qm_params;        /* shaping.red / shaping.pqm */
 	uint32_t young;                 /* the config's shaping.young_bytes */
+	uint8_t new_quanta;             /* the config's shaping.new_quanta */
 	/* The `now` clock (UNIX time, seconds) when the script is loaded:
 	 * timers count from it and weir.time() gives it until the first
 	 * hook. 0 = the real time. */

@@ -239,7 +239,8 @@ next_flow(struct weir_drr *d)
 /* New flows first (RFC 8290): a queue that becomes backlogged is served
  * ahead of the old ones for one quantum; one that empties and comes back
  * before its turn on the old list is not new again; a stream of new flows
- * gets at most a quantum between two packets of an old one (issue 23). */
+ * gets at most new_quanta quanta between two packets of an old one
+ * (issue 23). */
 static void
 test_new_flows(void)
 {
@@ -251,7 +252,7 @@ test_new_flows(void)
 	weir_drr_init(&d, t, 1500, 0);
 	/* Bulk flow 0: its first quantum (two 1000-byte packets) as a new
 	 * flow, then it is an old one. */
-	for (uint32_t i = 0; i < 20; i++)
+	for (uint32_t i = 0; i < 60; i++)
 		weir_drr_enqueue(&d, 0, mk(0, i, 1000));
 	CHECK(next_flow(&d) == 0 && next_flow(&d) == 0 && d.new_flows == 1, "bulk's first quantum");
 	/* Flow 1 arrives with two packets: both go before the bulk's next. */
@@ -270,18 +271,31 @@ test_new_flows(void)
 	CHECK(got[0] == 0 && got[3] != UINT32_MAX && (got[1] == 1 || got[2] == 1 || got[3] == 1),
 	      "round robin with the bulk (%u %u %u %u)", got[0], got[1], got[2], got[3]);
 	/* A scan: 30 new one-packet flows at once. The bulk still sends one
-	 * packet per quantum (two 1000-byte packets) of theirs. */
+	 * packet per new_quanta quanta (1: two 1000-byte packets, the
+	 * default 3: five) of theirs. */
 	while (next_flow(&d) == 1)
 		;
-	for (uint32_t k = 0; k < 30; k++)
-		weir_drr_enqueue(&d, 20 + k, mk(20 + k, 0, 1000));
-	for (int i = 0; i < 9; i++) {
-		uint32_t fl = next_flow(&d);
+	CHECK(d.new_quanta == WEIR_DRR_NEW_QUANTA_DEFAULT, "default bound %u", d.new_quanta);
+	for (uint32_t nq = 1; nq <= 3; nq += 2) {
+		const int period = nq == 1 ? 3 : 6;
+		const uint64_t deferred0 = d.new_deferred;
 
-		ok &= (i % 3 == 2) == (fl == 0);
+		d.new_quanta = (uint8_t)nq;
+		while (next_flow(&d) != 0)
+			;       /* the bound counts from an old packet */
+		for (uint32_t k = 0, q0 = nq == 1 ? 2 : 32; k < 30; k++)
+			weir_drr_enqueue(&d, q0 + k, mk(q0 + k, 0, 1000));
+		for (int i = 0; i < 3 * period; i++) {
+			uint32_t fl = next_flow(&d);
+
+			ok &= (i % period == period - 1) == (fl == 0);
+		}
+		CHECK(ok && d.new_deferred - deferred0 == 3,
+		      "new flows take at most %u/%u (deferred %lu)", nq, nq + 1,
+		      (unsigned long)(d.new_deferred - deferred0));
+		while (d.n_new > 0)
+			next_flow(&d);
 	}
-	CHECK(ok && d.new_deferred == 3, "new flows take at most half (deferred %lu)",
-	      (unsigned long)d.new_deferred);
 	while (next_flow(&d) != UINT32_MAX)
 		;
 	CHECK(d.pkts == 0 && d.n_listed == 0 && d.n_idle == 0, "empty");
@@ -329,7 +343,7 @@ test_young_together(void)
 
 /* Young flows (lib/drr.h): a flow that has sent less than d.young bytes
  * stays on the new list for the rest of its budget, not one quantum, still
- * at most about half of the leaf while old flows wait; a flow past its
+ * at most about 3/4 of the leaf while old flows wait; a flow past its
  * budget (or of unknown age) gets one quantum, as before. */
 static void
 test_young(void)
@@ -345,8 +359,8 @@ test_young(void)
 		weir_drr_enqueue_young(&d, 0, mk(0, i, 1000), 1000000);
 	CHECK(next_flow(&d) == 0 && next_flow(&d) == 0 && d.young_flows == 0, "old: no budget");
 	/* Flow 1 has sent 5000 bytes: 15000 left plus one quantum, so about
-	 * 17 of its 1000-byte packets go from the new list, alternating with
-	 * the bulk's (the bound), before it joins the old flows. */
+	 * 17 of its 1000-byte packets go from the new list, five (the bound's
+	 * three quanta) to each of the bulk's, before it joins the old flows. */
 	for (uint32_t i = 0; i < 40; i++)
 		weir_drr_enqueue_young(&d, 1, mk(1, i, 1000), 5000 + 1000 * i);
 	CHECK(d.young_flows == 1, "young budget given (%lu)", (unsigned long)d.young_flows);
@@ -355,9 +369,9 @@ test_young(void)
 		young_sent += fl == 1;
 		bulk_sent += fl == 0;
 	}
-	/* The bound: a quantum (here 1.5 packets, so 2) of the new list
+	/* The bound: three quanta (here 4.5 packets, so 5) of the new list
 	 * between two of the old flows' packets. */
-	CHECK(bulk_sent >= 8 && bulk_sent <= 9, "budget at about half the leaf: young %u bulk %u",
+	CHECK(bulk_sent >= 3 && bulk_sent <= 4, "budget at about 3/4 of the leaf: young %u bulk %u",
 	      young_sent, bulk_sent);
 	/* Budget spent: round robin, one quantum (1.5 packets) each. */
 	young_sent = bulk_sent = 0;
