@@ -15,8 +15,10 @@
  * share (mempool, caches, memory bandwidth) shows as scaling below N.
  *
  * Usage: weir-bench [EAL args] -- [--flows 1000,65536,1048576] [--packets N]
- *                   [--workers N] [--plain-drr] [--modes M,M] [--esp] [--json]
- * (--plain-drr: per-flow queues without the new-flows list and CoDel; --modes:
+ *                   [--workers N] [--plain-drr] [--no-newflows] [--no-codel]
+ *                   [--modes M,M] [--esp] [--json]
+ * (--plain-drr: per-flow queues without the new-flows list and CoDel, the
+ *  other two without one of them, to tell their costs apart; --modes:
  *  only these modes and the baseline, e.g. under cachegrind.
  *  --esp: the frames are ESP, one SA per flow, each SA's sequence numbers
  *  in order; only the modes up to +pfq-cut run, the ACK modes need TCP.
@@ -207,8 +209,9 @@ bench_sink_free(struct bench_sink *s)
 }
 
 /* --plain-drr: per-flow queues as before RFC 8290's new-flows list and
- * CoDel (the cost of both, measured against this). */
-static uint8_t plain_drr;
+ * CoDel (the cost of both, measured against this); --no-newflows and
+ * --no-codel: without one of them. */
+static uint8_t plain_list, no_codel;
 
 /* Workers of a --workers run set up their tables apart, then start the timed
  * part together, so they overlap for (nearly) all of it. */
@@ -271,8 +274,8 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		 * but none waits: the cost of the queueing path itself. */
 		const uint8_t sm = shape_mode(mode);
 		const struct weir_policy_conf pc = {
-			.tree = { { .rate = WEIR_CBQ_RATE_MAX, .mode = sm, .no_aqm = plain_drr },
-				  { .rate = WEIR_CBQ_RATE_MAX, .mode = sm, .no_aqm = plain_drr } },
+			.tree = { { .rate = WEIR_CBQ_RATE_MAX, .mode = sm, .no_aqm = no_codel },
+				  { .rate = WEIR_CBQ_RATE_MAX, .mode = sm, .no_aqm = no_codel } },
 		};
 		struct weir_cbq_class_conf cls[2];
 		struct weir_cbq_conf cc = {
@@ -300,7 +303,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 			cc.n_classes = weir_policy_cbq_classes(policy, d, 1, 1, cls);
 			for (uint16_t k = 0; k < cc.n_classes; k++)
-				cls[k].plain = plain_drr;
+				cls[k].plain = plain_list;
 			if ((shaper[d] = weir_cbq_create(&cc)) == NULL)
 				rte_exit(EXIT_FAILURE, "cannot create the shaper (raise -m)\n");
 		}
@@ -511,6 +514,8 @@ main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "plain-drr", no_argument, NULL, 'p' },
+		{ "no-newflows", no_argument, NULL, 'N' },
+		{ "no-codel", no_argument, NULL, 'C' },
 		{ "modes", required_argument, NULL, 'm' },
 		{ "esp", no_argument, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
@@ -533,7 +538,9 @@ main(int argc, char **argv)
 		case 'n': n_pkts = strtoull(optarg, NULL, 0); break;
 		case 'j': json = 1; break;
 		case 'w': n_workers = (unsigned int)strtoul(optarg, NULL, 0); break;
-		case 'p': plain_drr = 1; break;
+		case 'p': plain_list = no_codel = 1; break;
+		case 'N': plain_list = 1; break;
+		case 'C': no_codel = 1; break;
 		case 'm': {
 			/* A subset of modes, e.g. under valgrind --tool=cachegrind,
 			 * where each run costs minutes. */
@@ -556,7 +563,7 @@ main(int argc, char **argv)
 		case 'e': esp_frames = 1; break;
 		default:
 			fprintf(stderr, "usage: weir-bench [EAL] -- [--flows N,N] [--packets N] "
-					"[--workers N] [--plain-drr] [--modes M,M] [--esp] [--json]\n");
+					"[--workers N] [--plain-drr] [--no-newflows] [--no-codel] [--modes M,M] [--esp] [--json]\n");
 			return 2;
 		}
 	}
