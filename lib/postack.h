@@ -123,6 +123,21 @@ enum weir_postack_why { WEIR_PA_RULE = 0, WEIR_PA_FLUSH = 1, WEIR_PA_IDLE = 2, W
 unsigned int weir_postack_release(struct weir_postack *pa, int d, uint32_t slot,
 				  struct rte_mbuf **out, unsigned int max, enum weir_postack_why why);
 
+/* A byte clock over the ACKs held for (d, slot), oldest first: the first is
+ * due at *clock and each one moves it on by weir_postack_charge(its
+ * advance). Returns how many are due by `now` (at most max) and leaves
+ * *clock where the next one would be due. */
+unsigned int weir_postack_due(const struct weir_postack *pa, int d, uint32_t slot, uint64_t *clock,
+			      uint64_t now, uint64_t gap, uint32_t seg, unsigned int max);
+
+/* Ticks an ACK asking for adv bytes takes of a clock of `gap` ticks a
+ * segment: at least one gap (a duplicate ACK brings a retransmission). */
+static inline uint64_t
+weir_postack_charge(uint64_t gap, uint32_t adv, uint32_t seg)
+{
+	return adv <= seg ? gap : gap * adv / seg;
+}
+
 
 /*
  * Look at up to `budget` flows holding ACKs, in ring order, and ask

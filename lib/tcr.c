@@ -132,18 +132,28 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 					    (uint32_t)RTE_MIN(limit, (uint64_t)INT32_MAX)))
 			w->ctr.port[a].win_clamped++;
 	}
-	if (weir_mode_data_qlen(w, f, a, slot) != 0)
+	/* The clock runs on what ACKs ask for, not on their count: a delayed
+	 * ACK asks for two segments, and one gap per ACK let a class of 32
+	 * small shares (Fig. 8) send at up to twice its rate. A held ACK's
+	 * advance is taken when it is stored. */
+	if (weir_mode_data_qlen(w, f, a, slot) != 0) {
+		weir_postack_ack_adv(w->pa, d, slot, p->ack);
 		return WEIR_V_PASS;     /* behind a frame of its own direction: keep order */
+	}
 	if (held == 0 && (young || now >= tf->next_release)) {
-		tf->next_release = now + weir_tcr_pace_gap(w, f, d, leaf);
+		tf->next_release = now + weir_postack_charge(weir_tcr_pace_gap(w, f, d, leaf),
+							     weir_postack_ack_adv(w->pa, d, slot, p->ack),
+							     seg);
 		return WEIR_V_PASS;
 	}
 	/* Nothing of the flow waits and its class has no backlog: there is
 	 * room, and pacing would only slow its start (issue 23). The window
 	 * cut above still bounds it to its share. */
 	if (held == 0 && weir_mode_data_qlen(w, f, d, slot) == 0 &&
-	    weir_cbq_leaf_qlen(w->shaper[d], leaf) == 0)
+	    weir_cbq_leaf_qlen(w->shaper[d], leaf) == 0) {
+		weir_postack_ack_adv(w->pa, d, slot, p->ack);
 		return WEIR_V_PASS;
+	}
 	return weir_mode_hold(w, f, d, slot, m, now);
 }
 
@@ -167,9 +177,10 @@ tcr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint16
  * often later than one gap: releasing one ACK per look, with a single gap
  * of credit, let a late look lose its share's time for good, and a
  * bbr sender, which sets its rate from the delivery rate the ACKs show,
- * then sent below its share (issue 23). The clock itself moves as before:
- * a gap per ACK, and never more than one gap of credit behind `now`
- * afterwards, so what is owed stays bounded.
+ * then sent below its share (issue 23). The clock moves by what each ACK
+ * asks for (a gap per segment of its advance, at least one: a delayed ACK
+ * takes two) and never stays more than one gap of credit behind `now`, so
+ * what is owed stays bounded.
  */
 uint32_t
 weir_tcr_pace_owed(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
@@ -184,8 +195,8 @@ weir_tcr_pace_owed(struct weir_worker *w, const struct weir_flow *f, int d, uint
 		return 0;
 	if (now - from > cap)
 		from = now - cap;       /* a clock long stopped: at most the cap owed */
-	n = RTE_MIN((now - from) / gap + 1, (uint64_t)held);
-	from += n * gap;
+	n = weir_postack_due(w->pa, d, slot, &from, now, gap,
+			     f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460, held);
 	tf->next_release = RTE_MAX(from, now > gap ? now - gap : now);
 	/* More held: have the loop awake when the next is due, not after an
 	 * idle sleep of up to 1 ms (a gap is 58 us at 200 Mbit/s). */
