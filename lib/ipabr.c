@@ -320,7 +320,10 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 	struct weir_ipabr_class *cs = class_of(w, ia, d, leaf, now);
 	const struct weir_postack_q *q = &w->pa->q[d][slot];
 	const bool had_edge = q->flags & WEIR_PAQ_RE_VALID;
-	const uint32_t old_edge = q->re_max;
+	/* The furthest edge the sender has seen: the cut ACKs' or one an
+	 * uncut packet (the request, a SYN+ACK) showed it. */
+	const uint32_t old_edge = (q->flags & WEIR_PAQ_SEEN_VALID) && weir_seq_lt(q->re_max, q->seen_max) ?
+				  q->seen_max : q->re_max;
 	const uint8_t weight = w->policy->targets[f->class_id].weight;
 	uint32_t seg = 0, ratio16 = 0;     /* set before use: the fallback is never paced */
 	uint64_t rtt, alloc = 0, opt;
@@ -455,6 +458,23 @@ ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint
 		return;
 	} else {
 		tf->snd_max = end;
+	}
+	/* Data past every edge weir saw: the sender was shown one it did not
+	 * see (the handshake's window, say), and may send up to it without
+	 * waiting for an ACK. The running sample is no answer; no sample
+	 * starts below it (seen_max). */
+	if (tf->flags & WEIR_IPABR_ACK_SEEN) {
+		struct weir_postack_q *q = &w->pa->q[d][slot];
+
+		if ((q->flags & WEIR_PAQ_RE_VALID) && weir_seq_lt(q->re_max, end) &&
+		    (!(q->flags & WEIR_PAQ_SEEN_VALID) || weir_seq_lt(q->seen_max, end))) {
+			q->seen_max = end;
+			q->flags |= WEIR_PAQ_SEEN_VALID;
+			if (tf->left_tsc != 0) {
+				tf->left_tsc = 0;
+				ia->st.left_unseen++;
+			}
+		}
 	}
 	if (tf->left_tsc != 0 && weir_seq_lt(tf->left_seq, end)) {
 		weir_ipabr_filter(&tf->rtt_left, now - tf->left_tsc);

@@ -89,6 +89,7 @@ struct weir_ipabr_stats {
 	uint64_t rtt_right;     /* round-trip samples taken, receiver side */
 	uint64_t rtt_left;      /* sender side (ACK clock) */
 	uint64_t karn;          /* samples abandoned: the timed segment was retransmitted */
+	uint64_t left_unseen;   /* sender-side samples abandoned: it sent past every edge seen */
 	uint64_t sub_mss;       /* ACKs of flows allocated below a segment per RTT (paced) */
 	uint64_t unknown;       /* ACKs passed untouched: handshake (scale) or round trip unknown */
 	uint64_t no_ack;        /* flows whose ACKs were never seen (asymmetric): pfq */
