@@ -146,13 +146,15 @@ def test_short_download_beside_bulk_near_idle_speed(st_tb, mode):
     assert loaded <= 1.3 * idle, (idle, loaded)
 
 
-@pytest.mark.parametrize("mode", ["pfq", "postack", "postack-paced", "tcr"])
+@pytest.mark.parametrize("mode", ["pfq", "postack", "postack-paced", "tcr", "ipabr"])
 def test_short_download_beside_bulk_short_path(st_tb10, mode):
     """At 10 ms a 100 KB reply is bound by its rate, not its round trips: beside 4 bulk
     downloads it took 1.32x its idle time (90 against 68 ms) while the new-flows list
     could take only half of the leaf, and postack 1.8x (122 ms) while it held a young
     flow's ACKs to its 1/5 share's BDP. With new_quanta = 3 (3/4 of the leaf) and young
-    flows' ACKs let go: 79-80 ms, 1.17x (issue 23 item 3's goal: 1.2x)."""
+    flows' ACKs let go: 79-80 ms, 1.17x (issue 23 item 3's goal: 1.2x). ipabr took 6x
+    (412 ms): its windows were sized to a WAN half its request's window had cut to 3-5
+    ms, and to 1/5 of the class; 1.16x since (docs/ipabr.md)."""
     idle, loaded = measure_twice(lambda: short_beside_bulk(st_tb10, mode),
                                  lambda r: r[1] <= 1.25 * r[0])
     assert loaded <= 1.25 * idle, (idle, loaded)

@@ -438,6 +438,70 @@ test_left_unseen(void)
 	rig_free(&r);
 }
 
+/* A flow whose first ACK finds it young beside grown-up flows (a short
+ * transfer beside bulk ones) gets a window of the whole class over its
+ * round trip, shared with the other young flows: the new-flows list sets
+ * its rate. Flows that start young together (the satellite case's 32)
+ * keep Eq. 4.6's windows, even once some of them have grown up, and so
+ * does a flow that starts while the young are the most. */
+static void
+test_young(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .young = 262144, .mode = WEIR_MODE_IPABR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	uint64_t t = t0 + 100 * ms;
+	const struct weir_flow *f0;
+	struct weir_class_counters *c;
+	int64_t wy, wo;
+	double fifth, whole;
+
+	if (rig_make_pa(&r, &pc, "ia_young", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	for (uint16_t i = 0; i < 5; i++)
+		open_flow(&r, (uint16_t)(4000 + i), t0, 40);
+	for (uint16_t i = 0; i < 5; i++)
+		send_data(&r, (uint16_t)(4000 + i), 1, 1000, t + i * ms);
+	CHECK(ia_of(&r)->dir[0].cls[1].wsum == 5, "five active (%u)", ia_of(&r)->dir[0].cls[1].wsum);
+	f0 = weir_flow_by_slot(r.w->flows, 0);
+	c = &r.w->cls_ctr[0][r.w->policy->targets[f0->class_id].leaf[0]];
+	/* Data bytes of 1 MB/s and of a fifth of it over 40.1 ms. */
+	whole = 1e6 * 40.1e-3 * (double)((1000u << 16) / 1054) / 65536.0;
+	fifth = whole / 5;
+	/* Flow 1's first ACK: all five young (they started together). */
+	c->active = 5;
+	c->young = 5;
+	wo = ack_win(&r, ack_of(4001, 1001, 65535), t + 40 * ms, NULL);
+	CHECK(wo >= (int64_t)(fifth - 1000) && wo <= (int64_t)fifth + 128 && ia_of(&r)->st.young == 0,
+	      "started together: 1/5 each (%" PRId64 ", opt %.0f)", wo, fifth);
+	/* Flow 0's first ACK finds it the one young flow beside 4 grown up. */
+	c->young = 1;
+	wy = ack_win(&r, ack_of(4000, 1001, 65535), t + 40 * ms, NULL);
+	CHECK(wy >= (int64_t)(whole - 1000) && wy <= (int64_t)whole + 128 && ia_of(&r)->st.young == 1,
+	      "young beside 4 grown-up flows: the class (%" PRId64 ", opt %.0f)", wy, whole);
+	/* Flow 1 is young too now, but started with the others: Eq. 4.6. */
+	wo = ack_win(&r, ack_of(4001, 2001, 65535), t + 41 * ms, NULL);
+	CHECK(wo <= (int64_t)fifth + 1460 && ia_of(&r)->st.young == 1,
+	      "not when it started beside young flows (%" PRId64 ")", wo);
+	/* Flow 2's first ACK finds 3 of 5 young: flows starting about
+	 * together, the first few already past the budget (the satellite
+	 * case's first seconds). Not a short transfer's start: Eq. 4.6. */
+	c->young = 3;
+	wo = ack_win(&r, ack_of(4002, 1001, 65535), t + 41 * ms, NULL);
+	CHECK(wo <= (int64_t)fifth + 1460 && ia_of(&r)->st.young == 1,
+	      "not when the young are the most (%" PRId64 ")", wo);
+	/* Two young beside grown-up flows share the class. */
+	c->young = 2;
+	wy = ack_win(&r, ack_of(4000, 60001, 65535), t + 42 * ms, NULL);     /* past its last edge */
+	CHECK(wy >= (int64_t)(whole / 2 - 1000) && wy <= (int64_t)(whole / 2) + 1460,
+	      "two young: half each (%" PRId64 ")", wy);
+	rig_free(&r);
+}
+
 /* Two flows, weights 1 and 3 (rules by WAN port), plus an idle third
  * connection: the class divides among the flows that send, by weight:
  * windows in the ratio 1:3, the idle one takes nothing. */
@@ -788,6 +852,7 @@ main(int argc, char **argv)
 	test_rtt();
 	test_left();
 	test_left_unseen();
+	test_young();
 	test_weights();
 	test_available();
 	test_siblings();
