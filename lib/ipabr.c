@@ -320,12 +320,23 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 	struct weir_ipabr_class *cs = class_of(w, ia, d, leaf, now);
 	const struct weir_postack_q *q = &w->pa->q[d][slot];
 	const bool had_edge = q->flags & WEIR_PAQ_RE_VALID;
-	const uint32_t old_edge = q->re_max;
+	/* The furthest edge the sender has seen: the cut ACKs' or one an
+	 * uncut packet (the request, a SYN+ACK) showed it. */
+	const uint32_t old_edge = (q->flags & WEIR_PAQ_SEEN_VALID) && weir_seq_lt(q->re_max, q->seen_max) ?
+				  q->seen_max : q->re_max;
 	const uint8_t weight = w->policy->targets[f->class_id].weight;
 	uint32_t seg = 0, ratio16 = 0;     /* set before use: the fallback is never paced */
 	uint64_t rtt, alloc = 0, opt;
 
 	class_roll(w, cs, now);
+	/* Its first ACK: did it start beside grown-up flows, the young ones
+	 * in the class no more than the grown-up? Not where flows start
+	 * about together: the first few pass the budget in the seconds they
+	 * have the class to themselves, and the others, young for the 45 s
+	 * their share takes to send it, are not short transfers. */
+	if (!(tf->flags & WEIR_IPABR_ACK_SEEN) && weir_mode_young(w, f, d, leaf) &&
+	    2 * w->cls_ctr[d][leaf].young <= w->cls_ctr[d][leaf].active)
+		tf->flags |= WEIR_IPABR_LATE;
 	tf->flags |= WEIR_IPABR_ACK_SEEN;
 	/* The handshake's halves (lib/postack.c) start the averages. */
 	if (tf->rtt_right == 0)
@@ -351,6 +362,23 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 	rtt = tf->rtt_right + tf->rtt_left;
 	cs->rtt_max = RTE_MAX(cs->rtt_max, rtt);
 	alloc = cs->unit_bpt * weight;
+	/* A flow that started beside grown-up ones is served from the
+	 * new-flows list while young (lib/drr.h): the list, not its weight,
+	 * sets its rate then, up to n / (n + 1) of the leaf (new_quanta n)
+	 * for the young flows together. Its window covers the whole class
+	 * over its round trip (divided among the young flows) so that its
+	 * own bursts and the old flows' packets between its own do not leave
+	 * the list idle; what the list does not serve at once waits here, at
+	 * most 1 / (n + 1) of it. A short transfer beside bulk flows. Flows
+	 * that started together (young beside young) keep Eq. 4.6. */
+	if ((tf->flags & WEIR_IPABR_LATE) && weir_mode_young(w, f, d, leaf)) {
+		const uint64_t young = cs->avail_bpt / RTE_MAX(w->cls_ctr[d][leaf].young, 1u);
+
+		if (young > alloc) {
+			alloc = young;
+			ia->st.young++;
+		}
+	}
 	opt = weir_win_bdp(alloc, rtt, ratio16);
 	ia->st.windows++;
 	if (opt < seg) {
@@ -455,6 +483,23 @@ ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint
 		return;
 	} else {
 		tf->snd_max = end;
+	}
+	/* Data past every edge weir saw: the sender was shown one it did not
+	 * see (the handshake's window, say), and may send up to it without
+	 * waiting for an ACK. The running sample is no answer; no sample
+	 * starts below it (seen_max). */
+	if (tf->flags & WEIR_IPABR_ACK_SEEN) {
+		struct weir_postack_q *q = &w->pa->q[d][slot];
+
+		if ((q->flags & WEIR_PAQ_RE_VALID) && weir_seq_lt(q->re_max, end) &&
+		    (!(q->flags & WEIR_PAQ_SEEN_VALID) || weir_seq_lt(q->seen_max, end))) {
+			q->seen_max = end;
+			q->flags |= WEIR_PAQ_SEEN_VALID;
+			if (tf->left_tsc != 0) {
+				tf->left_tsc = 0;
+				ia->st.left_unseen++;
+			}
+		}
 	}
 	if (tf->left_tsc != 0 && weir_seq_lt(tf->left_seq, end)) {
 		weir_ipabr_filter(&tf->rtt_left, now - tf->left_tsc);

@@ -36,6 +36,7 @@
 #define WEIR_IPABR_ACK_SEEN 0x02        /* an ACK of this direction's data passed */
 #define WEIR_IPABR_NOACK 0x04           /* counted as asymmetric (once) */
 #define WEIR_IPABR_SUB_MSS 0x08         /* allocation below one segment per RTT: paced */
+#define WEIR_IPABR_LATE 0x10            /* at its first ACK, young beside grown-up flows */
 
 /* One flow's data direction: one cache line. */
 struct weir_ipabr_flow {
@@ -89,6 +90,8 @@ struct weir_ipabr_stats {
 	uint64_t rtt_right;     /* round-trip samples taken, receiver side */
 	uint64_t rtt_left;      /* sender side (ACK clock) */
 	uint64_t karn;          /* samples abandoned: the timed segment was retransmitted */
+	uint64_t young;         /* ACKs of late young flows sized to the class (new-flows list) */
+	uint64_t left_unseen;   /* sender-side samples abandoned: it sent past every edge seen */
 	uint64_t sub_mss;       /* ACKs of flows allocated below a segment per RTT (paced) */
 	uint64_t unknown;       /* ACKs passed untouched: handshake (scale) or round trip unknown */
 	uint64_t no_ack;        /* flows whose ACKs were never seen (asymmetric): pfq */

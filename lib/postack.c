@@ -424,6 +424,24 @@ weir_postack_note_edge(struct weir_postack *pa, const struct weir_flow *f, const
 	}
 }
 
+void
+weir_postack_note_seen(struct weir_postack *pa, const struct weir_flow *f, const struct weir_pkt *p,
+		       int a, uint32_t slot)
+{
+	struct weir_postack_q *q = &pa->q[a ^ 1][slot];
+	const bool syn = p->tcp_flags & WEIR_TCP_SYN;   /* RFC 7323 2.2: a SYN's window is not scaled */
+	const int shift = syn ? 0 : weir_ack_wscale(f, a);
+	uint32_t edge;
+
+	if (shift < 0)
+		return;
+	edge = p->ack + ((uint32_t)p->win << shift);
+	if (!(q->flags & WEIR_PAQ_SEEN_VALID) || weir_seq_lt(q->seen_max, edge)) {
+		q->seen_max = edge;
+		q->flags |= WEIR_PAQ_SEEN_VALID;
+	}
+}
+
 /*
  * Cut the window of ACK m (travelling a, the flow's handshake seen) so the
  * data sender may have at most `limit` bytes outstanding past its

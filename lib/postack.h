@@ -172,6 +172,12 @@ void weir_postack_track(struct weir_postack *pa, const struct weir_flow *f,
  * window's right edge left of it (RFC 7323 sec. 2.4). */
 void weir_postack_note_edge(struct weir_postack *pa, const struct weir_flow *f,
 			    const struct weir_pkt *p, int a, uint32_t slot);
+/* Packet p travelling a carries an ACK and a window no mode sees or cuts
+ * (a SYN+ACK, whose window is never scaled, or data, or a FIN): remember
+ * the edge it shows the data sender of direction a ^ 1 (seen_max), which
+ * the sender may send up to whatever the cut ACKs say. */
+void weir_postack_note_seen(struct weir_postack *pa, const struct weir_flow *f,
+			    const struct weir_pkt *p, int a, uint32_t slot);
 
 /* Cut ACK m's window to `limit` bytes past its cumulative ACK, never left
  * of an edge already shown (see postack.c); true when rewritten. */

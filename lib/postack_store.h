@@ -31,11 +31,16 @@ struct weir_postack_q {
 	uint32_t asked[2];      /* [0] the round trip before, [1] this one */
 	uint32_t ask_epoch;     /* this one's start, TSC >> WEIR_PA_EPOCH_SHIFT */
 	uint32_t rtt_inv;       /* 2^32 / (rtt >> WEIR_PA_EPOCH_SHIFT), saturated: no division per ACK */
+	/* Furthest right edge shown to the sender by a packet no mode cuts
+	 * (a SYN+ACK, data or a FIN carrying an ACK): the sender may send up
+	 * to it whatever re_max says. ipabr's ACK clock (lib/ipabr.c). */
+	uint32_t seen_max;
 };
 
 #define WEIR_PAQ_RE_VALID       0x01    /* re_max */
 #define WEIR_PAQ_DROP_VALID     0x02    /* drop_seq */
 #define WEIR_PAQ_ACK_VALID      0x04    /* ack_hi */
+#define WEIR_PAQ_SEEN_VALID     0x08    /* seen_max */
 
 #define WEIR_PA_EPOCH_SHIFT     16      /* 22 us units at 3 GHz: 32 bits last 26 h */
 

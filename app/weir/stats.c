@@ -401,16 +401,18 @@ ipabr_json(const struct weir_app *app)
 		sum.rtt_right += st.rtt_right;
 		sum.rtt_left += st.rtt_left;
 		sum.karn += st.karn;
+		sum.left_unseen += st.left_unseen;
+		sum.young += st.young;
 		sum.sub_mss += st.sub_mss;
 		sum.unknown += st.unknown;
 		sum.no_ack += st.no_ack;
 		sum.bad_weight += st.bad_weight;
 	}
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"windows", (json_int_t)sum.windows, "cut", (json_int_t)sum.cut,
 		"rtt_samples_receiver", (json_int_t)sum.rtt_right,
 		"rtt_samples_sender", (json_int_t)sum.rtt_left, "karn", (json_int_t)sum.karn,
-		"sub_mss", (json_int_t)sum.sub_mss, "unknown", (json_int_t)sum.unknown,
+		"left_unseen", (json_int_t)sum.left_unseen, "young", (json_int_t)sum.young, "sub_mss", (json_int_t)sum.sub_mss, "unknown", (json_int_t)sum.unknown,
 		"no_ack_flows", (json_int_t)sum.no_ack, "bad_weight", (json_int_t)sum.bad_weight,
 		"bytes_per_flow", (json_int_t)weir_ipabr_bytes_per_flow());
 }

@@ -112,18 +112,38 @@ drain_out(struct rig *r, uint64_t now)
 	return n;
 }
 
+/* Set frame m's ACK number and raw window (checksums redone). */
+static struct rte_mbuf *
+with_ack(struct rte_mbuf *m, uint32_t ack, uint16_t win)
+{
+	struct rte_tcp_hdr *tcp = rte_pktmbuf_mtod_offset(m, struct rte_tcp_hdr *, 34);
+
+	tcp->recv_ack = rte_cpu_to_be_32(ack);
+	tcp->rx_win = rte_cpu_to_be_16(win);
+	set_cksums4(m);
+	return m;
+}
+
 /* The upload of flow lport: handshake with the receiver rtt_ms away across
- * the WAN and the sender 0.1 ms away on the LAN, MSS 1460, scale 7. */
+ * the WAN and the sender 0.1 ms away on the LAN, MSS 1460, scale 7. The
+ * SYN+ACK offers syn_win bytes (a SYN's window is not scaled). */
 static void
-open_flow(struct rig *r, uint16_t lport, uint64_t t0, uint32_t rtt_ms)
+open_flow_win(struct rig *r, uint16_t lport, uint64_t t0, uint32_t rtt_ms, uint16_t syn_win)
 {
 	const uint64_t ms = rte_get_tsc_hz() / 1000;
 
 	feed(r, syn_opts(0, lport, SYN, 1460, 7), 0, t0);
 	drain_out(r, t0);
-	feed(r, syn_opts(1, lport, SYN | ACK, 1460, 7), 1, t0 + rtt_ms * ms);
+	feed(r, with_ack(syn_opts(1, lport, SYN | ACK, 1460, 7), 1, syn_win), 1, t0 + rtt_ms * ms);
 	feed(r, tcp_frame(0, 1, lport, 1, 80, ACK, 1, 0), 0, t0 + rtt_ms * ms + ms / 10);
 	drain_out(r, t0 + rtt_ms * ms + ms / 10);
+}
+
+/* As open_flow_win, the SYN+ACK offering one segment. */
+static void
+open_flow(struct rig *r, uint16_t lport, uint64_t t0, uint32_t rtt_ms)
+{
+	open_flow_win(r, lport, t0, rtt_ms, 1460);
 }
 
 /* Data of flow lport: seq, payload bytes, sent through the tree at now. */
@@ -347,6 +367,138 @@ test_left(void)
 	CHECK(ia_of(&r)->st.rtt_left == 1 && tf->rtt_left > ms / 10 &&
 	      tf->rtt_left <= ms / 10 + (5 * ms) / 512 + 1,
 	      "sampled past the old edge, skimmed (%.4f ms)", (double)tf->rtt_left / (double)ms);
+	rig_free(&r);
+}
+
+/* The ACK clock must not take data the sender could send before the ACK
+ * for its answer: a window the modes never cut (a reply carrying an ACK,
+ * the SYN+ACK's) lets it send ahead of the cut ACKs' edge. At 10 ms,
+ * before, a download's first sample came from its request's window
+ * (data already on its way, 1-8 ms after the ACK) and pulled the WAN
+ * half from 10 to 3-5 ms: windows a third of the allocation for seconds. */
+static void
+test_left_unseen(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_IPABR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	const struct weir_ipabr_flow *tf, *tg;
+	const struct weir_postack_q *q;
+	uint64_t t = t0 + 100 * ms;
+	uint32_t edge;
+	int64_t w;
+
+	if (rig_make_pa(&r, &pc, "ia_unseen", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	open_flow(&r, 4000, t0, 40);
+	tf = &ia_of(&r)->f[0][0];
+	q = &r.w->pa->q[0][0];
+	send_data(&r, 4000, 1, 1000, t);
+	w = ack_win(&r, ack_of(4000, 1001, 65535), t + 40 * ms, NULL);
+	/* The receiver replies (data, its ACK offering 2000 x 128 bytes): the
+	 * sender may send up to 257001 whatever the cut ACKs say. */
+	feed(&r, with_ack(tcp_frame(1, 1, 4000, 1, 80, ACK, 1, 100), 1001, 2000), 1, t + 40 * ms);
+	CHECK((q->flags & WEIR_PAQ_SEEN_VALID) && q->seen_max == 1001 + 2000 * 128,
+	      "the reply's edge is noted (%u)", q->seen_max);
+	ack_win(&r, ack_of(4000, 3001, 65535), t + 41 * ms, NULL);
+	CHECK(tf->left_tsc == 0, "an ACK short of the reply's edge starts no sample");
+	send_data(&r, 4000, 1001 + (uint32_t)w - 500, 1000, t + 42 * ms);
+	CHECK(ia_of(&r)->st.rtt_left == 0 && tf->rtt_left <= ms / 10 + ms / 1000,
+	      "data sent up to it times nothing (%" PRIu64 " samples)", ia_of(&r)->st.rtt_left);
+	/* Once an ACK moves the edge past it, the clock runs from there. */
+	ack_win(&r, ack_of(4000, 256001, 65535), t + 60 * ms, NULL);
+	CHECK(tf->left_tsc == t + 60 * ms && tf->left_seq == 1001 + 2000 * 128,
+	      "sample started from the reply's edge");
+	send_data(&r, 4000, 1001 + 2000 * 128, 1000, t + 65 * ms);
+	CHECK(ia_of(&r)->st.rtt_left == 1, "and ended by the data past it");
+
+	/* An edge weir did not see at all: data past every edge it knows ends
+	 * no sample, and later ACKs below it start none. */
+	t += 1000 * ms;
+	open_flow_win(&r, 4001, t - 100 * ms, 40, 1460);
+	tg = &ia_of(&r)->f[0][1];
+	send_data(&r, 4001, 1, 1000, t);
+	w = ack_win(&r, ack_of(4001, 1001, 65535), t + 40 * ms, NULL);
+	ack_win(&r, ack_of(4001, 2001, 65535), t + 41 * ms, NULL);
+	CHECK(tg->left_tsc == t + 41 * ms, "a sample runs");
+	edge = r.w->pa->q[0][1].re_max;
+	send_data(&r, 4001, edge, 1000, t + 42 * ms);
+	CHECK(tg->left_tsc == 0 && ia_of(&r)->st.left_unseen == 1 && ia_of(&r)->st.rtt_left == 1 &&
+	      r.w->pa->q[0][1].seen_max == edge + 1000,
+	      "data past every edge seen abandons it (unseen %" PRIu64 ")", ia_of(&r)->st.left_unseen);
+
+	/* The SYN+ACK's window (not scaled) is an edge the sender has seen. */
+	open_flow_win(&r, 4002, t, 40, 65000);
+	CHECK(r.w->pa->q[0][2].seen_max == 1 + 65000, "the SYN+ACK's edge (%u)",
+	      r.w->pa->q[0][2].seen_max);
+	rig_free(&r);
+}
+
+/* A flow whose first ACK finds it young beside grown-up flows (a short
+ * transfer beside bulk ones) gets a window of the whole class over its
+ * round trip, shared with the other young flows: the new-flows list sets
+ * its rate. Flows that start young together (the satellite case's 32)
+ * keep Eq. 4.6's windows, even once some of them have grown up, and so
+ * does a flow that starts while the young are the most. */
+static void
+test_young(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .young = 262144, .mode = WEIR_MODE_IPABR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	uint64_t t = t0 + 100 * ms;
+	const struct weir_flow *f0;
+	struct weir_class_counters *c;
+	int64_t wy, wo;
+	double fifth, whole;
+
+	if (rig_make_pa(&r, &pc, "ia_young", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	for (uint16_t i = 0; i < 5; i++)
+		open_flow(&r, (uint16_t)(4000 + i), t0, 40);
+	for (uint16_t i = 0; i < 5; i++)
+		send_data(&r, (uint16_t)(4000 + i), 1, 1000, t + i * ms);
+	CHECK(ia_of(&r)->dir[0].cls[1].wsum == 5, "five active (%u)", ia_of(&r)->dir[0].cls[1].wsum);
+	f0 = weir_flow_by_slot(r.w->flows, 0);
+	c = &r.w->cls_ctr[0][r.w->policy->targets[f0->class_id].leaf[0]];
+	/* Data bytes of 1 MB/s and of a fifth of it over 40.1 ms. */
+	whole = 1e6 * 40.1e-3 * (double)((1000u << 16) / 1054) / 65536.0;
+	fifth = whole / 5;
+	/* Flow 1's first ACK: all five young (they started together). */
+	c->active = 5;
+	c->young = 5;
+	wo = ack_win(&r, ack_of(4001, 1001, 65535), t + 40 * ms, NULL);
+	CHECK(wo >= (int64_t)(fifth - 1000) && wo <= (int64_t)fifth + 128 && ia_of(&r)->st.young == 0,
+	      "started together: 1/5 each (%" PRId64 ", opt %.0f)", wo, fifth);
+	/* Flow 0's first ACK finds it the one young flow beside 4 grown up. */
+	c->young = 1;
+	wy = ack_win(&r, ack_of(4000, 1001, 65535), t + 40 * ms, NULL);
+	CHECK(wy >= (int64_t)(whole - 1000) && wy <= (int64_t)whole + 128 && ia_of(&r)->st.young == 1,
+	      "young beside 4 grown-up flows: the class (%" PRId64 ", opt %.0f)", wy, whole);
+	/* Flow 1 is young too now, but started with the others: Eq. 4.6. */
+	wo = ack_win(&r, ack_of(4001, 2001, 65535), t + 41 * ms, NULL);
+	CHECK(wo <= (int64_t)fifth + 1460 && ia_of(&r)->st.young == 1,
+	      "not when it started beside young flows (%" PRId64 ")", wo);
+	/* Flow 2's first ACK finds 3 of 5 young: flows starting about
+	 * together, the first few already past the budget (the satellite
+	 * case's first seconds). Not a short transfer's start: Eq. 4.6. */
+	c->young = 3;
+	wo = ack_win(&r, ack_of(4002, 1001, 65535), t + 41 * ms, NULL);
+	CHECK(wo <= (int64_t)fifth + 1460 && ia_of(&r)->st.young == 1,
+	      "not when the young are the most (%" PRId64 ")", wo);
+	/* Two young beside grown-up flows share the class. */
+	c->young = 2;
+	wy = ack_win(&r, ack_of(4000, 60001, 65535), t + 42 * ms, NULL);     /* past its last edge */
+	CHECK(wy >= (int64_t)(whole / 2 - 1000) && wy <= (int64_t)(whole / 2) + 1460,
+	      "two young: half each (%" PRId64 ")", wy);
 	rig_free(&r);
 }
 
@@ -699,6 +851,8 @@ main(int argc, char **argv)
 	test_window_no_credit();
 	test_rtt();
 	test_left();
+	test_left_unseen();
+	test_young();
 	test_weights();
 	test_available();
 	test_siblings();
