@@ -96,8 +96,9 @@ def percentile(xs, p):
 class Bulk:
     """N bulk iperf3 streams between l2 and w1 in the background."""
 
-    def __init__(self, tb, n, reverse, seconds):
+    def __init__(self, tb, n, reverse, seconds, warm=3.0):
         self.res = None
+        self.warm = warm
         self.t = threading.Thread(target=self._run, args=(tb, n, reverse, seconds), daemon=True)
 
     def _run(self, tb, n, reverse, seconds):
@@ -106,7 +107,7 @@ class Bulk:
 
     def __enter__(self):
         self.t.start()
-        time.sleep(3)   # past slow start
+        time.sleep(self.warm)   # past slow start (and, with --warm, the young budgets)
         return self
 
     def __exit__(self, *exc):
@@ -141,8 +142,9 @@ def run_fct(args):
                     start_gateway(tb, mode, args.rate, Path(cfgs))
                     for n_bulk in args.bulk:
                         for bdir in (args.bulk_dirs if n_bulk else ["idle"]):
-                            secs_bulk = 4 + args.reps * len(args.sizes) * 4
-                            ctx = Bulk(tb, n_bulk, bdir == "down", secs_bulk) if n_bulk else None
+                            secs_bulk = int(args.warm) + 1 + args.reps * len(args.sizes) * 4
+                            ctx = Bulk(tb, n_bulk, bdir == "down", secs_bulk,
+                                       args.warm) if n_bulk else None
                             if ctx:
                                 ctx.__enter__()
                             try:
@@ -286,6 +288,10 @@ def main():
     ap.add_argument("--bulk", default="0,4", help="bulk stream counts beside the transfers")
     ap.add_argument("--bulk-dirs", default="down,up")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--warm", type=float, default=3.0,
+                    help="fct: seconds the bulk flows run before the first transfer (3: past "
+                         "slow start; many flows at a small share stay young, within "
+                         "shaping.young_bytes, for longer)")
     ap.add_argument("--flows", type=int, default=1, help="bulk: flows")
     ap.add_argument("--cc", default="cubic", help="bulk: congestion controls, comma-separated")
     ap.add_argument("--seconds", type=int, default=20)
