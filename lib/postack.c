@@ -238,14 +238,14 @@ weir_postack_release(struct weir_postack *pa, int d, uint32_t slot, struct rte_m
 
 unsigned int
 weir_postack_due(const struct weir_postack *pa, int d, uint32_t slot, uint64_t *clock,
-		 uint64_t now, uint64_t gap, uint32_t seg, unsigned int max)
+		 uint64_t now, uint64_t gap, uint64_t tpb16, uint32_t seg, unsigned int max)
 {
 	const struct weir_postack_q *q = &pa->q[d][slot];
 	uint32_t r = q->head;
 	unsigned int n = 0;
 
 	while (n < max && r != WEIR_POSTACK_NONE && *clock <= now) {
-		*clock += weir_postack_charge(gap, pa->rec[r].adv, seg);
+		*clock += weir_postack_charge(gap, tpb16, pa->rec[r].adv, seg);
 		r = pa->rec[r].next;
 		n++;
 	}

@@ -128,14 +128,22 @@ unsigned int weir_postack_release(struct weir_postack *pa, int d, uint32_t slot,
  * advance). Returns how many are due by `now` (at most max) and leaves
  * *clock where the next one would be due. */
 unsigned int weir_postack_due(const struct weir_postack *pa, int d, uint32_t slot, uint64_t *clock,
-			      uint64_t now, uint64_t gap, uint32_t seg, unsigned int max);
+			      uint64_t now, uint64_t gap, uint64_t tpb16, uint32_t seg,
+			      unsigned int max);
 
-/* Ticks an ACK asking for adv bytes takes of a clock of `gap` ticks a
- * segment: at least one gap (a duplicate ACK brings a retransmission). */
+/* Ticks an ACK asking for adv bytes takes of a pacing clock of tpb16 / 2^16
+ * ticks a byte, `gap` ticks a segment of seg bytes: at least one gap (a
+ * duplicate ACK brings a retransmission). No division per ACK: only when
+ * the gap was capped below its rate's (a share of a few bit/s, where
+ * adv x tpb16 could also overflow) is it scaled by adv / seg instead. */
 static inline uint64_t
-weir_postack_charge(uint64_t gap, uint32_t adv, uint32_t seg)
+weir_postack_charge(uint64_t gap, uint64_t tpb16, uint32_t adv, uint32_t seg)
 {
-	return adv <= seg ? gap : gap * adv / seg;
+	if (adv <= seg)
+		return gap;
+	if (unlikely(((uint64_t)seg * tpb16) >> 16 > gap))
+		return gap * adv / seg;
+	return RTE_MAX(((uint64_t)adv * tpb16) >> 16, gap);
 }
 
 

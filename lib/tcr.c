@@ -142,6 +142,7 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 	}
 	if (held == 0 && (young || now >= tf->next_release)) {
 		tf->next_release = now + weir_postack_charge(weir_tcr_pace_gap(w, f, d, leaf),
+							     c->share_ticks_per_byte,
 							     weir_postack_ack_adv(w->pa, d, slot, p->ack),
 							     seg);
 		return WEIR_V_PASS;
@@ -195,7 +196,7 @@ weir_tcr_pace_owed(struct weir_worker *w, const struct weir_flow *f, int d, uint
 		return 0;
 	if (now - from > cap)
 		from = now - cap;       /* a clock long stopped: at most the cap owed */
-	n = weir_postack_due(w->pa, d, slot, &from, now, gap,
+	n = weir_postack_due(w->pa, d, slot, &from, now, gap, w->cls_ctr[d][leaf].share_ticks_per_byte,
 			     f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460, held);
 	tf->next_release = RTE_MAX(from, now > gap ? now - gap : now);
 	/* More held: have the loop awake when the next is due, not after an
