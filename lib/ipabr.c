@@ -565,6 +565,15 @@ ipabr_leave(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t sl
 	}
 }
 
+/* A window the ACKs' cut never saw reaches the sender: the ACK clock must
+ * not take data sent up to it for an answer to a later ACK. */
+static void
+ipabr_uncut(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p, int a,
+	    uint32_t slot)
+{
+	weir_postack_note_seen(w->pa, f, p, a, slot);
+}
+
 const struct weir_mode_ops weir_mode_ipabr = {
 	.name = "ipabr",
 	.flags = WEIR_MODEF_ACKS | WEIR_MODEF_WINDOW,
@@ -576,4 +585,5 @@ const struct weir_mode_ops weir_mode_ipabr = {
 	.sent = ipabr_sent,
 	.tick = ipabr_tick,
 	.leave = ipabr_leave,
+	.uncut = ipabr_uncut,
 };

@@ -101,6 +101,10 @@ struct weir_mode_ops {
 	 * active flows by its own count takes it out now, not a period later. */
 	void (*leave)(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
 		      uint16_t leaf);
+	/* A packet travelling a carries an ACK that `ack` never sees (data,
+	 * a SYN+ACK, a FIN): its window reaches direction d's sender uncut. */
+	void (*uncut)(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p,
+		      int a, uint32_t slot);
 };
 
 extern const struct weir_mode_ops weir_mode_fifo, weir_mode_pfq, weir_mode_postack,

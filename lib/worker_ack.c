@@ -174,11 +174,11 @@ weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf 
 			weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
 		if ((p->tcp_flags & (WEIR_TCP_FIN | WEIR_TCP_RST)) && (f->shape & WEIR_FSH_HELD(a)))
 			weir_mode_release(w, a, slot, UINT32_MAX, WEIR_PA_FLUSH);
-		/* Its window reaches the sender uncut: ipabr's ACK clock must
-		 * not take data sent up to it for an answer to a later ACK. */
-		if ((p->tcp_flags & (WEIR_TCP_ACK | WEIR_TCP_RST)) == WEIR_TCP_ACK &&
-		    w->policy->targets[f->class_id].mode[d] == WEIR_MODE_IPABR)
-			weir_postack_note_seen(w->pa, f, p, a, slot);
+		if ((p->tcp_flags & (WEIR_TCP_ACK | WEIR_TCP_RST)) == WEIR_TCP_ACK) {
+			ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
+			if (ops->uncut != NULL)
+				ops->uncut(w, f, p, a, slot);
+		}
 		return false;
 	}
 	leaf = w->policy->targets[f->class_id].leaf[d];
