@@ -225,12 +225,19 @@ old_backlogged(const struct weir_drr *d)
 	return d->n_listed - d->n_idle - d->n_new;
 }
 
+/* Bytes the new list may send between two old packets while old flows wait. */
+static inline uint32_t
+new_bound(const struct weir_drr *d)
+{
+	return d->quantum * d->new_quanta;
+}
+
 /* Serve the new list now? Not while old flows wait and the new list has
- * sent a quantum since one of them last did. */
+ * sent its bound since one of them last did. */
 static inline bool
 new_turn(const struct weir_drr *d)
 {
-	return d->new_last != WEIR_DRR_NONE && (old_backlogged(d) == 0 || d->new_run < d->quantum * d->new_quanta);
+	return d->new_last != WEIR_DRR_NONE && (old_backlogged(d) == 0 || d->new_run < new_bound(d));
 }
 
 struct rte_mbuf *
@@ -333,7 +340,7 @@ drr_take(struct weir_drr *d, uint32_t id, struct rte_mbuf *m)
 		d->new_run = old_backlogged(d) ? d->new_run + wl : 0;
 		d->new_visit += wl;
 	} else {
-		if (d->new_last != WEIR_DRR_NONE && d->new_run >= d->quantum * d->new_quanta)
+		if (d->new_last != WEIR_DRR_NONE && d->new_run >= new_bound(d))
 			d->new_deferred++;
 		d->new_run = 0;
 	}

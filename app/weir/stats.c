@@ -412,7 +412,8 @@ ipabr_json(const struct weir_app *app)
 		"windows", (json_int_t)sum.windows, "cut", (json_int_t)sum.cut,
 		"rtt_samples_receiver", (json_int_t)sum.rtt_right,
 		"rtt_samples_sender", (json_int_t)sum.rtt_left, "karn", (json_int_t)sum.karn,
-		"left_unseen", (json_int_t)sum.left_unseen, "young", (json_int_t)sum.young, "sub_mss", (json_int_t)sum.sub_mss, "unknown", (json_int_t)sum.unknown,
+		"left_unseen", (json_int_t)sum.left_unseen, "young", (json_int_t)sum.young,
+		"sub_mss", (json_int_t)sum.sub_mss, "unknown", (json_int_t)sum.unknown,
 		"no_ack_flows", (json_int_t)sum.no_ack, "bad_weight", (json_int_t)sum.bad_weight,
 		"bytes_per_flow", (json_int_t)weir_ipabr_bytes_per_flow());
 }

@@ -1377,26 +1377,38 @@ test_tcr_tiny_share(void)
 	rig_free(&r);
 }
 
+/* A TCR class of 8 Mbit/s (a share of 1 MB/s, one flow) with the two
+ * flows of two_flows_wan_40ms opened at t0 and a data frame of flow 0
+ * queued at t0 + 40 ms: a backlog, so its ACKs are paced. 0, or -1 (no rig). */
+static int
+tcr_backlogged_rig(struct rig *r, const char *name, uint64_t t0)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_TCR }, { .rate = 0 } },
+	};
+
+	if (rig_make_pa(r, &pc, name, 64) != 0) {
+		CHECK(0, "rig");
+		return -1;
+	}
+	two_flows_wan_40ms(r, t0);
+	feed(r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1, 100), 0, t0 + 40 * rte_get_tsc_hz() / 1000);
+	return 0;
+}
+
 /* TCR's clock runs on what each ACK asks for: a delayed ACK's two segments
  * take two gaps. One gap an ACK let Fig. 8's 32 small shares send at up to
  * twice the class's rate: 18 % of segments retransmitted (issue 23). */
 static void
 test_tcr_bytes(void)
 {
-	struct weir_policy_conf pc = {
-		.tree = { { .rate = 8000000, .mode = WEIR_MODE_TCR }, { .rate = 0 } },
-	};
 	struct rig r;
 	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
 	const uint64_t gap = 1460 * ms / 1000, t1 = t0 + 41 * ms;  /* 1460 B at 1 MB/s */
 	uint32_t k;
 
-	if (rig_make_pa(&r, &pc, "pa_bytes", 64) != 0) {
-		CHECK(0, "rig");
+	if (tcr_backlogged_rig(&r, "pa_bytes", t0) != 0)
 		return;
-	}
-	two_flows_wan_40ms(&r, t0);
-	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1, 100), 0, t0 + 40 * ms);  /* a backlog */
 	feed(&r, ack_frame(1, 1000, 65535), 1, t1 - gap);       /* the clock: due at t1 */
 	for (uint32_t i = 1; i <= 6; i++)
 		feed(&r, ack_frame(1 + i, 1000 + 2920 * i, 65535), 1, t1 + gap / 10);
@@ -1421,20 +1433,13 @@ test_tcr_bytes(void)
 static void
 test_tcr_catchup(void)
 {
-	struct weir_policy_conf pc = {
-		.tree = { { .rate = 8000000, .mode = WEIR_MODE_TCR }, { .rate = 0 } },
-	};
 	struct rig r;
 	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
 	const uint64_t gap = 1460 * ms / 1000, t1 = t0 + 41 * ms;  /* 1460 B at 1 MB/s */
 	uint32_t k;
 
-	if (rig_make_pa(&r, &pc, "pa_catchup", 64) != 0) {
-		CHECK(0, "rig");
+	if (tcr_backlogged_rig(&r, "pa_catchup", t0) != 0)
 		return;
-	}
-	two_flows_wan_40ms(&r, t0);
-	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1, 100), 0, t0 + 40 * ms);  /* a backlog */
 	for (uint32_t i = 1; i <= 12; i++)
 		feed(&r, ack_frame(i, 1000 * i, 65535), 1, t1);
 	CHECK(weir_postack_len(r.w->pa, 0, 0) == 11, "the first passes, eleven held (%u)",
