@@ -779,6 +779,7 @@ weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats *ou
 	out->new_flows = k->is_leaf ? k->drr.new_flows : 0;
 	out->new_deferred = k->is_leaf ? k->drr.new_deferred : 0;
 	out->young_flows = k->is_leaf ? k->drr.young_flows : 0;
+	out->young_spent = k->is_leaf ? k->drr.young_spent : 0;
 	out->rate_bps = k->rate_bps;
 	out->ceil_bps = k->ceil_bps;
 	return 0;
@@ -835,15 +836,35 @@ weir_cbq_leaf_backlogged(const struct weir_cbq *c, uint16_t leaf)
 }
 
 bool
-weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint64_t attained)
+weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint32_t qid, uint64_t attained)
 {
-	return leaf < c->n && c->cls[leaf].is_leaf && attained < c->cls[leaf].drr.young;
+	return leaf < c->n && c->cls[leaf].is_leaf && attained < c->cls[leaf].drr.young &&
+	       qid < c->qt->n && !weir_drr_youth_spent(c->qt, qid);
+}
+
+bool
+weir_cbq_youth_age(struct weir_cbq *c, uint16_t leaf, uint32_t qid, uint32_t periods)
+{
+	if (leaf >= c->n || !c->cls[leaf].is_leaf || qid >= c->qt->n ||
+	    !weir_drr_youth_age(c->qt, qid, periods))
+		return false;
+	c->cls[leaf].drr.young_spent++;
+	return true;
 }
 
 uint32_t
 weir_cbq_young_budget(const struct weir_cbq *c, uint16_t leaf)
 {
 	return leaf < c->n && c->cls[leaf].is_leaf ? (uint32_t)c->cls[leaf].drr.young : 0;
+}
+
+void
+weir_cbq_flow_new(struct weir_cbq *c, uint32_t qid)
+{
+	if (qid >= c->qt->n)
+		return;
+	weir_cbq_flow_rtt(c, qid, 0);
+	weir_drr_flow_new(c->qt, qid);
 }
 
 void

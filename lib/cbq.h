@@ -97,6 +97,7 @@ struct weir_cbq_stats {
 	uint64_t new_flows;     /* leaf: queues served from the new-flows list (lib/drr.h) */
 	uint64_t new_deferred;  /* leaf: packets old flows sent past waiting new ones (its bound) */
 	uint64_t young_flows;   /* leaf: of new_flows, those served with a young budget */
+	uint64_t young_spent;   /* leaf: young flows made old by waiting beside others */
 	uint64_t drops_aqm;     /* leaf: dropped at dequeue (not in `drops`): by CoDel, or
 				 * CHOKe's victims reaching the head */
 	uint64_t qbytes;        /* leaf: wire bytes queued now */
@@ -200,9 +201,14 @@ uint64_t weir_cbq_ceil(const struct weir_cbq *c, uint16_t cls);    /* bit/s it m
 uint32_t weir_cbq_backlog(const struct weir_cbq *c);       /* packets queued in the tree */
 uint32_t weir_cbq_leaf_qlen(const struct weir_cbq *c, uint16_t leaf);      /* packets in a leaf */
 uint32_t weir_cbq_leaf_backlogged(const struct weir_cbq *c, uint16_t leaf); /* its flows with packets */
-/* Is a flow that has sent `attained` bytes young in leaf `leaf` (within its
- * young-flow budget, lib/drr.h)? */
-bool weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint64_t attained);
+/* Is flow qid, which has sent `attained` bytes, young in leaf `leaf` (within
+ * its young-flow budget, and not made old by waiting: lib/drr.h)? */
+bool weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint32_t qid, uint64_t attained);
+
+/* Young flow qid of leaf `leaf` was active in one more period; true when
+ * that made `periods` and its youth is now spent (weir_drr_youth_age),
+ * counted in the leaf's young_spent. */
+bool weir_cbq_youth_age(struct weir_cbq *c, uint16_t leaf, uint32_t qid, uint32_t periods);
 
 /* Leaf `leaf`'s young-flow budget in bytes (0: none, or not a leaf). */
 uint32_t weir_cbq_young_budget(const struct weir_cbq *c, uint16_t leaf);
@@ -210,6 +216,8 @@ uint32_t weir_cbq_young_budget(const struct weir_cbq *c, uint16_t leaf);
  * (TSC ticks): CoDel's interval for it follows (lib/codel.h). No-op when
  * no leaf of the tree runs CoDel. */
 void weir_cbq_flow_rtt(struct weir_cbq *c, uint32_t qid, uint64_t rtt);
+/* Queue qid's slot holds a new flow: round trip unknown, young again. */
+void weir_cbq_flow_new(struct weir_cbq *c, uint32_t qid);
 struct weir_drr_qtab *weir_cbq_qtab(struct weir_cbq *c);   /* per-flow weights, qlen */
 
 #endif /* WEIR_CBQ_H */

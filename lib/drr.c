@@ -107,6 +107,7 @@ drr_list_unlink(struct weir_drr *d, uint32_t prev, uint32_t qid)
 	if (q->listed == WEIR_DRR_IDLE)
 		d->n_idle--;
 	d->n_new -= q->listed == WEIR_DRR_NEW;
+	q->youth &= (uint8_t)~WEIR_DRR_Y_BONUS;    /* reckoned again when next listed new */
 	q->next = WEIR_DRR_NONE;
 	q->listed = 0;
 	d->n_listed--;
@@ -185,6 +186,18 @@ weir_drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m)
 	drr_append(d, qid, m, 0);
 }
 
+/* The young budget queue q goes on the new list with (young <= 2^30: no
+ * overflow): what is left of it by its bytes, none once its youth is spent. */
+static inline uint32_t
+young_bonus(struct weir_drr *d, struct weir_drr_q *q, uint32_t bonus)
+{
+	if (q->youth & WEIR_DRR_Y_SPENT)
+		bonus = 0;
+	d->young_flows += bonus != 0;
+	q->youth = (uint8_t)((q->youth & ~WEIR_DRR_Y_BONUS) | (bonus != 0 ? WEIR_DRR_Y_BONUS : 0));
+	return bonus;
+}
+
 static void
 drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uint32_t bonus)
 {
@@ -206,13 +219,8 @@ drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uint32_t bonus)
 	if (!q->listed) {
 		/* A newly backlogged flow starts with one round's worth, so it
 		 * sends at its first visit; empty flows keep no credit. */
-		q->deficit = (int32_t)(d->quantum * q->weight);
-		if (d->sparse) {
-			/* A young flow keeps the new list for the rest of its
-			 * budget (young <= 2^30: no overflow). */
-			q->deficit += (int32_t)bonus;
-			d->young_flows += bonus != 0;
-		}
+		bonus = d->sparse ? young_bonus(d, q, bonus) : 0;
+		q->deficit = (int32_t)(d->quantum * q->weight + bonus);
 		drr_list_append(d, qid, d->sparse ? WEIR_DRR_NEW : WEIR_DRR_OLD);
 		d->new_flows += d->sparse;
 	}
@@ -316,7 +324,17 @@ pop_head(struct weir_drr *d, uint32_t id, struct rte_mbuf *m, uint32_t wl)
 	if (q->len != 0)
 		return;
 	if (q->listed == WEIR_DRR_NEW) {
+		const bool young = q->youth & WEIR_DRR_Y_BONUS;
+
 		drr_list_unlink(d, d->new_last, id);
+		if (id == d->new_visit_id)
+			d->new_visit_id = WEIR_DRR_NONE;
+		if (young) {
+			/* Off the lists: its next packet puts it back on the new
+			 * list with what is left of its budget. */
+			q->deficit = 0;
+			return;
+		}
 		drr_list_append(d, id, WEIR_DRR_OLD);
 		q->listed = WEIR_DRR_IDLE;
 		d->n_idle++;

@@ -39,6 +39,7 @@
 #ifndef WEIR_DRR_H
 #define WEIR_DRR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <rte_common.h>
 #include <rte_mbuf.h>
@@ -79,8 +80,14 @@ struct weir_drr_q {
 	 * it: at 64K flows the separate state array cost a cache miss a
 	 * packet (issue 23's cost goal). */
 	uint8_t  aqm_armed;
-	uint8_t  _rsv;
+	uint8_t  youth;         /* WEIR_DRR_Y_*: its flow's young budget (weir_drr_enqueue_young) */
 };
+
+#define WEIR_DRR_Y_BONUS 0x01   /* listed with a young budget beyond its quantum */
+#define WEIR_DRR_Y_SPENT 0x02   /* its youth ran out in time: old for the rest of its
+				 * flow's life (weir_drr_youth_age) */
+#define WEIR_DRR_Y_AGE   0x04   /* bits 2-7: periods it was active in while young */
+#define WEIR_DRR_Y_AGE_MAX 63u
 
 /* One more packet refused or dropped from q. */
 static inline void
@@ -103,6 +110,41 @@ struct weir_drr_qtab {
  * weight 1. Returns NULL on bad arguments or no memory. */
 struct weir_drr_qtab *weir_drr_qtab_create(uint32_t n, uint16_t limit, int socket_id);
 void weir_drr_qtab_free(struct weir_drr_qtab *t);
+
+/* Queue qid belongs to a new flow: young again (its budget and age from zero). */
+static inline void
+weir_drr_flow_new(struct weir_drr_qtab *t, uint32_t qid)
+{
+	t->q[qid].youth &= WEIR_DRR_Y_BONUS;
+}
+
+/* Has queue qid's flow outlived its youth (weir_drr_youth_age)? */
+static inline bool
+weir_drr_youth_spent(const struct weir_drr_qtab *t, uint32_t qid)
+{
+	return (t->q[qid].youth & WEIR_DRR_Y_SPENT) != 0;
+}
+
+/*
+ * Queue qid's flow, young, was active in one more period (its owner's
+ * clock: lib/worker_active.c). Once that makes `periods` (1..63) its youth
+ * is spent for good, whatever it has sent. Returns true at that moment.
+ */
+static inline bool
+weir_drr_youth_age(struct weir_drr_qtab *t, uint32_t qid, uint32_t periods)
+{
+	struct weir_drr_q *q = &t->q[qid];
+	const uint32_t age = (q->youth >> 2) + 1u;
+
+	if (q->youth & WEIR_DRR_Y_SPENT)
+		return false;
+	if (age >= periods) {
+		q->youth = (uint8_t)((q->youth & WEIR_DRR_Y_BONUS) | WEIR_DRR_Y_SPENT);
+		return true;
+	}
+	q->youth = (uint8_t)((q->youth & (WEIR_DRR_Y_BONUS | WEIR_DRR_Y_SPENT)) | (age << 2));
+	return false;
+}
 
 /* Per-flow weight (1..255): the flow's share of its leaf, in quanta per round.
  * Takes effect from the queue's next round. */
@@ -130,6 +172,7 @@ struct weir_drr {
 	uint64_t new_flows;     /* queues that went on the new list */
 	uint64_t new_deferred;  /* packets an old queue sent because the new list had its fill */
 	uint64_t young_flows;   /* of new_flows, those that went on with a young budget */
+	uint64_t young_spent;   /* young flows made old by time (weir_drr_youth_age) */
 	/* CoDel per flow queue (RFC 8290), NULL = off: the queue table's
 	 * state, the owner's parameters. Use weir_drr_dequeue_aqm. */
 	struct weir_codel *codel;
@@ -184,6 +227,14 @@ void weir_drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m);
  * two old packets while old flows wait) still caps all young flows
  * together at about 3/4 of the leaf, and a flow is young only once in its life, so
  * a bulk sender gains one budget per connection and no more.
+ *
+ * Youth is bounded in time too: a flow active for longer than its owner
+ * allows (weir_drr_youth_age) is old for good, whatever it has sent. A
+ * young queue that empties leaves the
+ * lists at once (an old one waits on the old list, RFC 8290 sec. 4.2): its
+ * next packet puts it back on the new list with what is left of its budget,
+ * so a short transfer's next flight, a round trip later, does not wait a
+ * whole round of the old flows.
  */
 int weir_drr_enqueue_young(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uint64_t attained);
 

@@ -174,7 +174,10 @@ struct weir_class_counters {
 	uint64_t period_end;    /* TSC the current period ends */
 	uint64_t rtt_max;       /* largest round trip of a flow counted this period: the next one's length */
 	uint8_t period;         /* its number, as flows mark it (never 0) */
-	uint8_t _pad8[7];
+	/* Periods a young flow may be active in before it is old whatever it
+	 * has sent (weir_drr_youth_age); set at each period's start. */
+	uint8_t young_periods;
+	uint8_t _pad8[6];
 	/* The class's per-flow share (rate / active flows on this worker),
 	 * fixed point, recomputed when `active` or the rate changes. */
 	uint64_t share_bytes_per_tick;  /* << 32 */

@@ -106,7 +106,8 @@ weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, u
 {
 	const struct weir_class_counters *c = &w->cls_ctr[d][leaf];
 
-	return w->shaper[d] != NULL && weir_cbq_young(w->shaper[d], leaf, f->bytes[d]) &&
+	return w->shaper[d] != NULL &&
+	       weir_cbq_young(w->shaper[d], leaf, weir_flow_slot(w->flows, f), f->bytes[d]) &&
 	       c->active > c->young;
 }
 

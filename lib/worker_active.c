@@ -66,6 +66,35 @@ carried_less_one(uint32_t carried, uint32_t cur)
 	return RTE_MAX(carried > 0 ? carried - 1 : 0, cur);
 }
 
+/*
+ * Youth bounded in time: a young flow (lib/drr.h) active in more periods
+ * than this is old, whatever it has sent. At least WEIR_YOUNG_PERIODS (so
+ * at least 0.8 s and 8 round trips of the class's slowest flow: a 256 KiB
+ * slow start takes ~6), and twice what the budget takes at the class's
+ * rate. By bytes alone, 64 bulk flows that started together were young
+ * for 7 s (256 KiB at 0.3 Mbit/s each): a 100 KB reply beside them was one
+ * young flow in 65 and took 0.7-1.5 s against 70 ms idle. Periods in which
+ * a flow is idle do not count, so a keep-alive connection stays young
+ * until it has sent its budget.
+ */
+#define WEIR_YOUNG_PERIODS 4u
+
+static uint8_t
+young_periods(struct weir_worker *w, int d, uint16_t leaf, uint64_t p)
+{
+	const uint64_t rate = weir_cbq_rate(w->shaper[d], leaf);
+	const uint64_t young = weir_cbq_young_budget(w->shaper[d], leaf);
+	unsigned __int128 n;
+
+	if (rate == 0 || p == 0)
+		return WEIR_DRR_Y_AGE_MAX;
+	/* ceil(2 x young x 8 bits / rate, in periods of p ticks) */
+	n = ((unsigned __int128)16 * young * w->tsc_hz + (unsigned __int128)rate * p - 1) /
+	    ((unsigned __int128)rate * p);
+	return (uint8_t)RTE_MIN(RTE_MAX(n, (unsigned __int128)WEIR_YOUNG_PERIODS),
+				(unsigned __int128)WEIR_DRR_Y_AGE_MAX);
+}
+
 void
 weir_wk_period_roll(struct weir_worker *w, struct weir_class_counters *c, int d, uint16_t leaf,
 	    uint64_t now)
@@ -80,6 +109,7 @@ weir_wk_period_roll(struct weir_worker *w, struct weir_class_counters *c, int d,
 	c->active_cur = 0;
 	c->rtt_max = 0;
 	c->period_end = now + p;
+	c->young_periods = young_periods(w, d, leaf, p);
 	if (active != c->active) {
 		c->active = active;
 		weir_wk_share_update(w, d, leaf);
@@ -104,6 +134,7 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
 	 * last period (once or counted) counts on its first frame in this one. */
 	const uint8_t prev = period_prev(c);
 	const uint8_t m = f->active_mark[d];
+	const uint32_t slot = weir_flow_slot(w->flows, f);
 
 	if (m != (c->period | WEIR_ACTIVE_ONCE) && m != prev && m != (prev | WEIR_ACTIVE_ONCE)) {
 		f->active_mark[d] = (uint8_t)(c->period | WEIR_ACTIVE_ONCE);
@@ -111,12 +142,14 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
 	}
 	f->active_mark[d] = c->period;
 	if (w->pa != NULL) {
-		const uint32_t slot = weir_flow_slot(w->flows, f);
 		const uint64_t rtt = (uint64_t)w->pa->q[0][slot].rtt + w->pa->q[1][slot].rtt;
 
 		c->rtt_max = RTE_MAX(c->rtt_max, rtt);
 	}
-	if (weir_cbq_young(w->shaper[d], leaf, f->bytes[d]) && ++c->young_cur > c->young)
+	if (weir_cbq_young(w->shaper[d], leaf, slot, f->bytes[d]) &&
+	    !weir_cbq_youth_age(w->shaper[d], leaf, slot,
+				RTE_MAX(c->young_periods, WEIR_YOUNG_PERIODS)) &&
+	    ++c->young_cur > c->young)
 		c->young = c->young_cur;
 	/* A share is three divisions: when thousands of flows wake in one
 	 * period (a start, a busy hour) re-divide at each new flow only up to
@@ -149,7 +182,7 @@ weir_wk_active_forget(struct weir_worker *w, struct weir_flow *f, int d, uint16_
 		return;                 /* not counted, or only seen once */
 	if (m == c->period && c->active_cur > 0)
 		c->active_cur--;
-	if (weir_cbq_young(w->shaper[d], leaf, f->bytes[d])) {
+	if (weir_cbq_young(w->shaper[d], leaf, weir_flow_slot(w->flows, f), f->bytes[d])) {
 		if (m == c->period && c->young_cur > 0)
 			c->young_cur--;
 		c->young = carried_less_one(c->young, c->young_cur);

@@ -142,7 +142,7 @@ weir_wk_classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t 
 				weir_modes[m]->reset(w, weir_flow_slot(w->flows, f));
 		for (int d = 0; d < WEIR_PORT__COUNT; d++)
 			if (w->shaper[d] != NULL)
-				weir_cbq_flow_rtt(w->shaper[d], weir_flow_slot(w->flows, f), 0);
+				weir_cbq_flow_new(w->shaper[d], weir_flow_slot(w->flows, f));
 		/* First packet: it tells who opened the flow; remember it for
 		 * re-classification, where the packet at hand may be a reply. */
 		if (t.init_dir == WEIR_DIR_IN)

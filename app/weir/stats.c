@@ -180,6 +180,7 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 		sum.new_flows += st->new_flows;
 		sum.new_deferred += st->new_deferred;
 		sum.young_flows += st->young_flows;
+		sum.young_spent += st->young_spent;
 		sum.drops_aqm += st->drops_aqm;
 		sum.drops_qm += st->drops_qm;
 		if (v.has_qm) {
@@ -231,6 +232,7 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 		json_object_set_new(o, "new_flows", json_integer((json_int_t)sum.new_flows));
 		json_object_set_new(o, "new_deferred", json_integer((json_int_t)sum.new_deferred));
 		json_object_set_new(o, "young_flows", json_integer((json_int_t)sum.young_flows));
+		json_object_set_new(o, "young_spent", json_integer((json_int_t)sum.young_spent));
 		json_object_set_new(o, "drops_aqm", json_integer((json_int_t)sum.drops_aqm));
 		/* Refused because the tree's share of the mempool was spent. */
 		json_object_set_new(o, "drops_pool", json_integer((json_int_t)sum.drops_pool));

@@ -4,11 +4,15 @@ At 10 ms a 100 KB reply is bound by the rate it gets, not by its round trips, so
 where the new-flows list's bound and any ACK holding of a young flow show. Its own
 module: a second testbed beside test_short_transfers.py's would share its DPDK prefix.
 """
+import statistics
+import threading
+import time
+
 import pytest
 
 from conftest import measure_twice
 from weirtb import traffic
-from test_short_transfers import PAYLOAD_MAX, http_testbed, restart, short_beside_bulk
+from test_short_transfers import PAYLOAD_MAX, fetch_1m, http_testbed, restart, short_beside_bulk
 
 
 @pytest.fixture(scope="module")
@@ -49,3 +53,40 @@ def test_ipabr_bulk_downloads_fill_the_class_from_the_start(st_tb10):
     print(f"4 ipabr downloads, seconds 1-5: {bps / 1e6:.2f} Mbit/s, "
           f"{bps / PAYLOAD_MAX:.3f} of the class")
     assert bps >= 0.85 * PAYLOAD_MAX, bps
+
+
+@pytest.mark.parametrize("mode", ["pfq", "postack", "tcr"])
+def test_short_download_beside_many_young_bulk_flows(st_tb10, mode):
+    """Youth is bounded in time (docs/cbq.md): a flow active for more than a few activity
+    periods is old, whatever it has sent. With young_bytes = 1 MiB, 16 bulk downloads
+    at 1.2 Mbit/s each need 7 s to send their budgets, so by bytes alone all were still
+    young when a 100 KB download started 3 s in: it was one young flow in 17 (the same
+    as 64 flows with the default 256 KiB, where 100 KB took 0.7-1.5 s against 70 ms
+    idle under pfq)."""
+    restart(st_tb10, mode, extra="young_bytes = 1048576;")
+
+    def fetch_100k():
+        return fetch_1m(st_tb10, "100k", 102400)
+
+    def run():
+        fetch_100k()    # warm
+        idle = statistics.median(fetch_100k() for _ in range(3))
+        res = {}
+        bulk = threading.Thread(target=lambda: res.update(flows=traffic.iperf_flows(
+            st_tb10, n=16, duration=7, reverse=True, cc="cubic", pairs=[("l2", "w1")] * 16,
+            base_port=5301)), daemon=True)
+        bulk.start()
+        time.sleep(3)
+        loaded = statistics.median(fetch_100k() for _ in range(3))
+        bulk.join()
+        assert all(f.error is None for f in res["flows"]), res["flows"]
+        assert sum(f.goodput_bps for f in res["flows"]) >= 0.7 * PAYLOAD_MAX
+        return idle, loaded
+
+    idle, loaded = measure_twice(run, lambda r: r[1] <= 1.5 * r[0])
+    cls = st_tb10.weir_stats()["shaping"]["inbound"]["classes"]
+    spent = sum(c.get("young_spent", 0) for c in cls.values())
+    print(f"{mode}: 100 KB idle {idle * 1000:.0f} ms, beside 16 young bulk downloads "
+          f"{loaded * 1000:.0f} ms; inbound young_spent {spent}")
+    assert loaded <= 1.5 * idle, (idle, loaded)
+    assert spent >= 16, spent

@@ -27,10 +27,11 @@ RTT_MS = 40
 HTTP_PORT = 8000
 
 
-def config(path, mode, aqm="codel"):
+def config(path, mode, aqm="codel", extra=""):
+    """weir's config: `mode` both ways at RATE; `extra` more settings of `shaping`."""
     path.write_text(weirtb.testbed_config_text(
         f'shaping = {{ mode = "{mode}"; outbound = "{RATE}"; inbound = "{RATE}"; '
-        f'aqm = "{aqm}"; }};\n', stats_interval=0.2))
+        f'aqm = "{aqm}"; {extra} }};\n', stats_interval=0.2))
     return path
 
 
@@ -60,12 +61,13 @@ def st_tb(tmp_path_factory):
         yield tb
 
 
-def restart(tb, mode, aqm="codel"):
+def restart(tb, mode, aqm="codel", extra=""):
     import os
     if tb.gateway_running:
         rc = tb.stop_gateway()
         assert rc in (None, 0), f"weir exited {rc}"
-    os.environ["WEIR_TESTBED_CFG"] = str(config(tb.cfg_dir / f"{mode}-{aqm}.cfg", mode, aqm))
+    name = f"{mode}-{aqm}{'-x' if extra else ''}.cfg"
+    os.environ["WEIR_TESTBED_CFG"] = str(config(tb.cfg_dir / name, mode, aqm, extra))
     tb.start_gateway("weir")
 
 

@@ -391,6 +391,96 @@ test_young(void)
 	weir_drr_qtab_free(t);
 }
 
+/* Youth bounded in time (weir_drr_youth_age): a young flow active in more
+ * periods than its owner allows is old for good, however little it has
+ * sent, and gets one quantum from the new list like any old flow; a new
+ * flow in its slot is young again. By bytes alone, 64 bulk flows that
+ * started together stayed young for 7 s, and a 100 KB reply was one
+ * young flow in 65 (issue 23 item 3). */
+static void
+test_young_age(void)
+{
+	enum { NF = 8, BUDGET = 100000 };
+	struct weir_drr_qtab *t = weir_drr_qtab_create(NF + 2, 400, SOCKET_ID_ANY);
+	struct weir_drr d;
+	uint32_t late = 0;
+
+	weir_drr_init(&d, t, 1500, 0);
+	d.young = BUDGET;
+	for (uint32_t q = 0; q < NF; q++) {
+		for (uint32_t p = 1; p < 4; p++)
+			CHECK(!weir_drr_youth_age(t, q, 4), "flow %u: young after %u periods", q, p);
+		CHECK(weir_drr_youth_age(t, q, 4) && weir_drr_youth_spent(t, q), "flow %u: old at 4", q);
+		CHECK(!weir_drr_youth_age(t, q, 4), "spent once only");
+	}
+	/* The 8 spent flows, backlogged, and a late young one: it goes ahead,
+	 * 3 of every 4 packets (the new list's bound). */
+	for (uint32_t q = 0; q < NF; q++) {
+		for (uint32_t i = 0; i < 40; i++)
+			weir_drr_enqueue_young(&d, q, mk(q, i, 1000), 1000);
+		CHECK(d.q[q].deficit == 1500, "spent: one quantum (%d)", d.q[q].deficit);
+	}
+	CHECK(d.young_flows == 0, "no budget for spent flows");
+	for (uint32_t i = 0; i < 2 * NF; i++)
+		CHECK(next_flow(&d) < NF, "their quanta from the new list");
+	for (uint32_t i = 0; i < 60; i++)
+		weir_drr_enqueue_young(&d, NF, mk(NF, i, 1000), 1000 * i);
+	for (uint32_t i = 0; i < 40; i++)
+		late += next_flow(&d) == NF;
+	CHECK(late >= 28, "the late young flow ahead of the old ones: %u of 40", late);
+	while (next_flow(&d) != UINT32_MAX)
+		;
+	weir_drr_flow_new(t, 0);
+	CHECK(!weir_drr_youth_spent(t, 0) && !weir_drr_youth_age(t, 0, 2), "new flow: young again");
+	weir_drr_enqueue_young(&d, 0, mk(0, 0, 1000), 0);
+	CHECK(d.q[0].deficit == 1500 + BUDGET, "new flow: a budget (%d)", d.q[0].deficit);
+	while (next_flow(&d) != UINT32_MAX)
+		;
+	/* The age counts to 63 periods. */
+	weir_drr_flow_new(t, 1);
+	for (uint32_t p = 1; p < WEIR_DRR_Y_AGE_MAX; p++)
+		CHECK(!weir_drr_youth_age(t, 1, WEIR_DRR_Y_AGE_MAX), "young at %u of 63", p);
+	CHECK(weir_drr_youth_age(t, 1, WEIR_DRR_Y_AGE_MAX), "old at 63");
+	weir_drr_qtab_free(t);
+}
+
+/* A young flow's queue that empties leaves the lists, and its next packet
+ * (a slow start's next flight) is on the new list ahead of the old flows,
+ * not behind a whole round of them (RFC 8290's rule for an old flow that
+ * empties: it waits on the old list for its turn). */
+static void
+test_young_refill(void)
+{
+	enum { NF = 16 };
+	struct weir_drr_qtab *t = weir_drr_qtab_create(NF + 2, 400, SOCKET_ID_ANY);
+	struct weir_drr d;
+	uint32_t seq[NF] = { 0 };
+
+	weir_drr_init(&d, t, 1500, 0);
+	d.young = 100000;
+	for (uint32_t q = 0; q < NF; q++)
+		for (uint32_t i = 0; i < 20; i++)
+			weir_drr_enqueue_young(&d, q, mk(q, seq[q]++, 1000), 1000000);
+	for (uint32_t i = 0; i < 3 * NF; i++)
+		CHECK(next_flow(&d) < NF, "bulk");
+	/* A flight of two, sent at once, then another. */
+	for (int flight = 0; flight < 2; flight++) {
+		uint32_t before = 0;
+
+		weir_drr_enqueue_young(&d, NF, mk(NF, 2 * flight, 1000), 2000 * flight);
+		weir_drr_enqueue_young(&d, NF, mk(NF, 2 * flight + 1, 1000), 2000 * flight + 1000);
+		while (next_flow(&d) != NF)
+			before++;
+		CHECK(before <= 1, "flight %d: %u bulk packets before it", flight, before);
+		CHECK(next_flow(&d) == NF, "flight %d: both", flight);
+		CHECK(d.q[NF].listed == 0, "emptied young queue off the lists (%u)", d.q[NF].listed);
+	}
+	while (next_flow(&d) != UINT32_MAX)
+		;
+	CHECK(d.pkts == 0 && d.n_listed == 0 && d.n_new == 0 && d.n_idle == 0, "empty");
+	weir_drr_qtab_free(t);
+}
+
 /* CoDel per flow queue (RFC 8289/8290): a queue whose sojourn time stays
  * above target for an interval loses packets from its head, fewer apart
  * while it stands, in order for the rest; a queue served at once loses
@@ -722,6 +812,8 @@ main(int argc, char **argv)
 	test_new_flows();
 	test_young();
 	test_young_together();
+	test_young_age();
+	test_young_refill();
 	test_codel();
 	test_codel_at_rest();
 	test_codel_answer();

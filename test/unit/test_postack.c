@@ -993,7 +993,7 @@ test_share_clamp(void)
 	drain_ms(&r, t0 + 170 * ms, 200);
 	rig_emitted_free(&r);
 	CHECK(r.w->shaper[0] != NULL &&
-	      !weir_cbq_young(r.w->shaper[0], 0, weir_flow_by_slot(r.w->flows, 0)->bytes[0]),
+	      !weir_cbq_young(r.w->shaper[0], 0, 0, weir_flow_by_slot(r.w->flows, 0)->bytes[0]),
 	      "grown up");
 	b = ack_frame(2, 30000, 65535);
 	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 380 * ms) == 1, "goes on");
