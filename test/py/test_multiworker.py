@@ -411,6 +411,100 @@ def test_new_flow_on_another_worker(mw_tb):
     assert med["other"] >= 0.75 * med["same"], med
     assert all(x[1] <= 1.0 for v in res.values() for x in v), res
 
+# Run in a host: a light TCP connection, 64 bytes each way every 0.1 s (an ssh
+# session being typed in, a chatty keep-alive): enough data frames for its
+# flow to count as sending in its class (two frames a 200 ms period), next to
+# nothing in bytes. "serve": echo on a port; "talk": connect from a LAN port.
+PINGPONG = r"""
+import socket, sys, time
+if sys.argv[1] == "serve":
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("", int(sys.argv[2])))
+    ls.listen(1)
+    print("READY", flush=True)
+    c, _ = ls.accept()
+    while True:
+        b = c.recv(4096)
+        if not b:
+            break
+        c.sendall(b)
+else:
+    dst, dport, cport, secs = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("", cport))
+    s.connect((dst, dport))
+    end, n = time.time() + secs, 0
+    while time.time() < end:
+        s.sendall(b"x" * 64)
+        got = 0
+        while got < 64:
+            got += len(s.recv(4096))
+        n += 1
+        time.sleep(0.1)
+    s.close()
+    print(n)
+"""
+
+
+@pytest.mark.parametrize("mode", ["tcr", "ipabr"])
+def test_window_mode_bulk_beside_light_flow(mw_tb, mode):
+    """A window-sizing mode (tcr, ipabr), one 10 Mbit/s class each way, two workers:
+    one bulk download on worker 0 and, on worker 1, a light connection (64 bytes each
+    way every 0.1 s) that counts as a sending flow there but uses next to nothing. The
+    rebalancer must give worker 0 nearly the whole class: the bulk flow gets >= 0.9 of
+    the class in goodput (the rest of 10 Mbit/s is headers). Counted by sending flows,
+    each worker got half."""
+    tb = mw_tb
+    cfg = tb.cfg_dir / f"light-{mode}.cfg"
+    cfg.write_text(weirtb.testbed_config_text(
+        f'shaping = {{ mode = "{mode}"; outbound = "10mbit"; inbound = "10mbit"; }};\n'
+        f"management = {{ port = {MGMT_PORT}; }};\n",
+        stats_interval=STATS_INTERVAL, workers=WORKERS))
+    restart(tb, cfg)
+    bulk_port, light_port = 5330, 5331
+    dur = 14
+    srv = None
+    try:
+        cb, cl = pick_cports(tb, [("l1", "w1", bulk_port, 0), ("l2", "w2", light_port, 1)],
+                             base=27000)
+        srv = tb.popen("w2", [PYTHON, "-c", PINGPONG, "serve", str(light_port)])
+        assert srv.stdout.readline().strip() == "READY"
+        talk = tb.popen("l2", [PYTHON, "-c", PINGPONG, "talk", _dst_addr(tb, "w2"),
+                               str(light_port), str(cl), str(dur + 2)])
+        time.sleep(1)
+        with Sampler(tb, "inbound") as s:
+            t0 = s.now()
+            flow = tb.iperf(n=1, duration=dur, reverse=True, base_port=bulk_port,
+                            pairs=[("l1", "w1")], cports=[cb])[0]
+            cls = next(iter(s.samples[-1][1]))
+            wire = s.rate(cls, t0 + 4, t0 + dur)
+            # worker 0's part of the class while the flow ran (stats snapshots)
+            part0 = sorted(c[cls]["per_worker"][0]["rate_bps"] / 10e6
+                           for t, _, c in s.samples if t0 + 4 <= t <= t0 + dur)
+        st = tb.weir_stats()
+        talked = int(talk.communicate(timeout=dur + 10)[0] or 0)
+        light = [(f["worker"], f["in"]["pkts"], f["out"]["pkts"]) for f in all_flows(tb)
+                 if f["proto"] == "tcp" and f["wan"]["port"] == light_port]
+    finally:
+        if srv is not None and srv.poll() is None:
+            srv.kill()
+            srv.communicate()
+        restart(tb, tb.cfg)
+    assert flow.error is None, flow.error
+    steady = sum(flow.interval_bps[4:dur]) / (dur - 4)
+    med = part0[len(part0) // 2]
+    print(f"{mode}: bulk download alone on worker 0 {steady / 1e6:.2f} Mbit/s goodput, "
+          f"class {wire / 1e6:.2f} on the wire (10); worker 0's part of the class "
+          f"{part0[0]:.3f}-{part0[-1]:.3f}, median {med:.3f}; light flow (worker, pkts in, "
+          f"out) {light}, {talked} round trips; flow_split {split_frames(st)}")
+    assert talked >= 5 * dur and light and light[0][0] == 1, (talked, light)
+    assert med >= 0.95, part0
+    assert steady >= 0.9 * 10e6, steady
+    assert split_frames(st) == 0, st["ports"]
+
+
 def test_three_workers(mw_tb):
     """3 workers (qpairs=3, still the 2 vCPUs): gold (20 of 30 Mbit/s) with flows on
     workers 0, 1, 2, 2 and bulk (10) on 2, 1, 0, 0, outbound. Each class's total holds
