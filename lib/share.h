@@ -18,7 +18,7 @@
  *    counts its flows while they send, queued or not, since they never
  *    queue: there a worker also reports what its flows sent (smoothed, bit/s).
  *    A worker that used less than half its part is not limited by it: it
- *    is given twice what it used, no more than its flows' fair share; the
+ *    is given 2.5 times what it used, no more than its flows' fair share; the
  *    limited workers split the rest by their flows (water-filling). So an
  *    idle or light connection counted on one worker does not hold half the
  *    class away from a bulk flow on another.
@@ -47,7 +47,8 @@
 #define WEIR_SHARE_INNER_FLOOR 0.01     /* share of an inner class each worker keeps */
 #define WEIR_SHARE_GAIN 0.25            /* EWMA gain per sample */
 #define WEIR_SHARE_LIMITED 0.5          /* used this much of its part: limited by it */
-#define WEIR_SHARE_HEADROOM 2.0         /* a worker not limited is given this times its use */
+#define WEIR_SHARE_HEADROOM 2.5         /* a worker not limited is given this times its use:
+                                         * above 1 / LIMITED, so the floors do not tip it over */
 
 /* The management lcore's view of one direction's tree over n workers. */
 struct weir_share {
