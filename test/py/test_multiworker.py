@@ -453,9 +453,10 @@ def test_window_mode_bulk_beside_light_flow(mw_tb, mode):
     """A window-sizing mode (tcr, ipabr), one 10 Mbit/s class each way, two workers:
     one bulk download on worker 0 and, on worker 1, a light connection (64 bytes each
     way every 0.1 s) that counts as a sending flow there but uses next to nothing. The
-    rebalancer must give worker 0 nearly the whole class: the bulk flow gets >= 0.9 of
-    the class in goodput (the rest of 10 Mbit/s is headers). Counted by sending flows,
-    each worker got half."""
+    rebalancer must give worker 0 nearly the whole class (median part >= 0.95), and the
+    download must carry >= 0.95 of the class on the wire and >= 0.9 of it in goodput
+    (of the 10 Mbit/s of frames, 1448 / 1514 is payload). Counted by sending flows,
+    each worker got half (parts 0.50-0.51, 4.8-5.0 Mbit/s on the wire)."""
     tb = mw_tb
     cfg = tb.cfg_dir / f"light-{mode}.cfg"
     cfg.write_text(weirtb.testbed_config_text(
@@ -463,45 +464,59 @@ def test_window_mode_bulk_beside_light_flow(mw_tb, mode):
         f"management = {{ port = {MGMT_PORT}; }};\n",
         stats_interval=STATS_INTERVAL, workers=WORKERS))
     restart(tb, cfg)
-    bulk_port, light_port = 5330, 5331
-    dur = 14
-    srv = None
-    try:
-        cb, cl = pick_cports(tb, [("l1", "w1", bulk_port, 0), ("l2", "w2", light_port, 1)],
-                             base=27000)
+    dur, tries = 14, 3
+    # a fresh pair of 4-tuples per try (measure_twice): bulk on 0, light on 1
+    ports = [(5330 + 2 * k, 5331 + 2 * k) for k in range(tries)]
+    runs = []
+
+    def run():
+        bulk_port, light_port = ports[len(runs)]
+        cb, cl = picked[len(runs)]
         srv = tb.popen("w2", [PYTHON, "-c", PINGPONG, "serve", str(light_port)])
-        assert srv.stdout.readline().strip() == "READY"
-        talk = tb.popen("l2", [PYTHON, "-c", PINGPONG, "talk", _dst_addr(tb, "w2"),
-                               str(light_port), str(cl), str(dur + 2)])
-        time.sleep(1)
-        with Sampler(tb, "inbound") as s:
-            t0 = s.now()
-            flow = tb.iperf(n=1, duration=dur, reverse=True, base_port=bulk_port,
-                            pairs=[("l1", "w1")], cports=[cb])[0]
-            cls = next(iter(s.samples[-1][1]))
-            wire = s.rate(cls, t0 + 4, t0 + dur)
-            # worker 0's part of the class while the flow ran (stats snapshots)
-            part0 = sorted(c[cls]["per_worker"][0]["rate_bps"] / 10e6
-                           for t, _, c in s.samples if t0 + 4 <= t <= t0 + dur)
-        st = tb.weir_stats()
-        talked = int(talk.communicate(timeout=dur + 10)[0] or 0)
+        try:
+            assert srv.stdout.readline().strip() == "READY"
+            talk = tb.popen("l2", [PYTHON, "-c", PINGPONG, "talk", _dst_addr(tb, "w2"),
+                                   str(light_port), str(cl), str(dur + 2)])
+            time.sleep(1)
+            with Sampler(tb, "inbound") as s:
+                t0 = s.now()
+                flow = tb.iperf(n=1, duration=dur, reverse=True, base_port=bulk_port,
+                                pairs=[("l1", "w1")], cports=[cb])[0]
+            talked = int(talk.communicate(timeout=dur + 10)[0] or 0)
+        finally:
+            if srv.poll() is None:
+                srv.kill()
+                srv.communicate()
+        assert flow.error is None, flow.error
+        cls = next(iter(s.samples[-1][1]))
+        # worker 0's part of the class while the flow ran (stats snapshots)
+        part0 = sorted(c[cls]["per_worker"][0]["rate_bps"] / 10e6
+                       for t, _, c in s.samples if t0 + 4 <= t <= t0 + dur)
         light = [(f["worker"], f["in"]["pkts"], f["out"]["pkts"]) for f in all_flows(tb)
                  if f["proto"] == "tcp" and f["wan"]["port"] == light_port]
+        r = dict(goodput=sum(flow.interval_bps[4:dur]) / (dur - 4),
+                 wire=s.rate(cls, t0 + 4, t0 + dur), part0=part0[len(part0) // 2],
+                 part0_range=(part0[0], part0[-1]), light=light, talked=talked)
+        runs.append(r)
+        return r
+
+    try:
+        picked = list(zip(*[iter(pick_cports(tb, [x for bp, lp in ports for x in (
+            ("l1", "w1", bp, 0), ("l2", "w2", lp, 1))], base=27000))] * 2))
+        r = measure_twice(run, lambda r: r["part0"] >= 0.95 and r["wire"] >= 0.95 * 10e6 and
+                          r["goodput"] >= 0.9 * 10e6, tries=tries)
+        st = tb.weir_stats()
     finally:
-        if srv is not None and srv.poll() is None:
-            srv.kill()
-            srv.communicate()
         restart(tb, tb.cfg)
-    assert flow.error is None, flow.error
-    steady = sum(flow.interval_bps[4:dur]) / (dur - 4)
-    med = part0[len(part0) // 2]
-    print(f"{mode}: bulk download alone on worker 0 {steady / 1e6:.2f} Mbit/s goodput, "
-          f"class {wire / 1e6:.2f} on the wire (10); worker 0's part of the class "
-          f"{part0[0]:.3f}-{part0[-1]:.3f}, median {med:.3f}; light flow (worker, pkts in, "
-          f"out) {light}, {talked} round trips; flow_split {split_frames(st)}")
-    assert talked >= 5 * dur and light and light[0][0] == 1, (talked, light)
-    assert med >= 0.95, part0
-    assert steady >= 0.9 * 10e6, steady
+    print(f"{mode}: bulk download alone on worker 0 {r['goodput'] / 1e6:.2f} Mbit/s goodput, "
+          f"class {r['wire'] / 1e6:.2f} on the wire (10); worker 0's part of the class "
+          f"{r['part0_range'][0]:.3f}-{r['part0_range'][1]:.3f}, median {r['part0']:.3f}; "
+          f"light flow (worker, pkts in, out) {r['light']}, {r['talked']} round trips; "
+          f"runs {len(runs)}; flow_split {split_frames(st)}")
+    assert r["talked"] >= 5 * dur and r["light"] and r["light"][0][0] == 1, r
+    assert r["part0"] >= 0.95, r
+    assert r["wire"] >= 0.95 * 10e6, r
+    assert r["goodput"] >= 0.9 * 10e6, r
     assert split_frames(st) == 0, st["ports"]
 
 
