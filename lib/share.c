@@ -107,59 +107,67 @@ weir_share_sample_sent(struct weir_share *s, unsigned int w, uint16_t leaf, uint
 	}
 }
 
+/* What worker w may be given of leaf cls: HEADROOM times its use when it
+ * used less than WEIR_SHARE_LIMITED of its last part, else no bound. */
+static double
+use_cap(const struct weir_share *s, unsigned int w, uint16_t cls, double rate)
+{
+	const size_t i = (size_t)w * s->n_classes + cls;
+
+	return s->used[i] < WEIR_SHARE_LIMITED * (double)s->rate[i] ? WEIR_SHARE_HEADROOM * s->used[i]
+								      : rate;
+}
+
 /*
- * Leaf cls split by use (water-filling over workers): a worker that used
- * less than WEIR_SHARE_LIMITED of its last part is given HEADROOM times
- * its use, at most its flows' fair level; the workers limited by their
- * parts share what is left by their flows. Returned as flow counts (*xe,
- * summing to xs) for the split by flows that follows. A light connection
- * (an ssh session, a keep-alive) counted as sending on worker B took half
- * of a tcr class from a bulk flow on worker A when counted as a flow.
+ * Leaf cls split by use (water-filling over workers): a worker not limited
+ * by its part is given its cap (use_cap), at most its flows' fair level;
+ * the workers limited by their parts share what is left by their flows.
+ * Returned as flow counts (*xe, summing to xs) for the split by flows that
+ * follows. A light connection (an ssh session, a keep-alive) counted as
+ * sending on worker B took half of a tcr class from a bulk flow on worker
+ * A when counted as a flow.
  */
 static void
 use_weights(const struct weir_share *s, uint16_t cls, double xs, double *xe)
 {
 	const unsigned int nw = s->n_workers;
-	const uint16_t nc = s->n_classes;
+	const double *x = &s->x[cls];   /* worker w's flows: x[w * n_classes] */
 	const double rate = (double)s->tree->classes[cls].cbq.rate;
 	double cap[RTE_MAX_LCORE], give[RTE_MAX_LCORE];
-	bool fixed[RTE_MAX_LCORE];
-	double left = rate, level = 0.0, n;
-	bool more = true;
+	double left = rate, level = 0.0;
+	bool fixed[RTE_MAX_LCORE], more = true;
 
 	for (unsigned int w = 0; w < nw; w++) {
-		size_t i = (size_t)w * nc + cls;
-		double u = s->used[i];
-
-		cap[w] = u < WEIR_SHARE_LIMITED * (double)s->rate[i] ? WEIR_SHARE_HEADROOM * u : rate;
-		give[w] = 0.0;
+		cap[w] = use_cap(s, w, cls, rate);
 		fixed[w] = false;
 	}
+	/* Fix every worker whose cap is below the level, raise the level
+	 * over the rest, until none is. */
 	while (more) {
+		double n = 0.0;
+
 		more = false;
-		n = 0.0;
 		for (unsigned int w = 0; w < nw; w++)
 			if (!fixed[w])
-				n += s->x[(size_t)w * nc + cls];
+				n += x[(size_t)w * s->n_classes];
 		if (n <= 0.0)
 			break;
 		level = left / n;       /* rate per flow among the workers not fixed */
 		for (unsigned int w = 0; w < nw; w++)
-			if (!fixed[w] && cap[w] < level * s->x[(size_t)w * nc + cls]) {
+			if (!fixed[w] && cap[w] < level * x[(size_t)w * s->n_classes]) {
 				give[w] = cap[w];
 				left -= cap[w];
 				fixed[w] = more = true;
 			}
 	}
-	n = 0.0;
 	for (unsigned int w = 0; w < nw; w++)
 		if (!fixed[w]) {
-			give[w] = level * s->x[(size_t)w * nc + cls];
+			give[w] = level * x[(size_t)w * s->n_classes];
 			left -= give[w];
 		}
-	/* Everyone below its cap (the class is not full): the rest by flows. */
+	/* Every worker below its cap (the class is not full): the rest by flows. */
 	for (unsigned int w = 0; w < nw; w++)
-		xe[w] = (give[w] + RTE_MAX(left, 0.0) * s->x[(size_t)w * nc + cls] / xs) / rate * xs;
+		xe[w] = (give[w] + RTE_MAX(left, 0.0) * x[(size_t)w * s->n_classes] / xs) / rate * xs;
 }
 
 static void
