@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mode.h"
 #include "share.h"
 
 /* A worker's part of a class may be as small as 1 bit/s (weir_cbq_set_rate
@@ -32,15 +33,28 @@ weir_share_create(const struct weir_policy_tree *t, unsigned int n_workers)
 	s->n_classes = t->n_classes;
 	n = (size_t)n_workers * t->n_classes;
 	s->x = calloc(n, sizeof(*s->x));
+	s->used = calloc(n, sizeof(*s->used));
+	s->sent = calloc(n, sizeof(*s->sent));
+	s->sent_at = malloc(n * sizeof(*s->sent_at));
+	s->by_use = calloc(t->n_classes, sizeof(*s->by_use));
 	s->dem = calloc(n, sizeof(*s->dem));
 	s->sub = calloc(n, sizeof(*s->sub));
 	s->sub_conf = calloc(t->n_classes, sizeof(*s->sub_conf));
 	s->rate = calloc(n, sizeof(*s->rate));
 	s->ceil = calloc(n, sizeof(*s->ceil));
-	if (s->x == NULL || s->dem == NULL || s->sub == NULL || s->sub_conf == NULL || s->rate == NULL || s->ceil == NULL) {
+	if (s->x == NULL || s->used == NULL || s->sent == NULL || s->sent_at == NULL ||
+	    s->by_use == NULL || s->dem == NULL || s->sub == NULL || s->sub_conf == NULL ||
+	    s->rate == NULL || s->ceil == NULL) {
 		weir_share_free(s);
 		return NULL;
 	}
+	for (size_t i = 0; i < n; i++)
+		s->sent_at[i] = -1.0;
+	/* Flows that size their windows to the part never queue: their
+	 * count alone cannot tell a bulk flow from an idle one. */
+	for (uint16_t c = 0; c < t->n_classes; c++)
+		s->by_use[c] = t->classes[c].is_leaf &&
+			       (weir_mode(t->classes[c].mode)->flags & WEIR_MODEF_WINDOW) != 0;
 	weir_share_split(s);    /* nothing sampled yet: an even split */
 	return s;
 }
@@ -51,6 +65,10 @@ weir_share_free(struct weir_share *s)
 	if (s == NULL)
 		return;
 	free(s->x);
+	free(s->used);
+	free(s->sent);
+	free(s->sent_at);
+	free(s->by_use);
 	free(s->dem);
 	free(s->sub);
 	free(s->sub_conf);
@@ -68,6 +86,88 @@ weir_share_sample(struct weir_share *s, unsigned int w, uint16_t leaf, uint32_t 
 		return;
 	x = &s->x[(size_t)w * s->n_classes + leaf];
 	*x += WEIR_SHARE_GAIN * ((double)backlogged - *x);
+}
+
+void
+weir_share_sample_sent(struct weir_share *s, unsigned int w, uint16_t leaf, uint64_t bytes,
+		       double now)
+{
+	size_t i;
+	double dt;
+
+	if (w >= s->n_workers || leaf >= s->n_classes || !s->by_use[leaf])
+		return;
+	i = (size_t)w * s->n_classes + leaf;
+	dt = now - s->sent_at[i];
+	if (s->sent_at[i] >= 0.0 && dt > 0.0 && bytes >= s->sent[i])
+		s->used[i] += WEIR_SHARE_GAIN * ((double)(bytes - s->sent[i]) * 8.0 / dt - s->used[i]);
+	if (s->sent_at[i] < 0.0 || dt > 0.0) {
+		s->sent[i] = bytes;
+		s->sent_at[i] = now;
+	}
+}
+
+/* What worker w may be given of leaf cls: HEADROOM times its use when it
+ * used less than WEIR_SHARE_LIMITED of its last part, else no bound. */
+static double
+use_cap(const struct weir_share *s, unsigned int w, uint16_t cls, double rate)
+{
+	const size_t i = (size_t)w * s->n_classes + cls;
+
+	return s->used[i] < WEIR_SHARE_LIMITED * (double)s->rate[i] ? WEIR_SHARE_HEADROOM * s->used[i]
+								      : rate;
+}
+
+/*
+ * Leaf cls split by use (water-filling over workers): a worker not limited
+ * by its part is given its cap (use_cap), at most its flows' fair level;
+ * the workers limited by their parts share what is left by their flows.
+ * Returned as flow counts (*xe, summing to xs) for the split by flows that
+ * follows. A light connection (an ssh session, a keep-alive) counted as
+ * sending on worker B took half of a tcr class from a bulk flow on worker
+ * A when counted as a flow.
+ */
+static void
+use_weights(const struct weir_share *s, uint16_t cls, double xs, double *xe)
+{
+	const unsigned int nw = s->n_workers;
+	const double *x = &s->x[cls];   /* worker w's flows: x[w * n_classes] */
+	const double rate = (double)s->tree->classes[cls].cbq.rate;
+	double cap[RTE_MAX_LCORE], give[RTE_MAX_LCORE];
+	double left = rate, level = 0.0;
+	bool fixed[RTE_MAX_LCORE], more = true;
+
+	for (unsigned int w = 0; w < nw; w++) {
+		cap[w] = use_cap(s, w, cls, rate);
+		fixed[w] = false;
+	}
+	/* Fix every worker whose cap is below the level, raise the level
+	 * over the rest, until none is. */
+	while (more) {
+		double n = 0.0;
+
+		more = false;
+		for (unsigned int w = 0; w < nw; w++)
+			if (!fixed[w])
+				n += x[(size_t)w * s->n_classes];
+		if (n <= 0.0)
+			break;
+		level = left / n;       /* rate per flow among the workers not fixed */
+		for (unsigned int w = 0; w < nw; w++)
+			if (!fixed[w] && cap[w] < level * x[(size_t)w * s->n_classes]) {
+				give[w] = cap[w];
+				left -= cap[w];
+				fixed[w] = more = true;
+			}
+	}
+	for (unsigned int w = 0; w < nw; w++)
+		if (!fixed[w]) {
+			give[w] = level * x[(size_t)w * s->n_classes];
+			left -= give[w];
+		}
+	/* Every worker below its cap (the class is not full): the rest by flows. */
+	for (unsigned int w = 0; w < nw; w++)
+		xe[w] = (give[w] + RTE_MAX(left, 0.0) * x[(size_t)w * s->n_classes] / xs) / rate * xs;
 }
 
 static void
@@ -110,13 +210,17 @@ weir_share_split(struct weir_share *s)
 		bool active;
 
 		if (pc->is_leaf) {
-			double xs = 0.0;
+			double xs = 0.0, xe[RTE_MAX_LCORE];
 
 			for (unsigned int w = 0; w < nw; w++)
 				xs += s->x[(size_t)w * nc + cls];
 			active = xs >= 0.05;
+			for (unsigned int w = 0; w < nw; w++)
+				xe[w] = s->x[(size_t)w * nc + cls];
+			if (active && s->by_use[cls] && rate > 0.0)
+				use_weights(s, (uint16_t)cls, xs, xe);
 			for (unsigned int w = 0; w < nw; w++) {
-				double x = s->x[(size_t)w * nc + cls];
+				double x = xe[w];
 
 				frac[w] = (x + WEIR_SHARE_FLOOR) / (xs + nw * WEIR_SHARE_FLOOR);
 				/* It wants up to its ceiling, where its flows are. */

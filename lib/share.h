@@ -14,6 +14,14 @@
  *  - a leaf's rate and ceiling are split in proportion to that weight plus
  *    a small floor per worker (WEIR_SHARE_FLOOR flows), so a new flow on a
  *    worker with none can start before the next split.
+ *  - a leaf whose mode sizes windows to the worker's part (tcr, ipabr)
+ *    counts its flows while they send, queued or not, since they never
+ *    queue: there a worker also reports what its flows sent (smoothed, bit/s).
+ *    A worker that used less than half its part is not limited by it: it
+ *    is given 2.5 times what it used, no more than its flows' fair share; the
+ *    limited workers split the rest by their flows (water-filling). So an
+ *    idle or light connection counted on one worker does not hold half the
+ *    class away from a bulk flow on another.
  *  - an inner class (and the link) gives each worker what its active
  *    children there were given, and splits the rest of its rate (what idle
  *    children leave, and any excess over the children's sum) by the demand
@@ -38,6 +46,9 @@
 #define WEIR_SHARE_FLOOR 0.02           /* flows a leaf counts on every worker */
 #define WEIR_SHARE_INNER_FLOOR 0.01     /* share of an inner class each worker keeps */
 #define WEIR_SHARE_GAIN 0.25            /* EWMA gain per sample */
+#define WEIR_SHARE_LIMITED 0.5          /* used this much of its part: limited by it */
+#define WEIR_SHARE_HEADROOM 2.5         /* a worker not limited is given this times its use:
+                                         * above 1 / LIMITED, so the floors do not tip it over */
 
 /* The management lcore's view of one direction's tree over n workers. */
 struct weir_share {
@@ -45,6 +56,10 @@ struct weir_share {
 	unsigned int n_workers;
 	uint16_t n_classes;
 	double *x;              /* [w * n_classes + cls] smoothed backlogged flows (leaves) */
+	double *used;           /* [w * n_classes + cls] smoothed bit/s sent (by_use leaves) */
+	uint64_t *sent;         /* [w * n_classes + cls] the leaf's byte counter last sampled */
+	double *sent_at;        /* [w * n_classes + cls] when, in seconds; < 0: not yet */
+	bool *by_use;           /* [cls] a leaf split by what its workers use (WEIR_MODEF_WINDOW) */
 	double *dem;            /* [w * n_classes + cls] scratch: demand */
 	double *sub;            /* [w * n_classes + cls] scratch: active children's rates */
 	double *sub_conf;       /* [cls] scratch: active children's configured rates */
@@ -57,6 +72,13 @@ void weir_share_free(struct weir_share *s);
 
 /* One sample of leaf `leaf`'s backlogged flows on worker w. */
 void weir_share_sample(struct weir_share *s, unsigned int w, uint16_t leaf, uint32_t backlogged);
+
+/* One sample of what leaf `leaf` sent on worker w: its byte counter (the
+ * tree's, running) at time `now` in seconds. Only leaves split by use
+ * (by_use) keep it; the first sample, or a counter that went back (a new
+ * tree), only sets the reference. */
+void weir_share_sample_sent(struct weir_share *s, unsigned int w, uint16_t leaf, uint64_t bytes,
+			    double now);
 
 /* Recompute every class's per-worker rate and ceiling from the samples. */
 void weir_share_split(struct weir_share *s);

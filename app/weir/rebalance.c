@@ -7,6 +7,7 @@
  * worker its part. The workers read their trees' counters only; nothing
  * here touches the fast path beyond one mailbox per worker.
  */
+#include <rte_cycles.h>
 #include <rte_malloc.h>
 
 #include "rebalance.h"
@@ -48,6 +49,8 @@ weir_rebalance_init(struct weir_app *a)
  * for postack's modes, whose flows queue: there an iperf3 control
  * connection counted active on the other worker held part of the class
  * idle (a new flow beside another on one worker: 6.3 of its 10 Mbit/s).
+ * In tcr and ipabr an idle or light connection counted so is weighed by
+ * what it sends (weir_share_sample_sent, lib/share.h).
  */
 static uint32_t
 demand(const struct weir_policy_class *k, const struct weir_class_view *v)
@@ -62,9 +65,11 @@ weir_rebalance(struct weir_app *a)
 {
 	const struct weir_policy *pol = a->cfg.policy;
 	struct weir_class_view v;
+	double now;
 
 	if (a->share_box[0] == NULL)
 		return;
+	now = (double)rte_get_tsc_cycles() / (double)rte_get_tsc_hz();
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		struct weir_share *s = a->share[d];
 
@@ -75,8 +80,10 @@ weir_rebalance(struct weir_app *a)
 				/* A worker still on the previous policy keeps
 				 * its last sample until it takes this one. */
 				if (pol->tree[d].classes[c].is_leaf &&
-				    weir_worker_class_view(a->workers[w], pol, d, c, &v) == 0)
+				    weir_worker_class_view(a->workers[w], pol, d, c, &v) == 0) {
 					weir_share_sample(s, w, c, demand(&pol->tree[d].classes[c], &v));
+					weir_share_sample_sent(s, w, c, v.cbq.bytes, now);
+				}
 		weir_share_split(s);
 	}
 	for (unsigned int w = 0; w < a->n_workers; w++)

@@ -411,6 +411,115 @@ def test_new_flow_on_another_worker(mw_tb):
     assert med["other"] >= 0.75 * med["same"], med
     assert all(x[1] <= 1.0 for v in res.values() for x in v), res
 
+# Run in a host: a light TCP connection, 64 bytes each way every 0.1 s (an ssh
+# session being typed in, a chatty keep-alive): enough data frames for its
+# flow to count as sending in its class (two frames a 200 ms period), next to
+# nothing in bytes. "serve": echo on a port; "talk": connect from a LAN port.
+PINGPONG = r"""
+import socket, sys, time
+if sys.argv[1] == "serve":
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("", int(sys.argv[2])))
+    ls.listen(1)
+    print("READY", flush=True)
+    c, _ = ls.accept()
+    while True:
+        b = c.recv(4096)
+        if not b:
+            break
+        c.sendall(b)
+else:
+    dst, dport, cport, secs = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("", cport))
+    s.connect((dst, dport))
+    end, n = time.time() + secs, 0
+    while time.time() < end:
+        s.sendall(b"x" * 64)
+        got = 0
+        while got < 64:
+            got += len(s.recv(4096))
+        n += 1
+        time.sleep(0.1)
+    s.close()
+    print(n)
+"""
+
+
+@pytest.mark.parametrize("mode", ["tcr", "ipabr"])
+def test_window_mode_bulk_beside_light_flow(mw_tb, mode):
+    """A window-sizing mode (tcr, ipabr), one 10 Mbit/s class each way, two workers:
+    one bulk download on worker 0 and, on worker 1, a light connection (64 bytes each
+    way every 0.1 s) that counts as a sending flow there but uses next to nothing. The
+    rebalancer must give worker 0 nearly the whole class (median part >= 0.95), and the
+    download must carry >= 0.95 of the class on the wire and >= 0.9 of it in goodput
+    (of the 10 Mbit/s of frames, 1448 / 1514 is payload). Counted by sending flows,
+    each worker got half (parts 0.50-0.51, 4.8-5.0 Mbit/s on the wire)."""
+    tb = mw_tb
+    cfg = tb.cfg_dir / f"light-{mode}.cfg"
+    cfg.write_text(weirtb.testbed_config_text(
+        f'shaping = {{ mode = "{mode}"; outbound = "10mbit"; inbound = "10mbit"; }};\n'
+        f"management = {{ port = {MGMT_PORT}; }};\n",
+        stats_interval=STATS_INTERVAL, workers=WORKERS))
+    restart(tb, cfg)
+    dur, tries = 14, 3
+    # a fresh pair of 4-tuples per try (measure_twice): bulk on 0, light on 1
+    ports = [(5330 + 2 * k, 5331 + 2 * k) for k in range(tries)]
+    runs = []
+
+    def run():
+        bulk_port, light_port = ports[len(runs)]
+        cb, cl = picked[len(runs)]
+        srv = tb.popen("w2", [PYTHON, "-c", PINGPONG, "serve", str(light_port)])
+        try:
+            assert srv.stdout.readline().strip() == "READY"
+            talk = tb.popen("l2", [PYTHON, "-c", PINGPONG, "talk", _dst_addr(tb, "w2"),
+                                   str(light_port), str(cl), str(dur + 2)])
+            time.sleep(1)
+            with Sampler(tb, "inbound") as s:
+                t0 = s.now()
+                flow = tb.iperf(n=1, duration=dur, reverse=True, base_port=bulk_port,
+                                pairs=[("l1", "w1")], cports=[cb])[0]
+            talked = int(talk.communicate(timeout=dur + 10)[0] or 0)
+        finally:
+            if srv.poll() is None:
+                srv.kill()
+                srv.communicate()
+        assert flow.error is None, flow.error
+        cls = next(iter(s.samples[-1][1]))
+        # worker 0's part of the class while the flow ran (stats snapshots)
+        part0 = sorted(c[cls]["per_worker"][0]["rate_bps"] / 10e6
+                       for t, _, c in s.samples if t0 + 4 <= t <= t0 + dur)
+        light = [(f["worker"], f["in"]["pkts"], f["out"]["pkts"]) for f in all_flows(tb)
+                 if f["proto"] == "tcp" and f["wan"]["port"] == light_port]
+        r = dict(goodput=sum(flow.interval_bps[4:dur]) / (dur - 4),
+                 wire=s.rate(cls, t0 + 4, t0 + dur), part0=part0[len(part0) // 2],
+                 part0_range=(part0[0], part0[-1]), light=light, talked=talked)
+        runs.append(r)
+        return r
+
+    try:
+        picked = list(zip(*[iter(pick_cports(tb, [x for bp, lp in ports for x in (
+            ("l1", "w1", bp, 0), ("l2", "w2", lp, 1))], base=27000))] * 2))
+        r = measure_twice(run, lambda r: r["part0"] >= 0.95 and r["wire"] >= 0.95 * 10e6 and
+                          r["goodput"] >= 0.9 * 10e6, tries=tries)
+        st = tb.weir_stats()
+    finally:
+        restart(tb, tb.cfg)
+    print(f"{mode}: bulk download alone on worker 0 {r['goodput'] / 1e6:.2f} Mbit/s goodput, "
+          f"class {r['wire'] / 1e6:.2f} on the wire (10); worker 0's part of the class "
+          f"{r['part0_range'][0]:.3f}-{r['part0_range'][1]:.3f}, median {r['part0']:.3f}; "
+          f"light flow (worker, pkts in, out) {r['light']}, {r['talked']} round trips; "
+          f"runs {len(runs)}; flow_split {split_frames(st)}")
+    assert r["talked"] >= 5 * dur and r["light"] and r["light"][0][0] == 1, r
+    assert r["part0"] >= 0.95, r
+    assert r["wire"] >= 0.95 * 10e6, r
+    assert r["goodput"] >= 0.9 * 10e6, r
+    assert split_frames(st) == 0, st["ports"]
+
+
 def test_three_workers(mw_tb):
     """3 workers (qpairs=3, still the 2 vCPUs): gold (20 of 30 Mbit/s) with flows on
     workers 0, 1, 2, 2 and bulk (10) on 2, 1, 0, 0, outbound. Each class's total holds

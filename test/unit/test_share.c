@@ -136,6 +136,84 @@ test_split(void)
 	weir_policy_free(p);
 }
 
+/*
+ * A tcr leaf (its flows size windows to their part and never queue): the
+ * workers count their sending flows and report what they sent. Each 10 ms
+ * round, worker w's flows send min(what they want, `eff` of the part in
+ * force), as a window-sized flow does; returns worker 0's part at the end.
+ */
+static double
+use_rounds(struct weir_share *s, uint16_t leaf, const uint32_t *flows, const double *want,
+	   double *t, uint64_t *bytes, int rounds)
+{
+	const double eff = 0.97, dt = 0.01;
+
+	for (int i = 0; i < rounds; i++) {
+		*t += dt;
+		for (unsigned int w = 0; w < NW; w++) {
+			double part = (double)weir_share_rate(s, w, leaf);
+
+			bytes[w] += (uint64_t)(RTE_MIN(want[w], eff * part) * dt / 8);
+			weir_share_sample(s, w, leaf, flows[w]);
+			weir_share_sample_sent(s, w, leaf, bytes[w], *t);
+		}
+		weir_share_split(s);
+	}
+	return (double)weir_share_rate(s, 0, leaf);
+}
+
+static void
+test_split_by_use(void)
+{
+	static const struct weir_policy_class_conf cls[] = {
+		{ .name = "t", .rate = 10 * MBIT, .mode = WEIR_MODE_TCR },
+	};
+	const struct weir_policy_conf pc = {
+		.tree = { { .rate = 10 * MBIT, .n_classes = 1, .classes = cls, .default_class = "t" } },
+	};
+	struct weir_policy_err e;
+	struct weir_policy *p = weir_policy_build(&pc, 7, &e);
+	struct weir_share *s = p ? weir_share_create(&p->tree[0], NW) : NULL;
+	const double bulk = 1e12;
+	uint64_t bytes[NW] = { 0, 0 };
+	double t = 0.0, r0;
+	uint16_t leaf;
+
+	if (s == NULL) {
+		CHECK(0, "share: %s", p ? "" : e.msg);
+		weir_policy_free(p);
+		return;
+	}
+	leaf = (uint16_t)weir_policy_class_find(p, 0, "t");
+	/* A bulk flow on worker 0, a light connection (10 kbit/s, counted as
+	 * sending) on worker 1: counted as flows, 1:1. */
+	r0 = use_rounds(s, leaf, (const uint32_t[]){ 1, 1 }, (const double[]){ bulk, 10e3 }, &t,
+			bytes, 100);
+	CHECK(r0 >= 0.97 * 10 * MBIT, "bulk beside a light flow: worker 0 %.2f of 10 Mbit/s", r0 / 1e6);
+	CHECK(weir_share_rate(s, 1, leaf) >= 25000, "the light flow keeps 2.5 times its use (%lu)",
+	      (unsigned long)weir_share_rate(s, 1, leaf));
+	/* The light flow turns bulk: within 0.3 s each worker has half. */
+	r0 = use_rounds(s, leaf, (const uint32_t[]){ 1, 1 }, (const double[]){ bulk, bulk }, &t,
+			bytes, 30);
+	CHECK(fabs(r0 / (5.0 * MBIT) - 1) < 0.03, "both bulk: worker 0 %.2f of 10 Mbit/s", r0 / 1e6);
+	/* 9841703's case: 3 flows on worker 0, one on worker 1, all filling
+	 * their parts (none queues): split 3:1 by flows. */
+	r0 = use_rounds(s, leaf, (const uint32_t[]){ 3, 1 }, (const double[]){ bulk, bulk }, &t,
+			bytes, 100);
+	CHECK(fabs(r0 / (7.5 * MBIT) - 1) < 0.02, "3 flows : 1 flow, all bulk: worker 0 %.2f of 10",
+	      r0 / 1e6);
+	/* An application-limited flow at 1 Mbit/s on worker 1: it gets what it
+	 * uses and its headroom, the bulk flow the rest. */
+	r0 = use_rounds(s, leaf, (const uint32_t[]){ 1, 1 }, (const double[]){ bulk, 1e6 }, &t,
+			bytes, 100);
+	CHECK(r0 >= 7.3 * MBIT && weir_share_rate(s, 1, leaf) >= 2.45 * MBIT,
+	      "bulk beside 1 Mbit/s: %.2f and %.2f Mbit/s", r0 / 1e6,
+	      (double)weir_share_rate(s, 1, leaf) / 1e6);
+	CHECK(fabs(total(s, leaf, 0) - 10.0 * MBIT) < 1000, "the parts add up (%.0f)", total(s, leaf, 0));
+	weir_share_free(s);
+	weir_policy_free(p);
+}
+
 /* A worker picks its rates up from its box between bursts. */
 /* A class too small for each worker to get the trees' configured minimum
  * (8 kbit/s) is still served at its rate in total, never more (issue 17
@@ -346,6 +424,7 @@ main(int argc, char **argv)
 	rig_mempool("share_test");
 	test_split();
 	test_tiny_class();
+	test_split_by_use();
 	test_worker_applies();
 	test_two_workers();
 	rte_eal_cleanup();
