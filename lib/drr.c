@@ -104,13 +104,18 @@ drr_list_unlink(struct weir_drr *d, uint32_t prev, uint32_t qid)
 		if (*last == qid)
 			*last = prev;
 	}
-	if (q->listed == WEIR_DRR_IDLE)
-		d->n_idle--;
 	d->n_new -= q->listed == WEIR_DRR_NEW;
 	q->youth &= (uint8_t)~WEIR_DRR_Y_BONUS;    /* reckoned again when next listed new */
 	q->next = WEIR_DRR_NONE;
 	q->listed = 0;
 	d->n_listed--;
+}
+
+/* Is q on a list (old or new)? An emptied new queue (IDLE) is on none. */
+static inline bool
+on_list(const struct weir_drr_q *q)
+{
+	return q->listed == WEIR_DRR_OLD || q->listed == WEIR_DRR_NEW;
 }
 
 /* Take listed queue qid off its list: a walk to find its predecessor (the
@@ -210,12 +215,19 @@ drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uint32_t bonus)
 		weir_mbuf_meta(q->tail)->qnext = m;
 	q->tail = m;
 	q->len++;
-	if (q->listed == WEIR_DRR_IDLE) {
-		q->listed = WEIR_DRR_OLD;       /* back before its turn came: an old flow still */
-		d->n_idle--;
-	}
 	d->pkts++;
 	d->bytes += weir_drr_wire_len(d, m);
+	if (unlikely(q->listed == WEIR_DRR_IDLE)) {
+		q->listed = 0;
+		if ((int32_t)(d->old_turns - (uint32_t)q->deficit) < 0) {
+			/* Back before its turn on the old list came: an old
+			 * flow still, at the old list's tail, its quantum
+			 * from its next turn there (no credit for the wake). */
+			q->deficit = 0;
+			drr_list_append(d, qid, WEIR_DRR_OLD);
+			return;
+		}
+	}
 	if (!q->listed) {
 		/* A newly backlogged flow starts with one round's worth, so it
 		 * sends at its first visit; empty flows keep no credit. */
@@ -230,7 +242,7 @@ drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uint32_t bonus)
 static inline uint32_t
 old_backlogged(const struct weir_drr *d)
 {
-	return d->n_listed - d->n_idle - d->n_new;
+	return d->n_listed - d->n_new;
 }
 
 /* Bytes the new list may send between two old packets while old flows wait. */
@@ -292,15 +304,11 @@ weir_drr_peek(struct weir_drr *d, uint32_t *qid)
 			return NULL;
 		id = d->q[d->last].next;
 		q = &d->q[id];
-		if (q->listed == WEIR_DRR_IDLE) {
-			drr_list_unlink(d, d->last, id);       /* its turn came while empty */
-			q->deficit = 0;
-			continue;
-		}
 		if (q->deficit > 0)
 			break;
 		q->deficit += (int32_t)(d->quantum * q->weight);
 		d->last = id;   /* rotate: the head becomes the tail */
+		d->old_turns++;
 	}
 	*qid = id;
 	return q->head;
@@ -308,8 +316,11 @@ weir_drr_peek(struct weir_drr *d, uint32_t *qid)
 
 /* Take packet m (wl wire bytes) off the head of queue id, which the last
  * peek returned: the head of its list. A queue that empties leaves its
- * list, or, if new, waits on the old one until its turn there (RFC 8290
- * sec. 4.2), so pausing briefly does not make a flow new again. */
+ * list. If new (and not young) it is an old flow until the turn it would
+ * have had at the old list's tail has come (RFC 8290 sec. 4.2 moves it
+ * there), so pausing briefly does not make a flow new again. That turn is
+ * a count of the old list's turns, kept in the idle queue's deficit: two
+ * list operations fewer per flow that wakes (issue 23's cost goal). */
 static inline void
 pop_head(struct weir_drr *d, uint32_t id, struct rte_mbuf *m, uint32_t wl)
 {
@@ -335,12 +346,12 @@ pop_head(struct weir_drr *d, uint32_t id, struct rte_mbuf *m, uint32_t wl)
 			q->deficit = 0;
 			return;
 		}
-		drr_list_append(d, id, WEIR_DRR_OLD);
 		q->listed = WEIR_DRR_IDLE;
-		d->n_idle++;
+		q->deficit = (int32_t)(d->old_turns + old_backlogged(d));
 	} else {
 		drr_list_unlink(d, d->last, id);        /* the head: its predecessor is the tail */
 		q->deficit = 0;
+		d->old_turns++;
 	}
 }
 
@@ -496,7 +507,7 @@ weir_drr_drain(struct weir_drr *d, uint32_t qid, struct rte_mbuf **out, unsigned
 	d->bytes -= b;
 	if (bytes != NULL)
 		*bytes = b;
-	if (q->len == 0 && q->listed) {
+	if (q->len == 0 && on_list(q)) {
 		drr_list_remove(d, qid);
 		q->deficit = 0;
 	}
@@ -511,12 +522,11 @@ weir_drr_move(struct weir_drr *from, struct weir_drr *to, uint32_t qid, uint64_t
 
 	if (from == to)
 		return 0;
-	/* Off every list of `from`, an emptied new queue waiting there (IDLE)
-	 * too: its state names a list of `from`, and the next packet, queued
-	 * in `to`, would take it for one of its own and never list it there
-	 * (the queue stuck, its packets held forever). */
-	if (q->listed)
+	/* Off every list of `from`. An emptied new queue (IDLE) is on none;
+	 * its turn count is `from`'s, so in `to` it starts afresh. */
+	if (on_list(q))
 		drr_list_remove(from, qid);
+	q->listed = 0;
 	if (q->len == 0) {
 		q->deficit = 0;
 		if (bytes != NULL)

@@ -49,7 +49,8 @@
 #define WEIR_DRR_NONE UINT32_MAX
 #define WEIR_DRR_OLD 1           /* on the old list, backlogged */
 #define WEIR_DRR_NEW 2           /* on the new-flows list, backlogged */
-#define WEIR_DRR_IDLE 3          /* on the old list, emptied while new */
+#define WEIR_DRR_IDLE 3          /* emptied while new, on no list: old until the old list's
+				  * turn count (struct weir_drr.old_turns) reaches its deficit */
 #define WEIR_DRR_YOUNG_MAX (1u << 30)   /* young budget cap: a deficit stays in int32 */
 /* Quanta the new-flows list may send between two packets of waiting old
  * flows (shaping.new_quanta): new flows together get at most n / (n + 1) of
@@ -71,7 +72,7 @@ struct weir_drr_q {
 	uint32_t next;          /* next queue in its scheduler's active list */
 	uint16_t len;           /* packets queued */
 	uint8_t  weight;        /* quantum multiplier, >= 1 */
-	uint8_t  listed;        /* WEIR_DRR_OLD, _NEW, _IDLE; 0: on no list */
+	uint8_t  listed;        /* WEIR_DRR_OLD, _NEW (on that list), _IDLE; 0: none */
 	uint16_t drops;         /* packets refused or dropped here, saturating at 65535
 				 * (a debugging aid: the class counters count every one) */
 	/* Its CoDel state is not at rest (an interval above target started,
@@ -159,8 +160,8 @@ struct weir_drr {
 	struct weir_drr_q *q;   /* the shared queue table */
 	uint32_t last;          /* tail of the old list (its head is q[last].next) */
 	uint32_t new_last;      /* tail of the new-flows list */
-	uint32_t n_listed;      /* queues on either list */
-	uint32_t n_idle;        /* of those, emptied new queues waiting on the old list */
+	uint32_t n_listed;      /* queues on either list: the backlogged ones */
+	uint32_t old_turns;     /* turns the old list's heads have ended (WEIR_DRR_IDLE) */
 	uint32_t n_new;         /* of those, queues on the new list */
 	uint32_t new_run;       /* bytes the new list sent since an old queue last did */
 	uint32_t new_visit;     /* bytes the new list's head sent in its present turn */
@@ -333,7 +334,7 @@ weir_drr_qlen(const struct weir_drr_qtab *t, uint32_t qid)
 static inline uint32_t
 weir_drr_backlogged(const struct weir_drr *d)
 {
-	return d->n_listed - d->n_idle;
+	return d->n_listed;
 }
 
 #endif /* WEIR_DRR_H */

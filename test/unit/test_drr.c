@@ -262,14 +262,32 @@ test_new_flows(void)
 		got[i] = next_flow(&d);
 	CHECK(got[0] == 1 && got[1] == 1 && got[2] == 0, "the new flow first (%u %u %u)",
 	      got[0], got[1], got[2]);
-	CHECK(weir_drr_backlogged(&d) == 1 && d.n_idle == 1, "flow 1 emptied: idle on the old list");
+	CHECK(weir_drr_backlogged(&d) == 1 && t->q[1].listed == WEIR_DRR_IDLE,
+	      "flow 1 emptied: idle, old until its turn on the old list");
 	/* It comes back at once: an old flow, behind the bulk's turn. */
 	weir_drr_enqueue(&d, 1, mk(1, 2, 1000));
-	CHECK(d.new_flows == 2 && d.n_idle == 0, "not new again (%lu)", (unsigned long)d.new_flows);
+	CHECK(d.new_flows == 2 && t->q[1].listed == WEIR_DRR_OLD, "not new again (%lu)",
+	      (unsigned long)d.new_flows);
 	for (int i = 0; i < 4; i++)
 		got[i] = next_flow(&d);
 	CHECK(got[0] == 0 && got[3] != UINT32_MAX && (got[1] == 1 || got[2] == 1 || got[3] == 1),
 	      "round robin with the bulk (%u %u %u %u)", got[0], got[1], got[2], got[3]);
+	/* Flow 5 wakes, sends its packet, and comes back only after the
+	 * bulk, the one old flow, has had its turn: new again (RFC 8290: its
+	 * entry on the old list came up empty and left). */
+	while (next_flow(&d) == 1)
+		;
+	weir_drr_enqueue(&d, 5, mk(5, 0, 1000));
+	CHECK(next_flow(&d) == 5 && t->q[5].listed == WEIR_DRR_IDLE, "flow 5 sent, idle");
+	for (int i = 0; i < 3; i++)
+		CHECK(next_flow(&d) == 0, "the bulk's turn");
+	{
+		const uint64_t nf = d.new_flows;
+
+		weir_drr_enqueue(&d, 5, mk(5, 1, 1000));
+		CHECK(d.new_flows == nf + 1 && t->q[5].listed == WEIR_DRR_NEW && next_flow(&d) == 5,
+		      "after its turn: new again");
+	}
 	/* A scan: 30 new one-packet flows at once. The bulk still sends one
 	 * packet per new_quanta quanta (1: two 1000-byte packets, the
 	 * default 3: five) of theirs. */
@@ -298,7 +316,7 @@ test_new_flows(void)
 	}
 	while (next_flow(&d) != UINT32_MAX)
 		;
-	CHECK(d.pkts == 0 && d.n_listed == 0 && d.n_idle == 0, "empty");
+	CHECK(d.pkts == 0 && d.n_listed == 0, "empty");
 	/* Plain DRR when asked. */
 	d.sparse = 0;
 	for (uint32_t i = 0; i < 4; i++)
@@ -477,7 +495,7 @@ test_young_refill(void)
 	}
 	while (next_flow(&d) != UINT32_MAX)
 		;
-	CHECK(d.pkts == 0 && d.n_listed == 0 && d.n_new == 0 && d.n_idle == 0, "empty");
+	CHECK(d.pkts == 0 && d.n_listed == 0 && d.n_new == 0, "empty");
 	weir_drr_qtab_free(t);
 }
 
@@ -688,14 +706,13 @@ test_move_idle(void)
 	weir_drr_enqueue(&a, 3, mk(3, 0, 100));
 	while ((m = weir_drr_dequeue(&a, &qid, &qlen)) != NULL && qid != 3)
 		rte_pktmbuf_free(m);
-	CHECK(m != NULL && qid == 3 && t->q[3].listed == WEIR_DRR_IDLE && a.n_idle == 1,
-	      "flow 3 idle on a's old list (listed %u, n_idle %u)", t->q[3].listed, a.n_idle);
+	CHECK(m != NULL && qid == 3 && t->q[3].listed == WEIR_DRR_IDLE,
+	      "flow 3 idle, old in a until its turn (listed %u)", t->q[3].listed);
 	rte_pktmbuf_free(m);
 	/* The move finds nothing queued, and must still take it off a's list. */
 	CHECK(weir_drr_move(&a, &b, 3, &bytes) == 0 && bytes == 0, "nothing to move");
-	CHECK(t->q[3].listed == 0 && a.n_idle == 0 && weir_drr_backlogged(&a) == 1,
-	      "off a's lists (listed %u, n_idle %u, a backlogged %u)", t->q[3].listed, a.n_idle,
-	      weir_drr_backlogged(&a));
+	CHECK(t->q[3].listed == 0 && weir_drr_backlogged(&a) == 1,
+	      "a's no longer (listed %u, a backlogged %u)", t->q[3].listed, weir_drr_backlogged(&a));
 	for (i = 0; i < 5; i++)
 		weir_drr_enqueue(&b, 3, mk(3, 1 + i, 100));
 	CHECK(weir_drr_backlogged(&b) == 1, "listed in b (%u)", weir_drr_backlogged(&b));
@@ -710,7 +727,7 @@ test_move_idle(void)
 		ok &= qid == 1;
 		rte_pktmbuf_free(m);
 	}
-	CHECK(ok && a.pkts == 0 && a.n_listed == 0 && a.n_idle == 0, "a emptied cleanly");
+	CHECK(ok && a.pkts == 0 && a.n_listed == 0, "a emptied cleanly");
 	weir_drr_qtab_free(t);
 }
 
