@@ -231,10 +231,19 @@ drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uint32_t bonus)
 	if (!q->listed) {
 		/* A newly backlogged flow starts with one round's worth, so it
 		 * sends at its first visit; empty flows keep no credit. */
-		bonus = d->sparse ? young_bonus(d, q, bonus) : 0;
+		uint8_t which = WEIR_DRR_OLD;
+
+		if (d->sparse) {
+			bonus = young_bonus(d, q, bonus);
+			/* An old flow clocked by held ACKs is not sparse. */
+			if (bonus != 0 || !(q->youth & WEIR_DRR_Y_CLOCKED))
+				which = WEIR_DRR_NEW;
+		} else {
+			bonus = 0;
+		}
 		q->deficit = (int32_t)(d->quantum * q->weight + bonus);
-		drr_list_append(d, qid, d->sparse ? WEIR_DRR_NEW : WEIR_DRR_OLD);
-		d->new_flows += d->sparse;
+		drr_list_append(d, qid, which);
+		d->new_flows += which == WEIR_DRR_NEW;
 	}
 }
 

@@ -87,8 +87,10 @@ struct weir_drr_q {
 #define WEIR_DRR_Y_BONUS 0x01   /* listed with a young budget beyond its quantum */
 #define WEIR_DRR_Y_SPENT 0x02   /* its youth ran out in time: old for the rest of its
 				 * flow's life (weir_drr_youth_age) */
-#define WEIR_DRR_Y_AGE   0x04   /* bits 2-7: periods it was active in while young */
-#define WEIR_DRR_Y_AGE_MAX 63u
+#define WEIR_DRR_Y_CLOCKED 0x04 /* its sender is clocked by ACKs weir holds: not sparse
+				 * (weir_drr_set_clocked) */
+#define WEIR_DRR_Y_AGE_SHIFT 3  /* bits 3-7: periods it was active in while young */
+#define WEIR_DRR_Y_AGE_MAX 31u
 
 /* One more packet refused or dropped from q. */
 static inline void
@@ -119,6 +121,22 @@ weir_drr_flow_new(struct weir_drr_qtab *t, uint32_t qid)
 	t->q[qid].youth &= WEIR_DRR_Y_BONUS;
 }
 
+/*
+ * Is queue qid's sender clocked by ACKs its owner holds (PostACK, TCR)?
+ * Such a flow's packets arrive as the owner lets its ACKs go, so its queue
+ * empties between them by design: it is not sparse, and when it wakes it
+ * joins the old flows, not the new-flows list (unless young). Else in
+ * postack-paced every packet of 64 paced downloads was a new flow, and a
+ * 100 KB reply shared the new list with them (174 ms against 68 idle).
+ */
+static inline void
+weir_drr_set_clocked(struct weir_drr_qtab *t, uint32_t qid, bool clocked)
+{
+	struct weir_drr_q *q = &t->q[qid];
+
+	q->youth = (uint8_t)((q->youth & ~WEIR_DRR_Y_CLOCKED) | (clocked ? WEIR_DRR_Y_CLOCKED : 0));
+}
+
 /* Has queue qid's flow outlived its youth (weir_drr_youth_age)? */
 static inline bool
 weir_drr_youth_spent(const struct weir_drr_qtab *t, uint32_t qid)
@@ -128,22 +146,23 @@ weir_drr_youth_spent(const struct weir_drr_qtab *t, uint32_t qid)
 
 /*
  * Queue qid's flow, young, was active in one more period (its owner's
- * clock: lib/worker_active.c). Once that makes `periods` (1..63) its youth
+ * clock: lib/worker_active.c). Once that makes `periods` (1..31) its youth
  * is spent for good, whatever it has sent. Returns true at that moment.
  */
 static inline bool
 weir_drr_youth_age(struct weir_drr_qtab *t, uint32_t qid, uint32_t periods)
 {
 	struct weir_drr_q *q = &t->q[qid];
-	const uint32_t age = (q->youth >> 2) + 1u;
+	const uint8_t keep = WEIR_DRR_Y_BONUS | WEIR_DRR_Y_SPENT | WEIR_DRR_Y_CLOCKED;
+	const uint32_t age = (uint32_t)(q->youth >> WEIR_DRR_Y_AGE_SHIFT) + 1u;
 
 	if (q->youth & WEIR_DRR_Y_SPENT)
 		return false;
 	if (age >= periods) {
-		q->youth = (uint8_t)((q->youth & WEIR_DRR_Y_BONUS) | WEIR_DRR_Y_SPENT);
+		q->youth = (uint8_t)((q->youth & keep) | WEIR_DRR_Y_SPENT);
 		return true;
 	}
-	q->youth = (uint8_t)((q->youth & (WEIR_DRR_Y_BONUS | WEIR_DRR_Y_SPENT)) | (age << 2));
+	q->youth = (uint8_t)((q->youth & keep) | (age << WEIR_DRR_Y_AGE_SHIFT));
 	return false;
 }
 

@@ -462,6 +462,46 @@ test_young_age(void)
 	weir_drr_qtab_free(t);
 }
 
+/* A flow clocked by ACKs its mode holds (weir_drr_set_clocked) is not
+ * sparse: when its queue wakes it joins the old flows, unless it is young.
+ * Else every packet of 64 paced downloads was a new flow, and a 100 KB
+ * reply shared the new list with them (postack-paced, issue 23 item 3). */
+static void
+test_clocked(void)
+{
+	struct weir_drr_qtab *t = weir_drr_qtab_create(8, 100, SOCKET_ID_ANY);
+	struct weir_drr d;
+	uint32_t got[3];
+
+	weir_drr_init(&d, t, 1500, 0);
+	d.young = 20000;
+	for (uint32_t i = 0; i < 40; i++)
+		weir_drr_enqueue_young(&d, 0, mk(0, i, 1000), 1000000);
+	for (int i = 0; i < 3; i++)
+		CHECK(next_flow(&d) == 0, "bulk's first quantum, then old");
+	/* Old and clocked: an old flow, in turn with the bulk. */
+	weir_drr_set_clocked(t, 1, true);
+	weir_drr_enqueue_young(&d, 1, mk(1, 0, 1000), 1000000);
+	CHECK(t->q[1].listed == WEIR_DRR_OLD, "clocked: on the old list (%u)", t->q[1].listed);
+	/* Old, not clocked: sparse, ahead of both. */
+	weir_drr_set_clocked(t, 2, false);
+	weir_drr_enqueue_young(&d, 2, mk(2, 0, 1000), 1000000);
+	CHECK(t->q[2].listed == WEIR_DRR_NEW && next_flow(&d) == 2, "not clocked: new, first");
+	for (int i = 0; i < 3; i++)
+		got[i] = next_flow(&d);
+	CHECK(got[0] == 1 || got[1] == 1 || got[2] == 1, "clocked: in turn with the bulk (%u %u %u)",
+	      got[0], got[1], got[2]);
+	/* Young and clocked: young first. */
+	weir_drr_set_clocked(t, 3, true);
+	weir_drr_enqueue_young(&d, 3, mk(3, 0, 1000), 0);
+	CHECK(t->q[3].listed == WEIR_DRR_NEW && next_flow(&d) == 3, "young: new, first");
+	weir_drr_set_clocked(t, 3, false);
+	CHECK(!(t->q[3].youth & WEIR_DRR_Y_CLOCKED), "cleared");
+	while (next_flow(&d) != UINT32_MAX)
+		;
+	weir_drr_qtab_free(t);
+}
+
 /* A young flow's queue that empties leaves the lists, and its next packet
  * (a slow start's next flight) is on the new list ahead of the old flows,
  * not behind a whole round of them (RFC 8290's rule for an old flow that
@@ -831,6 +871,7 @@ main(int argc, char **argv)
 	test_young_together();
 	test_young_age();
 	test_young_refill();
+	test_clocked();
 	test_codel();
 	test_codel_at_rest();
 	test_codel_answer();
