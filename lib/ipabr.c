@@ -486,7 +486,6 @@ ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint
 	class_roll(w, cs, now);
 	if (unlikely(tf->mark != cs->period)) {
 		const struct weir_flow *f = weir_flow_by_slot(w->flows, slot);
-
 		bool grew = false;
 
 		tf->mark = cs->period;
