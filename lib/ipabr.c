@@ -91,10 +91,46 @@ bpt(const struct weir_worker *w, uint64_t bps)
 	return (uint64_t)(((unsigned __int128)bps << 32) / (8 * w->tsc_hz));
 }
 
+/*
+ * The allocation per unit of weight, water-filled (max-min, as the
+ * worker's per-flow share: lib/worker_active.c): the light flows keep
+ * what they use, the heavy ones divide the rest by weight; never less
+ * than avail / wsum. A 10 Hz ping-pong beside a bulk download counted
+ * as a whole flow and cut the download to half the class (4.8 of 10
+ * Mbit/s on the wire). Every flow's window follows the same unit, a
+ * light one's too, so one that turns bulk can use it at once.
+ */
 static inline void
 class_unit(struct weir_ipabr_class *cs)
 {
-	cs->unit_bpt = cs->avail_bpt / RTE_MAX(cs->wsum, 1u);
+	const uint64_t fair = cs->avail_bpt / RTE_MAX(cs->wsum, 1u);
+	const uint64_t light = cs->light_len == 0 ? 0 :
+		(uint64_t)(((unsigned __int128)cs->light << 32) / cs->light_len);
+	const uint64_t rest = cs->avail_bpt > light ? cs->avail_bpt - light : 0;
+
+	cs->unit_bpt = RTE_MAX(rest / RTE_MAX(RTE_MIN(cs->wheavy, cs->wsum), 1u), fair);
+}
+
+/* Count flow tf (weight counted) heavy or light in the class's period,
+ * from what the worker measured it to send in its last period (true:
+ * heavy). Light: below half its allocation over that period. */
+static inline bool
+class_count_use(struct weir_worker *w, struct weir_ipabr_class *cs, struct weir_ipabr_flow *tf,
+		int d, uint32_t slot, uint16_t leaf)
+{
+	const struct weir_postack_q *q = &w->pa->q[d][slot];
+	const uint64_t len = w->cls_ctr[d][leaf].period_len;
+
+	if ((q->flags & WEIR_PAQ_USE_VALID) &&
+	    q->use < (uint64_t)(((unsigned __int128)cs->unit_bpt * tf->weight * len) >> 33)) {
+		tf->flags |= WEIR_IPABR_LIGHT;
+		cs->light_cur += q->use;
+		cs->light_len = len;
+		return false;
+	}
+	tf->flags &= (uint8_t)~WEIR_IPABR_LIGHT;
+	cs->wheavy_cur += tf->weight;
+	return true;
 }
 
 static uint32_t
@@ -253,20 +289,22 @@ static inline void
 class_roll(struct weir_worker *w, struct weir_ipabr_class *cs, uint64_t now)
 {
 	uint64_t len;
-	uint32_t wsum;
+	bool quiet;
 
 	if (likely(now < cs->period_end))
 		return;
 	len = RTE_MIN(RTE_MAX(cs->rtt_max + cs->rtt_max / 4, w->tsc_hz / 5), 4 * w->tsc_hz);
-	wsum = now >= cs->period_end + len ? 0 : cs->wsum_cur;     /* quiet a whole period */
+	quiet = now >= cs->period_end + len;    /* quiet a whole period */
+	cs->wsum = quiet ? 0 : cs->wsum_cur;
+	cs->wheavy = quiet ? 0 : cs->wheavy_cur;
+	cs->light = quiet ? 0 : cs->light_cur;
 	cs->wsum_cur = 0;
+	cs->wheavy_cur = 0;
+	cs->light_cur = 0;
 	cs->period = (uint8_t)(cs->period >= UINT8_MAX ? 1 : cs->period + 1);
 	cs->period_end = now + len;
 	cs->rtt_max = 0;
-	if (wsum != cs->wsum) {
-		cs->wsum = wsum;
-		class_unit(cs);
-	}
+	class_unit(cs);         /* the light flows' use moves every period */
 }
 
 /* The flow's segment: what it sends, or what its receiver said it takes. */
@@ -448,14 +486,21 @@ ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint
 	class_roll(w, cs, now);
 	if (unlikely(tf->mark != cs->period)) {
 		const struct weir_flow *f = weir_flow_by_slot(w->flows, slot);
+		bool grew = false;
 
 		tf->mark = cs->period;
 		tf->weight = w->policy->targets[f->class_id].weight;
 		cs->wsum_cur += tf->weight;
 		if (cs->wsum_cur > cs->wsum) {
 			cs->wsum = cs->wsum_cur;
-			class_unit(cs);
+			grew = true;
 		}
+		if (class_count_use(w, cs, tf, d, slot, leaf) && cs->wheavy_cur > cs->wheavy) {
+			cs->wheavy = cs->wheavy_cur;
+			grew = true;
+		}
+		if (grew)
+			class_unit(cs);
 	}
 	if (p->l4proto != IPPROTO_TCP)
 		return;
@@ -545,7 +590,7 @@ ipabr_leave(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t sl
 	struct weir_ipabr_flow *tf;
 	struct weir_ipabr_class *cs;
 	uint8_t prev;
-	uint32_t wsum;
+	uint32_t wsum, wheavy;
 
 	RTE_SET_USED(f);
 	if (ia == NULL || ia->dir[d].policy != (const void *)w->policy)
@@ -555,12 +600,20 @@ ipabr_leave(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t sl
 	prev = cs->period == 1 ? UINT8_MAX : (uint8_t)(cs->period - 1);
 	if (tf->mark == 0 || (tf->mark != cs->period && tf->mark != prev))
 		return;
+	wheavy = cs->wheavy;
 	if (tf->mark == cs->period)
 		cs->wsum_cur -= RTE_MIN(cs->wsum_cur, (uint32_t)tf->weight);
 	wsum = RTE_MAX(cs->wsum - RTE_MIN(cs->wsum, (uint32_t)tf->weight), cs->wsum_cur);
+	/* a light flow's bytes count until the period after next */
+	if (!(tf->flags & WEIR_IPABR_LIGHT)) {
+		if (tf->mark == cs->period)
+			cs->wheavy_cur -= RTE_MIN(cs->wheavy_cur, (uint32_t)tf->weight);
+		wheavy = RTE_MAX(cs->wheavy - RTE_MIN(cs->wheavy, (uint32_t)tf->weight), cs->wheavy_cur);
+	}
 	tf->mark = 0;
-	if (wsum != cs->wsum) {
+	if (wsum != cs->wsum || wheavy != cs->wheavy) {
 		cs->wsum = wsum;
+		cs->wheavy = wheavy;
 		class_unit(cs);
 	}
 }

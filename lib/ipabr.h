@@ -37,6 +37,7 @@
 #define WEIR_IPABR_NOACK 0x04           /* counted as asymmetric (once) */
 #define WEIR_IPABR_SUB_MSS 0x08         /* allocation below one segment per RTT: paced */
 #define WEIR_IPABR_LATE 0x10            /* at its first ACK, young beside grown-up flows */
+#define WEIR_IPABR_LIGHT 0x20           /* counted light in its class's period (max-min) */
 
 /* One flow's data direction: one cache line. */
 struct weir_ipabr_flow {
@@ -67,6 +68,15 @@ struct weir_ipabr_class {
 	uint64_t rtt_max;       /* largest round trip used this period (sets its length) */
 	uint32_t wsum;          /* weights of the flows active now */
 	uint32_t wsum_cur;      /* weights of the flows seen this period */
+	/* Max-min (water-filling) among them: the weights of the heavy flows
+	 * (used half their allocation or more in their last period, or not
+	 * measured), and the bytes the light ones used in theirs (the worker's
+	 * measure, lib/worker_active.c: per its period of light_len ticks). */
+	uint32_t wheavy;
+	uint32_t wheavy_cur;
+	uint64_t light;
+	uint64_t light_cur;
+	uint64_t light_len;
 	uint32_t name_hash;     /* of its name: kept across a policy switch by name */
 	uint8_t period;         /* its number (never 0) */
 	uint8_t _pad[3];

@@ -861,7 +861,8 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 	}
 	if (now < tf->next_release)
 		return 0;
-	cgap = weir_tcr_pace_gap(w, f, d, leaf) / flows;
+	/* one MSS at the class's rate (the share is water-filled, not rate / flows) */
+	cgap = RTE_MIN((seg * c->rate_ticks_per_byte) >> 16, w->tsc_hz / flows);
 	fgap = cgap * RTE_MIN(flows, RTE_MAX(w->pa->ring_n, 1u));
 	if (tf->out <= 1) {
 		if (now < c->pace_next)

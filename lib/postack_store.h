@@ -35,12 +35,23 @@ struct weir_postack_q {
 	 * (a SYN+ACK, data or a FIN carrying an ACK): the sender may send up
 	 * to it whatever re_max says. ipabr's ACK clock (lib/ipabr.c). */
 	uint32_t seen_max;
+	/* What the flow sent in this direction over its last activity period
+	 * (lib/worker_active.c: max-min shares): the low 32 bits of its byte
+	 * count at its first data frame of the current period, and the bytes
+	 * from its first frame of the period before to that one (valid with
+	 * WEIR_PAQ_USE_VALID: it was seen in the period before). */
+	uint32_t use_snap;
+	uint32_t use;
 };
+
+static_assert(sizeof(struct weir_postack_q) == 64, "one cache line per flow direction");
 
 #define WEIR_PAQ_RE_VALID       0x01    /* re_max */
 #define WEIR_PAQ_DROP_VALID     0x02    /* drop_seq */
 #define WEIR_PAQ_ACK_VALID      0x04    /* ack_hi */
 #define WEIR_PAQ_SEEN_VALID     0x08    /* seen_max */
+#define WEIR_PAQ_USE_VALID      0x10    /* use */
+#define WEIR_PAQ_HEAVY          0x20    /* counted heavy in its class's share (not light) */
 
 #define WEIR_PA_EPOCH_SHIFT     16      /* 22 us units at 3 GHz: 32 bits last 26 h */
 

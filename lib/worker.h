@@ -178,10 +178,23 @@ struct weir_class_counters {
 	 * has sent (weir_drr_youth_age); set at each period's start. */
 	uint8_t young_periods;
 	uint8_t _pad8[6];
-	/* The class's per-flow share (rate / active flows on this worker),
-	 * fixed point, recomputed when `active` or the rate changes. */
+	/* Max-min shares (lib/worker_active.c): of the active flows, the
+	 * heavy ones (used at least half their share in their last period,
+	 * or not measured yet), and the bytes the light ones used in theirs;
+	 * carried from the last period, and this period's own counts. */
+	uint32_t heavy;
+	uint32_t heavy_cur;
+	uint64_t light_bytes;
+	uint64_t light_bytes_cur;
+	uint64_t period_len;    /* ticks of the current period */
+	uint64_t light_limit;   /* bytes in a period below which a flow is light */
+	/* The class's per-flow share on this worker: water-filled, what the
+	 * light flows use is theirs and the heavy flows divide the rest
+	 * (never less than rate / active flows), fixed point, recomputed at
+	 * each period's start and when the counts or the rate change. */
 	uint64_t share_bytes_per_tick;  /* << 32 */
 	uint64_t share_ticks_per_byte;  /* << 16 */
+	uint64_t rate_ticks_per_byte;   /* the class's own rate, << 16 (postack-paced's class clock) */
 	/* The same for the class's ceil: what a flow may get when the class
 	 * borrows (PostACK's window clamp must not stop that). */
 	uint64_t ceil_share_bytes_per_tick;     /* << 32 */

@@ -11,23 +11,65 @@
 #include "worker.h"
 #include "worker_int.h"
 
-/* The per-flow share of leaf `leaf` on this worker (its rate over the
- * flows active in it), as bytes per TSC tick (<< 32) and ticks per byte
- * (<< 16), and its ceil's share (PostACK's clamp): the divisions happen
- * here, when the active count or the
- * worker's rate changes, not per ACK. A share is at least 1 bit/s; the
+/*
+ * Max-min per-flow shares (water-filling). A light connection (an ssh
+ * session, a keep-alive, a 10 Hz ping-pong) counted as a whole active
+ * flow, and a window-sizing mode (tcr, ipabr) then cut a bulk flow beside
+ * it to half its class: 4.8 of 10 Mbit/s on the wire under ipabr. So each
+ * counted flow is light (it used less than half the share in its last
+ * period: not limited by it) or heavy (it used more, or was not measured
+ * yet); the light ones keep what they use and the heavy ones divide the
+ * rest. Every flow's window and pace follow the same level, a light one's
+ * too, so a light flow that turns bulk can use the level at once (the
+ * class is over-subscribed meanwhile, DRR shares the excess); its use over
+ * a whole period is known as the next one starts, so within two periods
+ * it is heavy, or light with that use, which the level then leaves it. A
+ * bulk flow that falls below half its share for a period only raises the
+ * others' level for that period. Light flows' bytes are not taken back
+ * when one ends; they count until the period after next.
+ */
+
+/* Bits per second of the light flows' use (bytes per period). */
+static uint64_t
+light_bps(const struct weir_worker *w, const struct weir_class_counters *c)
+{
+	if (c->period_len == 0 || c->light_bytes == 0)
+		return 0;
+	return (uint64_t)(((unsigned __int128)c->light_bytes * 8 * w->tsc_hz) / c->period_len);
+}
+
+/* The water level of `rate` (bit/s): what the light flows leave, over the
+ * heavy ones; at least the equal share (max-min never gives less). */
+static uint64_t
+water_level(const struct weir_class_counters *c, uint64_t rate, uint64_t light)
+{
+	const uint32_t active = RTE_MAX(c->active, 1u);
+	const uint32_t heavy = RTE_MAX(RTE_MIN(c->heavy, c->active), 1u);
+
+	return RTE_MAX((rate > light ? rate - light : 0) / heavy, rate / active);
+}
+
+/* The per-flow share of leaf `leaf` on this worker, as bytes per TSC tick
+ * (<< 32) and ticks per byte (<< 16), and its ceil's (PostACK's clamp):
+ * the divisions happen here, when the counts or the worker's rate change
+ * and once a period, not per ACK. A share is at least 1 bit/s; the
  * pacing arithmetic stays bounded by the gap clamp in tcr.c. */
 void
 weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf)
 {
 	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
-	uint64_t share = weir_cbq_rate(w->shaper[d], leaf) / RTE_MAX(c->active, 1u);
+	const uint64_t rate = weir_cbq_rate(w->shaper[d], leaf);
+	const uint64_t light = light_bps(w, c);
+	uint64_t share = water_level(c, rate, light);
 
 	if (share == 0)
 		share = 1;
 	c->share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->tsc_hz));
 	c->share_ticks_per_byte = (uint64_t)(((unsigned __int128)8 * w->tsc_hz << 16) / share);
-	share = RTE_MAX(weir_cbq_ceil(w->shaper[d], leaf) / RTE_MAX(c->active, 1u), share);
+	c->rate_ticks_per_byte = (uint64_t)(((unsigned __int128)8 * w->tsc_hz << 16) / RTE_MAX(rate, 1u));
+	/* half of what the share sends in a period */
+	c->light_limit = (uint64_t)(((unsigned __int128)c->share_bytes_per_tick * c->period_len) >> 33);
+	share = RTE_MAX(water_level(c, weir_cbq_ceil(w->shaper[d], leaf), light), share);
 	c->ceil_share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->tsc_hz));
 }
 
@@ -101,19 +143,75 @@ weir_wk_period_roll(struct weir_worker *w, struct weir_class_counters *c, int d,
 {
 	const uint64_t p = RTE_MIN(RTE_MAX(w->tsc_hz / 1000 * WEIR_ACTIVE_PERIOD_MS, 2 * c->rtt_max),
 				   4 * w->tsc_hz);
-	uint32_t active = now >= c->period_end + p ? 0 : c->active_cur;  /* quiet a whole period */
+	const bool quiet = now >= c->period_end + p;    /* quiet a whole period */
 
-	c->young = RTE_MIN(c->young_cur, active);
+	c->active = quiet ? 0 : c->active_cur;
+	c->heavy = quiet ? 0 : c->heavy_cur;
+	c->light_bytes = quiet ? 0 : c->light_bytes_cur;
+	c->young = RTE_MIN(c->young_cur, c->active);
 	c->young_cur = 0;
 	c->period = (uint8_t)(c->period >= WEIR_ACTIVE_ONCE - 1 ? 1 : c->period + 1);
 	c->active_cur = 0;
+	c->heavy_cur = 0;
+	c->light_bytes_cur = 0;
 	c->rtt_max = 0;
 	c->period_end = now + p;
+	c->period_len = p;
 	c->young_periods = young_periods(w, d, leaf, p);
-	if (active != c->active) {
-		c->active = active;
-		weir_wk_share_update(w, d, leaf);
+	/* the light flows' use moves every period: a few divisions a class */
+	weir_wk_share_update(w, d, leaf);
+}
+
+/* Flow f's first data frame in this period: what it sent since its first
+ * frame in the last one, when it was seen there (else unknown). A
+ * subtraction per flow and period, from the flow table's own count. */
+static inline void
+use_note(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, bool seen_prev)
+{
+	struct weir_postack_q *q = &w->pa->q[d][slot];
+	const uint32_t b = (uint32_t)f->bytes[d];
+
+	q->use = b - q->use_snap;
+	q->use_snap = b;
+	if (seen_prev)
+		q->flags |= WEIR_PAQ_USE_VALID;
+	else
+		q->flags &= (uint8_t)~WEIR_PAQ_USE_VALID;
+}
+
+/* Count flow `slot` heavy or light in this period (true: heavy). Without
+ * the ACK store every flow is heavy: the equal share. */
+static inline bool
+use_count(struct weir_worker *w, struct weir_class_counters *c, int d, uint32_t slot)
+{
+	struct weir_postack_q *q;
+
+	if (w->pa == NULL)
+		return true;
+	q = &w->pa->q[d][slot];
+	if ((q->flags & WEIR_PAQ_USE_VALID) && q->use < c->light_limit) {
+		q->flags &= (uint8_t)~WEIR_PAQ_HEAVY;
+		c->light_bytes_cur += q->use;
+		return false;
 	}
+	q->flags |= WEIR_PAQ_HEAVY;
+	c->heavy_cur++;
+	return true;
+}
+
+/* Was flow `slot` counted heavy (its last count)? */
+static inline bool
+use_heavy(const struct weir_worker *w, int d, uint32_t slot)
+{
+	return w->pa == NULL || (w->pa->q[d][slot].flags & WEIR_PAQ_HEAVY);
+}
+
+/* A count that grew past the carried one: re-divide at each new flow up
+ * to 64, then each time it grew by 1/32. */
+static inline bool
+count_grew(uint32_t cur, uint32_t carried)
+{
+	return cur > carried && (cur <= 64 || cur - carried >= carried >> 5);
 }
 
 /* A data frame of flow f in leaf `leaf` of direction d, the first of the
@@ -135,8 +233,12 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
 	const uint8_t prev = period_prev(c);
 	const uint8_t m = f->active_mark[d];
 	const uint32_t slot = weir_flow_slot(w->flows, f);
+	const bool seen_prev = m == prev || m == (prev | WEIR_ACTIVE_ONCE);
+	bool grew = false;
 
-	if (m != (c->period | WEIR_ACTIVE_ONCE) && m != prev && m != (prev | WEIR_ACTIVE_ONCE)) {
+	if (w->pa != NULL && m != (c->period | WEIR_ACTIVE_ONCE))
+		use_note(w, f, d, slot, seen_prev);
+	if (m != (c->period | WEIR_ACTIVE_ONCE) && !seen_prev) {
 		f->active_mark[d] = (uint8_t)(c->period | WEIR_ACTIVE_ONCE);
 		return;
 	}
@@ -151,15 +253,21 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
 				RTE_MAX(c->young_periods, WEIR_YOUNG_PERIODS)) &&
 	    ++c->young_cur > c->young)
 		c->young = c->young_cur;
-	/* A share is three divisions: when thousands of flows wake in one
+	/* A share is a few divisions: when thousands of flows wake in one
 	 * period (a start, a busy hour) re-divide at each new flow only up to
 	 * 64, then each time the count grew by 1/32 (shares at most 3 % too
-	 * large until then); the period's end sets the exact count. */
-	if (++c->active_cur > c->active &&
-	    (c->active_cur <= 64 || c->active_cur - c->active >= c->active >> 5)) {
+	 * large until then); the period's end sets the exact count. The same
+	 * for the heavy ones (a light flow turned bulk, or a new one). */
+	if (count_grew(++c->active_cur, c->active)) {
 		c->active = c->active_cur;
-		weir_wk_share_update(w, d, leaf);
+		grew = true;
 	}
+	if (use_count(w, c, d, slot) && count_grew(c->heavy_cur, c->heavy)) {
+		c->heavy = c->heavy_cur;
+		grew = true;
+	}
+	if (grew)
+		weir_wk_share_update(w, d, leaf);
 }
 
 /* Flow f leaves leaf `leaf` of direction d (it ended, expired, or moved):
@@ -175,21 +283,28 @@ weir_wk_active_forget(struct weir_worker *w, struct weir_flow *f, int d, uint16_
 {
 	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
 	const uint8_t m = f->active_mark[d];
-	uint32_t active;
+	const uint32_t slot = weir_flow_slot(w->flows, f);
+	uint32_t active, heavy = c->heavy;
 
 	f->active_mark[d] = 0;          /* no period is 0: counted afresh wherever it goes */
 	if (m != c->period && m != period_prev(c))
 		return;                 /* not counted, or only seen once */
 	if (m == c->period && c->active_cur > 0)
 		c->active_cur--;
-	if (weir_cbq_young(w->shaper[d], leaf, weir_flow_slot(w->flows, f), f->bytes[d])) {
+	if (weir_cbq_young(w->shaper[d], leaf, slot, f->bytes[d])) {
 		if (m == c->period && c->young_cur > 0)
 			c->young_cur--;
 		c->young = carried_less_one(c->young, c->young_cur);
 	}
+	if (use_heavy(w, d, slot)) {
+		if (m == c->period && c->heavy_cur > 0)
+			c->heavy_cur--;
+		heavy = carried_less_one(c->heavy, c->heavy_cur);
+	}
 	active = carried_less_one(c->active, c->active_cur);
-	if (active != c->active) {
+	if (active != c->active || heavy != c->heavy) {
 		c->active = active;
+		c->heavy = heavy;
 		weir_wk_share_update(w, d, leaf);
 	}
 }

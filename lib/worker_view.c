@@ -46,6 +46,7 @@ weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p,
 	cc = &w->cls_ctr[dir][cls];
 	out->flows = cc->flows;
 	out->active = cc->active;
+	out->heavy = RTE_MIN(cc->heavy, cc->active);
 	out->admitted = cc->admitted;
 	out->refused = cc->refused;
 	out->diverted = cc->diverted;

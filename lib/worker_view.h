@@ -50,6 +50,7 @@ struct weir_class_view {
 	struct weir_cbq_stats cbq;
 	uint32_t flows;         /* leaf: flows counted in it now (admission) */
 	uint32_t active;        /* leaf: flows that sent data lately (what shares divide by) */
+	uint32_t heavy;         /* of those, the ones using their share (max-min: the rest are light) */
 	uint64_t admitted;
 	uint64_t refused;
 	uint64_t diverted;

@@ -219,6 +219,7 @@ static const char *const dir_name[WEIR_POLICY_DIRS] = { "outbound", "inbound" };
 static const char *const gauge_keys[] = {
 	"rate_bps", "ceil_bps", "worker_rate_bps", "worker_ceil_bps", "flow_min_bps", "prio",
 	"queued_pkts", "queued_bytes", "backlogged_flows", "flows", "flows_active", "flows_sending",
+	"flows_heavy",
 	"active",
 	"capacity", "acks_held", "acks_held_peak", "records", "bytes_per_ack", "epoch", "lcore",
 	"queue", "total", "in_use", "switch_prepare_us", "switch_take_us",

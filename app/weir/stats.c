@@ -206,6 +206,7 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 		sum.ceil_bps += st->ceil_bps;
 		cc.flows += v.flows;
 		cc.active += v.active;
+		cc.heavy += v.heavy;
 		cc.admitted += v.admitted;
 		cc.refused += v.refused;
 		cc.diverted += v.diverted;
@@ -228,6 +229,7 @@ class_json(const struct weir_app *app, int dir, uint16_t cls)
 	if (pk->is_leaf) {
 		json_object_set_new(o, "flows", json_integer((json_int_t)cc.flows));
 		json_object_set_new(o, "flows_sending", json_integer((json_int_t)cc.active));
+		json_object_set_new(o, "flows_heavy", json_integer((json_int_t)cc.heavy));
 		/* DRR's new-flows list and CoDel (lib/drr.h, lib/codel.h). */
 		json_object_set_new(o, "new_flows", json_integer((json_int_t)sum.new_flows));
 		json_object_set_new(o, "new_deferred", json_integer((json_int_t)sum.new_deferred));

@@ -254,3 +254,44 @@ def test_codel_keeps_pfq_rtt_near_the_path(st_tb):
               f"bulk {gp / 1e6:.2f} Mbit/s")
     assert result["codel"] <= 2 * RTT_MS, result
     assert result["codel_bps"] >= 0.95 * result["none_bps"], result
+
+
+LIGHT_PORT = 5341
+
+
+@pytest.mark.parametrize("mode", ["tcr", "ipabr"])
+def test_bulk_download_beside_light_flow_fills_its_class(st_tb, mode):
+    """Max-min per-flow shares (lib/worker_active.c, docs/cbq.md): one bulk download (l2)
+    in the 20 Mbit/s class beside a light TCP connection (l1: 64 bytes each way every
+    0.1 s, ~10 kbit/s, as an ssh session or a keep-alive) carries >= 0.9 of the payload
+    the class can carry. The light flow counted as a whole active flow: the download's
+    window was sized to half the class (one worker: ipabr 4.77-4.80 of 10 Mbit/s on the
+    wire, tcr 7.2-8.4)."""
+    from test_multiworker import PINGPONG
+    restart(st_tb, mode)
+    dur = 12
+
+    def run():
+        srv = st_tb.popen("w1", [sys.executable, "-c", PINGPONG, "serve", str(LIGHT_PORT)])
+        try:
+            assert srv.stdout.readline().strip() == "READY"
+            talk = st_tb.popen("l1", [sys.executable, "-c", PINGPONG, "talk", st_tb.addr("w1"),
+                                      str(LIGHT_PORT), "0", str(dur + 2)])
+            time.sleep(1)
+            flow = traffic.iperf_flows(st_tb, n=1, duration=dur, reverse=True, cc="cubic",
+                                       pairs=[("l2", "w1")], base_port=5311)[0]
+            talked = int(talk.communicate(timeout=dur + 10)[0] or 0)
+        finally:
+            if srv.poll() is None:
+                srv.kill()
+            srv.communicate()
+        assert flow.error is None, flow.error
+        steady = flow.interval_bps[4:dur]
+        return sum(steady) / len(steady), talked
+
+    bps, talked = measure_twice(run, lambda r: r[0] >= 0.9 * PAYLOAD_MAX)
+    print(f"bulk download beside a light flow, {mode}: {bps / 1e6:.2f} Mbit/s, "
+          f"{bps / PAYLOAD_MAX:.3f} of the {PAYLOAD_MAX / 1e6:.2f} the class carries; "
+          f"light flow {talked} round trips")
+    assert talked >= 5 * dur, talked
+    assert bps >= 0.9 * PAYLOAD_MAX, bps

@@ -558,6 +558,62 @@ test_weights(void)
 	rig_free(&r);
 }
 
+/* Flow 4001 sends 1800 bytes every 2 ms (7.2 Mbit/s); flow 4003 100 bytes
+ * every 100 ms, or as 4001 (`bulk2`); from `from` to `to` ms after t0. */
+static void
+bulk_and_light(struct rig *r, uint64_t t0, unsigned int from, unsigned int to, bool bulk2,
+	       uint32_t *s1, uint32_t *s3)
+{
+	const uint64_t ms = rte_get_tsc_hz() / 1000;
+
+	for (unsigned int t = from; t < to; t += 2) {
+		send_data(r, 4001, *s1, 1800, t0 + t * ms);
+		*s1 += 1800;
+		if (bulk2 || (t - from) % 100 == 0) {
+			uint16_t len = bulk2 ? 1800 : 100;
+
+			send_data(r, 4003, *s3, len, t0 + t * ms);
+			*s3 += len;
+		}
+	}
+}
+
+/* Max-min allocation (water-filling): a light flow (100 bytes every
+ * 100 ms, a 10 Hz ping-pong) beside a bulk one keeps what it uses and the
+ * bulk flow is allocated the rest of the class, not half (4.8 of 10
+ * Mbit/s on the wire). Once the light flow turns bulk, both are heavy
+ * and halve the class within two periods (its use over the first whole
+ * period after the turn is known when the next starts). Its window
+ * follows the same unit meanwhile: it is never cut below the bulk one's. */
+static void
+test_light_flow(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_IPABR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), t0 = hz;
+	const struct weir_ipabr_class *cs;
+	uint32_t s1 = 1, s3 = 1;
+
+	if (rig_make_pa(&r, &pc, "ia_light", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	open_flow(&r, 4001, t0, 40);
+	open_flow(&r, 4003, t0, 40);
+	bulk_and_light(&r, t0, 100, 900, false, &s1, &s3);
+	cs = &ia_of(&r)->dir[0].cls[1];
+	CHECK(cs->wsum == 2 && cs->wheavy == 1 && cs->unit_bpt >= cs->avail_bpt * 99 / 100,
+	      "beside a light flow the bulk one is allocated the class (wsum %u, heavy %u, %.3f)",
+	      cs->wsum, cs->wheavy, (double)cs->unit_bpt / (double)cs->avail_bpt);
+	bulk_and_light(&r, t0, 900, 1300, true, &s1, &s3);
+	CHECK(cs->wsum == 2 && cs->wheavy == 2 && cs->unit_bpt <= cs->avail_bpt * 55 / 100,
+	      "the light flow turned bulk: half each within two periods (heavy %u, %.3f)",
+	      cs->wheavy, (double)cs->unit_bpt / (double)cs->avail_bpt);
+	rig_free(&r);
+}
+
 /* Eq. 4.3 in the class tree: a prio-0 class's measured traffic cuts the
  * prio-1 ipabr class's available bandwidth (not below its own rate), and a
  * link rate changed at run time is followed at the next look. */
@@ -854,6 +910,7 @@ main(int argc, char **argv)
 	test_left_unseen();
 	test_young();
 	test_weights();
+	test_light_flow();
 	test_available();
 	test_siblings();
 	test_sub_mss();

@@ -1297,6 +1297,72 @@ test_tcr(void)
 	rig_free(&r);
 }
 
+/* Flow 1 sends two 900-byte frames every 2 ms (7.2 Mbit/s) and flow 2
+ * (light) one of 100 bytes every 100 ms, or as flow 1 (`bulk2`), from
+ * `from` to `to` (ms after t0); seqs carried in s1, s2. */
+static void
+two_senders(struct rig *r, uint64_t t0, unsigned int from, unsigned int to, bool bulk2,
+	    uint32_t *s1, uint32_t *s2)
+{
+	const uint64_t ms = rte_get_tsc_hz() / 1000;
+
+	for (unsigned int t = from; t < to; t += 2) {
+		for (int k = 0; k < 2; k++) {
+			feed(r, UP(*s1, 900), 0, t0 + t * ms);
+			*s1 += 900;
+		}
+		for (int k = 0; k < (bulk2 ? 2 : (t - from) % 100 == 0); k++) {
+			uint16_t len = bulk2 ? 900 : 100;
+
+			feed(r, tcp_frame(0, 2, 4001, 1, 80, ACK, *s2, len), 0, t0 + t * ms);
+			*s2 += len;
+		}
+		while (pull1(r, t0 + t * ms))
+			;
+	}
+}
+
+/* Max-min shares (lib/worker_active.c): a light flow (100 bytes every
+ * 100 ms) beside a bulk one keeps what it uses, and the bulk flow's share
+ * is the rest of the class, not half (a 10 Hz ping-pong cut a TCR download
+ * to half its class). When the light flow turns bulk, both are heavy and
+ * the class is halved within two periods (here one: it turned early in
+ * a period, and its use over that period is known as the next starts). */
+static void
+test_light_flow_share(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_TCR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), t0 = hz;
+	const struct weir_class_counters *c;
+	uint32_t s1 = 1, s2 = 1;
+	uint64_t whole;
+
+	if (rig_make_pa(&r, &pc, "pa_light", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	two_flows_wan_40ms(&r, t0);
+	c = &r.w->cls_ctr[0][1];
+	whole = c->share_bytes_per_tick;
+	two_senders(&r, t0, 41, 201, false, &s1, &s2);
+	CHECK(c->active == 2 && c->heavy == 2 && c->share_bytes_per_tick < whole * 6 / 10,
+	      "new flows are heavy (not measured): half the class each (active %u, heavy %u)",
+	      c->active, c->heavy);
+	two_senders(&r, t0, 201, 701, false, &s1, &s2);
+	CHECK(c->active == 2 && c->heavy == 1 && c->share_bytes_per_tick >= whole * 99 / 100,
+	      "beside a light flow the bulk one gets the class (active %u, heavy %u, %.3f)",
+	      c->active, c->heavy, (double)c->share_bytes_per_tick / (double)whole);
+	two_senders(&r, t0, 701, 901, true, &s1, &s2);
+	CHECK(c->active == 2 && c->heavy == 2 && c->share_bytes_per_tick < whole * 55 / 100,
+	      "the light flow turned bulk: heavy, half each, within two periods (heavy %u, %.3f)",
+	      c->heavy, (double)c->share_bytes_per_tick / (double)whole);
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
 /* A connection that ends takes no share from then on (issue 23 item 2: a
  * 1 MB download right after a 100 KB one from the same host ran at half
  * the class under TCR for a period, 658 against 590 ms at 40 ms): an RST
@@ -1761,6 +1827,7 @@ main(int argc, char **argv)
 	test_on_way();
 	test_tcr();
 	test_closed_flow_share();
+	test_light_flow_share();
 	test_tcr_tiny_share();
 	test_tcr_catchup();
 	test_tcr_bytes();
