@@ -251,7 +251,7 @@ void weir_drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m);
  * Youth is bounded in time too: a flow active for longer than its owner
  * allows (weir_drr_youth_age) is old for good, whatever it has sent. A
  * young queue that empties leaves the
- * lists at once (an old one waits on the old list, RFC 8290 sec. 4.2): its
+ * lists at once (an old one stays old until its old-list turn would come): its
  * next packet puts it back on the new list with what is left of its budget,
  * so a short transfer's next flight, a round trip later, does not wait a
  * whole round of the old flows.

@@ -454,7 +454,7 @@ test_young_age(void)
 	CHECK(d.q[0].deficit == 1500 + BUDGET, "new flow: a budget (%d)", d.q[0].deficit);
 	while (next_flow(&d) != UINT32_MAX)
 		;
-	/* The age counts to 63 periods. */
+	/* The age counts to WEIR_DRR_Y_AGE_MAX (31) periods. */
 	weir_drr_flow_new(t, 1);
 	for (uint32_t p = 1; p < WEIR_DRR_Y_AGE_MAX; p++)
 		CHECK(!weir_drr_youth_age(t, 1, WEIR_DRR_Y_AGE_MAX), "young at %u of 63", p);
@@ -505,7 +505,7 @@ test_clocked(void)
 /* A young flow's queue that empties leaves the lists, and its next packet
  * (a slow start's next flight) is on the new list ahead of the old flows,
  * not behind a whole round of them (RFC 8290's rule for an old flow that
- * empties: it waits on the old list for its turn). */
+ * empties: it stays old until its turn on the old list would come). */
 static void
 test_young_refill(void)
 {
