@@ -87,8 +87,7 @@ struct weir_drr_q {
 #define WEIR_DRR_Y_BONUS 0x01   /* listed with a young budget beyond its quantum */
 #define WEIR_DRR_Y_SPENT 0x02   /* its youth ran out in time: old for the rest of its
 				 * flow's life (weir_drr_youth_age) */
-#define WEIR_DRR_Y_CLOCKED 0x04 /* its sender is clocked by ACKs weir holds: not sparse
-				 * (weir_drr_set_clocked) */
+				/* 0x04: free */
 #define WEIR_DRR_Y_AGE_SHIFT 3  /* bits 3-7: periods it was active in while young */
 #define WEIR_DRR_Y_AGE_MAX 31u
 
@@ -121,22 +120,6 @@ weir_drr_flow_new(struct weir_drr_qtab *t, uint32_t qid)
 	t->q[qid].youth &= WEIR_DRR_Y_BONUS;
 }
 
-/*
- * Is queue qid's sender clocked by ACKs its owner holds (PostACK, TCR)?
- * Such a flow's packets arrive as the owner lets its ACKs go, so its queue
- * empties between them by design: it is not sparse, and when it wakes it
- * joins the old flows, not the new-flows list (unless young). Else in
- * postack-paced every packet of 64 paced downloads was a new flow, and a
- * 100 KB reply shared the new list with them (174 ms against 68 idle).
- */
-static inline void
-weir_drr_set_clocked(struct weir_drr_qtab *t, uint32_t qid, bool clocked)
-{
-	struct weir_drr_q *q = &t->q[qid];
-
-	q->youth = (uint8_t)((q->youth & ~WEIR_DRR_Y_CLOCKED) | (clocked ? WEIR_DRR_Y_CLOCKED : 0));
-}
-
 /* Has queue qid's flow outlived its youth (weir_drr_youth_age)? */
 static inline bool
 weir_drr_youth_spent(const struct weir_drr_qtab *t, uint32_t qid)
@@ -153,7 +136,7 @@ static inline bool
 weir_drr_youth_age(struct weir_drr_qtab *t, uint32_t qid, uint32_t periods)
 {
 	struct weir_drr_q *q = &t->q[qid];
-	const uint8_t keep = WEIR_DRR_Y_BONUS | WEIR_DRR_Y_SPENT | WEIR_DRR_Y_CLOCKED;
+	const uint8_t keep = WEIR_DRR_Y_BONUS | WEIR_DRR_Y_SPENT;
 	const uint32_t age = (uint32_t)(q->youth >> WEIR_DRR_Y_AGE_SHIFT) + 1u;
 
 	if (q->youth & WEIR_DRR_Y_SPENT)

@@ -118,8 +118,11 @@ struct weir_pkt {
 	uint8_t  ipsec;         /* enum weir_ipsec; then seq is the ESP/AH sequence number,
 				 * sport:dport the SPI's high:low halves, and the IPsec
 				 * header (SPI, seq) starts at payload_off */
-	uint8_t  plain;         /* set by the worker, not the parser: no mode but pfq/fifo
-				 * may act on this frame (a last mile's exempt flow) */
+	/* Set by the worker, not the parser (which zeroes them): */
+	uint8_t  plain : 1;     /* no mode but pfq/fifo may act on this frame (a last
+				 * mile's exempt flow) */
+	uint8_t  clocked : 1;   /* its sender is clocked by ACKs weir holds or windows it
+				 * sizes: its queue waking is not a sparse flow (lib/drr.h) */
 };
 
 /*

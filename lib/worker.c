@@ -243,12 +243,10 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	/* A flow whose ACKs its mode holds, or whose window it sizes to its
 	 * share (ipabr: 16 window-sized downloads woke their queues at every
 	 * packet and a young 100 KB reply shared the new list with them, 320
-	 * ms against 68), is clocked by weir, not sparse when its queue wakes
-	 * (lib/drr.h). */
-	if (f != NULL)
-		weir_drr_set_clocked(weir_cbq_qtab(sh), qid, (ops->flags & WEIR_MODEF_ACKS) &&
-				     ((ops->flags & WEIR_MODEF_WINDOW) ||
-				      (f->shape & WEIR_FSH_HELD(from))));
+	 * ms against 68), is clocked by weir: not sparse when its queue wakes
+	 * (lib/drr.c). Flags in registers and the frame's own meta line. */
+	weir_mbuf_meta(m)->pkt.clocked = f != NULL && (ops->flags & WEIR_MODEF_ACKS) &&
+		((ops->flags & WEIR_MODEF_WINDOW) || (f->shape & WEIR_FSH_HELD(from)));
 	/* The flow's bytes so far in this direction, this frame's included:
 	 * its place in the leaf's young-flow budget. A full leaf may drop
 	 * another flow's packet (its longest queue's head) to take this one. */

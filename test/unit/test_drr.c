@@ -24,7 +24,10 @@ static struct rte_mempool *mp;
 static struct rte_mbuf *
 mk(uint32_t flow, uint32_t seq, uint16_t len)
 {
-	return unit_tagged_mbuf(mp, flow, seq, len);
+	struct rte_mbuf *m = unit_tagged_mbuf(mp, flow, seq, len);
+
+	weir_mbuf_meta(m)->pkt.clocked = 0;     /* a recycled mbuf's would linger */
+	return m;
 }
 
 static double
@@ -457,15 +460,25 @@ test_young_age(void)
 	/* The age counts to WEIR_DRR_Y_AGE_MAX (31) periods. */
 	weir_drr_flow_new(t, 1);
 	for (uint32_t p = 1; p < WEIR_DRR_Y_AGE_MAX; p++)
-		CHECK(!weir_drr_youth_age(t, 1, WEIR_DRR_Y_AGE_MAX), "young at %u of 63", p);
-	CHECK(weir_drr_youth_age(t, 1, WEIR_DRR_Y_AGE_MAX), "old at 63");
+		CHECK(!weir_drr_youth_age(t, 1, WEIR_DRR_Y_AGE_MAX), "young at %u of 31", p);
+	CHECK(weir_drr_youth_age(t, 1, WEIR_DRR_Y_AGE_MAX), "old at 31");
 	weir_drr_qtab_free(t);
 }
 
-/* A flow clocked by ACKs its mode holds (weir_drr_set_clocked) is not
- * sparse: when its queue wakes it joins the old flows, unless it is young.
- * Else every packet of 64 paced downloads was a new flow, and a 100 KB
- * reply shared the new list with them (postack-paced, issue 23 item 3). */
+/* A packet whose sender weir clocks (pkt.clocked: ACKs its mode holds,
+ * windows it sizes) does not make its waking queue sparse: it joins the
+ * old flows, unless young. Else every packet of 64 paced downloads was a
+ * new flow, and a 100 KB reply shared the new list with them (postack-paced,
+ * issue 23 item 3). */
+static struct rte_mbuf *
+mk_clocked(uint32_t flow, uint32_t seq, uint16_t len, bool clocked)
+{
+	struct rte_mbuf *m = mk(flow, seq, len);
+
+	weir_mbuf_meta(m)->pkt.clocked = clocked ? 1 : 0;
+	return m;
+}
+
 static void
 test_clocked(void)
 {
@@ -480,23 +493,25 @@ test_clocked(void)
 	for (int i = 0; i < 3; i++)
 		CHECK(next_flow(&d) == 0, "bulk's first quantum, then old");
 	/* Old and clocked: an old flow, in turn with the bulk. */
-	weir_drr_set_clocked(t, 1, true);
-	weir_drr_enqueue_young(&d, 1, mk(1, 0, 1000), 1000000);
+	weir_drr_enqueue_young(&d, 1, mk_clocked(1, 0, 1000, true), 1000000);
 	CHECK(t->q[1].listed == WEIR_DRR_OLD, "clocked: on the old list (%u)", t->q[1].listed);
 	/* Old, not clocked: sparse, ahead of both. */
-	weir_drr_set_clocked(t, 2, false);
-	weir_drr_enqueue_young(&d, 2, mk(2, 0, 1000), 1000000);
+	weir_drr_enqueue_young(&d, 2, mk_clocked(2, 0, 1000, false), 1000000);
 	CHECK(t->q[2].listed == WEIR_DRR_NEW && next_flow(&d) == 2, "not clocked: new, first");
 	for (int i = 0; i < 3; i++)
 		got[i] = next_flow(&d);
 	CHECK(got[0] == 1 || got[1] == 1 || got[2] == 1, "clocked: in turn with the bulk (%u %u %u)",
 	      got[0], got[1], got[2]);
 	/* Young and clocked: young first. */
-	weir_drr_set_clocked(t, 3, true);
-	weir_drr_enqueue_young(&d, 3, mk(3, 0, 1000), 0);
+	weir_drr_enqueue_young(&d, 3, mk_clocked(3, 0, 1000, true), 0);
 	CHECK(t->q[3].listed == WEIR_DRR_NEW && next_flow(&d) == 3, "young: new, first");
-	weir_drr_set_clocked(t, 3, false);
-	CHECK(!(t->q[3].youth & WEIR_DRR_Y_CLOCKED), "cleared");
+	/* The same queue, old, waking with an unclocked packet (its ACKs no
+	 * longer held): sparse again. Nothing of the earlier packet stays. */
+	while (next_flow(&d) != UINT32_MAX)
+		;
+	d.young = 0;
+	weir_drr_enqueue_young(&d, 1, mk_clocked(1, 1, 1000, false), 1000000);
+	CHECK(t->q[1].listed == WEIR_DRR_NEW, "unclocked: new (%u)", t->q[1].listed);
 	while (next_flow(&d) != UINT32_MAX)
 		;
 	weir_drr_qtab_free(t);
