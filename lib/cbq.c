@@ -849,6 +849,7 @@ weir_cbq_youth_age(struct weir_cbq *c, uint16_t leaf, uint32_t qid, uint32_t per
 	    !weir_drr_youth_age(c->qt, qid, periods))
 		return false;
 	c->cls[leaf].drr.young_spent++;
+	weir_drr_youth_end(&c->cls[leaf].drr, qid);
 	return true;
 }
 

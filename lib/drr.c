@@ -186,6 +186,19 @@ weir_drr_enqueue_young(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uin
 }
 
 void
+weir_drr_youth_end(struct weir_drr *d, uint32_t qid)
+{
+	struct weir_drr_q *q = &d->q[qid];
+	const int32_t quantum = (int32_t)(d->quantum * q->weight);
+
+	if (q->listed != WEIR_DRR_NEW || !(q->youth & WEIR_DRR_Y_BONUS))
+		return;
+	q->youth &= (uint8_t)~WEIR_DRR_Y_BONUS;  /* if it empties now: an old flow's rule */
+	if (q->deficit > quantum)
+		q->deficit = quantum;
+}
+
+void
 weir_drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m)
 {
 	drr_append(d, qid, m, 0);

@@ -252,6 +252,50 @@ def _finish(p, timeout):
     return json.loads(out)
 
 
+PINGPONG_SCRIPT = Path(__file__).with_name("pingpong.py")
+
+
+class LightConnection:
+    """A light TCP connection src -> dst (pingpong.py) for `secs` seconds, in the
+    background: `with LightConnection(...) as c: ...; n = c.round_trips()`. The server
+    is killed on the way out whatever happened."""
+
+    def __init__(self, tb, src, dst, port, cport=0, secs=10.0, v6=False):
+        self.tb, self.src, self.dst, self.port = tb, src, dst, port
+        self.cport, self.secs, self.v6 = cport, secs, v6
+        self.srv = self.talk = None
+
+    def __enter__(self):
+        self.srv = self.tb.popen(self.dst, [PYTHON, str(PINGPONG_SCRIPT), "serve", str(self.port)])
+        try:
+            line = self.srv.stdout.readline().strip()
+            if line != "READY":
+                raise CommandError(f"pingpong on {self.dst} did not start: {line}")
+            self.talk = self.tb.popen(self.src, [PYTHON, str(PINGPONG_SCRIPT), "talk",
+                                                 _dst_addr(self.tb, self.dst, self.v6),
+                                                 str(self.port), str(self.cport), str(self.secs)])
+        except BaseException:
+            self._stop_server()
+            raise
+        return self
+
+    def round_trips(self):
+        """Wait for the talker to finish; the round trips it made."""
+        out, _ = self.talk.communicate(timeout=self.secs + 10)
+        return int(out or 0)
+
+    def _stop_server(self):
+        if self.srv.poll() is None:
+            self.srv.kill()
+        self.srv.communicate()
+
+    def __exit__(self, *exc):
+        if self.talk is not None and self.talk.poll() is None:
+            self.talk.kill()
+            self.talk.communicate()
+        self._stop_server()
+
+
 def udp_datagrams(tb, src="l1", dst="w1", count=100, size=512, port=5400, v6=False):
     """Send `count` UDP datagrams src->dst; returns how many arrived."""
     addr = _dst_addr(tb, dst, v6)

@@ -411,43 +411,6 @@ def test_new_flow_on_another_worker(mw_tb):
     assert med["other"] >= 0.75 * med["same"], med
     assert all(x[1] <= 1.0 for v in res.values() for x in v), res
 
-# Run in a host: a light TCP connection, 64 bytes each way every 0.1 s (an ssh
-# session being typed in, a chatty keep-alive): enough data frames for its
-# flow to count as sending in its class (two frames a 200 ms period), next to
-# nothing in bytes. "serve": echo on a port; "talk": connect from a LAN port.
-PINGPONG = r"""
-import socket, sys, time
-if sys.argv[1] == "serve":
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("", int(sys.argv[2])))
-    ls.listen(1)
-    print("READY", flush=True)
-    c, _ = ls.accept()
-    while True:
-        b = c.recv(4096)
-        if not b:
-            break
-        c.sendall(b)
-else:
-    dst, dport, cport, secs = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("", cport))
-    s.connect((dst, dport))
-    end, n = time.time() + secs, 0
-    while time.time() < end:
-        s.sendall(b"x" * 64)
-        got = 0
-        while got < 64:
-            got += len(s.recv(4096))
-        n += 1
-        time.sleep(0.1)
-    s.close()
-    print(n)
-"""
-
-
 @pytest.mark.parametrize("mode", ["tcr", "ipabr"])
 def test_window_mode_bulk_beside_light_flow(mw_tb, mode):
     """A window-sizing mode (tcr, ipabr), one 10 Mbit/s class each way, two workers:
@@ -472,21 +435,15 @@ def test_window_mode_bulk_beside_light_flow(mw_tb, mode):
     def run():
         bulk_port, light_port = ports[len(runs)]
         cb, cl = picked[len(runs)]
-        srv = tb.popen("w2", [PYTHON, "-c", PINGPONG, "serve", str(light_port)])
-        try:
-            assert srv.stdout.readline().strip() == "READY"
-            talk = tb.popen("l2", [PYTHON, "-c", PINGPONG, "talk", _dst_addr(tb, "w2"),
-                                   str(light_port), str(cl), str(dur + 2)])
+        # a light connection (64 bytes each way every 0.1 s): it counts as a
+        # sending flow on worker 1 and uses next to nothing
+        with weirtb.traffic.LightConnection(tb, "l2", "w2", light_port, cl, dur + 2) as light:
             time.sleep(1)
             with Sampler(tb, "inbound") as s:
                 t0 = s.now()
                 flow = tb.iperf(n=1, duration=dur, reverse=True, base_port=bulk_port,
                                 pairs=[("l1", "w1")], cports=[cb])[0]
-            talked = int(talk.communicate(timeout=dur + 10)[0] or 0)
-        finally:
-            if srv.poll() is None:
-                srv.kill()
-                srv.communicate()
+            talked = light.round_trips()
         assert flow.error is None, flow.error
         cls = next(iter(s.samples[-1][1]))
         # worker 0's part of the class while the flow ran (stats snapshots)

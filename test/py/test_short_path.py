@@ -4,15 +4,11 @@ At 10 ms a 100 KB reply is bound by the rate it gets, not by its round trips, so
 where the new-flows list's bound and any ACK holding of a young flow show. Its own
 module: a second testbed beside test_short_transfers.py's would share its DPDK prefix.
 """
-import statistics
-import threading
-import time
-
 import pytest
 
 from conftest import measure_twice
 from weirtb import traffic
-from test_short_transfers import PAYLOAD_MAX, fetch_1m, http_testbed, restart, short_beside_bulk
+from test_short_transfers import PAYLOAD_MAX, http_testbed, restart, short_beside_bulk
 
 
 @pytest.fixture(scope="module")
@@ -63,27 +59,10 @@ def test_short_download_beside_many_young_bulk_flows(st_tb10, mode):
     young when a 100 KB download started 3 s in: it was one young flow in 17 (the same
     as 64 flows with the default 256 KiB, where 100 KB took 0.7-1.5 s against 70 ms
     idle under pfq)."""
-    restart(st_tb10, mode, extra="young_bytes = 1048576;")
-
-    def fetch_100k():
-        return fetch_1m(st_tb10, "100k", 102400)
-
-    def run():
-        fetch_100k()    # warm
-        idle = statistics.median(fetch_100k() for _ in range(3))
-        res = {}
-        bulk = threading.Thread(target=lambda: res.update(flows=traffic.iperf_flows(
-            st_tb10, n=16, duration=7, reverse=True, cc="cubic", pairs=[("l2", "w1")] * 16,
-            base_port=5301)), daemon=True)
-        bulk.start()
-        time.sleep(3)
-        loaded = statistics.median(fetch_100k() for _ in range(3))
-        bulk.join()
-        assert all(f.error is None for f in res["flows"]), res["flows"]
-        assert sum(f.goodput_bps for f in res["flows"]) >= 0.7 * PAYLOAD_MAX
-        return idle, loaded
-
-    idle, loaded = measure_twice(run, lambda r: r[1] <= 1.5 * r[0])
+    idle, loaded = measure_twice(
+        lambda: short_beside_bulk(st_tb10, mode, n=16, duration=7, reps=3,
+                                  extra="young_bytes = 1048576;"),
+        lambda r: r[1] <= 1.5 * r[0])
     cls = st_tb10.weir_stats()["shaping"]["inbound"]["classes"]
     spent = sum(c.get("young_spent", 0) for c in cls.values())
     print(f"{mode}: 100 KB idle {idle * 1000:.0f} ms, beside 16 young bulk downloads "

@@ -103,10 +103,12 @@ def test_lone_download_as_fast_as_pfq(st_tb, mode):
     assert t <= bound * pfq, (mode, t, pfq)
 
 
-def short_beside_bulk(tb, mode):
-    """Median 100 KB download time idle and beside 4 bulk downloads (l2) in the class,
-    the bulk flows, and the inbound classes' young_flows count."""
-    restart(tb, mode)
+def short_beside_bulk(tb, mode, n=4, duration=8, reps=5, extra=""):
+    """Median 100 KB download time idle and beside n bulk downloads (l2) in the class
+    (started 3 s before, past their slow start), with the mode's config and `extra`
+    shaping settings. Checks the bulk flows really loaded the class and that the
+    transfers went on the new-flows list."""
+    restart(tb, mode, extra=extra)
 
     def fetch_100k():
         return fetch_1m(tb, "100k", 102400)
@@ -116,15 +118,15 @@ def short_beside_bulk(tb, mode):
     import threading
     res = {}
     bulk = threading.Thread(target=lambda: res.update(flows=traffic.iperf_flows(
-        tb, n=4, duration=8, reverse=True, cc="cubic", pairs=[("l2", "w1")] * 4,
+        tb, n=n, duration=duration, reverse=True, cc="cubic", pairs=[("l2", "w1")] * n,
         base_port=5301)), daemon=True)
     bulk.start()
     time.sleep(3)   # past the bulk flows' slow start
-    loaded = statistics.median(fetch_100k() for _ in range(5))
+    loaded = statistics.median(fetch_100k() for _ in range(reps))
     bulk.join()
     cls = tb.weir_stats()["shaping"]["inbound"]["classes"]
     young = sum(c.get("young_flows", 0) for c in (cls.values() if isinstance(cls, dict) else cls))
-    print(f"100 KB download, {mode}: idle {idle * 1000:.0f} ms, beside 4 bulk downloads "
+    print(f"100 KB download, {mode}: idle {idle * 1000:.0f} ms, beside {n} bulk downloads "
           f"{loaded * 1000:.0f} ms; inbound young_flows {young}")
     assert all(f.error is None for f in res["flows"]), res["flows"]
     # The bulk flows really loaded the class.
@@ -267,24 +269,15 @@ def test_bulk_download_beside_light_flow_fills_its_class(st_tb, mode):
     the class can carry. The light flow counted as a whole active flow: the download's
     window was sized to half the class (one worker: ipabr 4.77-4.80 of 10 Mbit/s on the
     wire, tcr 7.2-8.4)."""
-    from test_multiworker import PINGPONG
     restart(st_tb, mode)
     dur = 12
 
     def run():
-        srv = st_tb.popen("w1", [sys.executable, "-c", PINGPONG, "serve", str(LIGHT_PORT)])
-        try:
-            assert srv.stdout.readline().strip() == "READY"
-            talk = st_tb.popen("l1", [sys.executable, "-c", PINGPONG, "talk", st_tb.addr("w1"),
-                                      str(LIGHT_PORT), "0", str(dur + 2)])
+        with traffic.LightConnection(st_tb, "l1", "w1", LIGHT_PORT, secs=dur + 2) as light:
             time.sleep(1)
             flow = traffic.iperf_flows(st_tb, n=1, duration=dur, reverse=True, cc="cubic",
                                        pairs=[("l2", "w1")], base_port=5311)[0]
-            talked = int(talk.communicate(timeout=dur + 10)[0] or 0)
-        finally:
-            if srv.poll() is None:
-                srv.kill()
-            srv.communicate()
+            talked = light.round_trips()
         assert flow.error is None, flow.error
         steady = flow.interval_bps[4:dur]
         return sum(steady) / len(steady), talked

@@ -465,6 +465,53 @@ test_young_age(void)
 	weir_drr_qtab_free(t);
 }
 
+/* Flows whose youth ends while they wait on the new list (backlogged, so
+ * never listed again) lose their budget there and join the old flows after
+ * one more quantum: 64 bulk flows that started together kept 256 KiB each
+ * on the new list for 6.7 s, and a late 100 KB reply waited among them. */
+static void
+test_youth_end_backlogged(void)
+{
+	enum { NF = 8, BUDGET = 100000 };
+	struct weir_drr_qtab *t = weir_drr_qtab_create(NF + 2, 400, SOCKET_ID_ANY);
+	struct weir_drr d;
+	uint32_t late = 0;
+
+	weir_drr_init(&d, t, 1500, 0);
+	d.young = BUDGET;
+	for (uint32_t q = 0; q < NF; q++)
+		for (uint32_t i = 0; i < 300; i++)
+			weir_drr_enqueue_young(&d, q, mk(q, i, 1000), 0);
+	for (uint32_t i = 0; i < 4 * NF; i++)
+		next_flow(&d);
+	for (uint32_t q = 0; q < NF; q++)
+		CHECK(d.q[q].listed == WEIR_DRR_NEW && d.q[q].deficit > 1500,
+		      "flow %u young, backlogged, on the new list (%u, %d)", q, d.q[q].listed,
+		      d.q[q].deficit);
+	/* Their youth runs out in time (the owner's clock). */
+	for (uint32_t q = 0; q < NF; q++) {
+		CHECK(weir_drr_youth_age(t, q, 1), "flow %u spent", q);
+		weir_drr_youth_end(&d, q);
+		CHECK(d.q[q].deficit <= 1500, "flow %u: one quantum left (%d)", q, d.q[q].deficit);
+	}
+	for (uint32_t i = 0; i < 4 * NF; i++)
+		next_flow(&d);
+	for (uint32_t q = 0; q < NF; q++)
+		CHECK(d.q[q].listed == WEIR_DRR_OLD, "flow %u: old now (%u)", q, d.q[q].listed);
+	/* A late young flow is ahead of them: 3 of every 4 packets. */
+	for (uint32_t i = 0; i < 60; i++)
+		weir_drr_enqueue_young(&d, NF, mk(NF, i, 1000), 1000 * i);
+	for (uint32_t i = 0; i < 40; i++)
+		late += next_flow(&d) == NF;
+	CHECK(late >= 28, "the late young flow ahead of the spent ones: %u of 40", late);
+	/* Not on the new list, or no budget: nothing to take. */
+	weir_drr_youth_end(&d, 0);
+	CHECK(d.q[0].listed == WEIR_DRR_OLD, "an old queue stays as it is");
+	while (next_flow(&d) != UINT32_MAX)
+		;
+	weir_drr_qtab_free(t);
+}
+
 /* A packet whose sender weir clocks (pkt.clocked: ACKs its mode holds,
  * windows it sizes) does not make its waking queue sparse: it joins the
  * old flows, unless young. Else every packet of 64 paced downloads was a
@@ -887,6 +934,7 @@ main(int argc, char **argv)
 	test_young_age();
 	test_young_refill();
 	test_clocked();
+	test_youth_end_backlogged();
 	test_codel();
 	test_codel_at_rest();
 	test_codel_answer();
