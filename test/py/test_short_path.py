@@ -4,6 +4,8 @@ At 10 ms a 100 KB reply is bound by the rate it gets, not by its round trips, so
 where the new-flows list's bound and any ACK holding of a young flow show. Its own
 module: a second testbed beside test_short_transfers.py's would share its DPDK prefix.
 """
+import time
+
 import pytest
 
 from conftest import measure_twice
@@ -83,3 +85,71 @@ def test_short_downloads_soon_after_64_bulk_flows_start(st_tb10, mode):
         lambda: short_beside_bulk(st_tb10, mode, n=64, duration=8, reps=3, stat=max),
         lambda r: r[1] <= 1.5 * r[0])
     assert worst <= 1.5 * idle, (idle, worst)
+
+
+# Run in a LAN host: GET /100k on one HTTP/1.1 connection, sleeping `gap` seconds
+# between requests; prints each request's seconds (first byte of the request to the
+# last of the reply), the handshake left out.
+KEEPALIVE = r"""
+import http.client, sys, time
+host, port, n, gap = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+c = http.client.HTTPConnection(host, port, timeout=30)
+c.connect()
+out = []
+for i in range(n):
+    if i:
+        time.sleep(gap)
+    t = time.monotonic()
+    c.request("GET", "/100k")
+    r = c.getresponse()
+    body = r.read()
+    assert r.status == 200 and len(body) == 102400, (r.status, len(body))
+    out.append(time.monotonic() - t)
+print(" ".join(f"{x:.4f}" for x in out))
+"""
+
+
+def test_keepalive_connection_stays_young_between_requests(st_tb10):
+    """A keep-alive HTTP/1.1 connection that idles between requests stays young until it
+    has sent its budget (docs/cbq.md: idle periods do not age a flow): beside 4 bulk
+    downloads its second 100 KB reply, 1.5 s after the first, takes within 1.3x the same
+    request on an idle link. Had the idle gap aged it, or had the first reply spent its
+    youth, the second would get one share in five after its first quantum (~2.5x)."""
+    import threading
+    from test_short_transfers import HTTP_PORT
+    from weirtb.traffic import PYTHON
+    port = HTTP_PORT + 1
+    restart(st_tb10, "pfq")
+    www = st_tb10.cfg_dir / "www"
+    srv = st_tb10.popen("w1", [PYTHON, "-m", "http.server", str(port), "-p", "HTTP/1.1",
+                               "--directory", str(www)])
+    time.sleep(0.5)
+
+    def requests():
+        out = st_tb10.run("l1", [PYTHON, "-c", KEEPALIVE, st_tb10.addr("w1"), str(port), "3",
+                                 "1.5"], timeout=60)
+        return [float(x) for x in out.stdout.split()]
+
+    def run():
+        idle = requests()
+        res = {}
+        bulk = threading.Thread(target=lambda: res.update(flows=traffic.iperf_flows(
+            st_tb10, n=4, duration=8, reverse=True, cc="cubic", pairs=[("l2", "w1")] * 4,
+            base_port=5301)), daemon=True)
+        bulk.start()
+        time.sleep(2)
+        loaded = requests()
+        bulk.join()
+        assert all(f.error is None for f in res["flows"]), res["flows"]
+        assert sum(f.goodput_bps for f in res["flows"]) >= 0.7 * PAYLOAD_MAX
+        return idle, loaded
+
+    try:
+        idle, loaded = measure_twice(run, lambda r: r[1][1] <= 1.3 * r[0][1])
+    finally:
+        srv.kill()
+        srv.communicate()
+    print(f"keep-alive 100 KB requests 1.5 s apart, idle {[round(x * 1000) for x in idle]} ms, "
+          f"beside 4 bulk downloads {[round(x * 1000) for x in loaded]} ms (the third is past "
+          f"the 256 KiB budget)")
+    assert loaded[1] <= 1.3 * idle[1], (idle, loaded)
