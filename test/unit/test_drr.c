@@ -683,7 +683,8 @@ test_codel(void)
 			CHECK(d.aqm_drops > before, "8-tick queue, 5-tick target: drops (%lu)",
 			      (unsigned long)(d.aqm_drops - before));
 		else
-			CHECK(t->codel[q].scale == 12 && t->codel[q].tscale == 60 &&
+			CHECK(t->codel[q].scale == 12 &&
+			      t->codel[q].tscale == 4 * 300 / WEIR_CODEL_TARGET_RTT / 5 &&
 			      d.aqm_drops == before,
 			      "round trip 300: scale %u, target %u/4 x 5, no drops (%lu)",
 			      t->codel[q].scale, t->codel[q].tscale,
@@ -847,12 +848,13 @@ test_codel_answer(void)
 
 	weir_codel_set_rtt(&unknown, &par, 0);
 	weir_codel_set_rtt(&known, &par, 100);
-	CHECK(known.scale == 4 && known.tscale == 20, "rtt 100: scale %u tscale %u",
+	CHECK(known.scale == 4 && known.tscale == 4 * 100 / WEIR_CODEL_TARGET_RTT / 5,
+	      "rtt 100: scale %u tscale %u",
 	      known.scale, known.tscale);
-	/* Sojourn 20: above the tree's target, below a quarter of 100. */
+	/* Sojourn 20: above the tree's target, below rtt / WEIR_CODEL_TARGET_RTT. */
 	for (uint64_t now = 1; now < 2000; now++)
 		n_known += weir_codel_drop(&known, &par, 20, 10, now);
-	CHECK(n_known == 0, "sojourn under rtt / 4: %u drops", n_known);
+	CHECK(n_known == 0, "sojourn under the round trip's target: %u drops", n_known);
 	/* A queue standing at sojourn 200 for 5000 ticks. */
 	for (uint64_t now = 10000; now < 15000; now++) {
 		n_unknown += weir_codel_drop(&unknown, &par, 200, 10, now);
