@@ -11,7 +11,7 @@ import csv
 import sys
 from pathlib import Path
 
-MODES = ("pfq", "tcr", "htb")
+ORDER = ("pfq", "postack", "postack-paced", "tcr", "ipabr", "htb")
 DIRS = ("upload", "download")
 
 
@@ -29,6 +29,9 @@ def key(r):
 def main():
     d = Path(sys.argv[1])
     rows = load(d)
+    present = {r["mode"] for r in rows}
+    # the modes the runs measured, weir's in their usual order, HTB last
+    MODES = [m for m in ORDER if m in present] + sorted(present - set(ORDER))
     cells = sorted({key(r) for r in rows})
     table = {}
     for r in rows:
@@ -56,7 +59,7 @@ def main():
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(cells)), 4.5))
+    fig, ax = plt.subplots(figsize=(max(8, 0.3 * len(cells) * len(MODES)), 4.5))
     w = 0.8 / (len(MODES) * len(DIRS))
     for i, (m, x) in enumerate((m, x) for m in MODES for x in DIRS):
         ax.bar([j + i * w for j in range(len(cells))], [table.get(c + (m, x), 0) for c in cells], w,
