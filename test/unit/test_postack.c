@@ -1290,7 +1290,6 @@ test_tcr(void)
 	/* A window the edge no longer holds up: cut to the halved share. */
 	b = ack_frame(5, edge, 65535);
 	rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 60 * ms);
-	/* BDP, an eighth and two segments (under a quarter of the BDP). */
 	CHECK(win_of(b) >= 22600 && win_of(b) <= 22700,
 	      "then cut to the halved share's BDP and margin (%u)", win_of(b));
 	rte_pktmbuf_free(b);
