@@ -412,6 +412,21 @@ test_young(void)
 	weir_drr_qtab_free(t);
 }
 
+/* A young flow qid arrives with 60 packets beside backlogged old ones: of
+ * the next 40 packets, how many are its own (the new list's bound lets it
+ * take 3 of every 4). */
+static uint32_t
+late_young_turns(struct weir_drr *d, uint32_t qid)
+{
+	uint32_t late = 0;
+
+	for (uint32_t i = 0; i < 60; i++)
+		weir_drr_enqueue_young(d, qid, mk(qid, i, 1000), 1000 * i);
+	for (uint32_t i = 0; i < 40; i++)
+		late += next_flow(d) == qid;
+	return late;
+}
+
 /* Youth bounded in time (weir_drr_youth_age): a young flow active in more
  * periods than its owner allows is old for good, however little it has
  * sent, and gets one quantum from the new list like any old flow; a new
@@ -424,7 +439,7 @@ test_young_age(void)
 	enum { NF = 8, BUDGET = 100000 };
 	struct weir_drr_qtab *t = weir_drr_qtab_create(NF + 2, 400, SOCKET_ID_ANY);
 	struct weir_drr d;
-	uint32_t late = 0;
+	uint32_t late;
 
 	weir_drr_init(&d, t, 1500, 0);
 	d.young = BUDGET;
@@ -444,10 +459,7 @@ test_young_age(void)
 	CHECK(d.young_flows == 0, "no budget for spent flows");
 	for (uint32_t i = 0; i < 2 * NF; i++)
 		CHECK(next_flow(&d) < NF, "their quanta from the new list");
-	for (uint32_t i = 0; i < 60; i++)
-		weir_drr_enqueue_young(&d, NF, mk(NF, i, 1000), 1000 * i);
-	for (uint32_t i = 0; i < 40; i++)
-		late += next_flow(&d) == NF;
+	late = late_young_turns(&d, NF);
 	CHECK(late >= 28, "the late young flow ahead of the old ones: %u of 40", late);
 	while (next_flow(&d) != UINT32_MAX)
 		;
@@ -475,7 +487,7 @@ test_youth_end_backlogged(void)
 	enum { NF = 8, BUDGET = 100000 };
 	struct weir_drr_qtab *t = weir_drr_qtab_create(NF + 2, 400, SOCKET_ID_ANY);
 	struct weir_drr d;
-	uint32_t late = 0;
+	uint32_t late;
 
 	weir_drr_init(&d, t, 1500, 0);
 	d.young = BUDGET;
@@ -499,10 +511,7 @@ test_youth_end_backlogged(void)
 	for (uint32_t q = 0; q < NF; q++)
 		CHECK(d.q[q].listed == WEIR_DRR_OLD, "flow %u: old now (%u)", q, d.q[q].listed);
 	/* A late young flow is ahead of them: 3 of every 4 packets. */
-	for (uint32_t i = 0; i < 60; i++)
-		weir_drr_enqueue_young(&d, NF, mk(NF, i, 1000), 1000 * i);
-	for (uint32_t i = 0; i < 40; i++)
-		late += next_flow(&d) == NF;
+	late = late_young_turns(&d, NF);
 	CHECK(late >= 28, "the late young flow ahead of the spent ones: %u of 40", late);
 	/* Not on the new list, or no budget: nothing to take. */
 	weir_drr_youth_end(&d, 0);
