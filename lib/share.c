@@ -33,23 +33,21 @@ weir_share_create(const struct weir_policy_tree *t, unsigned int n_workers)
 	s->n_classes = t->n_classes;
 	n = (size_t)n_workers * t->n_classes;
 	s->x = calloc(n, sizeof(*s->x));
-	s->used = calloc(n, sizeof(*s->used));
-	s->sent = calloc(n, sizeof(*s->sent));
-	s->sent_at = malloc(n * sizeof(*s->sent_at));
+	s->heavy = calloc(n, sizeof(*s->heavy));
+	s->nlight = calloc(n, sizeof(*s->nlight));
+	s->light = calloc(n, sizeof(*s->light));
 	s->by_use = calloc(t->n_classes, sizeof(*s->by_use));
 	s->dem = calloc(n, sizeof(*s->dem));
 	s->sub = calloc(n, sizeof(*s->sub));
 	s->sub_conf = calloc(t->n_classes, sizeof(*s->sub_conf));
 	s->rate = calloc(n, sizeof(*s->rate));
 	s->ceil = calloc(n, sizeof(*s->ceil));
-	if (s->x == NULL || s->used == NULL || s->sent == NULL || s->sent_at == NULL ||
+	if (s->x == NULL || s->heavy == NULL || s->nlight == NULL || s->light == NULL ||
 	    s->by_use == NULL || s->dem == NULL || s->sub == NULL || s->sub_conf == NULL ||
 	    s->rate == NULL || s->ceil == NULL) {
 		weir_share_free(s);
 		return NULL;
 	}
-	for (size_t i = 0; i < n; i++)
-		s->sent_at[i] = -1.0;
 	/* Flows that size their windows to the part never queue: their
 	 * count alone cannot tell a bulk flow from an idle one. */
 	for (uint16_t c = 0; c < t->n_classes; c++)
@@ -65,9 +63,9 @@ weir_share_free(struct weir_share *s)
 	if (s == NULL)
 		return;
 	free(s->x);
-	free(s->used);
-	free(s->sent);
-	free(s->sent_at);
+	free(s->heavy);
+	free(s->nlight);
+	free(s->light);
 	free(s->by_use);
 	free(s->dem);
 	free(s->sub);
@@ -77,97 +75,91 @@ weir_share_free(struct weir_share *s)
 	free(s);
 }
 
-void
-weir_share_sample(struct weir_share *s, unsigned int w, uint16_t leaf, uint32_t backlogged)
+static inline void
+ewma(double *v, double sample)
 {
-	double *x;
-
-	if (w >= s->n_workers || leaf >= s->n_classes)
-		return;
-	x = &s->x[(size_t)w * s->n_classes + leaf];
-	*x += WEIR_SHARE_GAIN * ((double)backlogged - *x);
+	*v += WEIR_SHARE_GAIN * (sample - *v);
 }
 
 void
-weir_share_sample_sent(struct weir_share *s, unsigned int w, uint16_t leaf, uint64_t bytes,
-		       double now)
+weir_share_sample(struct weir_share *s, unsigned int w, uint16_t leaf, uint32_t backlogged)
+{
+	if (w >= s->n_workers || leaf >= s->n_classes)
+		return;
+	ewma(&s->x[(size_t)w * s->n_classes + leaf], (double)backlogged);
+}
+
+void
+weir_share_sample_use(struct weir_share *s, unsigned int w, uint16_t leaf, uint32_t heavy,
+		      uint32_t light, double light_bps)
 {
 	size_t i;
-	double dt;
 
 	if (w >= s->n_workers || leaf >= s->n_classes || !s->by_use[leaf])
 		return;
 	i = (size_t)w * s->n_classes + leaf;
-	dt = now - s->sent_at[i];
-	if (s->sent_at[i] >= 0.0 && dt > 0.0 && bytes >= s->sent[i])
-		s->used[i] += WEIR_SHARE_GAIN * ((double)(bytes - s->sent[i]) * 8.0 / dt - s->used[i]);
-	if (s->sent_at[i] < 0.0 || dt > 0.0) {
-		s->sent[i] = bytes;
-		s->sent_at[i] = now;
-	}
-}
-
-/* What worker w may be given of leaf cls: HEADROOM times its use when it
- * used less than WEIR_SHARE_LIMITED of its last part, else no bound. */
-static double
-use_cap(const struct weir_share *s, unsigned int w, uint16_t cls, double rate)
-{
-	const size_t i = (size_t)w * s->n_classes + cls;
-
-	return s->used[i] < WEIR_SHARE_LIMITED * (double)s->rate[i] ? WEIR_SHARE_HEADROOM * s->used[i]
-								      : rate;
+	ewma(&s->heavy[i], (double)heavy);
+	ewma(&s->nlight[i], (double)light);
+	ewma(&s->light[i], light_bps);
 }
 
 /*
- * Leaf cls split by use (water-filling over workers): a worker not limited
- * by its part is given its cap (use_cap), at most its flows' fair level;
- * the workers limited by their parts share what is left by their flows.
- * Returned as flow counts (*xe, summing to xs) for the split by flows that
- * follows. A light connection (an ssh session, a keep-alive) counted as
- * sending on worker B took half of a tcr class from a bulk flow on worker
- * A when counted as a flow.
+ * Leaf cls split by use (max-min over flows, water-filling): on each
+ * worker its light flows as a group, capped at HEADROOM times what they
+ * used, and its heavy flows, uncapped; a group whose cap is below the
+ * level times its flows gets its cap, the others divide what is left by
+ * flows. When every group is capped (the class is not full) the rest goes
+ * by sending flows. Returned as flow counts (*xe, summing to xs) for the
+ * split by flows that follows. A light connection (an ssh session, a
+ * keep-alive) counted as a flow on worker B took half of a tcr class from
+ * a bulk flow on worker A.
  */
 static void
 use_weights(const struct weir_share *s, uint16_t cls, double xs, double *xe)
 {
 	const unsigned int nw = s->n_workers;
-	const double *x = &s->x[cls];   /* worker w's flows: x[w * n_classes] */
+	const size_t nc = s->n_classes;
 	const double rate = (double)s->tree->classes[cls].cbq.rate;
-	double cap[RTE_MAX_LCORE], give[RTE_MAX_LCORE];
+	/* groups: 2w the light flows of worker w, 2w + 1 its heavy ones */
+	double cap[2 * RTE_MAX_LCORE], n[2 * RTE_MAX_LCORE], give[2 * RTE_MAX_LCORE];
+	bool fixed[2 * RTE_MAX_LCORE], more = true;
 	double left = rate, level = 0.0;
-	bool fixed[RTE_MAX_LCORE], more = true;
 
 	for (unsigned int w = 0; w < nw; w++) {
-		cap[w] = use_cap(s, w, cls, rate);
-		fixed[w] = false;
+		const size_t i = w * nc + cls;
+
+		n[2 * w] = s->nlight[i];
+		cap[2 * w] = WEIR_SHARE_HEADROOM * s->light[i];
+		n[2 * w + 1] = s->heavy[i];
+		cap[2 * w + 1] = rate;
+		fixed[2 * w] = fixed[2 * w + 1] = false;
+		give[2 * w] = give[2 * w + 1] = 0.0;
 	}
-	/* Fix every worker whose cap is below the level, raise the level
-	 * over the rest, until none is. */
 	while (more) {
-		double n = 0.0;
+		double flows = 0.0;
 
 		more = false;
-		for (unsigned int w = 0; w < nw; w++)
-			if (!fixed[w])
-				n += x[(size_t)w * s->n_classes];
-		if (n <= 0.0)
+		for (unsigned int g = 0; g < 2 * nw; g++)
+			if (!fixed[g])
+				flows += n[g];
+		if (flows <= 0.0)
 			break;
-		level = left / n;       /* rate per flow among the workers not fixed */
-		for (unsigned int w = 0; w < nw; w++)
-			if (!fixed[w] && cap[w] < level * x[(size_t)w * s->n_classes]) {
-				give[w] = cap[w];
-				left -= cap[w];
-				fixed[w] = more = true;
+		level = left / flows;
+		for (unsigned int g = 0; g < 2 * nw; g++)
+			if (!fixed[g] && cap[g] < level * n[g]) {
+				give[g] = cap[g];
+				left -= cap[g];
+				fixed[g] = more = true;
 			}
 	}
-	for (unsigned int w = 0; w < nw; w++)
-		if (!fixed[w]) {
-			give[w] = level * x[(size_t)w * s->n_classes];
-			left -= give[w];
+	for (unsigned int g = 0; g < 2 * nw; g++)
+		if (!fixed[g]) {
+			give[g] = level * n[g];
+			left -= give[g];
 		}
-	/* Every worker below its cap (the class is not full): the rest by flows. */
 	for (unsigned int w = 0; w < nw; w++)
-		xe[w] = (give[w] + RTE_MAX(left, 0.0) * x[(size_t)w * s->n_classes] / xs) / rate * xs;
+		xe[w] = (give[2 * w] + give[2 * w + 1] + RTE_MAX(left, 0.0) * s->x[w * nc + cls] / xs) /
+			rate * xs;
 }
 
 static void

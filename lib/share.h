@@ -16,12 +16,17 @@
  *    worker with none can start before the next split.
  *  - a leaf whose mode sizes windows to the worker's part (tcr, ipabr)
  *    counts its flows while they send, queued or not, since they never
- *    queue: there a worker also reports what its flows sent (smoothed, bit/s).
- *    A worker that used less than half its part is not limited by it: it
- *    is given 2.5 times what it used, no more than its flows' fair share; the
- *    limited workers split the rest by their flows (water-filling). So an
- *    idle or light connection counted on one worker does not hold half the
- *    class away from a bulk flow on another.
+ *    queue. There each worker also reports how its flows used their shares
+ *    in its last activity period (lib/worker_active.c): the heavy ones (at
+ *    least half their share) and the light ones with what they used. The
+ *    light flows of a worker are given 2.5 times what they used, no more
+ *    than the heavy flows' level; the heavy flows everywhere split the rest
+ *    evenly (water-filling). So an idle or light connection counted on one
+ *    worker does not hold half the class away from a bulk flow on another,
+ *    and a flow held to a small part is still heavy: it uses all of it.
+ *    (Measured by the management lcore every 10 ms instead, the use of a
+ *    flow paced to a small part read zero between its bursts, and the
+ *    worker's part stayed at the floor: 0.05 of a 2.5 Mbit/s share, CI.)
  *  - an inner class (and the link) gives each worker what its active
  *    children there were given, and splits the rest of its rate (what idle
  *    children leave, and any excess over the children's sum) by the demand
@@ -46,9 +51,9 @@
 #define WEIR_SHARE_FLOOR 0.02           /* flows a leaf counts on every worker */
 #define WEIR_SHARE_INNER_FLOOR 0.01     /* share of an inner class each worker keeps */
 #define WEIR_SHARE_GAIN 0.25            /* EWMA gain per sample */
-#define WEIR_SHARE_LIMITED 0.5          /* used this much of its part: limited by it */
-#define WEIR_SHARE_HEADROOM 2.5         /* a worker not limited is given this times its use:
-                                         * above 1 / LIMITED, so the floors do not tip it over */
+#define WEIR_SHARE_HEADROOM 2.5         /* light flows are given this times their use: above
+                                         * 2, as a worker counts a flow light below half its
+                                         * share, so what they are given keeps them light */
 
 /* The management lcore's view of one direction's tree over n workers. */
 struct weir_share {
@@ -56,10 +61,11 @@ struct weir_share {
 	unsigned int n_workers;
 	uint16_t n_classes;
 	double *x;              /* [w * n_classes + cls] smoothed backlogged flows (leaves) */
-	double *used;           /* [w * n_classes + cls] smoothed bit/s sent (by_use leaves) */
-	uint64_t *sent;         /* [w * n_classes + cls] the leaf's byte counter last sampled */
-	double *sent_at;        /* [w * n_classes + cls] when, in seconds; < 0: not yet */
-	bool *by_use;           /* [cls] a leaf split by what its workers use (WEIR_MODEF_WINDOW) */
+	/* by_use leaves, [w * n_classes + cls], smoothed as x: */
+	double *heavy;          /* flows using at least half their share */
+	double *nlight;         /* the other sending flows */
+	double *light;          /* bit/s the light ones used */
+	bool *by_use;           /* [cls] a leaf split by how its flows use it (WEIR_MODEF_WINDOW) */
 	double *dem;            /* [w * n_classes + cls] scratch: demand */
 	double *sub;            /* [w * n_classes + cls] scratch: active children's rates */
 	double *sub_conf;       /* [cls] scratch: active children's configured rates */
@@ -73,12 +79,11 @@ void weir_share_free(struct weir_share *s);
 /* One sample of leaf `leaf`'s backlogged flows on worker w. */
 void weir_share_sample(struct weir_share *s, unsigned int w, uint16_t leaf, uint32_t backlogged);
 
-/* One sample of what leaf `leaf` sent on worker w: its byte counter (the
- * tree's, running) at time `now` in seconds. Only leaves split by use
- * (by_use) keep it; the first sample, or a counter that went back (a new
- * tree), only sets the reference. */
-void weir_share_sample_sent(struct weir_share *s, unsigned int w, uint16_t leaf, uint64_t bytes,
-			    double now);
+/* One sample of how leaf `leaf`'s sending flows on worker w used their
+ * shares in its last period: `heavy` of them used at least half, the
+ * `light` others used `light_bps` together. Kept for by_use leaves only. */
+void weir_share_sample_use(struct weir_share *s, unsigned int w, uint16_t leaf, uint32_t heavy,
+			   uint32_t light, double light_bps);
 
 /* Recompute every class's per-worker rate and ceiling from the samples. */
 void weir_share_split(struct weir_share *s);

@@ -128,12 +128,12 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 		uint64_t bdp = (rtt * c->share_bytes_per_tick) >> 32;
 		/* Two segments of headroom each, however small the BDP: a
 		 * receiver ACKs every second segment, and a window of one
-		 * waits for its delayed ACK (capped at a quarter of the BDP,
-		 * test_postack_per_worker[tcr], 4 uploads on a short path,
-		 * failed in CI). With 32
-		 * flows of Fig. 8 (780 B shares) into a 9-packet queue the
-		 * sum overflows it: 0.18 of segments resent against 0.03 at
-		 * 80a6b77's one segment (docs/postack.md, not solved). */
+		 * waits for its delayed ACK (a cap at a quarter of the BDP
+		 * made test_postack_per_worker[tcr], 4 uploads on a short
+		 * path, fail in CI). With 32 flows of Fig. 8 (780 B shares)
+		 * into a 9-packet queue the sum overflows it: 0.18 of
+		 * segments resent against 0.03 at 80a6b77's one segment
+		 * (docs/postack.md, not solved). */
 		uint64_t limit = bdp + bdp / 8 + 2 * (uint64_t)seg;
 
 		if (weir_postack_cut_window(w->pa, f, m, p, a, slot,

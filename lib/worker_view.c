@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include <rte_cycles.h>
+
 #include "drr.h"
 #include "ipabr.h"
 #include "worker.h"
@@ -45,8 +47,16 @@ weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p,
 		return -ENOENT;
 	cc = &w->cls_ctr[dir][cls];
 	out->flows = cc->flows;
-	out->active = cc->active;
-	out->heavy = RTE_MIN(cc->heavy, cc->active);
+	/* A period rolls on the class's next packet: one that ended a whole
+	 * period ago with none since counts nobody (else flows that stopped
+	 * kept their worker's part of the class). */
+	if (rte_get_tsc_cycles() < cc->period_end + cc->period_len) {
+		out->active = cc->active;
+		out->heavy = RTE_MIN(cc->heavy, cc->active);
+		if (cc->period_len != 0)
+			out->light_bps = (double)cc->light_bytes * 8.0 * (double)w->tsc_hz /
+					 (double)cc->period_len;
+	}
 	out->admitted = cc->admitted;
 	out->refused = cc->refused;
 	out->diverted = cc->diverted;

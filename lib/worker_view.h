@@ -51,6 +51,7 @@ struct weir_class_view {
 	uint32_t flows;         /* leaf: flows counted in it now (admission) */
 	uint32_t active;        /* leaf: flows that sent data lately (what shares divide by) */
 	uint32_t heavy;         /* of those, the ones using their share (max-min: the rest are light) */
+	double light_bps;       /* what the light ones used in their last period, bit/s */
 	uint64_t admitted;
 	uint64_t refused;
 	uint64_t diverted;

@@ -50,7 +50,7 @@ weir_rebalance_init(struct weir_app *a)
  * connection counted active on the other worker held part of the class
  * idle (a new flow beside another on one worker: 6.3 of its 10 Mbit/s).
  * In tcr and ipabr an idle or light connection counted so is weighed by
- * what it sends (weir_share_sample_sent, lib/share.h).
+ * what it used of its share (weir_share_sample_use, lib/share.h).
  */
 static uint32_t
 demand(const struct weir_policy_class *k, const struct weir_class_view *v)
@@ -65,11 +65,9 @@ weir_rebalance(struct weir_app *a)
 {
 	const struct weir_policy *pol = a->cfg.policy;
 	struct weir_class_view v;
-	double now;
 
 	if (a->share_box[0] == NULL)
 		return;
-	now = (double)rte_get_tsc_cycles() / (double)rte_get_tsc_hz();
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		struct weir_share *s = a->share[d];
 
@@ -82,7 +80,8 @@ weir_rebalance(struct weir_app *a)
 				if (pol->tree[d].classes[c].is_leaf &&
 				    weir_worker_class_view(a->workers[w], pol, d, c, &v) == 0) {
 					weir_share_sample(s, w, c, demand(&pol->tree[d].classes[c], &v));
-					weir_share_sample_sent(s, w, c, v.cbq.bytes, now);
+					weir_share_sample_use(s, w, c, v.heavy, v.active - v.heavy,
+							      v.light_bps);
 				}
 		weir_share_split(s);
 	}
