@@ -854,6 +854,12 @@ weir_cbq_youth_age(struct weir_cbq *c, uint16_t leaf, uint32_t qid, uint32_t per
 }
 
 uint32_t
+weir_cbq_leaf_limit(const struct weir_cbq *c, uint16_t leaf)
+{
+	return leaf < c->n && c->cls[leaf].is_leaf ? c->cls[leaf].limit : 0;
+}
+
+uint32_t
 weir_cbq_young_budget(const struct weir_cbq *c, uint16_t leaf)
 {
 	return leaf < c->n && c->cls[leaf].is_leaf ? (uint32_t)c->cls[leaf].drr.young : 0;

@@ -210,6 +210,9 @@ bool weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint32_t qid, uint6
  * counted in the leaf's young_spent. */
 bool weir_cbq_youth_age(struct weir_cbq *c, uint16_t leaf, uint32_t qid, uint32_t periods);
 
+/* Leaf `leaf`'s class limit in packets (0: none, or not a leaf). */
+uint32_t weir_cbq_leaf_limit(const struct weir_cbq *c, uint16_t leaf);
+
 /* Leaf `leaf`'s young-flow budget in bytes (0: none, or not a leaf). */
 uint32_t weir_cbq_young_budget(const struct weir_cbq *c, uint16_t leaf);
 /* Flow queue qid has a new flow (rtt 0) or its round trip was measured

@@ -126,15 +126,17 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 	 * window follows its share only once it has sent its budget. */
 	if (rtt != 0 && !young) {
 		uint64_t bdp = (rtt * c->share_bytes_per_tick) >> 32;
-		/* Two segments of headroom each, however small the BDP: a
-		 * receiver ACKs every second segment, and a window of one
-		 * waits for its delayed ACK (a cap at a quarter of the BDP
-		 * made test_postack_per_worker[tcr], 4 uploads on a short
-		 * path, fail in CI). With 32 flows of Fig. 8 (780 B shares)
-		 * into a 9-packet queue the sum overflows it: 0.18 of
-		 * segments resent against 0.03 at 80a6b77's one segment
-		 * (docs/postack.md, not solved). */
-		uint64_t limit = bdp + bdp / 8 + 2 * (uint64_t)seg;
+		/* Headroom: two segments each, however small the BDP, for
+		 * a receiver ACKs every second segment and a window of one
+		 * waits for its delayed ACK (4 uploads on the testbed's short
+		 * path, test_postack_per_worker[tcr]). But at most half the
+		 * class's queue limit over its flows (c->tcr_margin16): 32
+		 * flows of Fig. 8 (780 B shares, a pipe of 17 segments) had
+		 * ~80 segments in flight into a 9-packet queue, and 0.17 of
+		 * segments were resent (docs/postack.md). Never below one
+		 * segment, TCR's own floor. */
+		uint64_t limit = RTE_MAX(bdp + bdp / 8 + (((uint64_t)seg * c->tcr_margin16) >> 4),
+					 (uint64_t)seg);
 
 		if (weir_postack_cut_window(w->pa, f, m, p, a, slot,
 					    (uint32_t)RTE_MIN(limit, (uint64_t)INT32_MAX)))

@@ -71,6 +71,12 @@ weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf)
 	c->light_limit = (uint64_t)(((unsigned __int128)c->share_bytes_per_tick * c->period_len) >> 33);
 	share = RTE_MAX(water_level(c, weir_cbq_ceil(w->shaper[d], leaf), light), share);
 	c->ceil_share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->tsc_hz));
+	/* Half the class's queue over its flows, at most two segments each */
+	c->tcr_margin16 = WEIR_TCR_MARGIN16;
+	if (weir_cbq_leaf_limit(w->shaper[d], leaf) != 0)
+		c->tcr_margin16 = (uint32_t)RTE_MIN((uint64_t)WEIR_TCR_MARGIN16,
+						    8ull * weir_cbq_leaf_limit(w->shaper[d], leaf) /
+						    RTE_MAX(c->active, 1u));
 }
 
 /*
@@ -229,16 +235,21 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
 	 * ~2 in 200 ms) was missed whenever one fell out, the share was then
 	 * divided among too few and postack-paced's clocks ran fast (the class
 	 * at its limit, 13 % retransmitted; 5 % before). A flow seen in the
-	 * last period (once or counted) counts on its first frame in this one. */
+	 * last period (once or counted) counts on its first frame in this one.
+	 * So does a TCP connection whose handshake weir timed: it is a
+	 * connection, not a stray frame, and a flow paced to a small share
+	 * may send one frame every other period (Fig. 8's 32 TCR flows: 0.17
+	 * of segments resent, 0.02 with the rule off at 42d23b2). */
 	const uint8_t prev = period_prev(c);
 	const uint8_t m = f->active_mark[d];
 	const uint32_t slot = weir_flow_slot(w->flows, f);
 	const bool seen_prev = m == prev || m == (prev | WEIR_ACTIVE_ONCE);
+	const bool conn = w->pa != NULL && (w->pa->q[0][slot].rtt | w->pa->q[1][slot].rtt) != 0;
 	bool grew = false;
 
 	if (w->pa != NULL && m != (c->period | WEIR_ACTIVE_ONCE))
 		use_note(w, f, d, slot, seen_prev);
-	if (m != (c->period | WEIR_ACTIVE_ONCE) && !seen_prev) {
+	if (m != (c->period | WEIR_ACTIVE_ONCE) && !seen_prev && !conn) {
 		f->active_mark[d] = (uint8_t)(c->period | WEIR_ACTIVE_ONCE);
 		return;
 	}
