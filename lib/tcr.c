@@ -129,14 +129,21 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 		/* Headroom: two segments each, however small the BDP, for
 		 * a receiver ACKs every second segment and a window of one
 		 * waits for its delayed ACK (4 uploads on the testbed's short
-		 * path, test_postack_per_worker[tcr]). But at most half the
-		 * class's queue limit over its flows (c->tcr_margin16): 32
-		 * flows of Fig. 8 (780 B shares, a pipe of 17 segments) had
-		 * ~80 segments in flight into a 9-packet queue, and 0.17 of
-		 * segments were resent (docs/postack.md). Never below one
-		 * segment, TCR's own floor. */
-		uint64_t limit = RTE_MAX(bdp + bdp / 8 + (((uint64_t)seg * c->tcr_margin16) >> 4),
-					 (uint64_t)seg);
+		 * path, test_postack_per_worker[tcr]). Bounded twice:
+		 *  - by half the class's queue limit over its flows: 32 flows
+		 *    of Fig. 8 (780 B shares, a pipe of 17 segments) had ~80
+		 *    segments in flight into a 9-packet queue;
+		 *  - by what the share sends in 40 ms, the receiver's
+		 *    delayed-ACK timer: a share slower than two segments in
+		 *    that long spaces ACKs further apart than the timer
+		 *    anyway, and each segment more is an ACK held here a gap
+		 *    longer (at 780 B/s shares two segments were 190 ms of
+		 *    held ACKs; the senders' timers fired: 7 % resent with
+		 *    no drop, limit 243).
+		 * Never below one segment, TCR's own floor. */
+		const uint64_t margin = RTE_MIN(((uint64_t)seg * c->tcr_margin16) >> 4,
+						(uint64_t)c->tcr_margin_bytes);
+		uint64_t limit = RTE_MAX(bdp + bdp / 8 + margin, (uint64_t)seg);
 
 		if (weir_postack_cut_window(w->pa, f, m, p, a, slot,
 					    (uint32_t)RTE_MIN(limit, (uint64_t)INT32_MAX)))

@@ -198,10 +198,12 @@ struct weir_class_counters {
 	/* The same for the class's ceil: what a flow may get when the class
 	 * borrows (PostACK's window clamp must not stop that). */
 	uint64_t ceil_share_bytes_per_tick;     /* << 32 */
-	/* TCR's headroom per flow over its BDP, in sixteenths of a segment:
-	 * two segments, less where the flows' two each would fill more than
-	 * half the class's queue limit (lib/tcr.c). */
+	/* TCR's headroom per flow over its BDP (lib/tcr.c): in sixteenths of
+	 * a segment, two segments, less where the flows' two each would fill
+	 * more than half the class's queue limit; and in bytes, what the share
+	 * sends in WEIR_TCR_MARGIN_MS. The smaller applies. */
 	uint32_t tcr_margin16;
+	uint32_t tcr_margin_bytes;
 	/* postack-paced: TSC the class's next paced ACK may go. The flows'
 	 * own ticks alone fire together (they start together, with one
 	 * gap), and their data would then arrive as a burst of n packets. */

@@ -71,7 +71,11 @@ weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf)
 	c->light_limit = (uint64_t)(((unsigned __int128)c->share_bytes_per_tick * c->period_len) >> 33);
 	share = RTE_MAX(water_level(c, weir_cbq_ceil(w->shaper[d], leaf), light), share);
 	c->ceil_share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->tsc_hz));
-	/* Half the class's queue over its flows, at most two segments each */
+	/* Half the class's queue over its flows, at most two segments each;
+	 * and what the share sends in WEIR_TCR_MARGIN_MS */
+	c->tcr_margin_bytes = (uint32_t)RTE_MIN(
+		((unsigned __int128)c->share_bytes_per_tick * (w->tsc_hz / 1000 * WEIR_TCR_MARGIN_MS)) >> 32,
+		(unsigned __int128)UINT32_MAX);
 	c->tcr_margin16 = WEIR_TCR_MARGIN16;
 	if (weir_cbq_leaf_limit(w->shaper[d], leaf) != 0)
 		c->tcr_margin16 = (uint32_t)RTE_MIN((uint64_t)WEIR_TCR_MARGIN16,
