@@ -36,23 +36,23 @@ def test_postack_paced_32_flows_limit_27(tmp_path):
     assert r["goodput_kBps"] >= 0.9 * 480, r
 
 
-def test_tcr_32_flows_resend_little():
+def test_tcr_32_flows_resend_little(tmp_path):
     """tcr, the same class (500 KB/s, 32 cubic uploads of 780 B/s shares, 50 ms):
     at limit 27 the flows' margins must not overflow the queue, and at limit 243 the
     ACKs TCR holds must not fire the senders' retransmission timers. Two segments of
     margin each read 0.16 resent at limit 27 and 0.07 at 243 with no drop at weir (ACKs
     held 190 ms); bounded by the queue and by 40 ms of the share, 0.034 and 0.002
     (docs/postack.md, TCR, "The margin")."""
-    import tempfile
+    # tmp_path, not a temporary directory removed on return: the testbed's
+    # state names the last config, and the next test's testbed reads it.
     tb = pe.testbed([PathSpec(delay=25)])
     res = {}
     try:
-        with tempfile.TemporaryDirectory() as d:
-            for lim, bound in ((27, 0.09), (243, 0.03)):
-                res[lim] = measure_twice(
-                    lambda: pe.run(tb, Path(d), "tcr", 500, 32, 14, limit=lim,
-                                   cc=pe.SENDER_CC, probe=False),
-                    lambda r, b=bound: r["retx_ratio"] <= b)
+        for lim, bound in ((27, 0.09), (243, 0.03)):
+            res[lim] = measure_twice(
+                lambda: pe.run(tb, tmp_path, "tcr", 500, 32, 14, limit=lim,
+                               cc=pe.SENDER_CC, probe=False),
+                lambda r, b=bound: r["retx_ratio"] <= b)
     finally:
         tb.down()
     for lim, r in res.items():
