@@ -102,8 +102,9 @@ tcr_rtt(const struct weir_worker *w, const struct weir_tcr_flow *tf, int d, uint
  * MSS / share after the flow's previous ACK; early ones wait in the ACK
  * store and the watchdog ring clocks them out. Two departures from the
  * paper's TCR, for flows to fill their share (issue 23): the window is the
- * BDP plus an eighth plus two segments (a window of exactly rate x RTT
- * cannot carry the rate once any queueing adds to the RTT), and the share
+ * BDP plus an eighth plus up to two segments (a window of exactly rate x
+ * RTT cannot carry the rate once any queueing adds to the RTT; the bounds
+ * are below), and the share
  * divides the class among its active flows. The right edge never moves
  * left (RFC 7323 sec. 2.4) when the share shrinks.
  */

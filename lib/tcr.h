@@ -45,14 +45,14 @@ uint32_t weir_tcr_pace_due(struct weir_worker *w, const struct weir_flow *f, int
  * `now` (a late look releases what it missed, up to WEIR_TCR_CATCHUP_US of
  * the share's time); advances the clock by that many gaps. */
 #define WEIR_TCR_CATCHUP_US 4000
+uint32_t weir_tcr_pace_owed(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+			    uint16_t leaf, uint64_t now, uint32_t held);
 
 /* A TCR window's headroom over the flow's BDP: two segments (in 1/16 of a
  * segment), fewer where the class's queue is short against its flows, and
  * at most what the flow's share sends in WEIR_TCR_MARGIN_MS (lib/tcr.c). */
 #define WEIR_TCR_MARGIN16 32u
 #define WEIR_TCR_MARGIN_MS 40u
-uint32_t weir_tcr_pace_owed(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
-			    uint16_t leaf, uint64_t now, uint32_t held);
 void weir_tcr_free(struct weir_tcr *t);
 
 #endif /* WEIR_TCR_H */

@@ -255,6 +255,16 @@ struct weir_worker {
 	struct weir_out out[WEIR_PORT__COUNT];
 } __rte_cache_aligned;
 
+/* Bits per second the light flows of a class used in their last period
+ * (bytes per period): the worker's max-min shares, and the rebalancer. */
+static inline uint64_t
+weir_class_light_bps(const struct weir_worker *w, const struct weir_class_counters *c)
+{
+	if (c->period_len == 0 || c->light_bytes == 0)
+		return 0;
+	return (uint64_t)(((unsigned __int128)c->light_bytes * 8 * w->tsc_hz) / c->period_len);
+}
+
 /* Create a worker (allocated on `socket_id`); flows may be NULL (bridge
  * only). shaper[] may hold a class tree per direction built from
  * conf->policy's tree of that direction (needs flows, a policy, and

@@ -29,15 +29,6 @@
  * when one ends; they count until the period after next.
  */
 
-/* Bits per second of the light flows' use (bytes per period). */
-static uint64_t
-light_bps(const struct weir_worker *w, const struct weir_class_counters *c)
-{
-	if (c->period_len == 0 || c->light_bytes == 0)
-		return 0;
-	return (uint64_t)(((unsigned __int128)c->light_bytes * 8 * w->tsc_hz) / c->period_len);
-}
-
 /* The water level of `rate` (bit/s): what the light flows leave, over the
  * heavy ones; at least the equal share (max-min never gives less). */
 static uint64_t
@@ -59,8 +50,9 @@ weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf)
 {
 	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
 	const uint64_t rate = weir_cbq_rate(w->shaper[d], leaf);
-	const uint64_t light = light_bps(w, c);
+	const uint64_t light = weir_class_light_bps(w, c);
 	uint64_t share = water_level(c, rate, light);
+	uint32_t limit;
 
 	if (share == 0)
 		share = 1;
@@ -76,11 +68,10 @@ weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf)
 	c->tcr_margin_bytes = (uint32_t)RTE_MIN(
 		((unsigned __int128)c->share_bytes_per_tick * (w->tsc_hz / 1000 * WEIR_TCR_MARGIN_MS)) >> 32,
 		(unsigned __int128)UINT32_MAX);
-	c->tcr_margin16 = WEIR_TCR_MARGIN16;
-	if (weir_cbq_leaf_limit(w->shaper[d], leaf) != 0)
-		c->tcr_margin16 = (uint32_t)RTE_MIN((uint64_t)WEIR_TCR_MARGIN16,
-						    8ull * weir_cbq_leaf_limit(w->shaper[d], leaf) /
-						    RTE_MAX(c->active, 1u));
+	limit = weir_cbq_leaf_limit(w->shaper[d], leaf);
+	c->tcr_margin16 = limit == 0 ? WEIR_TCR_MARGIN16 :
+			  (uint32_t)RTE_MIN((uint64_t)WEIR_TCR_MARGIN16,
+					    8ull * limit / RTE_MAX(c->active, 1u));
 }
 
 /*

@@ -53,9 +53,7 @@ weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p,
 	if (rte_get_tsc_cycles() < cc->period_end + cc->period_len) {
 		out->active = cc->active;
 		out->heavy = RTE_MIN(cc->heavy, cc->active);
-		if (cc->period_len != 0)
-			out->light_bps = (double)cc->light_bytes * 8.0 * (double)w->tsc_hz /
-					 (double)cc->period_len;
+		out->light_bps = (double)weir_class_light_bps(w, cc);
 	}
 	out->admitted = cc->admitted;
 	out->refused = cc->refused;
