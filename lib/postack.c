@@ -885,8 +885,14 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 	/* An ACK arriving with nothing held banks no credit for a quiet flow;
 	 * the watchdog keeps up to one tick of it for a held one. */
 	tf->next_release = arrival ? now + fgap : RTE_MAX(tf->next_release + fgap, now - fgap);
-	if (tf->out > 1) {
-		tf->out--;      /* Fig. 4 line 03: quench this tick */
+	/* Fig. 4 line 03: quench this tick, so the data arriving matches what
+	 * the class sends; with the class's queue empty there is nothing to
+	 * match. A receiver that ACKs every fourth segment made each ACK take
+	 * four ticks, and a lone bbr upload, paced by the ACKs it saw, held
+	 * at 0.83-0.85 of a 200 Mbit/s class with the queue empty and ~80
+	 * ACKs held here (0.95-0.96 since). */
+	if (tf->out > 1 && lqlen != 0) {
+		tf->out--;
 		return 0;
 	}
 	tf->out = 0;

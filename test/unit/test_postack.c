@@ -1571,6 +1571,23 @@ test_paced(void)
 	      tag_of(r.emitted[2]) == 4 && win_of(r.emitted[0]) > 20000 && cksum4_ok(r.emitted[0]) &&
 	      weir_postack_stats(r.w->pa)->paced == 3,
 	      "paced in order, window not cut to a BDP (%u)", r.n_emitted ? win_of(r.emitted[0]) : 0);
+	rig_emitted_free(&r);
+	/* With the class's queue empty there is nothing to match: no tick is
+	 * skipped. Two data packets for a released ACK, one held ACK, then
+	 * the class drains: the next tick releases it. */
+	feed(&r, UP(5000, 1000), 0, t1 + 6000 * us);
+	feed(&r, UP(6000, 1000), 0, t1 + 6000 * us);
+	pull1(&r, t1 + 6100 * us);      /* one stays queued */
+	feed(&r, ack_frame(5, 5000, 65535), 1, t1 + 6100 * us);
+	while (pull1(&r, t1 + 7300 * us))
+		;
+	CHECK(weir_postack_len(r.w->pa, 0, 0) == 1 && r.w->tcr->f[0][0].out == 2 &&
+	      weir_cbq_leaf_qlen(r.w->shaper[0], 1) == 0,
+	      "one ACK held, two data packets for it, the class empty (held %u, out %u)",
+	      weir_postack_len(r.w->pa, 0, 0), r.w->tcr->f[0][0].out);
+	CHECK(rig_watchdog(&r, t1 + 7400 * us) == 1 && r.w->tcr->f[0][0].out == 0,
+	      "an empty class skips no tick");
+	rig_emitted_free(&r);
 	rig_free(&r);
 }
 
