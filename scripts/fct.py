@@ -71,6 +71,9 @@ def stop_gateway(tb):
         raise SystemExit(f"weir exited {rc}: {tb.log_tail('weir')}")
 
 
+TCP_BUF_MAX = 64 << 20   # bytes: a 200 Mbit/s x 150 ms BDP (3.75 MB) four times over, and more
+
+
 @contextlib.contextmanager
 def testbed(n_lan, rtt_ms):
     """The testbed with n_lan LAN hosts and one WAN host on a path of rtt_ms."""
@@ -80,6 +83,13 @@ def testbed(n_lan, rtt_ms):
         raise SystemExit("testbed unavailable: " + "; ".join(why))
     with tb:
         tb.claim().up(wait=False)
+        # A namespace's TCP buffers start at the kernel's defaults: at most 6 MB
+        # to receive into, half of it window, which caps one flow at ~160 Mbit/s
+        # on a 150 ms path behind any gateway (HTB read the same 157.6 as every
+        # weir mode). Hosts on long fat paths raise it; so do these.
+        for h in tb.lan_hosts + tb.wan_hosts:
+            weirtb.netns.sysctl(h, "net.ipv4.tcp_rmem", f"4096 131072 {TCP_BUF_MAX}")
+            weirtb.netns.sysctl(h, "net.ipv4.tcp_wmem", f"4096 16384 {TCP_BUF_MAX}")
         yield tb
 
 
