@@ -821,14 +821,15 @@ paced_backlogged(uint32_t qlen, uint64_t ms_ticks, uint64_t cgap, int64_t extra,
  * for an ACK (slow start, delayed ACKs) has its next ticks skipped, one
  * per extra packet (`out`, Fig. 4's i.out), so the data arriving for the
  * class matches what it sends and each flow gets its share in packets.
- * Two departures from Fig. 4, both measured (docs/postack.md):
+ * Three departures from Fig. 4, each measured (docs/postack.md):
  *  - the share is the class rate over the flows holding ACKs (at most the
  *    class's flows), not over every live flow: counting idle connections
  *    is what makes TCR slow, and a paced flow is one holding ACKs;
  *  - a class clock spaces all releases one MSS at the class rate apart,
  *    and none is made while the class has a few packets queued (or a
  *    millisecond of them): the flows' ticks alone fire together and leave
- *    the backlog a random walk (open loop).
+ *    the backlog a random walk (open loop);
+ *  - ticks are skipped only while the class has a queue (below).
  * The pace does not follow borrowing. Returns 1 when an ACK may go now.
  */
 static uint32_t
@@ -887,8 +888,9 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 	tf->next_release = arrival ? now + fgap : RTE_MAX(tf->next_release + fgap, now - fgap);
 	/* Fig. 4 line 03: quench this tick, so the data arriving matches what
 	 * the class sends; with the class's queue empty there is nothing to
-	 * match. A receiver that ACKs every fourth segment made each ACK take
-	 * four ticks, and a lone bbr upload, paced by the ACKs it saw, held
+	 * match. A receiver stretching its ACKs (3.3 data packets a paced
+	 * ACK) made each take as many ticks, and a lone bbr upload, paced by
+	 * the ACKs it saw, held
 	 * at 0.83-0.85 of a 200 Mbit/s class with the queue empty and ~80
 	 * ACKs held here (0.95-0.96 since). */
 	if (tf->out > 1 && lqlen != 0) {
