@@ -59,7 +59,8 @@ struct weir_postack_conf {
 	uint32_t n_acks;        /* records in the pool: ACKs held at once, all flows */
 	uint16_t ack_limit;     /* ACKs one flow may hold; beyond, the oldest is released.
 				 * Also the window clamp: held ACKs advertise at most
-				 * ack_limit segments (postack_clamp) */
+				 * ack_limit segments past the flow's share of the
+				 * ceil x its round trip (postack_hold_window) */
 	uint32_t idle_us;       /* data idle this long past 2 x its round trip: release the flow's ACKs */
 	uint32_t rtt_unknown_us;        /* round trip assumed when no handshake was seen; 0 = 200 ms */
 	/* postack's share clamp (postack.c, weir_postack_share_window): every

@@ -178,6 +178,33 @@ def test_lone_bulk_download_fills_its_class(st_tb, mode):
 
 
 @pytest.mark.parametrize("mode", ["postack", "postack-paced"])
+def test_ack_limit_does_not_cap_a_long_fat_flow(st_tb, mode):
+    """A flow's ACKs are cut to ack_limit segments past its share x its round trip, not
+    to ack_limit segments alone, and passed ACKs as well as held ones. With only held
+    ACKs cut, to ack_limit segments, a flow whose BDP exceeds ack_limit x MSS was
+    window-limited, or its passed ACKs reopened the window and its store sat at
+    ack_limit, most ACKs leaving by eviction instead of by the mode's rule (a lone cubic
+    download at 150 ms, 200 Mbit/s, postack-paced: 0.92-0.95 of the class, 70,445 of
+    103,292 held ACKs evicted; now 0.994-0.996). Here the same proportions at 20 Mbit/s:
+    ack_limit 16 against a BDP of ~70 segments. The download must carry >= 0.9 of the
+    payload with at most a fifth of its held ACKs evicted (the old rule: 0.95-0.96)."""
+    restart(st_tb, mode, extra="postack = { ack_limit = 16; };")
+
+    def run():
+        return lone_steady_bps(st_tb, "cubic", True, 10), st_tb.weir_stats()["postack"]
+
+    bps, st = measure_twice(run, lambda r: r[0] >= 0.9 * PAYLOAD_MAX
+                            and r[1]["limit_released"] <= 0.2 * r[1]["held"])
+    print(f"lone download, {mode}, ack_limit 16: {bps / 1e6:.2f} Mbit/s, "
+          f"{bps / PAYLOAD_MAX:.3f} of the class; postack {st}")
+    assert bps >= 0.9 * PAYLOAD_MAX, bps
+    # postack holds only past the share's BDP, which a window of BDP + 16 segments
+    # seldom reaches (measured: nothing held); postack-paced paces every ACK.
+    assert st["acks_held_peak"] <= 16 and (mode == "postack" or st["held"] > 0), st
+    assert st["limit_released"] <= 0.2 * st["held"], st
+
+
+@pytest.mark.parametrize("mode", ["postack", "postack-paced"])
 def test_eight_downloads_fill_their_class(st_tb, mode):
     """Eight cubic downloads in the 20 Mbit/s class carry >= 0.96 of its payload, and
     its queue stays short. postack-paced's catch-up rule compared a flow's data on its

@@ -736,53 +736,6 @@ win_of(struct rte_mbuf *m)
 	return rte_be_to_cpu_16(rte_pktmbuf_mtod_offset(m, struct rte_tcp_hdr *, 34)->rx_win);
 }
 
-static void
-test_window_clamp(void)
-{
-	struct weir_policy_conf pc = { .tree = { { .rate = 100000000000ull }, { .rate = 0 } } };
-	struct rig r;
-	uint64_t now = rte_get_tsc_hz();
-
-	if (rig_make_pa(&r, &pc, "pa_clamp", 64) != 0) {
-		CHECK(0, "rig");
-		return;
-	}
-	/* Handshake: both sides MSS 1460, window scale 7 (x128). */
-	feed(&r, syn_frame(0, SYN, 1460, 7), 0, now);
-	pull1(&r, now);
-	feed(&r, syn_frame(1, SYN | ACK, 1460, 7), 1, now);
-	feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1, 0), 0, now);
-	pull1(&r, now);
-	rig_emitted_free(&r);
-	/* An ACK that goes on (no data queued) shows the sender 1000 + 100 x 128. */
-	CHECK(feed(&r, ack_frame(1, 1000, 100), 1, now) == 1, "unheld ACK forwarded untouched");
-	/* Data waits; an ACK advertising 65535 x 128 = 8 MB is held, and cut
-	 * to ack_limit (64) x 1460 = 93440 bytes: 730 units (rounded up). */
-	feed(&r, UP(1, 100), 0, now);
-	feed(&r, UP(101, 100), 0, now);
-	feed(&r, ack_frame(2, 2000, 65535), 1, now);
-	/* One whose own window is already small is left alone. */
-	feed(&r, ack_frame(3, 3000, 20), 1, now);
-	pull1(&r, now);
-	pull1(&r, now);
-	CHECK(r.n_emitted == 2 && win_of(r.emitted[0]) == 730 && cksum4_ok(r.emitted[0]) &&
-	      win_of(r.emitted[1]) == 20 && cksum4_ok(r.emitted[1]),
-	      "held ACK's window clamped (%u), checksum valid; a small one untouched (%u)",
-	      r.n_emitted ? win_of(r.emitted[0]) : 0, r.n_emitted > 1 ? win_of(r.emitted[1]) : 0);
-	CHECK(r.w->ctr.port[WEIR_PORT_WAN].win_clamped == 1, "one clamp counted");
-	rig_emitted_free(&r);
-	/* Never shrink: after an unheld ACK showed edge 10000 + 2000 x 128,
-	 * a held one at ack 10100 keeps that edge, not its own ack + 93440. */
-	feed(&r, ack_frame(4, 10000, 2000), 1, now);
-	feed(&r, UP(201, 100), 0, now);
-	feed(&r, ack_frame(5, 10100, 65535), 1, now);
-	pull1(&r, now);
-	CHECK(r.n_emitted == 1 && win_of(r.emitted[0]) == (10000 + 2000 * 128 - 10100 + 127) / 128 &&
-	      cksum4_ok(r.emitted[0]), "the right edge does not move left (%u)",
-	      r.n_emitted ? win_of(r.emitted[0]) : 0);
-	rig_free(&r);
-}
-
 /* The share clamp's window (issue 19 item 5): share x RTT (Eq. 4.6, data
  * bytes of 1460-byte segments in 1514-byte frames) plus max(2 MSS, share x
  * target). Shares as bytes per tick << 32 at a 1 GHz tick. */
@@ -863,6 +816,79 @@ drain_ms(struct rig *r, uint64_t from, unsigned int steps)
 	for (unsigned int i = 0; i < steps; i++)
 		while (pull1(r, from + i * ms))
 			;
+}
+
+/*
+ * PostACK's window clamp, share clamp off: every ACK of the flow, passed or
+ * held, shows at most ack_limit segments past its share of the ceil x the
+ * round trip (postack_hold_window); a small window is left alone; the
+ * right edge never moves left when the share falls. Class of 8 Mbit/s
+ * (1 MB/s), the handshake's 6 ms: 6000 frame bytes of BDP, + 64 x 1460.
+ */
+static void
+test_window_clamp(void)
+{
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 100000000, .n_classes = 1,
+			    .classes = (const struct weir_policy_class_conf[]){
+				    { .name = "c", .rate = 8000000, .ceil = 8000000,
+				      .mode = WEIR_MODE_POSTACK } },
+			    .default_class = "c" },
+			  { .rate = 0 } },
+	};
+	const uint32_t lim = 64 * 1460 + 6000, units = (lim + 127) / 128;
+	struct weir_class_counters *c;
+	struct rig r;
+	uint32_t edge;
+
+	if (rig_make_pa(&r, &pc, "pa_clamp", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	clamp_handshake(&r, t0);
+	c = &r.w->cls_ctr[0][r.w->policy->targets[weir_flow_by_slot(r.w->flows, 0)->class_id].leaf[0]];
+	/* An ACK that goes on (no data queued) shows the sender 1000 + 100 x 128: under the clamp. */
+	CHECK(feed(&r, ack_frame(1, 1000, 100), 1, t0 + 7 * ms) == 1 && r.n_emitted == 0,
+	      "small passed ACK forwarded");
+	/* Data waits past the BDP; an ACK advertising 65535 x 128 = 8 MB is
+	 * held and cut to 99440 bytes: 777 units (rounded up). */
+	for (uint32_t k = 0; k < 8; k++)
+		feed(&r, UP(1 + 1400 * k, 1400), 0, t0 + 8 * ms);
+	feed(&r, ack_frame(2, 2000, 65535), 1, t0 + 8 * ms);
+	CHECK(weir_postack_len(r.w->pa, 0, 0) == 1, "held behind the flow's queue");
+	/* One whose own window is already small is left alone. */
+	feed(&r, ack_frame(3, 3000, 20), 1, t0 + 8 * ms);
+	drain_ms(&r, t0 + 9 * ms, 30);
+	CHECK(r.n_emitted == 2 && win_of(r.emitted[0]) >= units - 2 && win_of(r.emitted[0]) <= units + 2 &&
+	      cksum4_ok(r.emitted[0]) && win_of(r.emitted[1]) == 20 && cksum4_ok(r.emitted[1]),
+	      "held ACK's window clamped (%u, want %u), checksum valid; a small one untouched (%u)",
+	      r.n_emitted > 0 ? win_of(r.emitted[0]) : 0, units,
+	      r.n_emitted > 1 ? win_of(r.emitted[1]) : 0);
+	CHECK(r.w->ctr.port[WEIR_PORT_WAN].win_clamped == 1, "one clamp counted");
+	rig_emitted_free(&r);
+	/* A passed ACK is cut the same way: the window a sender may use
+	 * beyond its share's BDP would wait here as held ACKs. */
+	{
+		struct rte_mbuf *b = ack_frame(4, 10000, 2000);
+
+		CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 40 * ms) == 1 &&
+		      win_of(b) >= units - 2 && win_of(b) <= units + 2 && cksum4_ok(b),
+		      "a passed ACK's window clamped too (%u, want %u)", win_of(b), units);
+		edge = 10000 + ((uint32_t)win_of(b) << 7);
+		rte_pktmbuf_free(b);
+	}
+	/* The share falls (another flow, say): a held ACK at 10100 keeps the
+	 * edge already shown, not its own ack + 64 x 1460. */
+	for (uint32_t k = 0; k < 8; k++)
+		feed(&r, UP(20001 + 1400 * k, 1400), 0, t0 + 41 * ms);
+	c->ceil_share_bytes_per_tick = 0;
+	feed(&r, ack_frame(5, 10100, 65535), 1, t0 + 41 * ms);
+	drain_ms(&r, t0 + 42 * ms, 30);
+	CHECK(r.n_emitted == 1 && win_of(r.emitted[0]) == (edge - 10100 + 127) / 128 &&
+	      cksum4_ok(r.emitted[0]), "the right edge does not move left (%u, want %u)",
+	      r.n_emitted > 0 ? win_of(r.emitted[0]) : 0, (edge - 10100 + 127) / 128);
+	rig_free(&r);
 }
 
 /* The window of the flow's first ACK from the receiver (1000 acked, 65535
