@@ -417,7 +417,7 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 			ia->st.young++;
 		}
 	}
-	opt = weir_win_bdp(alloc, rtt, ratio16);
+	opt = weir_win_bdp(alloc, rtt + (uint64_t)w->conf.ipabr_headroom_us * w->tsc_per_us, ratio16);
 	ia->st.windows++;
 	if (opt < seg) {
 		tf->flags |= WEIR_IPABR_SUB_MSS;

@@ -30,6 +30,8 @@
 
 #define WEIR_IPABR_LOOK_MS 200          /* how often the tree is measured */
 #define WEIR_IPABR_NOACK_SEGS 64        /* data segments without an ACK: asymmetric */
+/* Time added to a flow's round trip in Eq. 4.6 (shaping.ipabr.headroom_us). */
+#define WEIR_IPABR_HEADROOM_US 1000
 
 /* Flow flags. */
 #define WEIR_IPABR_SND_VALID 0x01       /* snd_max holds a sequence number */

@@ -132,6 +132,9 @@ struct weir_worker_conf {
 	 * (the thesis' first implementation; shaping.ipabr.sws_credit = false,
 	 * for the utilisation sweep of docs/results/ipabr). false = credit on. */
 	bool ipabr_no_sws_credit;
+	/* ipabr: time added to a flow's round trip in Eq. 4.6 (lib/ipabr.c):
+	 * a window of exactly rate x min RTT loses throughput to any jitter. */
+	uint32_t ipabr_headroom_us;
 };
 
 /*

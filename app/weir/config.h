@@ -84,6 +84,7 @@ struct weir_config {
 	uint32_t postack_clamp_target_ms;       /* that target's time at the share (at least 2 MSS) */
 	double postack_clamp_margin;            /* share x RTT raised by this fraction of it */
 	bool ipabr_sws_credit;                  /* Eq. 5.4-5.6's credit in ipabr windows (ipabr.c) */
+	uint32_t ipabr_headroom_us;             /* added to a flow's round trip in Eq. 4.6 (ipabr.c) */
 	int64_t postack_mbufs;                  /* held ACKs that may keep their mbufs, per worker; -1 = auto */
 	/* Class trees and rules, compiled (lib/policy.h); NULL when neither
 	 * direction is shaped. Owned by the config. */

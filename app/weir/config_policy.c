@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "config_loader.h"
+#include "ipabr.h"
 #include "policy_lua.h"
 #include "policy_values.h"
 
@@ -489,16 +490,21 @@ load_postack(struct loader *ld, const config_setting_t *g, struct weir_config *c
 	return 0;
 }
 
-/* shaping.ipabr { sws_credit }: the silly-window credit of Eq. 5.4-5.6 in
- * ipabr's windows (docs/ipabr.md); off only to measure what it is worth. */
+/* shaping.ipabr { sws_credit, headroom_us }: the silly-window credit of
+ * Eq. 5.4-5.6 in ipabr's windows (docs/ipabr.md), off only to measure what
+ * it is worth; and the time added to a flow's round trip in Eq. 4.6. */
 static int
 load_ipabr(struct loader *ld, const config_setting_t *g, struct weir_config *cfg)
 {
-	static const char *const keys[] = { "sws_credit", NULL };
+	static const char *const keys[] = { "sws_credit", "headroom_us", NULL };
 	const config_setting_t *p = g ? cfg_group(ld, g, "ipabr", false) : NULL;
+	long long v;
 
 	if (ld->failed || (p && cfg_check_keys(ld, p, keys) < 0))
 		return -1;
+	if (cfg_int(ld, p, "headroom_us", WEIR_IPABR_HEADROOM_US, 0, 100000, &v) < 0)
+		return -1;
+	cfg->ipabr_headroom_us = (uint32_t)v;
 	return cfg_bool(ld, p, "sws_credit", true, &cfg->ipabr_sws_credit);
 }
 

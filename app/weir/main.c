@@ -222,6 +222,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 			}
 		}
 		wc.ipabr_no_sws_credit = !a->cfg.ipabr_sws_credit;
+		wc.ipabr_headroom_us = a->cfg.ipabr_headroom_us;
 		a->workers[i] = weir_worker_create(&wc, a->flows[i], shaper, socket);
 		if (a->workers[i] == NULL) {
 			snprintf(err, errlen, "cannot allocate worker %u", i);

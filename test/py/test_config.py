@@ -78,10 +78,11 @@ def shaped(old, new):
 
 
 def test_ipabr_sws_credit_checks_ok(tmp_path):
-    """shaping.ipabr.sws_credit (docs/ipabr.md) takes true or false."""
+    """shaping.ipabr.sws_credit (docs/ipabr.md) takes true or false, headroom_us 0 or more."""
     for v in ("true", "false"):
         text = shaped('inbound = "30mbit";',
-                      f'inbound = "30mbit";\n  ipabr = {{ sws_credit = {v}; }};')(good(f"sws{v}"))
+                      f'inbound = "30mbit";\n  ipabr = {{ sws_credit = {v}; headroom_us = 0; }};')(
+                          good(f"sws{v}"))
         cfg, p = run_weir(tmp_path, text, "--check")
         assert p.returncode == 0, p.stderr
 
@@ -247,6 +248,9 @@ BAD = [
     ("postack clamp margin not number",
      shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  postack = { clamp_margin = "half"; };'),
      "clamp_margin", r"'shaping\.postack\.clamp_margin' must be a number"),
+    ("ipabr headroom out of range",
+     shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  ipabr = { headroom_us = -5; };'),
+     "headroom_us", r"'shaping\.ipabr\.headroom_us' is -5; it must be between 0 and 100000"),
     ("ipabr sws_credit not bool",
      shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  ipabr = { sws_credit = 2; };'),
      "sws_credit = 2", r"'shaping\.ipabr\.sws_credit' must be true or false"),

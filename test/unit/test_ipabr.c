@@ -275,6 +275,11 @@ test_window_no_credit(void)
 	CHECK(hi - lo <= 128 && fabs((double)lo - opt) < 130,
 	      "the octet window %.0f on every ACK (%" PRId64 " .. %" PRId64 ")", opt, lo, hi);
 	CHECK(credit0, "no credit carried");
+	/* shaping.ipabr.headroom_us: 2 ms more round trip, 2 kB more window. */
+	r.w->conf.ipabr_headroom_us = 2000;
+	w = ack_win(&r, ack_of(4000, 1001 + 20 * 2000, 65535), t + 40 * ms, &ck);
+	opt = 1e6 * (42.1e-3) * (double)((1000u << 16) / 1054) / 65536.0;
+	CHECK(ck && fabs((double)w - opt) < 130, "headroom 2 ms: window %" PRId64 " (want %.0f)", w, opt);
 	rig_free(&r);
 }
 
