@@ -478,40 +478,51 @@ weir_postack_cut_window(struct weir_postack *pa, const struct weir_flow *f, stru
 	return true;
 }
 
+/* The path's round trip for data direction d, both sides of the gateway
+ * (the handshake's halves); 0 while either is unknown. */
+static inline uint64_t
+postack_path_rtt(const struct weir_postack *pa, int d, uint32_t slot)
+{
+	const uint32_t snd = pa->q[d][slot].rtt, rcv = pa->q[d ^ 1][slot].rtt;
+
+	return snd != 0 && rcv != 0 ? (uint64_t)snd + rcv : 0;
+}
+
 /*
- * The most window a held ACK may show past its cumulative ACK: ack_limit
- * segments beyond what the flow's share of the class's ceil carries over
- * the path's round trip (both sides of the gateway, from the handshake).
- * Receivers advertise megabytes, and every byte of window a sender may use
- * beyond its share's BDP ends up as ACKs held here: past the BDP, the ACKs
- * for ack_limit segments, the most that can then wait here, stay within
- * ack_limit. Without the BDP term the clamp capped a lone flow at
- * ack_limit segments a round trip (1,024 x 1,448 bytes over 150 ms: 79
- * Mbit/s of a 200 Mbit/s class; measured 0.93 of it, released ACKs making
- * up the rest). Frame bytes, not payload: a bound, 4 % loose, and no
- * division per ACK. Round trip unknown: ack_limit segments only.
+ * The hold window: the most window any ACK of the flow (passed or held,
+ * but not one bringing SACK news, sack_news) may show past its cumulative
+ * ACK: ack_limit segments beyond what the flow's share of the class's ceil
+ * carries over the path's round trip. Receivers advertise megabytes, and
+ * every byte of window a sender may use beyond its share's BDP ends up as
+ * ACKs held here: past the BDP, the ACKs for ack_limit segments, the most
+ * that can then wait here, stay within ack_limit. Without the BDP term a
+ * flow whose BDP is above ack_limit segments was window-limited whenever a
+ * held ACK set its edge (1,024 x 1,448 bytes over 150 ms is 79 Mbit/s);
+ * measured, a lone download in a 200 Mbit/s class at 150 ms read 0.92-0.95
+ * of it with most held ACKs evicted. Frame bytes, not payload: a bound, 4 %
+ * loose, and no division per ACK. Round trip unknown: ack_limit segments.
+ * f->mss[a]: what the ACK's sender said it can receive, the segment size
+ * the data sender uses.
  */
 static uint32_t
 postack_hold_window(const struct weir_worker *w, const struct weir_flow *f, int a, uint32_t slot,
 		    uint16_t leaf)
 {
-	const struct weir_postack *pa = w->pa;
 	const int d = a ^ 1;
-	uint64_t lim = (uint64_t)pa->ack_limit * f->mss[a];
+	const uint64_t rtt = postack_path_rtt(w->pa, d, slot);
+	uint64_t lim = (uint64_t)w->pa->ack_limit * f->mss[a];
 
-	if (pa->q[d][slot].rtt != 0 && pa->q[a][slot].rtt != 0)
-		lim += weir_win_bdp(w->cls_ctr[d][leaf].ceil_share_bytes_per_tick,
-				    (uint64_t)pa->q[d][slot].rtt + pa->q[a][slot].rtt, 1u << 16);
+	if (rtt != 0)
+		lim += weir_win_bdp(w->cls_ctr[d][leaf].ceil_share_bytes_per_tick, rtt, 1u << 16);
 	return (uint32_t)RTE_MIN(lim, (uint64_t)INT32_MAX);
 }
 
-/* PostACK's window clamp on a held ACK (postack_hold_window). */
+/* PostACK's window clamp with the share clamp off: ACK m cut to the hold
+ * window. */
 static void
 postack_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
 	      const struct weir_pkt *p, int a, uint32_t slot, uint16_t leaf)
 {
-	/* f->mss[a]: what the ACK's sender said it can receive, the segment
-	 * size the data sender uses. */
 	if (weir_postack_cut_window(w->pa, f, m, p, a, slot, postack_hold_window(w, f, a, slot, leaf)))
 		w->ctr.port[a].win_clamped++;
 }
@@ -551,9 +562,9 @@ weir_postack_young_window(uint32_t clamp_window, uint32_t young, uint32_t active
  * whatever the flow count. share x RTT is raised by clamp_margin (a
  * fraction of it) so a loss's multiplicative decrease leaves the window at
  * the BDP or above, not the link idle (docs/results/postack-clamp). The
- * same Eq. 4.6 arithmetic as ipabr (lib/tcpwin.h), at most the hold
- * window (postack_hold_window). A young flow gets the larger of that and the young budget
- * divided among the class's active flows (weir_postack_young_window):
+ * same Eq. 4.6 arithmetic as ipabr (lib/tcpwin.h), at most the hold window
+ * (postack_hold_window). A young flow gets the larger of that and the young
+ * budget divided among the class's active flows (weir_postack_young_window):
  * a lone short transfer keeps its head start, 32 flows starting together
  * in a 1.5 Mbit/s class do not each get 256 KiB of window (43 s of their
  * share). A flow whose round trip or window scale is unknown is left
@@ -566,18 +577,18 @@ postack_share_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte
 {
 	struct weir_postack *pa = w->pa;
 	const int d = a ^ 1;
-	uint32_t seg, lim;
+	uint64_t rtt;
+	uint32_t lim;
 
 	if (!pa->share_clamp)
 		return false;
-	if (pa->q[d][slot].rtt == 0 || pa->q[a][slot].rtt == 0 || weir_ack_wscale(f, a) < 0) {
+	rtt = postack_path_rtt(pa, d, slot);
+	if (rtt == 0 || weir_ack_wscale(f, a) < 0) {
 		pa->st.clamp_unknown++;
 		return false;
 	}
-	seg = f->mss[a];
-	lim = weir_postack_share_window(w->cls_ctr[d][leaf].ceil_share_bytes_per_tick,
-					(uint64_t)pa->q[d][slot].rtt + pa->q[a][slot].rtt,
-					pa->clamp_target, seg, pa->clamp_margin16);
+	lim = weir_postack_share_window(w->cls_ctr[d][leaf].ceil_share_bytes_per_tick, rtt,
+					pa->clamp_target, f->mss[a], pa->clamp_margin16);
 	if (weir_mode_young(w, f, d, leaf))
 		lim = weir_postack_young_window(lim, weir_cbq_young_budget(w->shaper[d], leaf),
 						w->cls_ctr[d][leaf].active);

@@ -185,7 +185,7 @@ def test_ack_limit_does_not_cap_a_long_fat_flow(st_tb, mode):
     window-limited, or its passed ACKs reopened the window and its store sat at
     ack_limit, most ACKs leaving by eviction instead of by the mode's rule (a lone cubic
     download at 150 ms, 200 Mbit/s, postack-paced: 0.92-0.95 of the class, 70,445 of
-    103,292 held ACKs evicted; now 0.994-0.996). Here the same proportions at 20 Mbit/s:
+    103,292 held ACKs evicted; now 0.994-0.997). Here the same proportions at 20 Mbit/s:
     ack_limit 16 against a BDP of ~70 segments. The download must carry >= 0.9 of the
     payload with at most a fifth of its held ACKs evicted (the old rule: 0.95-0.96)."""
     restart(st_tb, mode, extra="postack = { ack_limit = 16; };")
@@ -199,8 +199,9 @@ def test_ack_limit_does_not_cap_a_long_fat_flow(st_tb, mode):
           f"{bps / PAYLOAD_MAX:.3f} of the class; postack {st}")
     assert bps >= 0.9 * PAYLOAD_MAX, bps
     # postack holds only past the share's BDP, which a window of BDP + 16 segments
-    # seldom reaches (measured: nothing held); postack-paced paces every ACK.
-    assert st["acks_held_peak"] <= 16 and (mode == "postack" or st["held"] > 0), st
+    # seldom reaches (measured: nothing held); postack-paced paces every ACK. (The store
+    # never holds more than ack_limit by construction: nothing to assert there.)
+    assert mode == "postack" or st["held"] > 0, st
     assert st["limit_released"] <= 0.2 * st["held"], st
 
 
