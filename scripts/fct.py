@@ -45,12 +45,14 @@ SIZES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000, "10m": 10_000_000}
 
 
 AQM = "codel"
+SHAPING_EXTRA = ""      # --shaping: more settings of weir's `shaping` group
 
 
 def weir_config(path, mode, rate):
     aqm = f'aqm = "{AQM}"; ' if AQM != "default" else ""    # "default": weir's own (older builds)
     path.write_text(weirtb.testbed_config_text(
-        f'shaping = {{ mode = "{mode}"; outbound = "{rate}"; inbound = "{rate}"; {aqm}}};\n'))
+        f'shaping = {{ mode = "{mode}"; outbound = "{rate}"; inbound = "{rate}"; {aqm}'
+        f'{SHAPING_EXTRA} }};\n'))
     return path
 
 
@@ -307,6 +309,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--aqm", default="codel", choices=["codel", "none", "default"],
                     help="shaping.aqm for weir's pfq and tcr leaves")
+    ap.add_argument("--shaping", default="",
+                    help="more settings of weir's shaping group, e.g. 'ipabr = { headroom_us = 0; };'")
     ap.add_argument("--quick", action="store_true", help="a short run that checks the script works")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -315,8 +319,8 @@ def main():
     args.bulk = [int(x) for x in args.bulk.split(",")]
     args.bulk_dirs = args.bulk_dirs.split(",")
     args.cc = args.cc.split(",")
-    global AQM
-    AQM = args.aqm
+    global AQM, SHAPING_EXTRA
+    AQM, SHAPING_EXTRA = args.aqm, args.shaping
     if args.quick:
         args.modes, args.sizes, args.reps = ["pfq", "tcr"], ["100k"], 2
         args.bulk, args.bulk_dirs, args.seconds = [0], ["down"], 6
