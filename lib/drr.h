@@ -166,8 +166,8 @@ struct weir_drr {
 	uint32_t old_turns;     /* turns the old list's heads have ended (WEIR_DRR_IDLE) */
 	uint32_t n_new;         /* of those, queues on the new list */
 	uint32_t new_run;       /* bytes the new list sent since an old queue last did */
-	uint32_t new_visit;     /* bytes the new list's head sent in its present turn */
-	uint32_t new_visit_id;  /* that head (WEIR_DRR_NONE: none yet) */
+	uint32_t new_visit;     /* bytes the new list's head sent in its present turn
+				 * (zeroed whenever that head changes) */
 	uint8_t  sparse;        /* new flows first (1, the default) or plain DRR (0) */
 	uint8_t  new_quanta;    /* the new list's bound, quanta per old packet (1..16) */
 	uint32_t young;         /* bytes a flow may send from the new list over its life
