@@ -29,10 +29,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
-
-
-def jain(x):
-    return sum(x) ** 2 / (len(x) * sum(v * v for v in x)) if any(x) else 0.0
+from weirtb.traffic import jain  # noqa: E402
 
 
 def totals(st):

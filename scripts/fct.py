@@ -16,7 +16,7 @@ Usage (as root):
                       --sizes 100k,1m --bulk 0,4 --reps 5 --out docs/results/fct
   scripts/fct.py bulk --modes pfq,postack,tcr,htb --rtt 40 --rate 200mbit --flows 1 \\
                       --seconds 20 --out docs/results/fct
-  scripts/fct.py fct --quick --out /tmp/fct   # CI: pfq and tcr, one size, two reps
+  scripts/fct.py fct --quick --out /tmp/fct   # CI: pfq and tcr, 100 KB, idle and beside 2
 
 Writes OUT/fct.csv (or bulk.csv), OUT/fct.md (medians and p95) and, with matplotlib, OUT/fct.png.
 """
@@ -142,7 +142,7 @@ def fetch(tb, size_name):
 def run_fct(args):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows, bulk_rows = [], []
     with tempfile.TemporaryDirectory() as www, tempfile.TemporaryDirectory() as cfgs:
         for name in args.sizes:
             Path(www, name).write_bytes(os.urandom(SIZES[name]))
@@ -173,15 +173,41 @@ def run_fct(args):
                             finally:
                                 if ctx:
                                     ctx.__exit__(None, None, None)
+                            if ctx:
+                                bulk_rows.append(bulk_share(ctx.res, mode, n_bulk, bdir, args))
                     stop_gateway(tb)
             finally:
                 srv.kill()
                 srv.communicate()
     write_csv(out / "fct.csv", rows)
-    table = fct_table(rows, args)
+    write_csv(out / "fct-bulk.csv", bulk_rows)
+    table = fct_table(rows, args) + bulk_table(bulk_rows, args)
     (out / "fct.md").write_text(table)
     print(table)
     plot_fct(out / "fct.png", rows)
+
+
+def bulk_share(res, mode, n_bulk, bdir, args):
+    """What the bulk streams got while the transfers ran (item 3: their Jain index must not
+    change): goodput per stream over the whole run, warm-up included."""
+    gp = [r.goodput_bps / 1e6 for r in (res or [])]
+    return dict(mode=mode, rtt_ms=args.rtt, rate=args.rate, bulk=n_bulk, bulk_dir=bdir,
+                streams=len(gp), total_mbit=round(sum(gp), 3),
+                min_mbit=round(min(gp), 3) if gp else 0.0,
+                max_mbit=round(max(gp), 3) if gp else 0.0,
+                jain=round(traffic.jain(gp), 4) if gp else 0.0)
+
+
+def bulk_table(bulk_rows, args):
+    if not bulk_rows:
+        return ""
+    lines = ["", "The bulk streams beside them, over their whole run: total goodput "
+             "(Mbit/s), slowest and fastest stream, Jain's index.", "",
+             "| mode | bulk | total | min | max | Jain |", "|---|---|---|---|---|---|"]
+    for r in bulk_rows:
+        lines.append(f"| {r['mode']} | {r['bulk']} {r['bulk_dir']} | {r['total_mbit']:.2f} | "
+                     f"{r['min_mbit']:.3f} | {r['max_mbit']:.3f} | {r['jain']:.4f} |")
+    return "\n".join(lines) + "\n"
 
 
 def fct_table(rows, args):
@@ -323,7 +349,8 @@ def main():
     AQM, SHAPING_EXTRA = args.aqm, args.shaping
     if args.quick:
         args.modes, args.sizes, args.reps = ["pfq", "tcr"], ["100k"], 2
-        args.bulk, args.bulk_dirs, args.seconds = [0], ["down"], 6
+        args.bulk, args.bulk_dirs, args.seconds = [0, 2], ["down"], 6
+        args.warm = 1.0
     if args.rate is None:
         args.rate = "20mbit" if args.what == "fct" else "200mbit"
     if os.geteuid() != 0:

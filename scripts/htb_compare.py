@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
+from weirtb.traffic import jain  # noqa: E402
 
 GOLD_PORT, BULK_PORT = 5201, 5301
 HTB_SPEC = {
@@ -34,10 +35,6 @@ HTB_SPEC = {
         {"name": "bulk", "rate": "10mbit", "ceil": "30mbit", "prio": 1, "wan_ports": [5301, 5304]}]},
     "limit": 1000,
 }
-
-
-def jain(xs):
-    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0
 
 
 def weir_config(d, mode):

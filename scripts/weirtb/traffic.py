@@ -71,6 +71,13 @@ class FlowResult:
         return self.wan if self.direction == "out" else self.lan
 
 
+def jain(xs):
+    """Jain's fairness index of xs: 1 when all are equal, 1/n when one has everything
+    (0 when all are zero)."""
+    xs = list(xs)
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0
+
+
 def default_pairs(tb, n):
     """Flow i goes from LAN host i mod N to WAN host i mod M, so n >= M flows
     cover every WAN path (with the paper's 10/50/150 ms RTTs)."""

@@ -23,15 +23,12 @@ sys.path.insert(0, str(REPO / "scripts"))
 import weirtb  # noqa: E402
 from conftest import measure_twice, weir_testbed  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
+from weirtb.traffic import jain  # noqa: E402
 from weirtb.traffic import PYTHON, BULK_SCRIPT, _dst_addr  # noqa: E402
 
 LINK, GOLD, BULK = 30e6, 20e6, 10e6
 GOLD_PORT, BULK_PORT = 5201, 5301
 STATS_INTERVAL = 0.2
-
-
-def jain(xs):
-    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
 
 
 def write_config(path, body_file=None, body=""):

@@ -20,13 +20,10 @@ sys.path.insert(0, str(REPO / "scripts"))
 import weirtb  # noqa: E402
 from conftest import measure_twice, weir_testbed  # noqa: E402
 from weirtb.topology import allow_congestion_control  # noqa: E402
+from weirtb.traffic import jain  # noqa: E402
 
 RATE = "10mbit"
 STATS_INTERVAL = 0.2
-
-
-def jain(xs):
-    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
 
 
 def config(path, mode, aqm="codel"):

@@ -12,15 +12,12 @@ sys.path.insert(0, str(REPO / "scripts"))
 import weirtb  # noqa: E402
 from conftest import measure_twice, weir_testbed  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
+from weirtb.traffic import jain  # noqa: E402
 
 RATE_MBIT = 20
 # Goodput a TCP flow can get from a shaped link: 1448 payload bytes (with timestamps) per
 # 1514-byte frame plus the 24 bytes of Ethernet overhead weir accounts for by default.
 GOODPUT_SHARE = 1448 / (1514 + 24)
-
-
-def jain(xs):
-    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
 
 
 @pytest.fixture(scope="module")
