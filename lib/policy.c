@@ -177,6 +177,7 @@ build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
 		}
 		k->cbq.young = tc->young;
 		k->cbq.new_quanta = tc->new_quanta;
+		k->cbq.plain = tc->plain;
 		k->is_leaf = 1;
 		if (c->mode >= WEIR_MODE__COUNT) {
 			fail(NULL, err, WEIR_POLICY_ERR_CLASS, d, i, "class '%s': unknown mode %u",

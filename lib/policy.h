@@ -106,6 +106,7 @@ struct weir_policy_tree_conf {
 	struct weir_qm_params qm_params;        /* its parameters (0 fields: defaults) */
 	uint32_t young;                         /* young-flow budget, bytes (lib/drr.h); 0 = none */
 	uint8_t new_quanta;                     /* the new-flows list's bound (lib/drr.h); 0 = default */
+	uint8_t plain;                          /* 1: plain DRR in every leaf, no new-flows list */
 };
 
 struct weir_policy_rule_conf {

@@ -76,6 +76,7 @@ struct weir_config {
 	struct weir_qm_params shape_qm_params;  /* shaping.red / shaping.pqm (lib/qm.h) */
 	uint32_t shape_young;                   /* shaping.young_bytes: young-flow budget (lib/drr.h) */
 	uint8_t shape_new_quanta;               /* shaping.new_quanta: the new-flows list's bound (lib/drr.h) */
+	bool shape_plain;                       /* shaping.new_flows = false: plain DRR (lib/drr.h) */
 	uint8_t shape_mode;                     /* default enum weir_shape_mode of classes */
 	uint32_t postack_acks;                  /* ACK records per worker */
 	uint16_t postack_ack_limit;             /* ACKs one flow may hold */

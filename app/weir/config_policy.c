@@ -256,6 +256,7 @@ load_tree(struct loader *ld, const config_setting_t *g, int d, struct weir_confi
 	tc->qm_params = cfg->shape_qm_params;
 	tc->young = cfg->shape_young;
 	tc->new_quanta = cfg->shape_new_quanta;
+	tc->plain = cfg->shape_plain;
 	if (s == NULL || !config_setting_is_group(s)) {
 		if (get_rate(ld, g, dir_key[d], &tc->rate) < 0)
 			return -1;
@@ -646,7 +647,7 @@ weir_config_lua_limits(const struct weir_config *c)
 		.mem_bytes = (size_t)c->policy_memory, .instructions = c->policy_instructions,
 		.default_limit = c->mbufs / (4 * c->n_workers), .default_mode = c->shape_mode,
 		.no_aqm = c->shape_no_aqm, .young = c->shape_young,
-		.new_quanta = c->shape_new_quanta,
+		.new_quanta = c->shape_new_quanta, .plain = c->shape_plain,
 		.qm = c->shape_qm, .qm_params = c->shape_qm_params,
 	};
 }
@@ -655,7 +656,7 @@ int
 cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
 	static const char *const keys[] = { "outbound", "inbound", "overhead", "flow_limit",
-					    "flow_quantum", "mode", "aqm", "young_bytes", "new_quanta", "postack", "red",
+					    "flow_quantum", "mode", "aqm", "young_bytes", "new_quanta", "new_flows", "postack", "red",
 					    "pqm", "burst_us", "ipabr", NULL };
 	const config_setting_t *g = cfg_group(ld, root, "shaping", false);
 	struct weir_policy_conf pc = { 0 };
@@ -690,6 +691,15 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 	if (cfg_int(ld, g, "new_quanta", WEIR_DRR_NEW_QUANTA_DEFAULT, 1, WEIR_DRR_NEW_QUANTA_MAX, &v) < 0)
 		return -1;
 	cfg->shape_new_quanta = (uint8_t)v;
+	/* false: plain DRR, no new-flows list and no young budgets (to compare
+	 * against, or where every flow must have its share from its first packet). */
+	{
+		bool new_flows;
+
+		if (cfg_bool(ld, g, "new_flows", true, &new_flows) < 0)
+			return -1;
+		cfg->shape_plain = !new_flows;
+	}
 	if (get_mode(ld, g, WEIR_MODE_POSTACK, &cfg->shape_mode) < 0 || load_postack(ld, g, cfg) < 0 ||
 	    load_ipabr(ld, g, cfg) < 0)
 		return -1;

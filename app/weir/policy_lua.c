@@ -107,6 +107,7 @@ struct weir_lua {
 	struct weir_qm_params qm_params;
 	uint32_t young;
 	uint8_t new_quanta;
+	uint8_t plain;
 	/* hooks */
 	bool in_hook;                   /* a hook is running: no declarations */
 	double now;                     /* weir.time() */
@@ -921,6 +922,7 @@ l_link(lua_State *L)
 	tc->qm_params = x->qm_params;
 	tc->young = x->young;
 	tc->new_quanta = x->new_quanta;
+	tc->plain = x->plain;
 	x->link_line[d] = line;
 	return 0;
 }
@@ -1607,6 +1609,7 @@ weir_lua_open(const char *path, const struct weir_policy_lua_limits *lim, char *
 		x->qm_params = lim->qm_params;
 	x->young = lim ? lim->young : WEIR_DRR_YOUNG_DEFAULT;
 	x->new_quanta = lim ? lim->new_quanta : WEIR_DRR_NEW_QUANTA_DEFAULT;
+	x->plain = lim ? lim->plain : 0;
 	if (x->default_mode >= WEIR_MODE__COUNT)
 		x->default_mode = WEIR_MODE_POSTACK;
 	if (lim && lim->start_time > 0) {

@@ -45,6 +45,7 @@ struct weir_policy_lua_limits {
 	struct weir_qm_params qm_params;        /* shaping.red / shaping.pqm */
 	uint32_t young;                 /* the config's shaping.young_bytes */
 	uint8_t new_quanta;             /* the config's shaping.new_quanta */
+	uint8_t plain;                  /* the config's shaping.new_flows = false */
 	/* The `now` clock (UNIX time, seconds) when the script is loaded:
 	 * timers count from it and weir.time() gives it until the first
 	 * hook. 0 = the real time. */

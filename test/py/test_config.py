@@ -232,6 +232,8 @@ BAD = [
      "burst_us = 50", r"'shaping\.burst_us' is 50; it must be between 100 and"),
     ("new_quanta range", shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  new_quanta = 0;'),
      "new_quanta = 0", r"'shaping\.new_quanta' is 0; it must be between 1 and 16"),
+    ("new_flows not bool", shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  new_flows = 1;'),
+     "new_flows = 1", r"'shaping\.new_flows' must be true or false"),
     ("pqm phi", shaped('inbound = "30mbit";', 'inbound = "30mbit";\n  pqm = { phi = 0.5; };'),
      "phi = 0.5", r"'shaping\.pqm\.phi' is 0\.5; it must be between"),
     ("group expected", lambda t: t.replace("mempool = { mbufs = 8191; cache = 128; };", "mempool = 5;"),

@@ -10,6 +10,7 @@ still run (its --quick form).
 import contextlib
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -115,7 +116,6 @@ def short_beside_bulk(tb, mode, n=4, duration=8, reps=5, extra="", stat=statisti
 
     fetch_100k()    # warm
     idle = statistics.median(fetch_100k() for _ in range(3))
-    import threading
     res = {}
     bulk = threading.Thread(target=lambda: res.update(flows=traffic.iperf_flows(
         tb, n=n, duration=duration, reverse=True, cc="cubic", pairs=[("l2", "w1")] * n,
@@ -142,6 +142,30 @@ def test_short_download_beside_bulk_near_idle_speed(st_tb, mode):
     class once past its first quantum: 305 ms against 207 idle under pfq, 1,240 under tcr."""
     idle, loaded = short_beside_bulk(st_tb, mode)
     assert loaded <= 1.3 * idle, (idle, loaded)
+
+
+def test_new_flows_off_is_plain_drr(st_tb):
+    """shaping.new_flows = false: plain DRR, as before RFC 8290. A download beside a bulk
+    one puts no queue on the new-flows list and grants no young budget; with the default
+    both counters move (the same exchange)."""
+    counts = {}
+    for extra in ("new_flows = false;", ""):
+        restart(st_tb, "pfq", extra=extra)
+        bulk = threading.Thread(target=lambda: traffic.iperf_flows(
+            st_tb, n=1, duration=4, reverse=True, cc="cubic", pairs=[("l2", "w1")],
+            base_port=5301), daemon=True)
+        bulk.start()
+        time.sleep(1.5)
+        fetch_1m(st_tb, "100k", 102400)
+        bulk.join()
+        cls = st_tb.weir_stats()["shaping"]["inbound"]["classes"]
+        cls = cls.values() if isinstance(cls, dict) else cls
+        counts[extra] = (sum(c.get("new_flows", 0) for c in cls),
+                         sum(c.get("young_flows", 0) for c in cls))
+    print(f"inbound (new_flows, young_flows): off {counts['new_flows = false;']}, "
+          f"on {counts['']}")
+    assert counts["new_flows = false;"] == (0, 0), counts
+    assert counts[""][0] > 0 and counts[""][1] > 0, counts
 
 
 # What a 20 Mbit/s class carries as TCP payload: 1448 of every 1514 + 24 bytes weir
@@ -260,7 +284,6 @@ def test_codel_keeps_pfq_rtt_near_the_path(st_tb):
     """4 bulk uploads in pfq: their senders' smoothed RTT stays within 2x the path's with
     CoDel (aqm = codel, the default), goodput within 5 % of the same without it (where
     the flows' queues stand at their limit)."""
-    import threading
     result = {}
     for aqm in ("codel", "none"):
         restart(st_tb, "pfq", aqm)
