@@ -427,8 +427,8 @@ weir_drr_dequeue(struct weir_drr *d, uint32_t *qid, uint32_t *qlen)
  * at rest, or its head has waited past the target (rare, out of line). */
 static __rte_noinline struct rte_mbuf *
 dequeue_codel(struct weir_drr *d, uint64_t now, uint32_t *qid, uint32_t *qlen,
-		     struct rte_mbuf **dropped, uint32_t *dropped_qid, unsigned int *n_dropped,
-		     unsigned int max_drop)
+	      struct rte_mbuf **dropped, uint32_t *dropped_qid, unsigned int *n_dropped,
+	      unsigned int max_drop)
 {
 	*n_dropped = 0;
 	for (;;) {
