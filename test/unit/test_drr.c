@@ -362,6 +362,37 @@ test_young_together(void)
 	weir_drr_qtab_free(t);
 }
 
+/* A young flow taken off the new list mid-turn (its flow ended: drain)
+ * leaves its successor a whole turn of its own: the bytes the new list's
+ * head has sent in its turn are counted from zero whenever the head
+ * changes, not carried over to the next flow. */
+static void
+test_young_turn_after_drain(void)
+{
+	struct weir_drr_qtab *t = weir_drr_qtab_create(8, 200, SOCKET_ID_ANY);
+	struct weir_drr d;
+	struct rte_mbuf *out[16];
+	unsigned int n;
+
+	weir_drr_init(&d, t, 1500, 0);
+	d.young = 100000;
+	for (uint32_t i = 0; i < 6; i++)
+		for (uint32_t q = 0; q < 3; q++)
+			weir_drr_enqueue_young(&d, q, mk(q, i, 1000), 0);
+	CHECK(next_flow(&d) == 0, "flow 0 first");
+	/* Flow 0 ends with 1,000 bytes of its 1,500 turn sent. */
+	n = weir_drr_drain(&d, 0, out, 16, NULL);
+	CHECK(n == 5, "drained %u", n);
+	rte_pktmbuf_free_bulk(out, n);
+	/* Flow 1: a whole quantum, two 1,000-byte packets, then flow 2. */
+	CHECK(next_flow(&d) == 1, "flow 1 next");
+	CHECK(next_flow(&d) == 1, "flow 1 keeps its turn for a quantum");
+	CHECK(next_flow(&d) == 2, "then flow 2");
+	while (next_flow(&d) != UINT32_MAX)
+		;
+	weir_drr_qtab_free(t);
+}
+
 /* Young flows (lib/drr.h): a flow that has sent less than d.young bytes
  * stays on the new list for the rest of its budget, not one quantum, still
  * at most about 3/4 of the leaf while old flows wait; a flow past its
@@ -942,6 +973,7 @@ main(int argc, char **argv)
 	test_new_flows();
 	test_young();
 	test_young_together();
+	test_young_turn_after_drain();
 	test_young_age();
 	test_young_refill();
 	test_clocked();
