@@ -275,10 +275,14 @@ def run_bulk(args):
                         half = args.seconds // 2
                         bps = sum(sum(f.interval_bps[half:]) / max(len(f.interval_bps[half:]), 1)
                                   for f in flows) if not errs else float("nan")
+                        # The senders' smoothed RTT (iperf3's mean over the run, Linux):
+                        # what a queue standing at the gateway adds to the path (item 4).
+                        rtts = [f.mean_rtt_ms for f in flows if f.mean_rtt_ms is not None]
                         row = dict(mode=mode, rtt_ms=args.rtt, rate=args.rate, flows=args.flows,
                                    cc=cc, direction="download" if reverse else "upload",
                                    mbps=round(bps / 1e6, 2), of_class=round(bps / rate_bps, 3),
                                    of_payload=round(bps / (rate_bps * PAYLOAD), 3),
+                                   srtt_ms=round(statistics.median(rtts), 1) if rtts else "",
                                    errors=len(errs))
                         rows.append(row)
                         print(row, flush=True)
@@ -286,14 +290,16 @@ def run_bulk(args):
     write_csv(out / "bulk.csv", rows)
     lines = [f"Steady goodput (second half of {args.seconds} s) of {args.flows} flow(s) alone in a "
              f"{args.rate} class, {args.rtt} ms RTT, as a fraction of the payload the class "
-             f"carries at most ({PAYLOAD:.3f} of its rate).", "",
+             f"carries at most ({PAYLOAD:.3f} of its rate); in brackets its Mbit/s and the "
+             f"senders' median smoothed RTT.", "",
              "| mode | cc | upload | download |", "|---|---|---|---|"]
     for mode in args.modes:
         for cc in args.cc:
             up = [r for r in rows if r["mode"] == mode and r["cc"] == cc and r["direction"] == "upload"]
             dn = [r for r in rows if r["mode"] == mode and r["cc"] == cc and r["direction"] == "download"]
-            lines.append(f"| {mode} | {cc} | {up[0]['of_payload'] if up else ''} ({up[0]['mbps'] if up else ''} Mbit/s)"
-                         f" | {dn[0]['of_payload'] if dn else ''} ({dn[0]['mbps'] if dn else ''} Mbit/s) |")
+            cells = [f"{r[0]['of_payload']} ({r[0]['mbps']} Mbit/s, {r[0]['srtt_ms']} ms)" if r else ""
+                     for r in (up, dn)]
+            lines.append(f"| {mode} | {cc} | {cells[0]} | {cells[1]} |")
     table = "\n".join(lines) + "\n"
     (out / "bulk.md").write_text(table)
     print(table)
