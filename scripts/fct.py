@@ -273,7 +273,7 @@ def run_bulk(args):
                                                     pairs=[("l1", "w1")] * args.flows)
                         errs = [f.error for f in flows if f.error]
                         half = args.seconds // 2
-                        bps = sum(sum(f.interval_bps[half:]) / max(len(f.interval_bps[half:]), 1)
+                        bps = sum(traffic.steady_bps(f.interval_bps, half)
                                   for f in flows) if not errs else float("nan")
                         # The senders' smoothed RTT (iperf3's mean over the run, Linux):
                         # what a queue standing at the gateway adds to the path (item 4).

@@ -51,7 +51,7 @@ with tempfile.TemporaryDirectory() as cfgs, fct.testbed(1, rtt) as tb:
     flows = traffic.iperf_flows(tb, n=nfl, duration=secs, reverse=rev, cc=cc, pairs=[("l1", "w1")] * nfl)
     stop.set(); th.join()
     half = secs // 2
-    bps = sum(sum(f.interval_bps[half:]) / max(len(f.interval_bps[half:]), 1) for f in flows)
+    bps = sum(traffic.steady_bps(f.interval_bps, half) for f in flows)
     per = [[round(x / 1e6, 2) for x in f.interval_bps] for f in flows]
     res = dict(mode=mode, cc=cc, rtt=rtt, rate=rate, flows=nfl, dir=dirn, mbps=bps / 1e6,
                of_payload=bps / (fct.parse_rate(rate) * fct.PAYLOAD), per_second=per)

@@ -178,8 +178,7 @@ def lone_steady_bps(tb, cc, reverse, duration):
     flows = traffic.iperf_flows(tb, n=1, duration=duration, reverse=reverse, cc=cc,
                                 pairs=[("l1", "w1")])
     assert flows[0].error is None, flows[0].error
-    steady = flows[0].interval_bps[4:]
-    return sum(steady) / len(steady)
+    return traffic.steady_bps(flows[0].interval_bps, 4)
 
 
 @pytest.mark.parametrize("mode", ["pfq", "tcr", "postack", "postack-paced"])
