@@ -96,7 +96,8 @@ drr_list_unlink(struct weir_drr *d, uint32_t prev, uint32_t qid)
 	struct weir_drr_q *q = &d->q[qid];
 	uint32_t *last = list_tail(d, q->listed);
 
-	/* The new list's head leaves: its successor's turn starts afresh. */
+	/* The new list's head leaves (its predecessor is the new list's tail;
+	 * no old-list queue can be that): its successor's turn starts afresh. */
 	if (prev == d->new_last)
 		d->new_visit = 0;
 	if (prev == qid) {
@@ -291,8 +292,9 @@ new_turn(const struct weir_drr *d)
 	return d->new_last != WEIR_DRR_NONE && (old_backlogged(d) == 0 || d->new_run < new_bound(d));
 }
 
-/* weir_drr_peek, inlined into the dequeues: a call and its register saves
- * were a tenth of what the new-flows list and CoDel add per packet. */
+/* weir_drr_peek, inlined into the dequeues: a call a packet, and its
+ * register saves, showed in the per-packet cost (callgrind,
+ * docs/results/bench/newflows-codel.md). */
 static inline struct rte_mbuf *
 drr_peek(struct weir_drr *d, uint32_t *qid)
 {

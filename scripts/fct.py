@@ -195,7 +195,7 @@ def bulk_share(res, mode, n_bulk, bdir, args):
                 streams=len(gp), total_mbit=round(sum(gp), 3),
                 min_mbit=round(min(gp), 3) if gp else 0.0,
                 max_mbit=round(max(gp), 3) if gp else 0.0,
-                jain=round(traffic.jain(gp), 4) if gp else 0.0)
+                jain=round(traffic.jain(gp), 4))
 
 
 def bulk_table(bulk_rows, args):
@@ -297,8 +297,8 @@ def run_bulk(args):
         for cc in args.cc:
             up = [r for r in rows if r["mode"] == mode and r["cc"] == cc and r["direction"] == "upload"]
             dn = [r for r in rows if r["mode"] == mode and r["cc"] == cc and r["direction"] == "download"]
-            cells = [f"{r[0]['of_payload']} ({r[0]['mbps']} Mbit/s, {r[0]['srtt_ms']} ms)" if r else ""
-                     for r in (up, dn)]
+            cells = [f"{r[0]['of_payload']} ({r[0]['mbps']} Mbit/s, "
+                     f"{r[0]['srtt_ms'] or '?'} ms)" if r else "" for r in (up, dn)]
             lines.append(f"| {mode} | {cc} | {cells[0]} | {cells[1]} |")
     table = "\n".join(lines) + "\n"
     (out / "bulk.md").write_text(table)

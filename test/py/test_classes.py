@@ -23,8 +23,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import weirtb  # noqa: E402
 from conftest import measure_twice, weir_testbed  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
-from weirtb.traffic import jain  # noqa: E402
-from weirtb.traffic import PYTHON, BULK_SCRIPT, _dst_addr  # noqa: E402
+from weirtb.traffic import PYTHON, BULK_SCRIPT, _dst_addr, jain  # noqa: E402
 
 LINK, GOLD, BULK = 30e6, 20e6, 10e6
 GOLD_PORT, BULK_PORT = 5201, 5301
