@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
-from weirtb.traffic import jain  # noqa: E402
+from weirtb.traffic import jain, steady_bps  # noqa: E402
 
 
 def totals(st):
@@ -72,7 +72,7 @@ def one_run(tb, cfg_dir, mode, rate, workers, flows, seconds, burst_us):
     errs = [f.error for f in res if f.error]
     if errs:
         raise RuntimeError(f"{mode} {workers}w: {errs}")
-    steady = [sum(f.interval_bps[3:seconds]) / max(1, len(f.interval_bps[3:seconds])) for f in res]
+    steady = [steady_bps(f.interval_bps, 3, seconds) for f in res]
     split = sum(p["flow_split"] for p in st["ports"].values())
     return {"mode": mode, "workers": workers, "goodput_mbit": round(sum(steady) / 1e6, 3),
             "jain": round(jain(steady), 4), "frames": r1 - r0,

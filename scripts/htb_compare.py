@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
-from weirtb.traffic import jain  # noqa: E402
+from weirtb.traffic import jain, steady_bps  # noqa: E402
 
 GOLD_PORT, BULK_PORT = 5201, 5301
 HTB_SPEC = {
@@ -69,7 +69,7 @@ def run_two_classes(tb, seconds):
         errs = [f.error for f in flows if f.error]
         if errs:
             raise RuntimeError(f"{key}: {errs}")
-        steady = [sum(f.interval_bps[4:14]) / max(len(f.interval_bps[4:14]), 1) for f in flows]
+        steady = [steady_bps(f.interval_bps, 4, 14) for f in flows]
         rtts = [f.mean_rtt_ms for f in flows if f.mean_rtt_ms is not None]
         out[key] = {"mbit": sum(steady) / 1e6, "jain": jain(steady),
                     "flows": [round(x / 1e6, 2) for x in steady],

@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import weirtb  # noqa: E402
 from conftest import measure_twice, weir_testbed  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
-from weirtb.traffic import PYTHON, BULK_SCRIPT, _dst_addr, jain  # noqa: E402
+from weirtb.traffic import PYTHON, BULK_SCRIPT, _dst_addr, jain, steady_bps  # noqa: E402
 
 LINK, GOLD, BULK = 30e6, 20e6, 10e6
 GOLD_PORT, BULK_PORT = 5201, 5301
@@ -136,7 +136,7 @@ def test_two_classes_hold_their_rates(classes_tb, reverse):
     for key in ("gold", "bulk"):
         flows = res[key]
         assert all(f.error is None for f in flows), [f.error for f in flows]
-        steady = [sum(f.interval_bps[4:14]) / len(f.interval_bps[4:14]) for f in flows]
+        steady = [steady_bps(f.interval_bps, 4, 14) for f in flows]
         fair[key] = (jain(steady), [round(x / 1e6, 2) for x in steady])
     last = s.samples[-1][2]
     print(f"{direction}: gold {gold / 1e6:.3f} Mbit/s, bulk {bulk / 1e6:.3f} Mbit/s (wire); "
@@ -204,7 +204,7 @@ def test_udp_flood_does_not_move_the_other_class(classes_tb):
             for t in threads:
                 t.join()
             assert all(f.error is None for f in res["gold"]), [f.error for f in res["gold"]]
-            goodput[load] = sum(sum(f.interval_bps[4:12]) / len(f.interval_bps[4:12])
+            goodput[load] = sum(steady_bps(f.interval_bps, 4, 12)
                                 for f in res["gold"])
         return goodput
 

@@ -60,8 +60,7 @@ def test_pfq_lone_download_fills_class_at_150ms(far_tb):
         flows = traffic.iperf_flows(far_tb, n=1, duration=12, reverse=True, cc="cubic",
                                     pairs=[("l1", "w1")])
         assert flows[0].error is None, flows[0].error
-        steady = flows[0].interval_bps[4:]
-        return sum(steady) / len(steady), flows[0]
+        return traffic.steady_bps(flows[0].interval_bps, 4), flows[0]
 
     bps, flow = measure_twice(run, lambda r: r[0] >= 0.93 * PAYLOAD_MAX)
     cls = far_tb.weir_stats()["shaping"]["inbound"]["classes"]

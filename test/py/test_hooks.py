@@ -17,6 +17,7 @@ sys.path.insert(0, str(REPO / "test" / "py"))
 import weirtb  # noqa: E402
 from conftest import weir_testbed  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
+from weirtb.traffic import steady_bps  # noqa: E402
 from test_classes import BULK_PORT, write_config  # noqa: E402
 
 SCRIPT = """-- test_hooks.py's policy
@@ -74,7 +75,7 @@ def test_hooks_move_flows_and_change_classes(hooks_tb):
     tb = hooks_tb
     flows = tb.iperf(n=4, duration=10, base_port=BULK_PORT)
     assert all(f.error is None for f in flows), [f.error for f in flows]
-    steady = [sum(f.interval_bps[3:9]) / 6 for f in flows]
+    steady = [steady_bps(f.interval_bps, 3, 9) for f in flows]
     time.sleep(3)    # the flows expire (tcp_closed = 1 s): on_flow_end runs and fails
     st = tb.weir_stats()
     h = st["hooks"]

@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO / "test" / "py"))
 import weirtb  # noqa: E402
 from conftest import measure_twice, weir_testbed  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
-from weirtb.traffic import PYTHON, _dst_addr, default_pairs  # noqa: E402
+from weirtb.traffic import PYTHON, _dst_addr, default_pairs, steady_bps  # noqa: E402
 from test_classes import Sampler, jain  # noqa: E402
 
 # WEIR_MW_WORKERS=3 runs the same tests with 3 workers (flows still placed on
@@ -210,7 +210,7 @@ def test_class_rates_with_flows_uneven_over_workers(mw_tb, reverse):
     fair = {}
     for key in ("gold", "bulk"):
         assert all(f.error is None for f in res[key]), [f.error for f in res[key]]
-        steady = [sum(f.interval_bps[4:14]) / 10 for f in res[key]]
+        steady = [steady_bps(f.interval_bps, 4, 14) for f in res[key]]
         fair[key] = (jain(steady), [round(x / 1e6, 2) for x in steady])
     st = tb.weir_stats()
     data = [f for f in listed["rest"] if f["wan"]["port"] in
@@ -278,7 +278,7 @@ def test_postack_per_worker(mw_tb, mode):
     finally:
         restart(tb, tb.cfg)
     assert all(f.error is None for f in flows), [f.error for f in flows]
-    steady = [sum(f.interval_bps[4:14]) / 10 for f in flows]
+    steady = [steady_bps(f.interval_bps, 4, 14) for f in flows]
     print(f"{mode}, {WORKERS} workers: {sum(steady) / 1e6:.2f} Mbit/s, Jain {jain(steady):.4f} "
           f"{[round(x / 1e6, 2) for x in steady]}; peak ACKs held per worker {held}; "
           f"postack {st['postack']}; flow_split {split_frames(st)}")
@@ -451,7 +451,7 @@ def test_window_mode_bulk_beside_light_flow(mw_tb, mode):
                        for t, _, c in s.samples if t0 + 4 <= t <= t0 + dur)
         light = [(f["worker"], f["in"]["pkts"], f["out"]["pkts"]) for f in all_flows(tb)
                  if f["proto"] == "tcp" and f["wan"]["port"] == light_port]
-        r = dict(goodput=sum(flow.interval_bps[4:dur]) / (dur - 4),
+        r = dict(goodput=steady_bps(flow.interval_bps, 4, dur),
                  wire=s.rate(cls, t0 + 4, t0 + dur), part0=part0[len(part0) // 2],
                  part0_range=(part0[0], part0[-1]), light=light, talked=talked)
         runs.append(r)
@@ -511,7 +511,7 @@ def test_three_workers(mw_tb):
     fair = {}
     for key in ("gold", "bulk"):
         assert all(f.error is None for f in res[key]), [f.error for f in res[key]]
-        steady = [sum(f.interval_bps[4:13]) / 9 for f in res[key]]
+        steady = [steady_bps(f.interval_bps, 4, 13) for f in res[key]]
         fair[key] = (round(jain(steady), 4), [round(x / 1e6, 2) for x in steady])
     per_worker = {c: [round(w["rate_bps"] / 1e6, 2) for w in v["per_worker"]]
                   for c, v in st["shaping"]["outbound"]["classes"].items()}
@@ -583,7 +583,7 @@ def test_hooks_move_flows_on_both_workers(mw_tb):
     finally:
         restart(tb, tb.cfg)
     assert all(f.error is None for f in flows), [f.error for f in flows]
-    steady = [sum(f.interval_bps[4:10]) / 6 for f in flows]
+    steady = [steady_bps(f.interval_bps, 4, 10) for f in flows]
     h = st["hooks"]
     print(f"hooks, {WORKERS} workers: flows (worker, class) {seen}; "
           f"{sum(steady) / 1e6:.2f} Mbit/s in all {[round(x / 1e6, 2) for x in steady]}; "

@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import weirtb  # noqa: E402
 from conftest import measure_twice, weir_testbed  # noqa: E402
 from weirtb.topology import allow_congestion_control  # noqa: E402
-from weirtb.traffic import jain  # noqa: E402
+from weirtb.traffic import jain, steady_bps  # noqa: E402
 
 RATE = "10mbit"
 STATS_INTERVAL = 0.2
@@ -65,7 +65,7 @@ def run_mode(tb, mode, reverse, aqm="codel"):
     stop.set()
     t.join()
     assert all(f.error is None for f in flows), [f.error for f in flows]
-    steady = [sum(f.interval_bps[4:14]) / len(f.interval_bps[4:14]) for f in flows]
+    steady = [steady_bps(f.interval_bps, 4, 14) for f in flows]
     q = [s[0] for s in samples[20:]]   # after slow start
     return steady, sum(q) / len(q), max(q), max(s[1] for s in samples), tb.weir_stats()
 
@@ -145,7 +145,7 @@ def test_postack_paced_tcp_beside_udp_flood(pa_tb):
     udp.join()
     st = pa_tb.weir_stats()
     assert all(f.error is None for f in tcp), [f.error for f in tcp]
-    steady = [sum(f.interval_bps[3:12]) / len(f.interval_bps[3:12]) for f in tcp]
+    steady = [steady_bps(f.interval_bps, 3, 12) for f in tcp]
     c = st["shaping"]["outbound"]
     print(f"postack-paced beside a UDP flood: TCP {[round(x / 1e6, 2) for x in steady]} Mbit/s "
           f"of 10; class drops {c['drops_flow'] + c['drops_class']}; postack {st['postack']}")

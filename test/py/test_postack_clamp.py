@@ -23,6 +23,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import weirtb  # noqa: E402
 from conftest import measure_twice, weir_testbed  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
+from weirtb.traffic import steady_bps  # noqa: E402
 
 RATE_BPS = 20_000_000
 FLOWS = 6
@@ -67,7 +68,7 @@ def run(tb):
     stop.set()
     t.join()
     assert all(f.error is None for f in flows), [f.error for f in flows]
-    steady = sum(sum(f.interval_bps[3:SECS]) / len(f.interval_bps[3:SECS]) for f in flows)
+    steady = sum(steady_bps(f.interval_bps, 3, SECS) for f in flows)
     return steady, srtt
 
 

@@ -12,7 +12,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import weirtb  # noqa: E402
 from conftest import measure_twice, weir_testbed  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
-from weirtb.traffic import jain  # noqa: E402
+from weirtb.traffic import jain, steady_bps  # noqa: E402
 
 RATE_MBIT = 20
 # Goodput a TCP flow can get from a shaped link: 1448 payload bytes (with timestamps) per
@@ -38,7 +38,7 @@ def test_link_rate_and_per_flow_fairness(shaped, reverse):
         flows = shaped.iperf(n=4, duration=12, reverse=reverse)
         assert all(f.error is None for f in flows), [f.error for f in flows]
         # Steady state: leave out the first 4 s of slow start and queue build-up.
-        return [sum(f.interval_bps[4:]) / len(f.interval_bps[4:]) for f in flows]
+        return [steady_bps(f.interval_bps, 4) for f in flows]
 
     steady = measure_twice(run, lambda st: 0.95 * expect <= sum(st) / 1e6 <= 1.01 * expect)
     total_mbit = sum(steady) / 1e6
