@@ -66,7 +66,7 @@ weir_codel_above(struct weir_codel *c, const struct weir_codel_params *p, uint64
 /*
  * A queue whose flow's round trip is known (one TCP flow: weir_codel_set_rtt)
  * is not dropped from again before its sender can have answered this drop:
- * its round trip plus the time the queue behind the
+ * twice its round trip plus the time the queue behind the
  * dropped packet still takes to drain (its sojourn). RFC 8289's law
  * (interval / sqrt(count)) is for queues whose flows it cannot know; on a
  * long path a slow start's overshoot stands for a round trip and more, and
@@ -79,8 +79,10 @@ static inline void
 codel_answer_floor(struct weir_codel *c, const struct weir_codel_params *base, uint64_t sojourn,
 		   uint64_t now)
 {
-	/* tscale is the round trip in units of the tree's target (at least
-	 * 4: a floor of 20 ms at 5 ms). */
+	/* tscale is half the round trip in quarters of the tree's target, so
+	 * tscale x target is twice the round trip (at least 20 ms at 5 ms).
+	 * Twice since the target became half the round trip (2026-11-27; one
+	 * round trip before): the 150 ms fill below was measured with it. */
 	const uint64_t answer = (uint64_t)c->tscale * base->target + sojourn;
 
 	if (c->scale != 0 && c->drop_next < now + answer)
