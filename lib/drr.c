@@ -114,7 +114,7 @@ drr_list_unlink(struct weir_drr *d, uint32_t prev, uint32_t qid)
 	d->n_listed--;
 }
 
-/* Is q on a list (old or new)? An emptied new queue (IDLE) is on none. */
+/* Is q on a list (old or new)? An emptied queue (IDLE, IDLE_OLD) is on none. */
 static inline bool
 on_list(const struct weir_drr_q *q)
 {
@@ -234,13 +234,18 @@ drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uint32_t bonus)
 	q->len++;
 	d->pkts++;
 	d->bytes += weir_drr_wire_len(d, m);
-	if (unlikely(q->listed == WEIR_DRR_IDLE)) {
+	if (unlikely(q->listed >= WEIR_DRR_IDLE)) {
+		const bool was_old = q->listed == WEIR_DRR_IDLE_OLD;
+
 		q->listed = 0;
 		if ((int32_t)(d->old_turns - (uint32_t)q->deficit) < 0) {
 			/* Back before its turn on the old list came: an old
-			 * flow still, at the old list's tail, its quantum
-			 * from its next turn there (no credit for the wake). */
-			q->deficit = 0;
+			 * flow still, at the old list's tail. One that emptied
+			 * while new has had its quantum there: its next comes
+			 * from its next turn (no credit for the wake). One
+			 * that emptied while old had its turn: a quantum, as
+			 * any flow that joins the old list. */
+			q->deficit = was_old ? (int32_t)(d->quantum * q->weight) : 0;
 			drr_list_append(d, qid, WEIR_DRR_OLD);
 			return;
 		}
@@ -353,9 +358,9 @@ weir_drr_peek(struct weir_drr *d, uint32_t *qid)
 
 /* Take packet m (wl wire bytes) off the head of queue id, which the last
  * peek returned: the head of its list. A queue that empties leaves its
- * list. If new (and not young) it is an old flow until the turn it would
- * have had at the old list's tail has come (RFC 8290 sec. 4.2 moves it
- * there), so pausing briefly does not make a flow new again. That turn is
+ * list. Unless new and young, it is an old flow until the turn it would
+ * have had at the old list's tail has come (RFC 8290 sec. 4.2 moves a new
+ * one there), so pausing briefly does not make a flow new again. That turn is
  * a count of the old list's turns, kept in the idle queue's deficit: two
  * list operations fewer per flow that wakes (issue 23's cost goal). */
 static inline void
@@ -384,9 +389,16 @@ pop_head(struct weir_drr *d, uint32_t id, struct rte_mbuf *m, uint32_t wl)
 		q->listed = WEIR_DRR_IDLE;
 		q->deficit = (int32_t)(d->old_turns + old_backlogged(d));
 	} else {
+		/* An old queue that empties is old too until its next turn
+		 * would have come: a bulk flow whose queue runs dry between
+		 * two of its packets (CoDel keeps it short, or its sender
+		 * paused for less than a round of the old list) is not a new
+		 * flow, and does not take the new list's turns from one.
+		 * RFC 8290 makes it new at its next packet. */
 		drr_list_unlink(d, d->last, id);        /* the head: its predecessor is the tail */
-		q->deficit = 0;
 		d->old_turns++;
+		q->listed = WEIR_DRR_IDLE_OLD;
+		q->deficit = (int32_t)(d->old_turns + old_backlogged(d));
 	}
 }
 
@@ -583,7 +595,7 @@ weir_drr_move(struct weir_drr *from, struct weir_drr *to, uint32_t qid, uint64_t
 
 	if (from == to)
 		return 0;
-	/* Off every list of `from`. An emptied new queue (IDLE) is on none;
+	/* Off every list of `from`. An emptied queue (IDLE, IDLE_OLD) is on none;
 	 * its turn count is `from`'s, so in `to` it starts afresh. */
 	if (on_list(q))
 		drr_list_remove(from, qid);

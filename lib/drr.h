@@ -51,6 +51,7 @@
 #define WEIR_DRR_NEW 2           /* on the new-flows list, backlogged */
 #define WEIR_DRR_IDLE 3          /* emptied while new, on no list: old until the old list's
 				  * turn count (struct weir_drr.old_turns) reaches its deficit */
+#define WEIR_DRR_IDLE_OLD 4      /* the same, emptied while old */
 #define WEIR_DRR_YOUNG_MAX (1u << 30)   /* young budget cap: a deficit stays in int32 */
 /* Quanta the new-flows list may send between two packets of waiting old
  * flows (shaping.new_quanta): new flows together get at most n / (n + 1) of
@@ -72,7 +73,7 @@ struct weir_drr_q {
 	uint32_t next;          /* next queue in its scheduler's active list */
 	uint16_t len;           /* packets queued */
 	uint8_t  weight;        /* quantum multiplier, >= 1 */
-	uint8_t  listed;        /* WEIR_DRR_OLD, _NEW (on that list), _IDLE; 0: none */
+	uint8_t  listed;        /* WEIR_DRR_OLD, _NEW (on that list), _IDLE, _IDLE_OLD; 0: none */
 	uint16_t drops;         /* packets refused or dropped here, saturating at 65535
 				 * (a debugging aid: the class counters count every one) */
 	/* Its CoDel state is not at rest (an interval above target started,

@@ -362,6 +362,60 @@ test_young_together(void)
 	weir_drr_qtab_free(t);
 }
 
+/* An old queue that empties is old until its next turn would have come
+ * (WEIR_DRR_IDLE_OLD): a bulk flow whose queue runs dry between two of its
+ * packets wakes at the old list's tail with a quantum, not on the new
+ * list; one that stays away for a round of the old list is new again. */
+static void
+test_old_queue_wakes_old(void)
+{
+	struct weir_drr_qtab *t = weir_drr_qtab_create(8, 100, SOCKET_ID_ANY);
+	struct weir_drr d;
+	uint64_t nf;
+	unsigned int n;
+
+	weir_drr_init(&d, t, 1500, 0);
+	/* Bulk flows 0 and 1 backlogged and old; flow 2 old with one packet. */
+	for (uint32_t i = 0; i < 40; i++)
+		for (uint32_t q = 0; q < 2; q++)
+			weir_drr_enqueue(&d, q, mk(q, i, 1000));
+	weir_drr_enqueue(&d, 2, mk(2, 0, 1000));
+	while (t->q[2].len != 0)
+		next_flow(&d);
+	for (uint32_t i = 1; i < 4; i++)
+		weir_drr_enqueue(&d, 2, mk(2, i, 1000));
+	while (t->q[2].listed != WEIR_DRR_OLD || t->q[2].len == 0) {
+		CHECK(next_flow(&d) != UINT32_MAX, "flow 2 reaches the old list");
+		if (t->q[2].len == 0)
+			break;
+	}
+	while (t->q[2].len != 0)
+		next_flow(&d);
+	CHECK(t->q[2].listed == WEIR_DRR_IDLE_OLD || t->q[2].listed == WEIR_DRR_IDLE,
+	      "flow 2 emptied: idle (%u)", t->q[2].listed);
+	/* Back at once: old, no new flow counted, and it sends within the
+	 * next round (a quantum at its turn), behind the bulk flows. */
+	nf = d.new_flows;
+	weir_drr_enqueue(&d, 2, mk(2, 4, 1000));
+	CHECK(d.new_flows == nf && t->q[2].listed == WEIR_DRR_OLD, "back before its turn: old");
+	/* A round: each bulk flow a quantum (one or two 1000-byte packets). */
+	for (n = 0; n < 5 && next_flow(&d) != 2; n++)
+		;
+	CHECK(n < 5, "served within a round (after %u)", n);
+	/* Emptied again; away while both bulk flows take a turn: new. */
+	CHECK(t->q[2].len == 0 && t->q[2].listed == WEIR_DRR_IDLE_OLD, "idle while old (%u)",
+	      t->q[2].listed);
+	for (int i = 0; i < 6; i++)
+		next_flow(&d);
+	nf = d.new_flows;
+	weir_drr_enqueue(&d, 2, mk(2, 5, 1000));
+	CHECK(d.new_flows == nf + 1 && t->q[2].listed == WEIR_DRR_NEW && next_flow(&d) == 2,
+	      "after its turn: new again, first");
+	while (next_flow(&d) != UINT32_MAX)
+		;
+	weir_drr_qtab_free(t);
+}
+
 /* A young flow taken off the new list mid-turn (its flow ended: drain)
  * leaves its successor a whole turn of its own: the bytes the new list's
  * head has sent in its turn are counted from zero whenever the head
@@ -975,6 +1029,7 @@ main(int argc, char **argv)
 	test_young();
 	test_young_together();
 	test_young_turn_after_drain();
+	test_old_queue_wakes_old();
 	test_young_age();
 	test_young_refill();
 	test_clocked();
