@@ -114,11 +114,19 @@ struct weir_drr_qtab {
 struct weir_drr_qtab *weir_drr_qtab_create(uint32_t n, uint16_t limit, int socket_id);
 void weir_drr_qtab_free(struct weir_drr_qtab *t);
 
-/* Queue qid belongs to a new flow: young again (its budget and age from zero). */
+/* Queue qid belongs to a new flow: young again (its budget and age from
+ * zero), and not idle: the turn an emptied queue waits for was its last
+ * flow's, so a new flow in a slot just freed goes on the new list. */
 static inline void
 weir_drr_flow_new(struct weir_drr_qtab *t, uint32_t qid)
 {
-	t->q[qid].youth &= WEIR_DRR_Y_BONUS;
+	struct weir_drr_q *q = &t->q[qid];
+
+	q->youth &= WEIR_DRR_Y_BONUS;
+	if (q->listed >= WEIR_DRR_IDLE) {
+		q->listed = 0;
+		q->deficit = 0;
+	}
 }
 
 /* Has queue qid's flow outlived its youth (weir_drr_youth_age)? */

@@ -411,6 +411,18 @@ test_old_queue_wakes_old(void)
 	weir_drr_enqueue(&d, 2, mk(2, 5, 1000));
 	CHECK(d.new_flows == nf + 1 && t->q[2].listed == WEIR_DRR_NEW && next_flow(&d) == 2,
 	      "after its turn: new again, first");
+	/* Emptied while old again, then its flow ends and a new flow takes
+	 * the slot at once: new, not the last flow's idle turn. */
+	weir_drr_enqueue(&d, 2, mk(2, 6, 1000));
+	for (n = 0; n < 8 && t->q[2].len != 0; n++)
+		next_flow(&d);
+	CHECK(t->q[2].listed == WEIR_DRR_IDLE_OLD || t->q[2].listed == WEIR_DRR_IDLE,
+	      "idle again (%u)", t->q[2].listed);
+	weir_drr_flow_new(t, 2);
+	nf = d.new_flows;
+	weir_drr_enqueue(&d, 2, mk(2, 7, 1000));
+	CHECK(d.new_flows == nf + 1 && t->q[2].listed == WEIR_DRR_NEW,
+	      "a new flow in the slot: new (%u)", t->q[2].listed);
 	while (next_flow(&d) != UINT32_MAX)
 		;
 	weir_drr_qtab_free(t);
