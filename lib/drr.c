@@ -387,7 +387,6 @@ pop_head(struct weir_drr *d, uint32_t id, struct rte_mbuf *m, uint32_t wl)
 			return;
 		}
 		q->listed = WEIR_DRR_IDLE;
-		q->deficit = (int32_t)(d->old_turns + old_backlogged(d));
 	} else {
 		/* An old queue that empties is old too until its next turn
 		 * would have come: a bulk flow whose queue runs dry between
@@ -398,8 +397,8 @@ pop_head(struct weir_drr *d, uint32_t id, struct rte_mbuf *m, uint32_t wl)
 		drr_list_unlink(d, d->last, id);        /* the head: its predecessor is the tail */
 		d->old_turns++;
 		q->listed = WEIR_DRR_IDLE_OLD;
-		q->deficit = (int32_t)(d->old_turns + old_backlogged(d));
 	}
+	q->deficit = (int32_t)(d->old_turns + old_backlogged(d));
 }
 
 /* Send m, the head of queue id that peek returned: charge its deficit and
