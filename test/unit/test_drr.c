@@ -972,6 +972,99 @@ test_codel_answer(void)
 	      (unsigned long)min_gap);
 }
 
+/* A flow in its sawtooth (dropped from within 16 tree intervals) on a path
+ * shorter than the tree's interval enters dropping after its own round trip
+ * above target, not after the tree's interval (issue 23 item 4); a flow of
+ * unknown round trip, or one not dropped from lately, keeps the tree's. */
+static void
+test_codel_sawtooth(void)
+{
+	const struct weir_codel_params par = { .target = 5, .interval = 100 };
+	struct weir_codel c[3] = { { 0 } };
+	uint64_t first[3][2] = { { 0 } };
+
+	weir_codel_set_rtt(&c[0], &par, 20);    /* a 20-tick path: target 10, interval 20 */
+	weir_codel_set_rtt(&c[1], &par, 0);     /* unknown round trip */
+	weir_codel_set_rtt(&c[2], &par, 20);
+	CHECK(codel_rtt_interval(&c[0], &par) == 20, "rtt 20: interval %lu",
+	      (unsigned long)codel_rtt_interval(&c[0], &par));
+	for (int k = 0; k < 3; k++) {
+		/* Two episodes of a queue standing at sojourn 50, the second
+		 * 50 ticks (k = 2: 2000, past 16 intervals) after the first
+		 * drains: when does each first drop? */
+		uint64_t t0 = 1000;
+
+		for (int e = 0; e < 2; e++) {
+			for (uint64_t now = t0; now < t0 + 300 && first[k][e] == 0; now++)
+				if (weir_codel_drop(&c[k], &par, 50, 10, now))
+					first[k][e] = now - t0;
+			weir_codel_drop(&c[k], &par, 0, 10, t0 + 301);  /* drained */
+			t0 += 301 + (k == 2 ? 2000 : 50);
+		}
+	}
+	CHECK(first[0][0] == 100 && first[1][0] == 100 && first[2][0] == 100,
+	      "first episode: the tree's interval (%lu %lu %lu)", (unsigned long)first[0][0],
+	      (unsigned long)first[1][0], (unsigned long)first[2][0]);
+	CHECK(first[0][1] == 20, "in its sawtooth: its round trip (%lu)",
+	      (unsigned long)first[0][1]);
+	CHECK(first[1][1] == 100 && first[2][1] == 100,
+	      "unknown round trip, or dropped long ago: the tree's (%lu %lu)",
+	      (unsigned long)first[1][1], (unsigned long)first[2][1]);
+}
+
+/* A bulk flow CoDel keeps a packet deep empties its queue often; when it
+ * wakes after its turn it is old still while CoDel has dropped from it
+ * lately, so it does not take the new list's turns from a young transfer
+ * (issue 23). Not dropped from for 16 intervals, it may be sparse again. */
+static void
+test_controlled_wakes_old(void)
+{
+	struct weir_drr_qtab *t = weir_drr_qtab_create(8, 100, SOCKET_ID_ANY);
+	const struct weir_codel_params par = { .target = 5, .interval = 100 };
+	struct weir_drr d;
+	struct rte_mbuf *m;
+	uint64_t nf;
+	unsigned int n;
+
+	t->codel = rte_zmalloc(NULL, 8 * sizeof(*t->codel), 0);
+	weir_drr_init(&d, t, 1500, 0);
+	d.codel = t->codel;
+	d.aqm = &par;
+	for (uint32_t i = 0; i < 60; i++)
+		for (uint32_t q = 0; q < 2; q++)
+			weir_drr_enqueue(&d, q, mk(q, i, 1000));
+	for (uint32_t i = 0; i < 4; i++)
+		weir_drr_enqueue(&d, 2, mk(2, i, 1000));
+	for (n = 0; n < 20 && t->q[2].len != 0; n++)
+		next_flow(&d);
+	for (int i = 0; i < 6; i++)     /* past its turn */
+		next_flow(&d);
+	CHECK(t->q[2].len == 0 && t->q[2].listed == WEIR_DRR_IDLE_OLD, "flow 2 idle (%u)",
+	      t->q[2].listed);
+	/* CoDel dropped from it at 1000; it wakes at 1500: old. */
+	t->codel[2].count = 2;
+	t->codel[2].drop_next = 1000;
+	nf = d.new_flows;
+	m = mk(2, 4, 1000);
+	weir_mbuf_meta(m)->ts = 1500;
+	weir_drr_enqueue(&d, 2, m);
+	CHECK(d.new_flows == nf && t->q[2].listed == WEIR_DRR_OLD,
+	      "dropped from lately: old (%u)", t->q[2].listed);
+	for (n = 0; n < 8 && t->q[2].len != 0; n++)
+		next_flow(&d);
+	for (int i = 0; i < 6; i++)
+		next_flow(&d);
+	/* Wakes at 2700, 17 intervals after its last drop: new. */
+	m = mk(2, 5, 1000);
+	weir_mbuf_meta(m)->ts = 2700;
+	weir_drr_enqueue(&d, 2, m);
+	CHECK(d.new_flows == nf + 1 && t->q[2].listed == WEIR_DRR_NEW,
+	      "not dropped from for 16 intervals: new (%u)", t->q[2].listed);
+	while (next_flow(&d) != UINT32_MAX)
+		;
+	weir_drr_qtab_free(t);
+}
+
 /* A queue of known round trip may hold two bandwidth-delay products at the
  * leaf's rate beyond `limit` (issue 23: a lone cubic download at 150 ms,
  * 20 Mbit/s, BDP ~250 frames, carried 0.78 of its class with 128); one of
@@ -1043,6 +1136,8 @@ main(int argc, char **argv)
 	test_codel();
 	test_codel_at_rest();
 	test_codel_answer();
+	test_codel_sawtooth();
+	test_controlled_wakes_old();
 	test_rtt_limit();
 	rte_eal_cleanup();
 	return unit_report();
