@@ -12,7 +12,9 @@
  * window reaches the pipe, and used half of its class. fq_codel cannot
  * know a flow's round trip; weir times every TCP handshake, so each
  * queue may scale the tree's target and interval by its own flow's
- * (weir_codel_set_rtt), keeping target at the same fraction of interval.
+ * (weir_codel_set_rtt), keeping target at the same fraction of interval;
+ * on a shorter path a flow in its sawtooth takes its round trip as
+ * interval too (codel_sawtooth).
  */
 #ifndef WEIR_CODEL_H
 #define WEIR_CODEL_H

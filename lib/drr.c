@@ -232,7 +232,7 @@ young_bonus(struct weir_drr *d, struct weir_drr_q *q, uint32_t bonus)
  * keeps the new list. m, the waking packet, was stamped at enqueue: now.
  */
 static inline bool
-drr_controlled(const struct weir_drr *d, uint32_t qid, const struct rte_mbuf *m)
+drr_controlled(const struct weir_drr *d, uint32_t qid, struct rte_mbuf *m)
 {
 	return d->codel != NULL &&
 	       codel_sawtooth(&d->codel[qid], d->aqm, weir_mbuf_meta(m)->ts);
