@@ -27,7 +27,9 @@
  * others take to send a quantum each), and while old flows wait the new
  * list sends at most new_quanta quanta (default 3) between two of their
  * packets, so a flood of new flows (a scan) gets at most about 3/4 of the
- * leaf and old flows keep the rest (counted: new_deferred).
+ * leaf and old flows keep the rest (counted: new_deferred). A queue whose
+ * flow weir clocks (held ACKs, sized windows), or that CoDel has dropped
+ * from lately, is not sparse when it empties: it wakes old.
  *
  * Ownership: enqueue returning 0 takes the mbuf; a non-zero return (a drop)
  * leaves it with the caller, who frees it. The drop is counted on the queue
