@@ -178,6 +178,7 @@ leaf_set_bdp(struct weir_cbq *c, struct cbq_class *k)
 	if (!k->is_leaf || !k->evict)
 		return;         /* fifo: one shared queue, the leaf's limit only */
 	weir_drr_set_bdp(&k->drr, k->ceil_bps, c->maxpkt, RTE_MIN(max, c->leaf_part));
+	weir_drr_set_frame_ticks(&k->drr, k->ceil_bps, c->maxpkt, c->tsc_hz);
 }
 
 static int

@@ -118,14 +118,26 @@ codel_rtt_interval(const struct weir_codel *c, const struct weir_codel_params *b
 }
 
 /*
+ * The round-trip interval is at least what the flow's share of its leaf
+ * takes to send this many frames, TCP's smallest window: a flow at that
+ * window cannot shorten its queue any further, and dropping from it sooner
+ * only costs it a retransmission timeout. 1 MB under tcr beside 16 bulk
+ * downloads (a share of ~1 frame a round trip at 10 ms, 20 Mbit/s) took
+ * 6.6-8.4 s against 5.7-5.9 with the round trip alone.
+ */
+#define WEIR_CODEL_SHARE_FRAMES 2u
+
+/*
  * Should the head packet (sojourn ticks old, qlen packets in its queue) be
  * dropped now? Advances the state machine (RFC 8289 sec. 5.5's dequeue):
  * enter dropping when above target for an interval, drop again each time
- * drop_next comes, leave when the sojourn falls below target.
+ * drop_next comes, leave when the sojourn falls below target. share_floor:
+ * the shortest round-trip interval the flow's share allows (ticks; see
+ * WEIR_CODEL_SHARE_FRAMES), 0 for none.
  */
 static inline bool
 weir_codel_drop(struct weir_codel *c, const struct weir_codel_params *base, uint64_t sojourn,
-		uint32_t qlen, uint64_t now)
+		uint32_t qlen, uint64_t now, uint64_t share_floor)
 {
 	struct weir_codel_params scaled;
 	const struct weir_codel_params *p = base;
@@ -140,11 +152,17 @@ weir_codel_drop(struct weir_codel *c, const struct weir_codel_params *base, uint
 		p = &scaled;
 	}
 	if (c->scale != 0 && c->scale <= WEIR_CODEL_SCALE_ONE && codel_sawtooth(c, base, now)) {
-		if (p != &scaled) {
-			scaled = *base;
-			p = &scaled;
+		uint64_t iv = codel_rtt_interval(c, base);
+
+		if (iv < share_floor)
+			iv = share_floor;
+		if (iv < base->interval) {
+			if (p != &scaled) {
+				scaled = *base;
+				p = &scaled;
+			}
+			scaled.interval = iv;
 		}
-		scaled.interval = codel_rtt_interval(c, base);
 	}
 	above = weir_codel_above(c, p, sojourn, qlen, now);
 

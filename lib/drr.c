@@ -149,6 +149,20 @@ weir_drr_set_bdp(struct weir_drr *d, uint64_t rate_bps, uint32_t frame_bytes, ui
 }
 
 void
+weir_drr_set_frame_ticks(struct weir_drr *d, uint64_t rate_bps, uint32_t frame_bytes,
+			 uint64_t tsc_hz)
+{
+	uint64_t t;
+
+	if (rate_bps == 0 || frame_bytes == 0) {
+		d->frame_ticks = 0;
+		return;
+	}
+	t = (uint64_t)(((unsigned __int128)frame_bytes * 8u * tsc_hz) / rate_bps);
+	d->frame_ticks = (uint32_t)RTE_MIN(t, (uint64_t)UINT32_MAX);
+}
+
+void
 weir_drr_set_rtt(struct weir_drr_qtab *t, uint32_t qid, uint32_t rtt_ms)
 {
 	if (qid < t->n)
@@ -482,7 +496,9 @@ dequeue_codel(struct weir_drr *d, uint64_t now, uint32_t *qid, uint32_t *qlen,
 		if (*n_dropped < max_drop &&
 		    (q->aqm_armed || (sojourn >= d->aqm->target && q->len > 1))) {
 			c = &d->codel[id];
-			drop = weir_codel_drop(c, d->aqm, sojourn, q->len, now);
+			drop = weir_codel_drop(c, d->aqm, sojourn, q->len, now,
+					       (uint64_t)WEIR_CODEL_SHARE_FRAMES * d->n_listed *
+					       d->frame_ticks);
 			q->aqm_armed = c->first_above != 0 || c->dropping;
 		} else {
 			drop = false;

@@ -204,6 +204,10 @@ struct weir_drr {
 	uint32_t bdp_q16;
 	uint16_t bdp_max;
 	const uint16_t *rtt_ms; /* the table's */
+	/* TSC ticks a full frame takes at the leaf's rate (weir_drr_set_frame_ticks),
+	 * 0: unknown. CoDel's round-trip interval is at least what a flow's
+	 * share takes to send TCP's smallest window (lib/codel.h). */
+	uint32_t frame_ticks;
 };
 
 /* Initialise `d` over queue table `t`, new flows first. quantum must be >=
@@ -343,6 +347,9 @@ uint32_t weir_drr_move(struct weir_drr *from, struct weir_drr *to, uint32_t qid,
  */
 #define WEIR_DRR_BDP_QUEUE 2u
 void weir_drr_set_bdp(struct weir_drr *d, uint64_t rate_bps, uint32_t frame_bytes, uint32_t max);
+/* Ticks a frame of frame_bytes takes at rate_bps (0: unknown). */
+void weir_drr_set_frame_ticks(struct weir_drr *d, uint64_t rate_bps, uint32_t frame_bytes,
+			      uint64_t tsc_hz);
 /* Queue qid's flow's round trip, ms (0: unknown, a new flow in the slot). */
 void weir_drr_set_rtt(struct weir_drr_qtab *t, uint32_t qid, uint32_t rtt_ms);
 /* Packets queue qid may hold in scheduler d. */

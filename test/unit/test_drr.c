@@ -954,12 +954,12 @@ test_codel_answer(void)
 	      known.scale, known.tscale);
 	/* Sojourn 20: above the tree's target, below rtt / WEIR_CODEL_TARGET_RTT. */
 	for (uint64_t now = 1; now < 2000; now++)
-		n_known += weir_codel_drop(&known, &par, 20, 10, now);
+		n_known += weir_codel_drop(&known, &par, 20, 10, now, 0);
 	CHECK(n_known == 0, "sojourn under the round trip's target: %u drops", n_known);
 	/* A queue standing at sojourn 200 for 5000 ticks. */
 	for (uint64_t now = 10000; now < 15000; now++) {
-		n_unknown += weir_codel_drop(&unknown, &par, 200, 10, now);
-		if (weir_codel_drop(&known, &par, 200, 10, now)) {
+		n_unknown += weir_codel_drop(&unknown, &par, 200, 10, now, 0);
+		if (weir_codel_drop(&known, &par, 200, 10, now, 0)) {
 			n_known++;
 			if (last != 0 && now - last < min_gap)
 				min_gap = now - last;
@@ -974,42 +974,50 @@ test_codel_answer(void)
 
 /* A flow in its sawtooth (dropped from within 16 tree intervals) on a path
  * shorter than the tree's interval enters dropping after its own round trip
- * above target, not after the tree's interval (issue 23 item 4); a flow of
- * unknown round trip, or one not dropped from lately, keeps the tree's. */
+ * above target, not after the tree's interval (issue 23 item 4), or after
+ * what its share takes to send TCP's smallest window if that is longer (at
+ * most the tree's); a flow of unknown round trip, or one not dropped from
+ * lately, keeps the tree's. */
 static void
 test_codel_sawtooth(void)
 {
 	const struct weir_codel_params par = { .target = 5, .interval = 100 };
-	struct weir_codel c[3] = { { 0 } };
-	uint64_t first[3][2] = { { 0 } };
+	/* k: 0 a 20-tick path (target 10, interval 20); 1 unknown round trip;
+	 * 2 the 20-tick path, its episodes 2000 apart; 3 and 4 the 20-tick
+	 * path with a share floor of 60 and of 500. */
+	const uint64_t floor[5] = { 0, 0, 0, 60, 500 };
+	struct weir_codel c[5] = { { 0 } };
+	uint64_t first[5][2] = { { 0 } };
 
-	weir_codel_set_rtt(&c[0], &par, 20);    /* a 20-tick path: target 10, interval 20 */
-	weir_codel_set_rtt(&c[1], &par, 0);     /* unknown round trip */
-	weir_codel_set_rtt(&c[2], &par, 20);
+	for (int k = 0; k < 5; k++)
+		weir_codel_set_rtt(&c[k], &par, k == 1 ? 0 : 20);
 	CHECK(codel_rtt_interval(&c[0], &par) == 20, "rtt 20: interval %lu",
 	      (unsigned long)codel_rtt_interval(&c[0], &par));
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < 5; k++) {
 		/* Two episodes of a queue standing at sojourn 50, the second
-		 * 50 ticks (k = 2: 2000, past 16 intervals) after the first
-		 * drains: when does each first drop? */
+		 * 50 ticks after the first drains (k = 2: 2000, past 16
+		 * intervals): when does each first drop? */
 		uint64_t t0 = 1000;
 
 		for (int e = 0; e < 2; e++) {
 			for (uint64_t now = t0; now < t0 + 300 && first[k][e] == 0; now++)
-				if (weir_codel_drop(&c[k], &par, 50, 10, now))
+				if (weir_codel_drop(&c[k], &par, 50, 10, now, floor[k]))
 					first[k][e] = now - t0;
-			weir_codel_drop(&c[k], &par, 0, 10, t0 + 301);  /* drained */
+			weir_codel_drop(&c[k], &par, 0, 10, t0 + 301, floor[k]);  /* drained */
 			t0 += 301 + (k == 2 ? 2000 : 50);
 		}
 	}
-	CHECK(first[0][0] == 100 && first[1][0] == 100 && first[2][0] == 100,
-	      "first episode: the tree's interval (%lu %lu %lu)", (unsigned long)first[0][0],
-	      (unsigned long)first[1][0], (unsigned long)first[2][0]);
+	for (int k = 0; k < 5; k++)
+		CHECK(first[k][0] == 100, "k %d, first episode: the tree's interval (%lu)", k,
+		      (unsigned long)first[k][0]);
 	CHECK(first[0][1] == 20, "in its sawtooth: its round trip (%lu)",
 	      (unsigned long)first[0][1]);
 	CHECK(first[1][1] == 100 && first[2][1] == 100,
 	      "unknown round trip, or dropped long ago: the tree's (%lu %lu)",
 	      (unsigned long)first[1][1], (unsigned long)first[2][1]);
+	CHECK(first[3][1] == 60 && first[4][1] == 100,
+	      "a share floor of 60: 60; of 500: the tree's 100 (%lu %lu)",
+	      (unsigned long)first[3][1], (unsigned long)first[4][1]);
 }
 
 /* A bulk flow CoDel keeps a packet deep empties its queue often; when it
@@ -1085,6 +1093,11 @@ test_rtt_limit(void)
 	CHECK(weir_drr_queue_limit(&d, 1) == 486, "150 ms: %u", weir_drr_queue_limit(&d, 1));
 	CHECK(weir_drr_queue_limit(&d, 2) == 128, "10 ms: %u", weir_drr_queue_limit(&d, 2));
 	CHECK(weir_drr_queue_limit(&d, 0) == 128, "unknown: %u", weir_drr_queue_limit(&d, 0));
+	/* A 1542-byte frame at 20 Mbit/s: 616.8 us, in ticks of a 1 GHz TSC. */
+	weir_drr_set_frame_ticks(&d, 20000000, 1542, 1000000000);
+	CHECK(d.frame_ticks == 616800, "frame ticks %u", d.frame_ticks);
+	weir_drr_set_frame_ticks(&d, 0, 1542, 1000000000);
+	CHECK(d.frame_ticks == 0, "no rate: unknown (%u)", d.frame_ticks);
 	for (uint32_t f = 0; f < 3; f++)
 		for (uint32_t i = 0; i < 600; i++) {
 			m = mk(f, i, 1500);
