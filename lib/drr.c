@@ -246,10 +246,17 @@ young_bonus(struct weir_drr *d, struct weir_drr_q *q, uint32_t bonus)
  * keeps the new list. m, the waking packet, was stamped at enqueue: now.
  */
 static inline bool
-drr_controlled(const struct weir_drr *d, uint32_t qid, struct rte_mbuf *m)
+drr_controlled(const struct weir_drr *d, struct weir_drr_q *q, uint32_t qid,
+	       struct rte_mbuf *m)
 {
-	return d->codel != NULL &&
-	       codel_sawtooth(&d->codel[qid], d->aqm, weir_mbuf_meta(m)->ts);
+	/* The flag first: at 64K flows reading every waking queue's CoDel
+	 * state cost a cache miss a wake (weir-bench +pfq 1.19x). */
+	if (!(q->youth & WEIR_DRR_Y_CODEL))
+		return false;
+	if (d->codel != NULL && codel_sawtooth(&d->codel[qid], d->aqm, weir_mbuf_meta(m)->ts))
+		return true;
+	q->youth &= (uint8_t)~WEIR_DRR_Y_CODEL;        /* out of its sawtooth: no more reads */
+	return false;
 }
 
 static void
@@ -298,7 +305,7 @@ drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uint32_t bonus)
 			 * queue keeps no state for it. Nor is one CoDel has
 			 * dropped from lately (drr_controlled). */
 			if (bonus != 0 ||
-			    (!weir_mbuf_meta(m)->pkt.clocked && !drr_controlled(d, qid, m)))
+			    (!weir_mbuf_meta(m)->pkt.clocked && !drr_controlled(d, q, qid, m)))
 				which = WEIR_DRR_NEW;
 		} else {
 			bonus = 0;
@@ -512,6 +519,7 @@ dequeue_codel(struct weir_drr *d, uint64_t now, uint32_t *qid, uint32_t *qlen,
 		 * round trip sooner than from the tail. Not charged to its deficit. */
 		pop_head(d, id, m, weir_drr_wire_len(d, m));
 		weir_drr_count_drop(q);
+		q->youth |= WEIR_DRR_Y_CODEL;
 		d->aqm_drops++;
 		dropped_qid[*n_dropped] = id;
 		dropped[(*n_dropped)++] = m;

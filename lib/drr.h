@@ -90,7 +90,8 @@ struct weir_drr_q {
 #define WEIR_DRR_Y_BONUS 0x01   /* listed with a young budget beyond its quantum */
 #define WEIR_DRR_Y_SPENT 0x02   /* its youth ran out in time: old for the rest of its
 				 * flow's life (weir_drr_youth_age) */
-				/* 0x04: free */
+#define WEIR_DRR_Y_CODEL 0x04   /* CoDel has dropped from it in its flow's life: a
+				 * wake reads its CoDel state (drr_controlled) */
 #define WEIR_DRR_Y_AGE_SHIFT 3  /* bits 3-7: periods it was active in while young */
 #define WEIR_DRR_Y_AGE_MAX 31u
 
@@ -147,7 +148,7 @@ static inline bool
 weir_drr_youth_age(struct weir_drr_qtab *t, uint32_t qid, uint32_t periods)
 {
 	struct weir_drr_q *q = &t->q[qid];
-	const uint8_t keep = WEIR_DRR_Y_BONUS | WEIR_DRR_Y_SPENT;
+	const uint8_t keep = WEIR_DRR_Y_BONUS | WEIR_DRR_Y_SPENT | WEIR_DRR_Y_CODEL;
 	const uint32_t age = (uint32_t)(q->youth >> WEIR_DRR_Y_AGE_SHIFT) + 1u;
 
 	if (q->youth & WEIR_DRR_Y_SPENT)

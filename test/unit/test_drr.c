@@ -743,6 +743,7 @@ test_codel(void)
 	}
 	CHECK(n_drop >= 2 && n_drop < 20 && d.aqm_drops == n_drop && order,
 	      "a standing queue loses %u packets from its head, the rest in order", n_drop);
+	CHECK(t->q[0].youth & WEIR_DRR_Y_CODEL, "its queue is flagged as dropped from");
 	/* Flow 1: each packet sent as it comes: sojourn 0, nothing dropped. */
 	for (uint64_t now = 1000; now < 3000; now += 10) {
 		struct rte_mbuf *m = mk(1, 0, 1000);
@@ -1049,9 +1050,22 @@ test_controlled_wakes_old(void)
 		next_flow(&d);
 	CHECK(t->q[2].len == 0 && t->q[2].listed == WEIR_DRR_IDLE_OLD, "flow 2 idle (%u)",
 	      t->q[2].listed);
-	/* CoDel dropped from it at 1000; it wakes at 1500: old. */
+	/* CoDel dropped from it at 1000 (its state says so, the flag not
+	 * yet): the wake does not read the state, new. */
 	t->codel[2].count = 2;
 	t->codel[2].drop_next = 1000;
+	nf = d.new_flows;
+	m = mk(2, 3, 1000);
+	weir_mbuf_meta(m)->ts = 1400;
+	weir_drr_enqueue(&d, 2, m);
+	CHECK(d.new_flows == nf + 1 && t->q[2].listed == WEIR_DRR_NEW, "unflagged: new (%u)",
+	      t->q[2].listed);
+	for (n = 0; n < 8 && t->q[2].len != 0; n++)
+		next_flow(&d);
+	for (int i = 0; i < 6; i++)
+		next_flow(&d);
+	/* Flagged as dequeue_codel flags a drop; it wakes at 1500: old. */
+	t->q[2].youth |= WEIR_DRR_Y_CODEL;
 	nf = d.new_flows;
 	m = mk(2, 4, 1000);
 	weir_mbuf_meta(m)->ts = 1500;
@@ -1066,8 +1080,9 @@ test_controlled_wakes_old(void)
 	m = mk(2, 5, 1000);
 	weir_mbuf_meta(m)->ts = 2700;
 	weir_drr_enqueue(&d, 2, m);
-	CHECK(d.new_flows == nf + 1 && t->q[2].listed == WEIR_DRR_NEW,
-	      "not dropped from for 16 intervals: new (%u)", t->q[2].listed);
+	CHECK(d.new_flows == nf + 1 && t->q[2].listed == WEIR_DRR_NEW &&
+	      !(t->q[2].youth & WEIR_DRR_Y_CODEL),
+	      "not dropped from for 16 intervals: new, unflagged (%u)", t->q[2].listed);
 	while (next_flow(&d) != UINT32_MAX)
 		;
 	weir_drr_qtab_free(t);
