@@ -16,13 +16,18 @@
  *
  * Usage: weir-bench [EAL args] -- [--flows 1000,65536,1048576] [--packets N]
  *                   [--workers N] [--plain-drr] [--no-newflows] [--no-codel]
- *                   [--modes M,M] [--esp] [--json]
+ *                   [--modes M,M] [--esp] [--depth P] [--json]
  * (--plain-drr: per-flow queues without the new-flows list and CoDel, the
  *  other two without one of them, to tell their costs apart; --modes:
  *  only these modes and the baseline, e.g. under cachegrind.
  *  --esp: the frames are ESP, one SA per flow, each SA's sequence numbers
  *  in order; only the modes up to +pfq-cut run, the ACK modes need TCP.
- *  scripts/bench_compare.py --a X --b X --b-args --esp gives ESP / TCP.)
+ *  scripts/bench_compare.py --a X --b X --b-args --esp gives ESP / TCP.
+ *  --depth P: "+pfq" on a congested link: P frames stay queued through
+ *  the timed part, so flows stay backlogged and are listed far less often
+ *  than once a frame; "+pfq" reports the new-flows list's entries per
+ *  frame and the backlog it ended with. Without it every burst empties the
+ *  tree, the worst case for the lists.)
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -84,6 +89,8 @@ struct result {
 	double cycles_per_pkt;
 	double mpps;
 	double state_bpf;       /* DPDK heap the mode's worker took, per flow of the table */
+	double new_per_pkt;     /* "+pfq": queues put on the new-flows list, per frame */
+	uint32_t backlog;       /* "+pfq": frames its trees held at the end (--depth) */
 };
 
 /* Bytes allocated from the DPDK heaps now (every socket). */
@@ -213,6 +220,9 @@ bench_sink_free(struct bench_sink *s)
  * --no-codel: without one of them. */
 static uint8_t plain_list, no_codel;
 
+/* --depth: frames left standing in "+pfq"'s trees (half each way). */
+static uint32_t depth;
+
 /* Workers of a --workers run set up their tables apart, then start the timed
  * part together, so they overlap for (nearly) all of it. */
 static atomic_uint ready, n_running = 1;
@@ -223,6 +233,23 @@ start_together(void)
 	atomic_fetch_add(&ready, 1);
 	while (atomic_load(&ready) < atomic_load(&n_running))
 		rte_pause();
+}
+
+/* Queues put on the new-flows list in the leaves of both trees (with
+ * --no-newflows: none, every queue goes to the old list). */
+static uint64_t
+leaf_new_flows(struct weir_cbq *const shaper[WEIR_PORT__COUNT])
+{
+	uint64_t n = 0;
+
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		for (uint16_t k = 0; shaper[d] != NULL && k < 2; k++) {
+			struct weir_cbq_stats st;
+
+			if (weir_cbq_is_leaf(shaper[d], k) && weir_cbq_stats(shaper[d], k, &st) == 0)
+				n += st.new_flows;
+		}
+	return n;
 }
 
 /* Visit flows in a scattered order (multiplicative stepping) so a large table
@@ -358,6 +385,23 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		bench_sink_free(&sink_out);
 	}
 
+	/* --depth: a standing backlog, both ways, that the timed part keeps
+	 * (a burst in, a burst out). */
+	for (uint32_t i = 0; mode == MODE_SHAPE && i < depth; i += BURST) {
+		enum weir_port_role dir = (enum weir_port_role)((i / BURST) & 1);
+
+		if (rte_pktmbuf_alloc_bulk(mp, pkts, BURST) != 0)
+			rte_exit(EXIT_FAILURE, "mempool empty\n");
+		for (int k = 0; k < BURST; k++) {
+			uint32_t f = next_flow(&state, n_flows);
+
+			write_frame(rte_pktmbuf_mtod(pkts[k], uint8_t *), f, (int)dir);
+			pkts[k]->data_len = pkts[k]->pkt_len = FRAME_LEN;
+		}
+		weir_worker_process(w, pkts, BURST, dir, rte_rdtsc());
+	}
+	const uint64_t new0 = mode == MODE_SHAPE ? leaf_new_flows(shaper) : 0;
+
 	start_together();
 	while (done < n_pkts && mode >= MODE_PFQ_ACK) {
 		/* Half a burst of data out, then the ACKs of the same flows back. */
@@ -431,6 +475,10 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		.cycles_per_pkt = (double)cycles / (double)done,
 		.state_bpf = state_bpf,
 	};
+	if (mode == MODE_SHAPE) {
+		r.new_per_pkt = (double)(leaf_new_flows(shaper) - new0) / (double)done;
+		r.backlog = weir_cbq_backlog(shaper[0]) + weir_cbq_backlog(shaper[1]);
+	}
 	r.mpps = (double)rte_get_tsc_hz() / r.cycles_per_pkt / 1e6;
 	if ((mode == MODE_POSTACK || mode == MODE_POSTACK_COPY) &&
 	    weir_postack_stats(w->pa)->held < done / 4)
@@ -518,6 +566,7 @@ main(int argc, char **argv)
 		{ "no-codel", no_argument, NULL, 'C' },
 		{ "modes", required_argument, NULL, 'm' },
 		{ "esp", no_argument, NULL, 'e' },
+		{ "depth", required_argument, NULL, 'd' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -561,9 +610,22 @@ main(int argc, char **argv)
 			break;
 		}
 		case 'e': esp_frames = 1; break;
+		case 'd': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 0);
+
+			if (*optarg == '\0' || *end != '\0' || v > (1u << 20)) {
+				fprintf(stderr, "weir-bench: --depth '%s': a frame count, at most %u\n",
+					optarg, 1u << 20);
+				return 2;
+			}
+			depth = (uint32_t)v;
+			break;
+		}
 		default:
 			fprintf(stderr, "usage: weir-bench [EAL] -- [--flows N,N] [--packets N] "
-					"[--workers N] [--plain-drr] [--no-newflows] [--no-codel] [--modes M,M] [--esp] [--json]\n");
+					"[--workers N] [--plain-drr] [--no-newflows] [--no-codel] [--modes M,M] [--esp] "
+					"[--depth P] [--json]\n");
 			return 2;
 		}
 	}
@@ -574,7 +636,8 @@ main(int argc, char **argv)
 	if (n_workers < 1 || n_workers != rte_lcore_count())
 		rte_exit(EXIT_FAILURE, "--workers %u needs exactly %u lcores in -l (has %u)\n",
 			 n_workers, n_workers, rte_lcore_count());
-	mp = rte_pktmbuf_pool_create("bench_mbufs", 4096 * n_workers - 1, 256, WEIR_MBUF_PRIV_SIZE,
+	depth = RTE_ALIGN_CEIL(depth, 2 * BURST);
+	mp = rte_pktmbuf_pool_create("bench_mbufs", (4096 + depth) * n_workers - 1, 256, WEIR_MBUF_PRIV_SIZE,
 				     RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
 	if (mp == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create mempool\n");
@@ -600,13 +663,23 @@ main(int argc, char **argv)
 		}
 		for (int m = 0; m < MODE__COUNT; m++) {
 			double ratio = r[m].cycles_per_pkt / r[MODE_BASELINE].cycles_per_pkt;
-			char more[96] = "";
+			char more[160] = "";
 
 			if (!(want & (1u << m)))
 				continue;
+			if (m == MODE_SHAPE && json)
+				snprintf(more, sizeof(more), ", \"new_per_pkt\": %.4f", r[m].new_per_pkt);
+			if (m == MODE_SHAPE && json && depth != 0)
+				snprintf(more + strlen(more), sizeof(more) - strlen(more),
+					 ", \"depth\": %u, \"backlog\": %u", depth, r[m].backlog);
+			else if (m == MODE_SHAPE && depth != 0)
+				snprintf(more, sizeof(more),
+					 "  depth %u: new-list entries/pkt %.4f, backlog at end %u",
+					 depth, r[m].new_per_pkt, r[m].backlog);
 			if (json) {
 				if (n_workers > 1)
-					snprintf(more, sizeof(more), ", \"workers\": %u, \"mpps_all\": %.2f, "
+					snprintf(more + strlen(more), sizeof(more) - strlen(more),
+						 ", \"workers\": %u, \"mpps_all\": %.2f, "
 						 "\"scaling\": %.2f", n_workers, par[m], par[m] / r[m].mpps);
 				printf("%s  {\"flows\": %u, \"mode\": \"%s\", \"cycles_per_pkt\": %.1f, "
 				       "\"mpps\": %.2f, \"cost_ratio\": %.2f, \"bytes_per_flow\": %zu, "
@@ -615,8 +688,8 @@ main(int argc, char **argv)
 				       r[m].mpps, ratio, bpf, r[m].state_bpf, more);
 			} else {
 				if (n_workers > 1)
-					snprintf(more, sizeof(more), " %9.2f %6.2fx", par[m],
-						 par[m] / r[m].mpps);
+					snprintf(more + strlen(more), sizeof(more) - strlen(more),
+						 " %9.2f %6.2fx", par[m], par[m] / r[m].mpps);
 				printf("%-10u %-11s %12.1f %10.2f %9.2fx %14zu %12.0f%s\n", flows[i],
 				       mode_name[m], r[m].cycles_per_pkt, r[m].mpps, ratio, bpf,
 				       r[m].state_bpf, more);
