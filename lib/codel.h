@@ -123,7 +123,8 @@ codel_rtt_interval(const struct weir_codel *c, const struct weir_codel_params *b
  * window cannot shorten its queue any further, and dropping from it sooner
  * only costs it a retransmission timeout. 1 MB under tcr beside 16 bulk
  * downloads (a share of ~1 frame a round trip at 10 ms, 20 Mbit/s) took
- * 6.6-8.4 s against 5.7-5.9 with the round trip alone.
+ * 6.5-6.6 s with the round trip alone, 6.1-6.4 with the tree's interval;
+ * 6.3-6.6 with this floor (docs/results/fct/2026-11-28e).
  */
 #define WEIR_CODEL_SHARE_FRAMES 2u
 
