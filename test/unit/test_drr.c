@@ -362,6 +362,22 @@ test_young_together(void)
 	weir_drr_qtab_free(t);
 }
 
+/* Bulk flows 0 and 1 (bulk packets each) and flow 2 (4 packets), all of
+ * 1000 bytes, start together; serve until flow 2 has emptied. Each sends
+ * two on the new list (a 1500-byte quantum), then it is old: flow 2 sends
+ * its last two in its old turn. */
+static void
+bulk_beside_flow2(struct weir_drr *d, const struct weir_drr_qtab *t, uint32_t bulk)
+{
+	for (uint32_t i = 0; i < bulk; i++)
+		for (uint32_t q = 0; q < 2; q++)
+			weir_drr_enqueue(d, q, mk(q, i, 1000));
+	for (uint32_t i = 0; i < 4; i++)
+		weir_drr_enqueue(d, 2, mk(2, i, 1000));
+	for (unsigned int n = 0; n < 20 && t->q[2].len != 0; n++)
+		next_flow(d);
+}
+
 /* An old queue that empties is old until its next turn would have come
  * (WEIR_DRR_IDLE_OLD): a bulk flow whose queue runs dry between two of its
  * packets wakes at the old list's tail with a quantum, not on the new
@@ -375,16 +391,7 @@ test_old_queue_wakes_old(void)
 	unsigned int n;
 
 	weir_drr_init(&d, t, 1500, 0);
-	/* Bulk flows 0 and 1 and flow 2 (4 packets) start together. Each
-	 * sends two 1000-byte packets on the new list (a 1500-byte quantum),
-	 * then it is old: flow 2 sends its last two in its old turn. */
-	for (uint32_t i = 0; i < 40; i++)
-		for (uint32_t q = 0; q < 2; q++)
-			weir_drr_enqueue(&d, q, mk(q, i, 1000));
-	for (uint32_t i = 0; i < 4; i++)
-		weir_drr_enqueue(&d, 2, mk(2, i, 1000));
-	for (n = 0; n < 20 && t->q[2].len != 0; n++)
-		next_flow(&d);
+	bulk_beside_flow2(&d, t, 40);
 	CHECK(t->q[2].len == 0 && t->q[2].listed == WEIR_DRR_IDLE_OLD,
 	      "flow 2 emptied while old: idle (%u)", t->q[2].listed);
 	/* Back at once: old, no new flow counted, and it sends within the
@@ -1021,6 +1028,26 @@ test_codel_sawtooth(void)
 	      (unsigned long)first[3][1], (unsigned long)first[4][1]);
 }
 
+/* Serve until flow 2 has emptied, then six packets more: past its turn. */
+static void
+serve_past_turn(struct weir_drr *d, const struct weir_drr_qtab *t)
+{
+	for (unsigned int n = 0; n < 8 && t->q[2].len != 0; n++)
+		next_flow(d);
+	for (int i = 0; i < 6; i++)
+		next_flow(d);
+}
+
+/* Flow 2's packet seq arrives, stamped at `ts` as cbq stamps it. */
+static void
+wake_flow2(struct weir_drr *d, uint32_t seq, uint64_t ts)
+{
+	struct rte_mbuf *m = mk(2, seq, 1000);
+
+	weir_mbuf_meta(m)->ts = ts;
+	weir_drr_enqueue(d, 2, m);
+}
+
 /* A bulk flow CoDel keeps a packet deep empties its queue often; when it
  * wakes after its turn it is old still while CoDel has dropped from it
  * lately, so it does not take the new list's turns from a young transfer
@@ -1031,23 +1058,14 @@ test_controlled_wakes_old(void)
 	struct weir_drr_qtab *t = weir_drr_qtab_create(8, 100, SOCKET_ID_ANY);
 	const struct weir_codel_params par = { .target = 5, .interval = 100 };
 	struct weir_drr d;
-	struct rte_mbuf *m;
 	uint64_t nf;
-	unsigned int n;
 
 	t->codel = rte_zmalloc(NULL, 8 * sizeof(*t->codel), 0);
 	weir_drr_init(&d, t, 1500, 0);
 	d.codel = t->codel;
 	d.aqm = &par;
-	for (uint32_t i = 0; i < 60; i++)
-		for (uint32_t q = 0; q < 2; q++)
-			weir_drr_enqueue(&d, q, mk(q, i, 1000));
-	for (uint32_t i = 0; i < 4; i++)
-		weir_drr_enqueue(&d, 2, mk(2, i, 1000));
-	for (n = 0; n < 20 && t->q[2].len != 0; n++)
-		next_flow(&d);
-	for (int i = 0; i < 6; i++)     /* past its turn */
-		next_flow(&d);
+	bulk_beside_flow2(&d, t, 60);
+	serve_past_turn(&d, t);
 	CHECK(t->q[2].len == 0 && t->q[2].listed == WEIR_DRR_IDLE_OLD, "flow 2 idle (%u)",
 	      t->q[2].listed);
 	/* CoDel dropped from it at 1000 (its state says so, the flag not
@@ -1055,31 +1073,19 @@ test_controlled_wakes_old(void)
 	t->codel[2].count = 2;
 	t->codel[2].drop_next = 1000;
 	nf = d.new_flows;
-	m = mk(2, 3, 1000);
-	weir_mbuf_meta(m)->ts = 1400;
-	weir_drr_enqueue(&d, 2, m);
+	wake_flow2(&d, 3, 1400);
 	CHECK(d.new_flows == nf + 1 && t->q[2].listed == WEIR_DRR_NEW, "unflagged: new (%u)",
 	      t->q[2].listed);
-	for (n = 0; n < 8 && t->q[2].len != 0; n++)
-		next_flow(&d);
-	for (int i = 0; i < 6; i++)
-		next_flow(&d);
+	serve_past_turn(&d, t);
 	/* Flagged as dequeue_codel flags a drop; it wakes at 1500: old. */
 	t->q[2].youth |= WEIR_DRR_Y_CODEL;
 	nf = d.new_flows;
-	m = mk(2, 4, 1000);
-	weir_mbuf_meta(m)->ts = 1500;
-	weir_drr_enqueue(&d, 2, m);
+	wake_flow2(&d, 4, 1500);
 	CHECK(d.new_flows == nf && t->q[2].listed == WEIR_DRR_OLD,
 	      "dropped from lately: old (%u)", t->q[2].listed);
-	for (n = 0; n < 8 && t->q[2].len != 0; n++)
-		next_flow(&d);
-	for (int i = 0; i < 6; i++)
-		next_flow(&d);
+	serve_past_turn(&d, t);
 	/* Wakes at 2700, 17 intervals after its last drop: new. */
-	m = mk(2, 5, 1000);
-	weir_mbuf_meta(m)->ts = 2700;
-	weir_drr_enqueue(&d, 2, m);
+	wake_flow2(&d, 5, 2700);
 	CHECK(d.new_flows == nf + 1 && t->q[2].listed == WEIR_DRR_NEW &&
 	      !(t->q[2].youth & WEIR_DRR_Y_CODEL),
 	      "not dropped from for 16 intervals: new, unflagged (%u)", t->q[2].listed);
