@@ -14,6 +14,7 @@
  * was acknowledged), the rest are stored. A record whose data R SACKed
  * keeps its place with its mbuf freed.
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include <netinet/in.h>
@@ -91,7 +92,9 @@ struct pep_flow {
 	uint32_t bytes;         /* bytes of the copies held (SACKed ones not) */
 	uint32_t packed_bytes;  /* bytes p-acked and not yet acked by R */
 	uint32_t wm, maxbuf;    /* watermark and maximum buffer, bytes */
-	uint32_t srtt, rttvar, min_rtt;     /* gateway -> R -> gateway, TSC ticks */
+	/* gateway -> R -> gateway, TSC ticks: 64 bits, as every tick quantity
+	 * here (2 s is 4.6e9 ticks at 2.3 GHz, more than 32 bits hold). */
+	uint64_t srtt, rttvar, min_rtt;
 	uint64_t rto_at;        /* 0: timer off */
 	uint64_t heard;         /* TSC of R's latest ACK */
 	uint64_t first_to;      /* TSC of the first timeout without progress since */
@@ -288,12 +291,12 @@ pep_reset(struct weir_worker *w, uint32_t slot)
 	}
 }
 
-static uint32_t
+static uint64_t
 rto_of(const struct pep *st, const struct pep_flow *pf)
 {
-	uint64_t rto = (uint64_t)pf->srtt + 4 * (uint64_t)pf->rttvar;
+	uint64_t rto = pf->srtt + 4 * pf->rttvar;
 
-	return (uint32_t)RTE_MIN(RTE_MAX(rto, st->rto_min), st->rto_max);
+	return RTE_MIN(RTE_MAX(rto, st->rto_min), st->rto_max);
 }
 
 /* A SYN (or SYN+ACK) of S under pep: the flow is eligible from its start.
@@ -328,8 +331,8 @@ flow_new(struct weir_worker *w, struct pep *st, struct weir_flow *f, int d, uint
 	pf->t.s_port = p->sport;
 	pf->t.r_port = p->dport;
 	rtt = weir_postack_rtt(w->pa, d ^ 1, slot);
-	pf->srtt = (uint32_t)RTE_MIN(rtt, (uint64_t)UINT32_MAX);
-	pf->rttvar = pf->srtt / 2;
+	pf->srtt = rtt;
+	pf->rttvar = rtt / 2;
 	pf->pos = st->n_active;
 	st->active[st->n_active++] = i;
 	st->idx[d][slot] = (uint16_t)(i + 1);
@@ -591,10 +594,10 @@ give_up(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_f
 
 	/* Rare, and an operator wants to know which flow and where it stood. */
 	RTE_LOG(NOTICE, USER1, "pep: giving up on a flow (dir %d, port %u -> %u): R acked %u, "
-		"S told %u, copies %u..%u (%u, %u bytes p-acked), %u timeouts, srtt %u us\n",
+		"S told %u, copies %u..%u (%u, %u bytes p-acked), %u timeouts, srtt %" PRIu64 " us\n",
 		pf->d, pf->t.s_port, pf->t.r_port, pf->real_una, pf->una,
 		pf->head != NONE ? st->rec[pf->head].seq : 0, pf->next_seq, pf->n, pf->packed_bytes,
-		pf->retries, (unsigned int)(pf->srtt / (rte_get_tsc_hz() / 1000000)));
+		pf->retries, pf->srtt / w->tsc_per_us);
 	m = make_frame(st, pf, true, pf->t.s_ack, pf->una, WEIR_TCP_RST | WEIR_TCP_ACK, 0);
 	if (m != NULL) {
 		weir_worker_out(w, pf->d, m);
@@ -673,7 +676,7 @@ copy_segment(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct 
 		return;
 	}
 	if (pf->mss == 0) {
-		uint32_t hs = w->pa->q[pf->d ^ 1][pf->slot].rtt;
+		uint64_t hs = weir_postack_measured_rtt(w->pa, pf->d ^ 1, pf->slot);
 
 		pf->mss = f->mss[pf->d ^ 1] ? f->mss[pf->d ^ 1] : 1460;
 		/* The handshake timed R's side once the SYN was answered: the
@@ -732,10 +735,8 @@ copy_segment(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct 
 /* ---- R's frames ---- */
 
 static void
-rtt_sample(struct pep_flow *pf, uint64_t s)
+rtt_sample(struct pep_flow *pf, uint64_t v)
 {
-	uint32_t v = (uint32_t)RTE_MIN(s, (uint64_t)UINT32_MAX);
-
 	if (pf->min_rtt == 0 || v < pf->min_rtt)
 		pf->min_rtt = v;
 	/* RFC 6298: rttvar = 3/4 rttvar + 1/4 |srtt - s|, srtt = 7/8 srtt + 1/8 s */
@@ -744,9 +745,8 @@ rtt_sample(struct pep_flow *pf, uint64_t s)
 		pf->rttvar = v / 2;
 		return;
 	}
-	pf->rttvar = (uint32_t)(((uint64_t)pf->rttvar * 3 +
-				 (pf->srtt > v ? pf->srtt - v : v - pf->srtt)) / 4);
-	pf->srtt = (uint32_t)(((uint64_t)pf->srtt * 7 + v) / 8);
+	pf->rttvar = (pf->rttvar * 3 + (pf->srtt > v ? pf->srtt - v : v - pf->srtt)) / 4;
+	pf->srtt = (pf->srtt * 7 + v) / 8;
 }
 
 /* R acknowledged everything below ack: free those copies (one round-trip
@@ -1207,7 +1207,7 @@ weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake)
 				break;
 			}
 		}
-		pf->rto_at = now + RTE_MIN((uint64_t)rto_of(st, pf) << pf->retries, st->rto_max);
+		pf->rto_at = now + RTE_MIN(rto_of(st, pf) << pf->retries, st->rto_max);
 	}
 	if (st->n_active > 0)
 		*wake = RTE_MIN(*wake, now + w->tsc_hz / 1000);

@@ -135,6 +135,9 @@ struct weir_worker_conf {
 	/* ipabr: time added to a flow's round trip in Eq. 4.6 (lib/ipabr.c):
 	 * a window of exactly rate x min RTT loses throughput to any jitter. */
 	uint32_t ipabr_headroom_us;
+	/* TSC ticks a second (0: the TSC's own, rte_get_tsc_hz()): tests on a
+	 * fake clock run at other rates (a 3 GHz TSC: 2 s is over 2^32). */
+	uint64_t tsc_hz;
 };
 
 /*

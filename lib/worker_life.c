@@ -98,7 +98,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 		return NULL;
 	w->conf = *conf;
 	w->flows = flows;
-	w->tsc_hz = rte_get_tsc_hz();
+	w->tsc_hz = conf->tsc_hz ? conf->tsc_hz : rte_get_tsc_hz();
 	w->tsc_per_us = RTE_MAX(w->tsc_hz / 1000000, (uint64_t)1);
 	w->mal_bucket.tokens = (uint64_t)conf->malformed_pps << 20;    /* full at start */
 	/* An SA is a flow; records for a few thousand (lib/sa_seq.h). */

@@ -137,6 +137,14 @@ static bool rig_pa_share_clamp;        /* postack's share clamp (off: the tests 
 static uint32_t rig_pa_clamp_margin16;  /* its margin, << 16 */
 /* weir_worker_conf.malformed_pps of workers made while set (0: no limit). */
 static uint32_t rig_malformed_pps;
+/* The fake clock's ticks a second for workers made while set (0: the TSC's). */
+static uint64_t rig_tsc_hz;
+
+static inline uint64_t
+rig_hz(void)
+{
+	return rig_tsc_hz ? rig_tsc_hz : rte_get_tsc_hz();
+}
 
 /* postack_acks: 0 = no PostACK queues. */
 static inline int
@@ -144,12 +152,12 @@ rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, 
 {
 	struct weir_policy_err e;
 	struct weir_flow_table_conf fc = {
-		.name = name, .capacity = CAP, .socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(),
+		.name = name, .capacity = CAP, .socket_id = SOCKET_ID_ANY, .tsc_hz = rig_hz(),
 		.timeouts = { 5, 100, 10, 2, 30, 15 },
 	};
 	struct weir_cbq *sh[WEIR_PORT__COUNT] = { NULL, NULL };
 	struct weir_worker_conf wc = { .burst = 32, .cut_through = rig_cut_through,
-				       .malformed_pps = rig_malformed_pps };
+				       .malformed_pps = rig_malformed_pps, .tsc_hz = rig_tsc_hz };
 
 	memset(r, 0, sizeof(*r));
 	r->p = weir_policy_build(pc, 1, &e);
@@ -162,7 +170,7 @@ rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, 
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		struct weir_cbq_class_conf cc[WEIR_CBQ_MAX_CLASSES];
 		struct weir_cbq_conf conf = {
-			.socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(), .classes = cc,
+			.socket_id = SOCKET_ID_ANY, .tsc_hz = rig_hz(), .classes = cc,
 			.n_queues = CAP + 1 + WEIR_POLICY_QUEUES_EXTRA(r->p), .flow_limit = 16,
 		};
 
@@ -175,7 +183,7 @@ rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, 
 			.n_flows = CAP, .n_acks = postack_acks, .ack_limit = 64, .idle_us = 20000,
 			.mbuf_cap = rig_pa_mbuf_cap, .share_clamp = rig_pa_share_clamp,
 			.clamp_target_us = 5000, .clamp_margin16 = rig_pa_clamp_margin16,
-			.tsc_hz = rte_get_tsc_hz(), .socket_id = SOCKET_ID_ANY, .mp = mp,
+			.tsc_hz = rig_hz(), .socket_id = SOCKET_ID_ANY, .mp = mp,
 		};
 
 		wc.postack = weir_postack_create(&pac);

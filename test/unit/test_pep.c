@@ -730,6 +730,69 @@ test_mode_off(void)
 	rig_free(&r);
 }
 
+/* A satellite path on a 3 GHz TSC (issue 36.1): R 478 ms beyond the
+ * gateway, so the first timeout (srtt + 4 rttvar, 1.43 s) is 4.3e9 ticks,
+ * over 2^32. Ten round trips of data, each acknowledged by R a round trip
+ * after it left: no timeout fires, nothing is retransmitted or given up. */
+static void
+test_rto_long_path(void)
+{
+	static uint64_t hz3 = 3000000000ull;
+	const uint64_t *saved = hzp;
+	const struct weir_pep_stats *st;
+	uint64_t t0, now, wake;
+	struct rig r;
+	int ok;
+
+	hzp = &hz3;
+	rig_tsc_hz = hz3;
+	ok = make(&r, "pep_sat") == 0;
+	rig_tsc_hz = 0;
+	if (!ok) {
+		hzp = saved;
+		CHECK(0, "rig");
+		return;
+	}
+	t0 = 1000 * MS;
+	feed_seg(&r, &(struct seg){ .flags = SYN, .seq = ISN_S - 1, .win = 65535, .syn_opts = 1,
+				   .ts = 1, .tsval = 100 }, t0);
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = SYN | ACK, .seq = ISN_R - 1, .ack = ISN_S,
+				   .win = 65535, .syn_opts = 1, .ts = 1, .tsval = 7000, .tsecr = 100 },
+		 t0 + 478 * MS);
+	feed_seg(&r, &(struct seg){ .flags = ACK, .seq = ISN_S, .ack = ISN_R, .win = 1000, .ts = 1,
+				   .tsval = 101, .tsecr = 7000 }, t0 + 479 * MS);
+	drain_up(&r, t0 + 479 * MS);
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 480 * MS);
+	st = weir_pep_stats(r.w);
+	for (uint32_t k = 0; k < 10; k++) {
+		const uint64_t at = t0 + 500 * MS + k * 480 * MS;
+
+		for (uint32_t i = 0; i < 4; i++) {
+			struct seg s = data(0, (4 * k + i) * 1000);
+
+			feed_seg(&r, &s, at);
+		}
+		drain_up(&r, at);
+		for (now = at; now < at + 478 * MS; now += 10 * MS) {
+			wake = UINT64_MAX;
+			weir_pep_poll(r.w, now, &wake);
+			weir_worker_tx(r.w);
+		}
+		{
+			struct seg s = rack(0, (4 * k + 4) * 1000, 2000);
+
+			feed_seg(&r, &s, at + 478 * MS);
+		}
+		rig_emitted_free(&r);
+	}
+	CHECK(st->packed == 40 && st->rto_retx == 0 && st->give_ups == 0 && st->copies == 0,
+	      "478 ms beyond at 3 GHz: 40 p-acked, no timeout fired (%" PRIu64 " retx, %" PRIu64
+	      " give-ups)", st->rto_retx, st->give_ups);
+	rig_free(&r);
+	hzp = saved;
+}
+
 /* Shutdown with copies held: every one back in the pool. */
 static void
 test_flush(void)
@@ -780,6 +843,7 @@ main(int argc, char **argv)
 	test_local_recovery();
 	test_rto_give_up();
 	test_rto_receiver_talks();
+	test_rto_long_path();
 	test_limits();
 	test_end_with_packed();
 	test_mode_off();
