@@ -64,6 +64,7 @@ struct pep_tmpl {
 	uint8_t s_addr[16], r_addr[16];
 	uint16_t s_port, r_port;        /* host order */
 	uint32_t s_ack;                 /* S's latest ACK: R's next sequence number */
+	uint32_t s_edge;                /* S's window's right edge (s_ack + its window) */
 	uint32_t s_tsval;               /* S's latest TSval (a p-ACK echoes it) */
 };
 
@@ -72,6 +73,8 @@ struct pep_tmpl {
 #define F_RECOVERY 0x02         /* a loss episode runs until real_una reaches `recover` */
 #define F_REDGE    0x04         /* redge is known */
 #define F_RTS      0x08         /* r_tsval is known */
+#define F_SEDGE    0x10         /* s_ack and s_edge are known (S has sent an ACK) */
+#define F_SRST     0x20         /* S reset while R still owed p-acked data: R's RST waits */
 
 struct pep_flow {
 	uint32_t head, tail;    /* the chain */
@@ -614,22 +617,96 @@ give_up(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_f
 	RTE_SET_USED(f);
 }
 
+/* ---- resets ----
+ *
+ * A RST ends pep's state only when it is in the window of the end it is
+ * sent to (RFC 793 sec. 3.4; RFC 5961 makes endpoints ignore the rest):
+ * a stale or spoofed RST the endpoint ignores must not free copies of data
+ * S was told arrived. Out of window it passes untouched, counted, and the
+ * state stays. In window, no data S was told of may be lost silently:
+ * - S reset while R still lacks p-acked data: S's RST is held back (R
+ *   would drop the connection and the data with it); the copies are
+ *   delivered, then R gets a RST at its own next sequence number. If R
+ *   stays silent the timeouts give up as for any flow.
+ * - R reset: what it lacked can never arrive, so S, told it did, gets a
+ *   RST of the gateway's at its next sequence number beside R's own.
+ */
+
+/* Owes R data S was told arrived. */
+static inline bool
+owed(const struct pep_flow *pf)
+{
+	return pf->packed_bytes > 0;
+}
+
+static bool
+sender_reset(struct pep *st, struct weir_flow *f, struct pep_flow *pf, const struct weir_pkt *p)
+{
+	uint32_t edge = seq_gt(pf->shown, pf->redge) ? pf->shown : pf->redge;
+
+	if (!(pf->flags & F_REDGE) || seq_gt(pf->real_una, p->seq) || seq_gt(p->seq, edge)) {
+		st->st.rst_ignored++;
+		return false;
+	}
+	if (!owed(pf)) {
+		flow_drop(st, f, pf, &st->st.ended_copies);
+		return false;
+	}
+	if (!(pf->flags & F_SRST))
+		st->st.rst_held++;
+	pf->flags |= F_SRST | F_DRAIN;  /* no more copies or p-ACKs: S is gone */
+	return true;
+}
+
+/* R's copies all delivered after S reset: R's RST now, state gone. */
+static void
+sender_reset_done(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf)
+{
+	struct rte_mbuf *m = make_frame(st, pf, false, pf->real_una, pf->t.s_ack,
+					WEIR_TCP_RST | WEIR_TCP_ACK, 0);
+
+	if (m != NULL) {
+		weir_worker_out(w, pf->d ^ 1, m);
+		st->st.rst_sent++;
+	}
+	flow_drop(st, f, pf, &st->st.ended_copies);
+}
+
+static bool
+receiver_reset(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf,
+	       const struct weir_pkt *p)
+{
+	if ((pf->flags & F_SEDGE) &&
+	    (seq_gt(pf->t.s_ack, p->seq) || seq_gt(p->seq, pf->t.s_edge))) {
+		st->st.rst_ignored++;
+		return false;
+	}
+	if (owed(pf))
+		give_up(w, st, f, pf);  /* S hears it from the gateway too, at its rcv_nxt */
+	flow_drop(st, f, pf, &st->st.ended_copies);
+	return false;
+}
+
 /* ---- S's frames ---- */
 
 /* A frame of S (any TCP frame travelling d): the template follows S's
  * latest ACK number and timestamp; a RST ends the state. */
-static void
+static bool
 from_sender(struct pep *st, struct weir_flow *f, struct pep_flow *pf, struct rte_mbuf *m,
 	    const struct weir_pkt *p)
 {
 	const uint8_t *tcp = rte_pktmbuf_mtod_offset(m, const uint8_t *, p->l4_off);
 
-	if (p->tcp_flags & WEIR_TCP_RST) {
-		flow_drop(st, f, pf, &st->st.ended_copies);
-		return;
-	}
-	if (p->tcp_flags & WEIR_TCP_ACK)
+	if (p->tcp_flags & WEIR_TCP_RST)
+		return sender_reset(st, f, pf, p);
+	if (p->tcp_flags & WEIR_TCP_ACK) {
+		int ws = weir_ack_wscale(f, pf->d);
+
 		pf->t.s_ack = p->ack;
+		pf->t.s_edge = p->ack + ((uint32_t)p->win << ((p->tcp_flags & WEIR_TCP_SYN) || ws < 0 ?
+							      0 : ws));
+		pf->flags |= F_SEDGE;
+	}
 	if (p->flags & WEIR_PF_TCP_TS) {
 		uint32_t tsecr = rd32(tcp + p->ts_off + 4);
 
@@ -641,6 +718,7 @@ from_sender(struct pep *st, struct weir_flow *f, struct pep_flow *pf, struct rte
 			pf->flags |= F_RTS;
 		}
 	}
+	return false;
 }
 
 /* A data segment of S about to enter its leaf (mode pep): copy it and
@@ -893,10 +971,8 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 	bool take = false;
 	uint64_t dummy = 0;
 
-	if (p->tcp_flags & WEIR_TCP_RST) {
-		flow_drop(st, f, pf, &st->st.ended_copies);    /* R reset: S hears it from R */
-		return false;
-	}
+	if (p->tcp_flags & WEIR_TCP_RST)
+		return receiver_reset(w, st, f, pf, p);
 	if (!(p->tcp_flags & WEIR_TCP_ACK))
 		return false;
 	pf->heard = now;
@@ -988,7 +1064,9 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 		rte_pktmbuf_free(m);
 		st->st.real_dropped++;
 	}
-	if ((pf->flags & F_DRAIN) && pf->n == 0 && !seq_gt(pf->una, pf->real_una))
+	if ((pf->flags & F_SRST) && !owed(pf))
+		sender_reset_done(w, st, f, pf);
+	else if ((pf->flags & F_DRAIN) && pf->n == 0 && !seq_gt(pf->una, pf->real_una))
 		flow_drop(st, f, pf, &dummy);
 	return take;
 }
@@ -1004,8 +1082,10 @@ weir_pep_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
 		f->shape &= (uint8_t)~WEIR_FSH_PEP;
 		return false;
 	}
-	if ((pf = flow_get(st, a, slot)) != NULL)
-		from_sender(st, f, pf, m, p);
+	if ((pf = flow_get(st, a, slot)) != NULL && from_sender(st, f, pf, m, p)) {
+		rte_pktmbuf_free(m);    /* S's RST, held back (sender_reset) */
+		return true;
+	}
 	if ((pf = flow_get(st, a ^ 1, slot)) != NULL)
 		return from_receiver(w, st, f, pf, m, p, now);
 	return false;

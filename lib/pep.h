@@ -53,6 +53,9 @@ struct weir_pep_stats {
 	uint64_t rto_retx;      /* retransmissions from a copy on the flow's timeout */
 	uint64_t give_ups;      /* flows ended with RSTs to both sides (receiver silent) */
 	uint64_t rst_sent;      /* RST frames made */
+	uint64_t rst_ignored;   /* RSTs outside the window of the end they were sent to: passed,
+				 * the state kept (the endpoint ignores them, RFC 5961) */
+	uint64_t rst_held;      /* S's RSTs held back until R had the data S was told of */
 	uint64_t flow_cap;      /* segments passed uncopied: the flow's copy cap */
 	uint64_t pool_cap;      /* segments passed uncopied: the worker's copy cap or records */
 	uint64_t buf_full;      /* segments passed uncopied: buffer at its maximum */

@@ -793,6 +793,145 @@ test_rto_long_path(void)
 	hzp = saved;
 }
 
+/* Frames the worker sent or queued towards the WAN with `flags` set: sent
+ * now (caught) and whatever the class lets go over the next 400 ms. */
+static unsigned int
+wan_frames_with(struct rig *r, uint8_t flags, uint64_t now, struct seen *last)
+{
+	struct rte_mbuf *o[64];
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < r->n_emitted; i++) {
+		struct seen s = look(r->emitted[i]);
+
+		if (r->emitted_to[i] == WEIR_PORT_WAN && (s.flags & flags) == flags) {
+			k++;
+			*last = s;
+		}
+	}
+	for (int t = 0; t < 200; t++) {
+		uint16_t n = rig_dequeue(r, WEIR_PORT_LAN, now + (uint64_t)t * 2 * MS, o, 64);
+
+		for (uint16_t i = 0; i < n; i++) {
+			struct seen s = look(o[i]);
+
+			if ((s.flags & flags) == flags) {
+				k++;
+				*last = s;
+			}
+		}
+		rte_pktmbuf_free_bulk(o, n);
+	}
+	return k;
+}
+
+/* Four segments p-acked, R's window open: the state the RST tests start from. */
+static int
+four_packed(struct rig *r, const char *name, uint64_t t0)
+{
+	if (make(r, name) != 0)
+		return -1;
+	handshake(r, 0, 1, t0);
+	feed_seg(r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+	for (uint32_t i = 0; i < 4; i++) {
+		struct seg s = data(0, i * 1000);
+
+		feed_seg(r, &s, t0 + 50 * MS);
+	}
+	drain_up(r, t0 + 50 * MS);
+	rig_emitted_free(r);
+	return 0;
+}
+
+/* Issue 36.2: a RST outside the window of the end it is sent to changes
+ * nothing; S's own RST waits until R has what S was told of, then R gets a
+ * RST at its next sequence number. */
+static void
+test_rst_from_sender(void)
+{
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	struct seen last = { 0 };
+	struct rig r;
+
+	if (four_packed(&r, "pep_rst_s", t0) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	st = weir_pep_stats(r.w);
+	CHECK(st->packed == 4 && st->copies == 4, "four p-acked copies");
+	/* Stale or spoofed: from R far left of S's window, from S far left of R's. */
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = RST | ACK, .seq = ISN_R - 70000,
+				   .ack = ISN_S }, t0 + 60 * MS);
+	feed_seg(&r, &(struct seg){ .flags = RST, .seq = ISN_S - 100000 }, t0 + 61 * MS);
+	drain_up(&r, t0 + 61 * MS);
+	CHECK(st->copies == 4 && st->active == 1 && st->rst_ignored == 2,
+	      "out-of-window RSTs: copies and state kept (%u copies, %u active, %" PRIu64
+	      " ignored)", st->copies, st->active, st->rst_ignored);
+	rig_emitted_free(&r);
+	/* R lost segment 2 beyond the gateway; then S resets (in R's window). */
+	{
+		struct seg s = rack(0, 2000, 2000);
+
+		feed_seg(&r, &s, t0 + 100 * MS);
+	}
+	CHECK(feed_seg(&r, &(struct seg){ .flags = RST | ACK, .seq = ISN_S + 4000, .ack = ISN_R },
+		       t0 + 101 * MS) == 0 && st->rst_held == 1, "S's RST held back");
+	CHECK(wan_frames_with(&r, RST, t0 + 101 * MS, &last) == 0 && st->copies == 2,
+	      "no RST towards R while it lacks p-acked data (%u copies)", st->copies);
+	rig_emitted_free(&r);
+	/* R's duplicates bring the hole back from the copy; R acks all. */
+	{
+		struct seg s = rack(0, 2000, 2000);
+
+		s.n_sack = 1;
+		s.sack[0] = ISN_S + 3000;
+		s.sack[1] = ISN_S + 4000;
+		feed_seg(&r, &s, t0 + 150 * MS);
+	}
+	CHECK(retx_of(&r, 2000) == 1, "the hole recovered after S's reset");
+	rig_emitted_free(&r);
+	{
+		struct seg s = rack(0, 4000, 2000);
+
+		feed_seg(&r, &s, t0 + 200 * MS);
+	}
+	CHECK(wan_frames_with(&r, RST, t0 + 200 * MS, &last) == 1 && last.seq == ISN_S + 4000 &&
+	      last.cksum_ok, "then R's RST at its next sequence number (%u)", last.seq - ISN_S);
+	CHECK(st->active == 0 && st->copies == 0, "state gone");
+	rig_free(&r);
+}
+
+/* R resets in S's window while S was told of data R never acked: S gets a
+ * RST at its own next sequence number too. */
+static void
+test_rst_from_receiver(void)
+{
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	unsigned int to_s = 0;
+	struct rig r;
+
+	if (four_packed(&r, "pep_rst_r", t0) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	st = weir_pep_stats(r.w);
+	CHECK(feed_seg(&r, &(struct seg){ .in = 1, .flags = RST | ACK, .seq = ISN_R,
+					  .ack = ISN_S + 1000 }, t0 + 60 * MS) == 1,
+	      "R's RST goes on");
+	for (unsigned int i = 0; i < r.n_emitted; i++) {
+		struct seen s = look(r.emitted[i]);
+
+		to_s += r.emitted_to[i] == WEIR_PORT_LAN && (s.flags & RST) && s.seq == ISN_R &&
+			s.cksum_ok;
+	}
+	CHECK(to_s == 1 && st->give_ups == 1 && st->active == 0 && st->copies == 0,
+	      "S reset by the gateway too (%u), state gone", to_s);
+	rig_free(&r);
+}
+
 /* Shutdown with copies held: every one back in the pool. */
 static void
 test_flush(void)
@@ -844,6 +983,8 @@ main(int argc, char **argv)
 	test_rto_give_up();
 	test_rto_receiver_talks();
 	test_rto_long_path();
+	test_rst_from_sender();
+	test_rst_from_receiver();
 	test_limits();
 	test_end_with_packed();
 	test_mode_off();
