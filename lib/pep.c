@@ -44,6 +44,7 @@
 #define R_SENT   0x08           /* its original left the class tree (sent is exact) */
 #define R_EVER_RETX 0x10        /* retransmitted at all: no RTT sample (Karn) */
 #define R_GONE   0x20           /* the class dropped its original before a p-ACK: S's to resend */
+#define R_LOST   0x40           /* the class dropped its original after the p-ACK: weir's to resend */
 
 struct pep_rec {
 	struct rte_mbuf *m;     /* the copy; NULL once SACKed */
@@ -75,6 +76,7 @@ struct pep_tmpl {
 #define F_RTS      0x08         /* r_tsval is known */
 #define F_SEDGE    0x10         /* s_ack and s_edge are known (S has sent an ACK) */
 #define F_SRST     0x20         /* S reset while R still owed p-acked data: R's RST waits */
+#define F_LOST     0x40         /* has R_LOST records: on the lost list */
 
 struct pep_flow {
 	uint32_t head, tail;    /* the chain */
@@ -120,6 +122,8 @@ struct pep {
 	uint16_t n_free;
 	uint16_t *active;               /* flow indices with state */
 	uint16_t n_active, rr;
+	uint16_t *lost;                 /* flow indices with F_LOST: resent first at the next poll */
+	uint16_t n_lost;
 	struct pep_rec *rec;
 	uint32_t n_rec, free_rec;
 	uint32_t flow_cap;              /* copies one flow may hold */
@@ -186,15 +190,18 @@ pep_init(struct weir_worker *w, uint32_t n_flows, int socket_id)
 					socket_id);
 	st->active = rte_malloc_socket("weir_pep_act", WEIR_PEP_MAX_FLOWS * sizeof(uint16_t), 0,
 				       socket_id);
+	st->lost = rte_malloc_socket("weir_pep_lost", WEIR_PEP_MAX_FLOWS * sizeof(uint16_t), 0,
+				     socket_id);
 	st->rec = rte_malloc_socket("weir_pep_rec", st->n_rec * sizeof(*st->rec), RTE_CACHE_LINE_SIZE,
 				    socket_id);
 	if (st->idx[0] == NULL || st->idx[1] == NULL || st->fl == NULL || st->free_fl == NULL ||
-	    st->active == NULL || st->rec == NULL) {
+	    st->active == NULL || st->lost == NULL || st->rec == NULL) {
 		rte_free(st->idx[0]);
 		rte_free(st->idx[1]);
 		rte_free(st->fl);
 		rte_free(st->free_fl);
 		rte_free(st->active);
+		rte_free(st->lost);
 		rte_free(st->rec);
 		rte_free(st);
 		return -ENOMEM;
@@ -222,6 +229,7 @@ pep_fini(struct weir_worker *w)
 	rte_free(st->fl);
 	rte_free(st->free_fl);
 	rte_free(st->active);
+	rte_free(st->lost);
 	rte_free(st->rec);
 	rte_free(st);
 	w->mode_state[WEIR_MODE_PEP] = NULL;
@@ -233,6 +241,17 @@ flow_get(const struct pep *st, int d, uint32_t slot)
 	uint16_t i = st->idx[d][slot];
 
 	return i ? &st->fl[i - 1] : NULL;
+}
+
+/* Take flow index i off the lost list (rare: a flow ended with a resend due). */
+static void
+lost_unlist(struct pep *st, uint16_t i)
+{
+	for (uint16_t k = 0; k < st->n_lost; k++)
+		if (st->lost[k] == i) {
+			st->lost[k] = st->lost[--st->n_lost];
+			return;
+		}
 }
 
 /* Give every copy of pf back; `why` counts them. */
@@ -255,6 +274,10 @@ chain_free(struct pep *st, struct pep_flow *pf, uint64_t *why)
 		r = next;
 	}
 	pf->head = pf->tail = pf->pk = pf->stamp = pf->unq = NONE;
+	if (pf->flags & F_LOST) {
+		lost_unlist(st, (uint16_t)(pf - st->fl));
+		pf->flags &= (uint8_t)~F_LOST;
+	}
 	pf->n = pf->copies = 0;
 	pf->bytes = pf->packed_bytes = 0;
 	pf->rto_at = 0;
@@ -924,8 +947,10 @@ recover_one(struct weir_worker *w, struct pep *st, struct pep_flow *pf, bool sac
 		if (!sack && (r->seq != pf->real_una || !(r->fl & R_SENT) ||
 			      now - r->sent < pf->srtt))
 			break;
+		if (r->fl & R_GONE)
+			continue;       /* S's to resend: it was never told of it */
 		if (!(r->fl & R_SENT))
-			break;          /* still queued here: R cannot have missed it */
+			break;          /* still queued here (or resent from the poll): R cannot lack it yet */
 		if (r->m == NULL || (r->fl & R_RETX))
 			continue;
 		if (retransmit(w, st, r, pf->d, now, pf->t.ts ? &pf->t.s_tsval : NULL))
@@ -1142,9 +1167,11 @@ pep_queued(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
 		st->st.withheld++;
 }
 
-/* The class refused S's segment (queue full) or its AQM dropped it. Not
- * p-acked yet: S owns it, the copy goes (R_GONE keeps its place so no
- * p-ACK passes it). p-acked: the copy stays and recovers it. */
+/* The class refused S's segment (queue full), evicted it from a full leaf
+ * or its AQM dropped it. Not p-acked yet: S owns it, the copy goes (R_GONE
+ * keeps its place so no p-ACK passes it). p-acked: the copy goes to R
+ * from the next poll (resend_lost), not at the timeout: every hole behind
+ * it would wait for that too. */
 static void
 pep_dropped(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m, int d)
 {
@@ -1164,15 +1191,24 @@ pep_dropped(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m
 			continue;
 		if (pf->unq == ri)
 			pf->unq = NONE;
-		if (!(r->fl & R_PACKED) && r->m != NULL) {
-			rte_pktmbuf_free(r->m);
-			r->m = NULL;
-			r->fl |= R_GONE;
-			pf->bytes -= r->len;
-			pf->copies--;
-			st->st.copies--;
-			st->st.class_dropped++;
+		if (r->m == NULL)
+			return;
+		if (r->fl & R_PACKED) {
+			/* S was told it arrived: nobody else will resend it. */
+			r->fl |= R_LOST;
+			if (!(pf->flags & F_LOST)) {
+				pf->flags |= F_LOST;
+				st->lost[st->n_lost++] = (uint16_t)(pf - st->fl);
+			}
+			return;
 		}
+		rte_pktmbuf_free(r->m);
+		r->m = NULL;
+		r->fl |= R_GONE;
+		pf->bytes -= r->len;
+		pf->copies--;
+		st->st.copies--;
+		st->st.class_dropped++;
 		return;
 	}
 }
@@ -1227,6 +1263,41 @@ weir_pep_end(struct weir_worker *w, struct weir_flow *f, uint32_t slot)
 	f->shape &= (uint8_t)~WEIR_FSH_PEP;
 }
 
+/* Copies whose p-acked originals the class dropped, straight to R as
+ * every recovery is (sent counts as the original's departure), at most
+ * `budget`; a flow with more stays listed. */
+static unsigned int
+resend_lost(struct weir_worker *w, struct pep *st, uint64_t now, unsigned int budget)
+{
+	unsigned int sent = 0;
+
+	while (st->n_lost > 0 && sent < budget) {
+		struct pep_flow *pf = &st->fl[st->lost[st->n_lost - 1]];
+		bool more = false;
+
+		for (uint32_t ri = pf->head; ri != NONE; ri = st->rec[ri].next) {
+			struct pep_rec *r = &st->rec[ri];
+
+			if (!(r->fl & R_LOST))
+				continue;
+			if (sent == budget) {
+				more = true;
+				break;
+			}
+			r->fl = (uint8_t)((r->fl & ~R_LOST) | R_SENT);
+			if (retransmit(w, st, r, pf->d, now, pf->t.ts ? &pf->t.s_tsval : NULL)) {
+				st->st.lost_resent++;
+				sent++;
+			}
+		}
+		if (more)
+			break;
+		pf->flags &= (uint8_t)~F_LOST;
+		st->n_lost--;
+	}
+	return sent;
+}
+
 unsigned int
 weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake)
 {
@@ -1235,6 +1306,8 @@ weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake)
 
 	if (st == NULL || st->n_active == 0)
 		return 0;
+	if (unlikely(st->n_lost > 0))
+		sent += resend_lost(w, st, now, POLL_BUDGET);
 	for (unsigned int k = 0; k < POLL_BUDGET && st->n_active > 0; k++) {
 		struct pep_flow *pf;
 		struct weir_flow *f;

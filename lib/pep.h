@@ -62,6 +62,7 @@ struct weir_pep_stats {
 	uint64_t not_packable;  /* segments passed uncopied: FIN, URG, out of order, past the window */
 	uint64_t nombuf;        /* a copy or a made frame found no mbuf */
 	uint64_t class_dropped; /* copies given up: the class dropped the original before a p-ACK */
+	uint64_t lost_resent;   /* copies resent at once: the class dropped a p-acked original */
 	uint64_t ended_copies;  /* copies dropped because the flow ended (idle, evicted) */
 	uint64_t flushed;       /* copies dropped at shutdown */
 	uint32_t copies;        /* mbufs held now */

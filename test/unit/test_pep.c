@@ -932,6 +932,69 @@ test_rst_from_receiver(void)
 	rig_free(&r);
 }
 
+/* Issue 36.3: a full leaf evicts a p-acked original (the head of the
+ * longest queue) to take another flow's frame. S was told it arrived, so
+ * the copy goes to R at the next poll, not at the timeout; and the hole
+ * does not stop recovery of a later one. */
+static void
+test_packed_original_dropped(void)
+{
+	static const struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_PEP, .default_limit = 8 }, { .rate = 0 } },
+	};
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	struct rig r;
+	uint64_t wake = UINT64_MAX;
+
+	if (rig_make_pa(&r, &pc, "pep_evict", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	handshake(&r, 0, 1, t0);
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+	for (uint32_t i = 0; i < 8; i++) {
+		struct seg s = data(0, i * 1000);
+
+		feed_seg(&r, &s, t0 + 50 * MS);
+	}
+	st = weir_pep_stats(r.w);
+	CHECK(st->packed == 8 && qlen(&r, 0, 1) == 8, "8 p-acked originals fill the leaf (%u)",
+	      qlen(&r, 0, 1));
+	rig_emitted_free(&r);
+	/* Another flow's frame: the leaf evicts the pep flow's head (offset 0). */
+	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 77, 1000), 0, t0 + 51 * MS);
+	CHECK(st->class_dropped == 0 && st->copies == 8, "the p-acked copy kept");
+	weir_pep_poll(r.w, t0 + 52 * MS, &wake);
+	weir_worker_tx(r.w);
+	CHECK(retx_of(&r, 0) == 1 && st->lost_resent == 1 && st->rto_retx == 0,
+	      "resent from the copy at the next poll (%u, %" PRIu64 ")", retx_of(&r, 0),
+	      st->lost_resent);
+	rig_emitted_free(&r);
+	drain_up(&r, t0 + 53 * MS);
+	/* R got 0 (the resend), lost 3 beyond the gateway: its duplicates
+	 * name the hole, recovered at once though 0 never left the class. */
+	{
+		struct seg s = rack(0, 3000, 2000);
+
+		feed_seg(&r, &s, t0 + 100 * MS);
+		s.n_sack = 1;
+		s.sack[0] = ISN_S + 4000;
+		s.sack[1] = ISN_S + 8000;
+		feed_seg(&r, &s, t0 + 101 * MS);
+	}
+	CHECK(retx_of(&r, 3000) == 1, "the later hole recovered from its copy");
+	rig_emitted_free(&r);
+	{
+		struct seg s = rack(0, 8000, 2000);
+
+		feed_seg(&r, &s, t0 + 150 * MS);
+	}
+	CHECK(st->copies == 0 && st->give_ups == 0, "all delivered (%u copies)", st->copies);
+	rig_free(&r);
+}
+
 /* Shutdown with copies held: every one back in the pool. */
 static void
 test_flush(void)
@@ -985,6 +1048,7 @@ main(int argc, char **argv)
 	test_rto_long_path();
 	test_rst_from_sender();
 	test_rst_from_receiver();
+	test_packed_original_dropped();
 	test_limits();
 	test_end_with_packed();
 	test_mode_off();
