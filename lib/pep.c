@@ -171,9 +171,9 @@ pep_init(struct weir_worker *w, uint32_t n_flows, int socket_id)
 	if (st == NULL)
 		return -ENOMEM;
 	/* The copies come from the worker's mempool, bounded by a budget of
-	 * its own the size of PostACK's kept-mbuf budget (an eighth of the
-	 * pool shared among the workers by default): receive keeps the rest. */
-	cap = w->pa->mbuf_cap ? w->pa->mbuf_cap : w->pa->mp->size / 8;
+	 * their own (shaping.pep.copies), which the config reserves beside
+	 * PostACK's kept ACKs: receive keeps the rest. */
+	cap = w->conf.pep_copies ? w->conf.pep_copies : w->pa->mp->size / 8;
 	st->st.copy_cap = RTE_MAX(cap, 16u);
 	st->flow_cap = RTE_MAX(st->st.copy_cap / 4, 16u);
 	st->n_rec = 2 * st->st.copy_cap;
@@ -1367,6 +1367,44 @@ weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake)
 	return sent;
 }
 
+void
+weir_pep_drain_begin(struct weir_worker *w)
+{
+	struct pep *st = pep_of(w);
+
+	for (uint16_t k = 0; st != NULL && k < st->n_active; k++)
+		st->fl[st->active[k]].flags |= F_DRAIN;
+}
+
+bool
+weir_pep_owed(const struct weir_worker *w)
+{
+	const struct pep *st = pep_of(w);
+
+	for (uint16_t k = 0; st != NULL && k < st->n_active; k++)
+		if (owed(&st->fl[st->active[k]]))
+			return true;
+	return false;
+}
+
+unsigned int
+weir_pep_give_up_all(struct weir_worker *w)
+{
+	struct pep *st = pep_of(w);
+	unsigned int n = 0;
+
+	for (uint16_t k = 0; st != NULL && k < st->n_active; k++) {
+		struct pep_flow *pf = &st->fl[st->active[k]];
+
+		if (!owed(pf))
+			continue;
+		give_up(w, st, weir_flow_by_slot(w->flows, pf->slot), pf);
+		st->st.drain_resets++;
+		n++;
+	}
+	return n;
+}
+
 unsigned int
 weir_pep_flush(struct weir_worker *w)
 {
@@ -1379,6 +1417,14 @@ weir_pep_flush(struct weir_worker *w)
 	while (st->n_active > 0) {
 		struct pep_flow *pf = &st->fl[st->active[0]];
 
+		/* Only when the worker never ran its stop drain (tests, a
+		 * failed start): the loop delivers or resets first. */
+		if (owed(pf)) {
+			st->st.flushed_owed++;
+			RTE_LOG(WARNING, USER1, "pep: a flow's p-acked data dropped at shutdown "
+				"without a reset (port %u -> %u, %u bytes)\n", pf->t.s_port,
+				pf->t.r_port, pf->packed_bytes);
+		}
 		flow_drop(st, w->flows != NULL ? weir_flow_by_slot(w->flows, pf->slot) : NULL, pf,
 			  &st->st.flushed);
 	}

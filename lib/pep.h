@@ -65,6 +65,8 @@ struct weir_pep_stats {
 	uint64_t lost_resent;   /* copies resent at once: the class dropped a p-acked original */
 	uint64_t ended_copies;  /* copies dropped because the flow ended (idle, evicted) */
 	uint64_t flushed;       /* copies dropped at shutdown */
+	uint64_t drain_resets;  /* flows reset at stop: R still lacked p-acked data at the deadline */
+	uint64_t flushed_owed;  /* flows whose p-acked data was dropped without a reset (no drain ran) */
 	uint32_t copies;        /* mbufs held now */
 	uint32_t copy_cap;      /* the worker's cap */
 	uint32_t active;        /* flows with pep state now */
@@ -82,6 +84,16 @@ void weir_pep_end(struct weir_worker *w, struct weir_flow *f, uint32_t slot);
 /* Retransmission timers of a few flows (round robin); returns frames
  * handed out. *wake is lowered to when the next call is wanted. */
 unsigned int weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake);
+/*
+ * Stopping (lib/worker_life.c, weir_worker_stopping): no data S was told
+ * of is dropped silently. drain_begin stops new copies and p-ACKs; while
+ * the worker still forwards and recovers, owed says whether R still lacks
+ * p-acked data; at the drain's deadline give_up_all resets both ends of
+ * every flow that does (drain_resets). flush then frees what is left.
+ */
+void weir_pep_drain_begin(struct weir_worker *w);
+bool weir_pep_owed(const struct weir_worker *w);
+unsigned int weir_pep_give_up_all(struct weir_worker *w);
 /* Shutdown: every copy back to its pool; returns how many. */
 unsigned int weir_pep_flush(struct weir_worker *w);
 

@@ -738,9 +738,12 @@ weir_worker_main(void *arg)
 	 * sleep 50 us longer than asked; ask for precise wake-ups instead. */
 	prctl(PR_SET_TIMERSLACK, 1UL);
 
-	while (!w->stop) {
+	for (;;) {
 		uint64_t now = rte_rdtsc();
 		uint16_t got;
+
+		if (unlikely(w->stop) && weir_worker_stopping(w, now))
+			break;
 
 		got = poll_port(w, WEIR_PORT_LAN, now);
 		got += poll_port(w, WEIR_PORT_WAN, now);

@@ -135,6 +135,13 @@ struct weir_worker_conf {
 	/* ipabr: time added to a flow's round trip in Eq. 4.6 (lib/ipabr.c):
 	 * a window of exactly rate x min RTT loses throughput to any jitter. */
 	uint32_t ipabr_headroom_us;
+	/* pep's copies this worker may hold (0: an eighth of the pool, for
+	 * tests and benches; the app sets shaping.pep.copies, reserved). */
+	uint32_t pep_copies;
+	/* At stop, how long the worker keeps forwarding and recovering while
+	 * a mode owes a receiver data its sender was told arrived (pep); then
+	 * both ends are reset. */
+	uint32_t stop_drain_us;
 	/* TSC ticks a second (0: the TSC's own, rte_get_tsc_hz()): tests on a
 	 * fake clock run at other rates (a 3 GHz TSC: 2 s is over 2^32). */
 	uint64_t tsc_hz;
@@ -236,6 +243,7 @@ struct weir_worker {
 	uint64_t tsc_per_us;
 	struct weir_worker_counters ctr;
 	volatile bool stop;                    /* set by the management lcore */
+	uint64_t stop_at;                      /* the stop drain's deadline (0: not begun) */
 	unsigned int lcore_id;
 	uint64_t tsc_hz;
 	uint32_t share_seq;                    /* the share box's seq last applied */
@@ -345,7 +353,14 @@ unsigned int weir_worker_postack_idle(struct weir_worker *w, uint64_t now);
  * out-arrays (shutdown), counted as dropped; returns how many. */
 unsigned int weir_worker_flush_queues(struct weir_worker *w);
 
-/* The lcore loop (rte_eal_remote_launch entry point); returns when w->stop. */
+/* The loop was asked to stop (w->stop): true when it may end now. Until
+ * then it keeps running: for up to conf.stop_drain_us while a mode owes a
+ * receiver data its sender was told arrived, after which both ends of such
+ * flows are reset (counted, frames sent). */
+bool weir_worker_stopping(struct weir_worker *w, uint64_t now);
+
+/* The lcore loop (rte_eal_remote_launch entry point); returns when w->stop
+ * and weir_worker_stopping says so. */
 int weir_worker_main(void *arg);
 
 #endif /* WEIR_WORKER_H */

@@ -11,6 +11,7 @@
 #include <rte_malloc.h>
 
 #include "mode.h"
+#include "pep.h"
 #include "postack_store.h"
 #include "tcr_state.h"
 #include "worker_int.h"
@@ -112,6 +113,22 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 		return NULL;
 	}
 	return w;
+}
+
+bool
+weir_worker_stopping(struct weir_worker *w, uint64_t now)
+{
+	if (w->stop_at == 0) {
+		w->stop_at = now + (uint64_t)w->conf.stop_drain_us * w->tsc_per_us;
+		weir_pep_drain_begin(w);
+	}
+	if (!weir_pep_owed(w))
+		return true;
+	if (now < w->stop_at)
+		return false;
+	weir_pep_give_up_all(w);
+	weir_worker_tx(w);
+	return true;
 }
 
 void

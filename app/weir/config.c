@@ -554,14 +554,24 @@ mbufs_reserved(const struct weir_config *cfg)
 }
 
 uint32_t
+weir_config_pep_copies(const struct weir_config *cfg)
+{
+	if (cfg->pep_copies >= 0)
+		return (uint32_t)cfg->pep_copies;
+	return RTE_MAX(cfg->mbufs / 8 / RTE_MAX(cfg->n_workers, 1u), 16u);
+}
+
+uint32_t
 weir_config_tree_backlog(const struct weir_config *cfg)
 {
 	uint64_t held = mbufs_reserved(cfg);
 	int64_t spare;
 
-	/* ACKs PostACK keeps as mbufs (a policy may turn PostACK on later). */
+	/* ACKs PostACK keeps as mbufs and pep's copies (a policy may turn
+	 * either on later). */
 	held += cfg->postack_mbufs >= 0 ? (uint64_t)cfg->postack_mbufs * cfg->n_workers
 					: cfg->mbufs / 8;
+	held += (uint64_t)weir_config_pep_copies(cfg) * cfg->n_workers;
 	spare = (int64_t)cfg->mbufs - (int64_t)held;
 	/* Two trees (one per direction) per worker share the rest. A pool
 	 * that barely covers the rings still lets each tree hold a few
@@ -583,6 +593,24 @@ check_mbuf_budget(struct loader *ld, const config_setting_t *root, const struct 
 			       "'mempool.mbufs' is %u but %u workers with %u rx and %u tx descriptors per "
 			       "queue on 2 ports need at least %llu", cfg->mbufs, cfg->n_workers,
 			       cfg->rx_desc, cfg->tx_desc, (unsigned long long)need);
+	/* What ACK holding and pep's copies may keep comes on top, and the
+	 * class trees still need a few bursts each: a pool that cannot hold
+	 * them all would starve receive while the check believed none held. */
+	{
+		uint64_t kept = (cfg->postack_mbufs >= 0 ?
+				 (uint64_t)cfg->postack_mbufs * cfg->n_workers : cfg->mbufs / 8) +
+				(uint64_t)weir_config_pep_copies(cfg) * cfg->n_workers;
+		uint64_t trees = (uint64_t)2 * cfg->n_workers * 2 * WEIR_BURST_MAX;
+
+		if (cfg->mbufs < need + kept + trees)
+			return cfg_fail(ld, s ? s : root,
+				       "'mempool.mbufs' is %u but the rings and caches (%llu), held ACKs "
+				       "and pep copies (shaping.postack.mbufs, shaping.pep.copies: %llu) "
+				       "and the class trees (%llu) need %llu", cfg->mbufs,
+				       (unsigned long long)need, (unsigned long long)kept,
+				       (unsigned long long)trees,
+				       (unsigned long long)(need + kept + trees));
+	}
 	if (cfg->mbuf_cache > cfg->mbufs / 16)
 		return cfg_fail(ld, s ? s : root, "'mempool.cache' must be at most mbufs/16 (%u)",
 			       cfg->mbufs / 16);

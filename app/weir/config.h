@@ -87,6 +87,8 @@ struct weir_config {
 	bool ipabr_sws_credit;                  /* Eq. 5.4-5.6's credit in ipabr windows (ipabr.c) */
 	uint32_t ipabr_headroom_us;             /* added to a flow's round trip in Eq. 4.6 (ipabr.c) */
 	int64_t postack_mbufs;                  /* held ACKs that may keep their mbufs, per worker; -1 = auto */
+	int64_t pep_copies;                     /* pep's copies per worker; -1 = auto (weir_config_pep_copies) */
+	uint32_t pep_drain_ms;                  /* at stop: delivery of p-acked data before resets */
 	/* Class trees and rules, compiled (lib/policy.h); NULL when neither
 	 * direction is shaped. Owned by the config. */
 	struct weir_policy *policy;
@@ -130,6 +132,9 @@ int weir_config_check_eal(const struct weir_config *cfg, char *err, size_t errle
  * the mempool once the rings, caches and PostACK's kept ACKs are counted
  * (weir_cbq_conf.backlog_limit). */
 uint32_t weir_config_tree_backlog(const struct weir_config *cfg);
+/* Copies pep may hold per worker (shaping.pep.copies, or an eighth of the
+ * pool shared among the workers), reserved in the pool beside PostACK's. */
+uint32_t weir_config_pep_copies(const struct weir_config *cfg);
 
 void weir_config_free(struct weir_config *cfg);
 

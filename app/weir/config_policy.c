@@ -491,6 +491,33 @@ load_postack(struct loader *ld, const config_setting_t *g, struct weir_config *c
 	return 0;
 }
 
+/* shaping.pep { copies, drain_ms }: the copies of p-acked data a worker
+ * may hold (docs/pep.md "Limits"), and how long a stopping worker goes on
+ * delivering them before it resets the flows that still lack some. */
+static int
+load_pep(struct loader *ld, const config_setting_t *g, struct weir_config *cfg)
+{
+	static const char *const keys[] = { "copies", "drain_ms", NULL };
+	const config_setting_t *p = g ? cfg_group(ld, g, "pep", false) : NULL;
+	long long v;
+
+	if (ld->failed || (p && cfg_check_keys(ld, p, keys) < 0))
+		return -1;
+	/* -1: an eighth of the mempool, shared among the workers. */
+	if (cfg_int(ld, p, "copies", -1, -1, 1 << 26, &v) < 0)
+		return -1;
+	if (v >= 0 && v < 16)
+		return cfg_fail(ld, config_setting_get_member(p, "copies"),
+				"'shaping.pep.copies' must be -1 (auto) or at least 16");
+	cfg->pep_copies = v;
+	/* A satellite path's recovery takes a few round trips of 0.5-0.7 s;
+	 * the service manager's stop timeout (dist/weir.service.in) is 15 s. */
+	if (cfg_int(ld, p, "drain_ms", 3000, 0, 10000, &v) < 0)
+		return -1;
+	cfg->pep_drain_ms = (uint32_t)v;
+	return 0;
+}
+
 /* shaping.ipabr { sws_credit, headroom_us }: the silly-window credit of
  * Eq. 5.4-5.6 in ipabr's windows (docs/ipabr.md), off only to measure what
  * it is worth; and the time added to a flow's round trip in Eq. 4.6. */
@@ -657,7 +684,7 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 {
 	static const char *const keys[] = { "outbound", "inbound", "overhead", "flow_limit",
 					    "flow_quantum", "mode", "aqm", "young_bytes", "new_quanta", "new_flows", "postack", "red",
-					    "pqm", "burst_us", "ipabr", NULL };
+					    "pqm", "burst_us", "ipabr", "pep", NULL };
 	const config_setting_t *g = cfg_group(ld, root, "shaping", false);
 	struct weir_policy_conf pc = { 0 };
 	struct policy_src src = { 0 };
@@ -701,7 +728,7 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 		cfg->shape_plain = !new_flows;
 	}
 	if (get_mode(ld, g, WEIR_MODE_POSTACK, &cfg->shape_mode) < 0 || load_postack(ld, g, cfg) < 0 ||
-	    load_ipabr(ld, g, cfg) < 0)
+	    load_ipabr(ld, g, cfg) < 0 || load_pep(ld, g, cfg) < 0)
 		return -1;
 	{
 		char aqm[16];

@@ -457,6 +457,13 @@ pep_json(const struct weir_app *app)
 		s.not_packable += w->not_packable;
 		s.nombuf += w->nombuf;
 		s.ended_copies += w->ended_copies;
+		s.class_dropped += w->class_dropped;
+		s.lost_resent += w->lost_resent;
+		s.rst_ignored += w->rst_ignored;
+		s.rst_held += w->rst_held;
+		s.flushed += w->flushed;
+		s.drain_resets += w->drain_resets;
+		s.flushed_owed += w->flushed_owed;
 		s.copies += w->copies;
 		s.copy_cap += w->copy_cap;
 		s.active += w->active;
@@ -482,6 +489,13 @@ pep_json(const struct weir_app *app)
 		"bytes_per_flow", (json_int_t)weir_pep_bytes_per_flow(),
 		"bytes_per_copy", (json_int_t)weir_pep_bytes_per_copy());
 
+	json_object_update(o, o2);
+	json_decref(o2);
+	o2 = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"class_dropped", (json_int_t)s.class_dropped, "lost_resent", (json_int_t)s.lost_resent,
+		"rst_ignored", (json_int_t)s.rst_ignored, "rst_held", (json_int_t)s.rst_held,
+		"flushed", (json_int_t)s.flushed, "drain_resets", (json_int_t)s.drain_resets,
+		"flushed_owed", (json_int_t)s.flushed_owed);
 	json_object_update(o, o2);
 	json_decref(o2);
 	return o;

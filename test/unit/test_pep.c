@@ -995,6 +995,79 @@ test_packed_original_dropped(void)
 	rig_free(&r);
 }
 
+/* Issue 36.4: asked to stop, the worker keeps delivering what S was told
+ * arrived (no new copies or p-ACKs), and stops once R has it all; a flow
+ * whose receiver stays silent is reset at both ends at the deadline. */
+static void
+test_stop_drains(void)
+{
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	unsigned int rst = 0;
+	struct rig r;
+
+	if (four_packed(&r, "pep_stop", t0) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	st = weir_pep_stats(r.w);
+	r.w->conf.stop_drain_us = 2000000;
+	{
+		struct seg s = rack(0, 2000, 2000);      /* segment 2 lost beyond */
+
+		feed_seg(&r, &s, t0 + 100 * MS);
+	}
+	CHECK(!weir_worker_stopping(r.w, t0 + 101 * MS), "R lacks p-acked data: the loop goes on");
+	{
+		struct seg s = data(0, 4000);
+
+		feed_seg(&r, &s, t0 + 102 * MS);
+		drain_up(&r, t0 + 102 * MS);
+	}
+	CHECK(st->copied == 4, "no copy once stopping (%" PRIu64 ")", st->copied);
+	rig_emitted_free(&r);
+	{
+		struct seg s = rack(0, 2000, 2000);
+
+		s.n_sack = 1;
+		s.sack[0] = ISN_S + 3000;
+		s.sack[1] = ISN_S + 5000;
+		feed_seg(&r, &s, t0 + 150 * MS);
+	}
+	CHECK(retx_of(&r, 2000) == 1, "the hole still recovered");
+	rig_emitted_free(&r);
+	CHECK(!weir_worker_stopping(r.w, t0 + 151 * MS), "still owed");
+	{
+		struct seg s = rack(0, 5000, 2000);
+
+		feed_seg(&r, &s, t0 + 200 * MS);
+	}
+	CHECK(weir_worker_stopping(r.w, t0 + 201 * MS) && st->give_ups == 0 && r.n_emitted == 0,
+	      "delivered: the loop ends, nobody reset");
+	rig_free(&r);
+
+	/* R silent: reset at the deadline, not dropped silently. */
+	if (four_packed(&r, "pep_stop2", t0) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	st = weir_pep_stats(r.w);
+	r.w->conf.stop_drain_us = 2000000;
+	CHECK(!weir_worker_stopping(r.w, t0 + 100 * MS) &&
+	      !weir_worker_stopping(r.w, t0 + 2050 * MS), "within the drain time: goes on");
+	CHECK(weir_worker_stopping(r.w, t0 + 2101 * MS), "at the deadline: ends");
+	for (unsigned int i = 0; i < r.n_emitted; i++) {
+		struct seen s = look(r.emitted[i]);
+
+		rst += (s.flags & RST) && s.cksum_ok;
+	}
+	CHECK(rst == 2 && st->drain_resets == 1 && st->give_ups == 1 && st->copies == 0,
+	      "both ends reset (%u RSTs, %" PRIu64 " drain resets)", rst, st->drain_resets);
+	weir_worker_flush_queues(r.w);
+	CHECK(st->flushed_owed == 0, "nothing owed left for the flush");
+	rig_free(&r);
+}
+
 /* Shutdown with copies held: every one back in the pool. */
 static void
 test_flush(void)
@@ -1049,6 +1122,7 @@ main(int argc, char **argv)
 	test_rst_from_sender();
 	test_rst_from_receiver();
 	test_packed_original_dropped();
+	test_stop_drains();
 	test_limits();
 	test_end_with_packed();
 	test_mode_off();
