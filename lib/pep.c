@@ -77,6 +77,7 @@ struct pep_tmpl {
 #define F_SEDGE    0x10         /* s_ack and s_edge are known (S has sent an ACK) */
 #define F_SRST     0x20         /* S reset while R still owed p-acked data: R's RST waits */
 #define F_LOST     0x40         /* has R_LOST records: on the lost list */
+#define F_ECE      0x80         /* R echoed congestion (ECE) since S's last CWR: p-ACKs carry it */
 
 struct pep_flow {
 	uint32_t head, tail;    /* the chain */
@@ -104,8 +105,10 @@ struct pep_flow {
 	uint64_t heard;         /* TSC of R's latest ACK */
 	uint64_t first_to;      /* TSC of the first timeout without progress since */
 	uint32_t slot;
-	uint16_t n;             /* records in the chain */
-	uint16_t copies;        /* of them with an mbuf */
+	/* Records in the chain and those with an mbuf: up to the flow cap,
+	 * a quarter of shaping.pep.copies (up to 2^26): 16 bits wrapped. */
+	uint32_t n;
+	uint32_t copies;
 	uint16_t mss;
 	uint16_t pos;           /* in the active list */
 	uint8_t d;
@@ -114,6 +117,9 @@ struct pep_flow {
 	uint8_t retries;
 	struct pep_tmpl t;
 };
+
+_Static_assert(sizeof(((struct pep_flow *)0)->copies) * 8 >= 24,
+	       "a flow's copies reach a quarter of shaping.pep.copies' 2^26");
 
 struct pep {
 	uint16_t *idx[2];               /* [d][slot]: flow index + 1, 0 = none */
@@ -490,7 +496,8 @@ static void
 send_pack(struct weir_worker *w, struct pep *st, const struct weir_flow *f, struct pep_flow *pf)
 {
 	uint16_t win = pack_window(pf, pf->una, ack_ws(f, pf->d));
-	struct rte_mbuf *m = make_frame(st, pf, true, pf->t.s_ack, pf->una, WEIR_TCP_ACK, win);
+	uint8_t fl = (uint8_t)(WEIR_TCP_ACK | ((pf->flags & F_ECE) ? WEIR_TCP_ECE : 0));
+	struct rte_mbuf *m = make_frame(st, pf, true, pf->t.s_ack, pf->una, fl, win);
 
 	if (m == NULL)
 		return;
@@ -722,6 +729,8 @@ from_sender(struct pep *st, struct weir_flow *f, struct pep_flow *pf, struct rte
 
 	if (p->tcp_flags & WEIR_TCP_RST)
 		return sender_reset(st, f, pf, p);
+	if (p->tcp_flags & WEIR_TCP_CWR)
+		pf->flags &= (uint8_t)~F_ECE;   /* S reacted: R stops echoing too (RFC 3168) */
 	if (p->tcp_flags & WEIR_TCP_ACK) {
 		int ws = weir_ack_wscale(f, pf->d);
 
@@ -756,9 +765,12 @@ copy_segment(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct 
 	struct rte_mbuf *c;
 	uint32_t ri;
 
+	/* IP options or IPv6 extension headers: a copy is resent with its
+	 * TCP checksum recomputed from the fixed header's length and next
+	 * header, right only without them. Such segments pass uncopied. */
 	if ((p->tcp_flags & (WEIR_TCP_FIN | WEIR_TCP_URG | WEIR_TCP_RST | WEIR_TCP_SYN |
 			     WEIR_TCP_ACK)) != WEIR_TCP_ACK || p->payload_len == 0 ||
-	    m->nb_segs != 1) {
+	    m->nb_segs != 1 || (p->flags & WEIR_PF_IP_OPTS)) {
 		st->st.not_packable++;
 		return;
 	}
@@ -993,7 +1005,7 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 	const uint32_t r = p->ack;
 	uint32_t edge, shown_before;
 	uint16_t leaf = WEIR_CBQ_NONE;
-	bool take = false;
+	bool take = false, ece_new = false;
 	uint64_t dummy = 0;
 
 	if (p->tcp_flags & WEIR_TCP_RST)
@@ -1015,6 +1027,12 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 	}
 	if (p->tcp_flags & WEIR_TCP_SYN)
 		return false;
+	/* R's congestion echo must reach S even when this ACK is taken:
+	 * p-ACKs carry it until S's CWR (one goes now if none would). */
+	if ((p->tcp_flags & WEIR_TCP_ECE) && !(pf->flags & F_ECE)) {
+		pf->flags |= F_ECE;
+		ece_new = true;
+	}
 	if (!mode_on(w, f, d, &leaf))
 		pf->flags |= F_DRAIN;
 	else
@@ -1073,16 +1091,21 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 	}
 	pf->last_real = r;
 	pf->last_win = p->win;
-	if (release(w, st, f, pf) == 0 && take && !(pf->flags & F_DRAIN)) {
-		/* Dropped, and no p-ACK went: S must still hear of a window R opened. */
+	if (release(w, st, f, pf) == 0 && take) {
+		/* Dropped, and no p-ACK went: S must still hear of a window R
+		 * opened, and of congestion R echoed. */
 		uint32_t target = pf->redge, limit = pf->real_una + pf->maxbuf;
 
 		if (seq_gt(target, limit))
 			target = limit;
-		if (seq_gt(target, pf->shown + pf->mss) || (pf->shown == shown_before &&
-							    seq_gt(target, pf->shown) && pf->n == 0)) {
+		if (!(pf->flags & F_DRAIN) &&
+		    (seq_gt(target, pf->shown + pf->mss) || (pf->shown == shown_before &&
+							     seq_gt(target, pf->shown) && pf->n == 0))) {
 			send_pack(w, st, f, pf);
 			st->st.win_updates++;
+		} else if (ece_new) {
+			send_pack(w, st, f, pf);
+			st->st.ece_sent++;
 		}
 	}
 	if (take) {

@@ -45,6 +45,7 @@ struct weir_pep_stats {
 	uint64_t pack_sent;     /* p-ACK frames sent (one may cover several segments) */
 	uint64_t withheld;      /* segments stored without a p-ACK (buffer over the watermark) */
 	uint64_t win_updates;   /* p-ACKs sent only to carry a receiver's window change */
+	uint64_t ece_sent;      /* p-ACKs sent only to carry R's congestion echo (ECE) to S */
 	uint64_t real_dropped;  /* receiver ACKs dropped: they covered p-acked data only */
 	uint64_t real_passed;   /* receiver ACKs passed to the sender */
 	uint64_t purged;        /* copies freed by a cumulative ACK */

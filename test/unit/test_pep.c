@@ -39,14 +39,31 @@ struct seg {
 	uint32_t tsval, tsecr;
 	int n_sack;
 	uint32_t sack[8];
+	int ext;                /* v6: an 8-byte destination options header before TCP */
 };
+
+/* TCP over IPv6 whatever headers sit between: the pseudo header's length
+ * is the TCP segment's, its next header TCP (RFC 8200 sec. 8.1). */
+static uint16_t
+tcp6_cksum(const uint8_t *ip, const uint8_t *tcp, uint32_t l4_len)
+{
+	uint32_t sum = 0;
+	uint16_t ck;
+
+	sum += rte_raw_cksum(ip + 8, 32);
+	sum += rte_cpu_to_be_16((uint16_t)(l4_len >> 16)) + rte_cpu_to_be_16((uint16_t)l4_len);
+	sum += rte_cpu_to_be_16(IPPROTO_TCP);
+	sum = (sum & 0xffff) + (sum >> 16);
+	ck = (uint16_t)~__rte_raw_cksum_reduce(sum + __rte_raw_cksum(tcp, l4_len, 0));
+	return ck;
+}
 
 static struct rte_mbuf *
 mk(const struct seg *s)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
 	uint8_t opt[80];
-	unsigned int ol = 0, ipl = s->v6 ? 40 : 20, tl;
+	unsigned int ol = 0, ipl = s->v6 ? (s->ext ? 48 : 40) : 20, tl;
 	uint8_t *f, *ip, *tcp;
 	static const uint8_t lan4[4] = { 10, 0, 0, 1 }, wan4[4] = { 192, 0, 2, 1 };
 	static const uint8_t lan6[16] = { 0xfd, 0, [15] = 1 }, wan6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
@@ -91,11 +108,16 @@ mk(const struct seg *s)
 		struct rte_ipv6_hdr *h = (struct rte_ipv6_hdr *)ip;
 
 		h->vtc_flow = rte_cpu_to_be_32(6u << 28);
-		h->payload_len = rte_cpu_to_be_16((uint16_t)(tl + s->len));
-		h->proto = IPPROTO_TCP;
+		h->payload_len = rte_cpu_to_be_16((uint16_t)(ipl - 40 + tl + s->len));
+		h->proto = s->ext ? 60 : IPPROTO_TCP;
 		h->hop_limits = 64;
 		memcpy(h->src_addr, s->in ? wan6 : lan6, 16);
 		memcpy(h->dst_addr, s->in ? lan6 : wan6, 16);
+		if (s->ext) {   /* next header TCP, length 0 (8 bytes), PadN of 4 */
+			static const uint8_t dst_opts[8] = { IPPROTO_TCP, 0, 1, 4, 0, 0, 0, 0 };
+
+			memcpy(ip + 40, dst_opts, 8);
+		}
 	} else {
 		struct rte_ipv4_hdr *h = (struct rte_ipv4_hdr *)ip;
 
@@ -120,7 +142,7 @@ mk(const struct seg *s)
 		memcpy(tcp + 20, opt, ol);
 		for (unsigned int i = 0; i < s->len; i++)
 			tcp[tl + i] = (uint8_t)(s->seq + i);
-		t->cksum = s->v6 ? rte_ipv6_udptcp_cksum((struct rte_ipv6_hdr *)ip, t) :
+		t->cksum = s->v6 ? tcp6_cksum(ip, tcp, tl + s->len) :
 			   rte_ipv4_udptcp_cksum((struct rte_ipv4_hdr *)ip, t);
 	}
 	return m;
@@ -1068,6 +1090,78 @@ test_stop_drains(void)
 	rig_free(&r);
 }
 
+/* Issue 36.9: R's congestion echo on ACKs pep takes reaches S on p-ACKs
+ * until S's CWR. */
+static void
+test_ece_reaches_sender(void)
+{
+	const uint64_t t0 = *hzp;
+	struct seen a[16];
+	struct rig r;
+	unsigned int n;
+
+	if (four_packed(&r, "pep_ece", t0) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	{
+		struct seg s = rack(0, 2000, 2000);
+
+		s.flags |= 0x40;        /* ECE */
+		CHECK(feed_seg(&r, &s, t0 + 100 * MS) == 0, "R's ACK for p-acked data taken");
+	}
+	n = packs(&r, a, 16);
+	CHECK(n >= 1 && (a[n - 1].flags & 0x40) && a[n - 1].cksum_ok,
+	      "a p-ACK carries ECE to S (%u p-ACKs)", n);
+	rig_emitted_free(&r);
+	{
+		struct seg s = data(0, 4000);
+
+		s.flags |= 0x80;        /* CWR: S reacted */
+		feed_seg(&r, &s, t0 + 110 * MS);
+		drain_up(&r, t0 + 110 * MS);
+	}
+	n = packs(&r, a, 16);
+	CHECK(n >= 1 && !(a[n - 1].flags & 0x40), "after S's CWR, p-ACKs carry no ECE (%u)", n);
+	rig_emitted_free(&r);
+	rig_free(&r);
+}
+
+/* Issue 36.9: a segment with IPv6 extension headers is never copied (a
+ * copy's checksum is recomputed from the fixed header), so nothing of it
+ * is p-acked; S resends it if lost. */
+static void
+test_v6_ext_headers_not_copied(void)
+{
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	struct seen a[8];
+	struct rig r;
+
+	if (make(&r, "pep_ext") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	handshake(&r, 1, 1, t0);
+	feed_seg(&r, &(struct seg){ .in = 1, .v6 = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S,
+				   .win = 2000, .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+	rig_emitted_free(&r);
+	st = weir_pep_stats(r.w);
+	{
+		struct seg s = data(1, 0);
+
+		s.ext = 1;
+		feed_seg(&r, &s, t0 + 50 * MS);
+		s = data(1, 1000);
+		feed_seg(&r, &s, t0 + 50 * MS);
+	}
+	CHECK(st->copied == 1 && packs(&r, a, 8) == 0,
+	      "the segment with a destination options header passes uncopied, the next one "
+	      "is not p-acked past it (%" PRIu64 " copied)", st->copied);
+	drain_up(&r, t0 + 50 * MS);
+	rig_free(&r);
+}
+
 /* Shutdown with copies held: every one back in the pool. */
 static void
 test_flush(void)
@@ -1123,6 +1217,8 @@ main(int argc, char **argv)
 	test_rst_from_receiver();
 	test_packed_original_dropped();
 	test_stop_drains();
+	test_ece_reaches_sender();
+	test_v6_ext_headers_not_copied();
 	test_limits();
 	test_end_with_packed();
 	test_mode_off();
