@@ -21,7 +21,10 @@ from . import htb, netns
 from .netns import sh, ip, ns_name
 
 REPO = Path(__file__).resolve().parents[2]
-STATE_DIR = Path(os.environ.get("WEIRTB_STATE_DIR", "/run/weirtb"))  # one per WEIRTB_NS_PREFIX
+# One per WEIRTB_NS_PREFIX: two testbeds sharing it would read each other's
+# stats and stop each other's processes.
+STATE_DIR = Path(os.environ.get("WEIRTB_STATE_DIR") or
+                 ("/run/weirtb" if netns.PREFIX == "wtb-" else f"/run/weirtb-{netns.PREFIX.rstrip('-')}"))
 STATE_FILE = STATE_DIR / "state.json"
 
 GATEWAYS = ("weir", "linux-bridge", "linux-htb")
