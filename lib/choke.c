@@ -11,7 +11,9 @@
  * it reaches the head (the caller frees it instead of sending it, before
  * it costs any link time), and the marked ones are left out of the queue
  * length RED sees. Frames the ring had no room for (a policy switch
- * re-queues past the limit) are simply not candidates.
+ * re-queues past the limit) are simply not candidates. The arrival's key
+ * is hashed once and kept for its queued call only (reset at every
+ * arrival: an mbuf pointer is not a frame's identity once it was freed).
  */
 #include <rte_malloc.h>
 
@@ -46,6 +48,12 @@ weir_choke_arrive(struct weir_qm *q, struct rte_mbuf *m, uint32_t qlen, uint64_t
 	struct weir_choke_slot *v;
 	uint32_t key;
 
+	/* The key kept for weir_choke_queued is this arrival's or none. A
+	 * refused arrival never gets its queued call, and its mbuf comes
+	 * straight back from the pool (per-lcore caches are LIFO) as a later
+	 * frame of another flow: keeping its key past this call would queue
+	 * that frame under the wrong flow, for CHOKe to match and drop. */
+	c->last_m = NULL;
 	weir_red_average(q, qlen, now);
 	if (q->red.avg < q->red.min_th || c->n == 0) {
 		q->red.count = -1;

@@ -23,7 +23,7 @@
 #include "flow.h"
 
 /* The key is hashed and compared as raw bytes: any hole would hold garbage. */
-_Static_assert(sizeof(struct weir_flow_key) == 40, "flow key must be 40 bytes, no padding");
+_Static_assert(sizeof(struct weir_flow_key) == 48, "flow key must be 48 bytes, no padding");
 _Static_assert(sizeof(struct weir_flow) == RTE_CACHE_LINE_SIZE, "flow entry must be one cache line");
 
 /* Which idle timeout applies to a slot, beside the TCP states. */
@@ -101,7 +101,7 @@ weir_flow_table_create(const struct weir_flow_table_conf *conf)
 		.name = conf->name,
 		.entries = conf->capacity,
 		.key_len = sizeof(struct weir_flow_key),
-		/* The key is 40 bytes, a multiple of 4: CRC32 runs 8 bytes a step. */
+		/* The key is 48 bytes, a multiple of 8: CRC32 runs 8 bytes a step. */
 		.hash_func = rte_hash_crc,
 		.hash_func_init_val = 0x5eed1e55,
 		.socket_id = conf->socket_id,
@@ -200,14 +200,23 @@ weir_flow_key_make(const uint8_t *frame, const struct weir_pkt *p, struct weir_f
 
 	memset(key, 0, sizeof(*key));
 	if (unlikely(p->ipsec != WEIR_IPSEC_NONE)) {
-		/* An SA is one direction: (source, destination, SPI), not
-		 * canonical; the two SAs of a tunnel pair by their addresses. */
+		/* An SA is one direction: (source, destination, SPI, VLAN,
+		 * and for ESP in UDP its ports), not canonical; the two SAs
+		 * of a tunnel pair by their endpoints (flow.h). */
 		addr_copy(key->addr_lo, src, alen);
 		addr_copy(key->addr_hi, dst, alen);
 		key->port_lo = sport;
 		key->port_hi = dport;
-		key->vlan = (uint16_t)((p->vlan_outer & 0xfff) | WEIR_FK_SA |
-				       (p->ipsec == WEIR_IPSEC_NATT ? WEIR_FK_NATT : 0));
+		key->vlan = (uint16_t)((p->vlan_outer & 0xfff) | WEIR_FK_SA);
+		if (p->ipsec == WEIR_IPSEC_NATT) {
+			/* sport:dport hold the SPI; the parser checked that
+			 * the UDP header at l4_off lies in the frame. */
+			const uint8_t *u = frame + p->l4_off;
+
+			key->vlan |= WEIR_FK_NATT;
+			key->natt_sport = (uint16_t)(u[0] << 8 | u[1]);
+			key->natt_dport = (uint16_t)(u[2] << 8 | u[3]);
+		}
 		key->proto = p->l4proto;
 		key->family = p->l3;
 		return 1;

@@ -24,7 +24,7 @@ enum weir_dir {
 	WEIR_DIR_IN = 1,    /* WAN -> LAN */
 };
 
-/* Canonical bidirectional key: 40 bytes, no holes (hashed as raw bytes). */
+/* Canonical bidirectional key: 48 bytes, no holes (hashed as raw bytes). */
 struct weir_flow_key {
 	uint8_t  addr_lo[16];   /* IPv4 uses the first 4 bytes, rest zero */
 	uint8_t  addr_hi[16];
@@ -33,11 +33,23 @@ struct weir_flow_key {
 	uint16_t vlan;          /* outer VLAN ID (12 bits), 0 when untagged; WEIR_FK_* above */
 	uint8_t  proto;
 	uint8_t  family;        /* 4 or 6 */
+	uint16_t natt_sport;    /* ESP in UDP (WEIR_FK_NATT): its UDP ports, host order; */
+	uint16_t natt_dport;    /* else 0 */
+	/* Always 0. The ports made the key 44 bytes; rte_hash stores a key in
+	 * 16-byte-aligned entries of 8 + key bytes, so 44 and 48 take the same
+	 * memory, and 48 is compared with vector loads where 40 and 44 went
+	 * through memcmp. */
+	uint32_t zero;
 };
 
-/* High bits of weir_flow_key.vlan (a VLAN ID is 12 bits). An IPsec SA's key
- * is directional: addr_lo is its source, addr_hi its destination, and
- * port_lo:port_hi its SPI, so the two SAs of a tunnel are two flows. */
+/* High bits of weir_flow_key.vlan (a VLAN ID is 12 bits). An IPsec SA is
+ * one direction (RFC 4301: its receiver chose its SPI; the reverse SA has
+ * its own), so its key is directional: addr_lo is its source, addr_hi its
+ * destination, and port_lo:port_hi its SPI; the two SAs of a tunnel are
+ * two flows. ESP in UDP adds its UDP ports (natt_sport, natt_dport): hosts
+ * behind one NAT share its address and differ only in the port the NAT
+ * gave them, and each picks its inbound SPI on its own, so two of them can
+ * hold SAs with one SPI towards the same address. */
 #define WEIR_FK_SA      0x8000  /* an ESP/AH SA (weir_pkt.ipsec != 0) */
 #define WEIR_FK_NATT    0x4000  /* of those, ESP in UDP 4500 (proto is UDP) */
 #define WEIR_FK_VLAN_ID 0x0fff

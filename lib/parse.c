@@ -183,21 +183,21 @@ ipsec_sa(const uint8_t *h, struct weir_pkt *p, enum weir_ipsec kind)
 	return WEIR_MAL_NONE;
 }
 
-/* UDP to or from port 4500 (RFC 3948): a single 0xff byte is a NAT
- * keepalive and four zero bytes the non-ESP marker of IKE, both plain UDP;
- * anything else is ESP, whose SPI and sequence number must fit. */
-static unsigned int
+/* UDP to or from port 4500 (RFC 3948). Only ESP there is an SA, told
+ * apart as a receiving stack tells it (Linux's ESP-in-UDP receive does the
+ * same): more than the 8 bytes of SPI and sequence number, and a first
+ * word that is not the zero non-ESP marker of IKE. Everything else is UDP
+ * for the receiver's IKE socket, so ordinary UDP here, never malformed:
+ * IKE, the 1-byte 0xff NAT keepalive, and payloads too short to be ESP
+ * (ESP has at least its 2-byte trailer past the sequence number). */
+static void
 natt(const uint8_t *frame, uint32_t l4, struct weir_pkt *p)
 {
 	const uint8_t *u = frame + l4 + 8;
 
-	if (p->payload_len == 1 && u[0] == 0xff)
-		return WEIR_MAL_NONE;
-	if (p->payload_len >= 4 && rd32(u) == 0)
-		return WEIR_MAL_NONE;
-	if (p->payload_len < 8)
-		return fail(p, WEIR_MAL_IPSEC_SHORT);
-	return ipsec_sa(u, p, WEIR_IPSEC_NATT);
+	if (p->payload_len <= 8 || rd32(u) == 0)
+		return;
+	ipsec_sa(u, p, WEIR_IPSEC_NATT);        /* the SPI is not 0: cannot fail */
 }
 
 /* L4 header at `l4` with `avail` bytes of IP payload in the frame. */
@@ -243,9 +243,8 @@ parse_l4(const uint8_t *frame, uint32_t l4, uint32_t avail, struct weir_pkt *p)
 		p->payload_off = (uint16_t)(l4 + 8);
 		p->payload_len = (uint16_t)((p->l4proto == IPPROTO_UDP ? ulen : avail) - 8);
 		if (unlikely(p->l4proto == IPPROTO_UDP &&
-			     (p->sport == WEIR_NATT_PORT || p->dport == WEIR_NATT_PORT)) &&
-		    natt(frame, l4, p) != WEIR_MAL_NONE)
-			return p->malformed;
+			     (p->sport == WEIR_NATT_PORT || p->dport == WEIR_NATT_PORT)))
+			natt(frame, l4, p);
 		break;
 	}
 	case IPPROTO_ESP:

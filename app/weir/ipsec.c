@@ -18,6 +18,19 @@ addr_text(const struct weir_flow_key *k, const uint8_t *a, char *buf, size_t len
 	inet_ntop(k->family == 4 ? AF_INET : AF_INET6, a, buf, (socklen_t)len);
 }
 
+/* An SA's end as text: its address, and for ESP in UDP its port
+ * ("192.0.2.1:4500", "[2001:db8::1]:4500"). */
+static void
+end_text(const struct weir_flow_key *k, const char *addr, uint16_t port, char *buf, size_t len)
+{
+	if (!(k->vlan & WEIR_FK_NATT))
+		snprintf(buf, len, "%s", addr);
+	else if (k->family == 6)
+		snprintf(buf, len, "[%s]:%u", addr, port);
+	else
+		snprintf(buf, len, "%s:%u", addr, port);
+}
+
 static const char *
 sa_proto(const struct weir_flow_key *k)
 {
@@ -64,10 +77,14 @@ weir_ipsec_json(const struct weir_app *app)
 
 		for (uint32_t slot = weir_flow_read_next(t, 0, &f, &k); slot < cap;
 		     slot = weir_flow_read_next(t, slot + 1, &f, &k)) {
-			char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN], name[128], tname[112];
+			char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN], name[160], tname[160];
+			char s_end[INET6_ADDRSTRLEN + 8], d_end[INET6_ADDRSTRLEN + 8], vtag[16] = "";
 			const int dir = (f.flags & WEIR_FF_SEEN_IN) ? WEIR_DIR_IN : WEIR_DIR_OUT;
-			const bool lo_first = memcmp(k.addr_lo, k.addr_hi, 16) <= 0;
-			json_t *tj;
+			const unsigned int vlan = k.vlan & WEIR_FK_VLAN_ID;
+			const bool natt = (k.vlan & WEIR_FK_NATT) != 0;
+			const int c = memcmp(k.addr_lo, k.addr_hi, 16);
+			const bool lo_first = c < 0 || (c == 0 && k.natt_sport <= k.natt_dport);
+			json_t *sj, *tj;
 
 			if (!(k.vlan & WEIR_FK_SA))
 				continue;
@@ -78,24 +95,47 @@ weir_ipsec_json(const struct weir_app *app)
 			listed++;
 			addr_text(&k, k.addr_lo, src, sizeof(src));
 			addr_text(&k, k.addr_hi, dst, sizeof(dst));
-			snprintf(name, sizeof(name), "%s>%s 0x%08" PRIx32, src, dst, weir_flow_key_spi(&k));
-			json_object_set_new(sas, name, json_pack(
+			/* An SA is what its key holds (lib/flow.h): the ends (with
+			 * the UDP ports of ESP in UDP), the SPI and the VLAN; its
+			 * name holds all of them, so no two SAs share one. */
+			end_text(&k, src, k.natt_sport, s_end, sizeof(s_end));
+			end_text(&k, dst, k.natt_dport, d_end, sizeof(d_end));
+			if (vlan != 0)
+				snprintf(vtag, sizeof(vtag), " vlan %u", vlan);
+			snprintf(name, sizeof(name), "%s>%s 0x%08" PRIx32 "%s", s_end, d_end,
+				 weir_flow_key_spi(&k), vtag);
+			sj = json_pack(
 				"{s:s, s:s, s:I, s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
 				"s:I, s:I, s:I, s:f}",
 				"src", src, "dst", dst, "spi", (json_int_t)weir_flow_key_spi(&k),
 				"proto", sa_proto(&k), "dir", dir == WEIR_DIR_OUT ? "outbound" : "inbound",
-				"worker", (int)i, "vlan", (int)(k.vlan & WEIR_FK_VLAN_ID),
+				"worker", (int)i, "vlan", (int)vlan,
 				"pkts", (json_int_t)s.pkts, "bytes", (json_int_t)f.bytes[dir],
 				"gaps", (json_int_t)s.gaps, "late", (json_int_t)s.late,
 				"lost", (json_int_t)weir_sa_seq_lost(&s), "dup", (json_int_t)s.dup,
 				"old", (json_int_t)s.old, "resync", (json_int_t)s.resync,
 				"zero", (json_int_t)s.zero, "top", (json_int_t)s.top,
-				"loss", loss_ratio(s.pkts, weir_sa_seq_lost(&s))));
-			/* The tunnel: both directions' SAs between the two addresses. */
-			snprintf(tname, sizeof(tname), "%s<>%s", lo_first ? src : dst, lo_first ? dst : src);
+				"loss", loss_ratio(s.pkts, weir_sa_seq_lost(&s)));
+			if (natt) {
+				json_object_set_new(sj, "sport", json_integer(k.natt_sport));
+				json_object_set_new(sj, "dport", json_integer(k.natt_dport));
+			}
+			json_object_set_new(sas, name, sj);
+			/* The tunnel: both directions' SAs between the two ends
+			 * (addresses, and ports for ESP in UDP: one NAT-T
+			 * association) on one VLAN. */
+			snprintf(tname, sizeof(tname), "%s<>%s%s", lo_first ? s_end : d_end,
+				 lo_first ? d_end : s_end, vtag);
 			tj = json_object_get(tunnels, tname);
 			if (tj == NULL) {
-				tj = json_pack("{s:s, s:s}", "a", lo_first ? src : dst, "b", lo_first ? dst : src);
+				tj = json_pack("{s:s, s:s, s:i}", "a", lo_first ? src : dst,
+					       "b", lo_first ? dst : src, "vlan", (int)vlan);
+				if (natt) {
+					json_object_set_new(tj, "a_port", json_integer(
+						lo_first ? k.natt_sport : k.natt_dport));
+					json_object_set_new(tj, "b_port", json_integer(
+						lo_first ? k.natt_dport : k.natt_sport));
+				}
 				json_object_set_new(tunnels, tname, tj);
 			}
 			add_int(tj, "sas", 1);

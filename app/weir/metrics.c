@@ -298,6 +298,43 @@ worker_metrics(FILE *out, const json_t *workers)
 	}
 }
 
+/* A sample of one SA (or tunnel, `tunnel`) with every label its identity
+ * needs (app/weir/ipsec.h): src, dst, spi, vlan, and sport, dport for ESP
+ * in UDP (a tunnel: a, b, vlan, a_port, b_port), so two SAs never share a
+ * series. */
+static void
+sa_sample(struct fam *f, double v, const json_t *o, bool tunnel)
+{
+	static const char *const sa_keys[] = { "src", "dst", "spi", "vlan", "sport", "dport" };
+	static const char *const tun_keys[] = { "a", "b", "vlan", "a_port", "b_port" };
+	const char *const *keys = tunnel ? tun_keys : sa_keys;
+	const size_t n = tunnel ? RTE_DIM(tun_keys) : RTE_DIM(sa_keys);
+	bool first = true;
+
+	fputs(f->name, f->out);
+	for (size_t i = 0; i < n; i++) {
+		const json_t *j = json_object_get(o, keys[i]);
+		char buf[24];
+		const char *val = buf;
+
+		if (j == NULL)
+			continue;       /* ports: ESP in UDP only */
+		if (json_is_string(j))
+			val = json_string_value(j);
+		else if (strcmp(keys[i], "spi") == 0)
+			snprintf(buf, sizeof(buf), "0x%08llx", (unsigned long long)json_integer_value(j));
+		else
+			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)json_integer_value(j));
+		fprintf(f->out, "%s%s=\"", first ? "{" : ",", keys[i]);
+		put_label_value(f->out, val);
+		fputc('"', f->out);
+		first = false;
+	}
+	if (!first)
+		fputc('}', f->out);
+	fprintf(f->out, " %.17g\n", v);
+}
+
 /* IPsec: per port the SAs' frames and sequence figures; per SA (the ones
  * the stats list, at most WEIR_IPSEC_LIST_MAX) and per tunnel the loss
  * upstream of weir. */
@@ -308,7 +345,6 @@ ipsec_metrics(FILE *out, const json_t *ports, const json_t *ip)
 	const json_t *sa = json_object_get(ip, "sa"), *tun = json_object_get(ip, "tunnels"), *v;
 	const char *key;
 	struct fam f;
-	char spi[16];
 
 	fam_begin(&f, out, "weir_ipsec_packets_total", "counter",
 		  "Frames of IPsec SAs (ESP, AH, ESP in UDP 4500) received on a port.");
@@ -338,30 +374,20 @@ ipsec_metrics(FILE *out, const json_t *ports, const json_t *ip)
 	fam_begin(&f, out, "weir_ipsec_sas", "gauge", "IPsec SAs in the flow tables.");
 	sample(&f, num(ip, "sas_active"), NULL, NULL, NULL, NULL, NULL, NULL);
 	fam_begin(&f, out, "weir_ipsec_sa_packets_total", "counter", "Packets of one IPsec SA.");
-	json_object_foreach((json_t *)sa, key, v) {
-		snprintf(spi, sizeof(spi), "0x%08llx", (unsigned long long)num(v, "spi"));
-		sample(&f, num(v, "pkts"), "src", json_string_value(json_object_get(v, "src")),
-		       "dst", json_string_value(json_object_get(v, "dst")), "spi", spi);
-	}
+	json_object_foreach((json_t *)sa, key, v)
+		sa_sample(&f, num(v, "pkts"), v, false);
 	fam_begin(&f, out, "weir_ipsec_sa_lost_total", "counter",
 		  "Packets of one IPsec SA lost before weir (sequence gaps not filled late).");
-	json_object_foreach((json_t *)sa, key, v) {
-		snprintf(spi, sizeof(spi), "0x%08llx", (unsigned long long)num(v, "spi"));
-		sample(&f, num(v, "lost"), "src", json_string_value(json_object_get(v, "src")),
-		       "dst", json_string_value(json_object_get(v, "dst")), "spi", spi);
-	}
+	json_object_foreach((json_t *)sa, key, v)
+		sa_sample(&f, num(v, "lost"), v, false);
 	fam_begin(&f, out, "weir_ipsec_sa_reordered_total", "counter",
 		  "Packets of one IPsec SA that arrived after a higher sequence number.");
-	json_object_foreach((json_t *)sa, key, v) {
-		snprintf(spi, sizeof(spi), "0x%08llx", (unsigned long long)num(v, "spi"));
-		sample(&f, num(v, "late"), "src", json_string_value(json_object_get(v, "src")),
-		       "dst", json_string_value(json_object_get(v, "dst")), "spi", spi);
-	}
+	json_object_foreach((json_t *)sa, key, v)
+		sa_sample(&f, num(v, "late"), v, false);
 	fam_begin(&f, out, "weir_ipsec_tunnel_loss_ratio", "gauge",
 		  "Share of a tunnel's packets (both SAs) lost before weir.");
 	json_object_foreach((json_t *)tun, key, v)
-		sample(&f, num(v, "loss"), "a", json_string_value(json_object_get(v, "a")),
-		       "b", json_string_value(json_object_get(v, "b")), NULL, NULL);
+		sa_sample(&f, num(v, "loss"), v, true);
 }
 
 char *

@@ -224,7 +224,8 @@ static const char *const gauge_keys[] = {
 	"capacity", "acks_held", "acks_held_peak", "records", "bytes_per_ack", "epoch", "lcore",
 	"queue", "total", "in_use", "switch_prepare_us", "switch_take_us",
 	/* IPsec SAs (ipsec.c): what identifies them, and the SA counts. */
-	"spi", "top", "vlan", "worker", "sas", "sas_active", "sas_listed",
+	"spi", "top", "vlan", "worker", "sas", "sas_active", "sas_listed", "sport", "dport",
+	"a_port", "b_port",
 };
 
 static bool

@@ -34,7 +34,7 @@ check_offsets(const struct weir_pkt *p, size_t size)
 	if (p->ipsec != WEIR_IPSEC_NONE) {
 		MUST(p->ipsec <= WEIR_IPSEC_NATT && (p->sport | p->dport) != 0);
 		MUST((size_t)p->payload_off + 8 <= l3_end);
-		MUST(p->ipsec == WEIR_IPSEC_NATT ? p->l4proto == 17 && p->payload_len >= 8
+		MUST(p->ipsec == WEIR_IPSEC_NATT ? p->l4proto == 17 && p->payload_len > 8
 						  : p->l4proto == 50 || p->l4proto == 51);
 	}
 	if (p->flags & WEIR_PF_TCP_SACK)

@@ -74,6 +74,11 @@ def good():
         eth(100) / v4() / TCP(sport=40002, dport=22, flags="A"),
         eth(100, 200) / v4() / UDP(sport=4000, dport=4001) / Raw(b"qinq"),
         eth(300, 400) / v6() / TCP(sport=40003, dport=443, flags="A"),
+        # UDP 4500 that is not ESP: IKE (zero non-ESP marker), the NAT keepalive, and a
+        # payload too short to be ESP, all UDP for the receiver's IKE socket.
+        eth() / v4() / UDP(sport=4500, dport=4500) / Raw(bytes(4) + b"ike-header"),
+        eth() / v4() / UDP(sport=61000, dport=4500) / Raw(b"\xff"),
+        eth() / v4() / UDP(sport=4500, dport=4500) / Raw(b"\x00\x00\x10\x01\x00"),
     ]
     frames = [(bytes(p), "managed") for p in m]
     frames += [(bytes(p), "ipsec") for p in ipsec_good()]
@@ -150,8 +155,7 @@ def malformed():
         "udp_len": [patch(udp4, 14 + 20 + 4, b"\x00\xc8"), patch(udp4, 14 + 20 + 4, b"\x00\x04")],
         "ipsec_short": [bytes(eth() / v4(proto=50) / Raw(b"\x00\x00\x10\x01\x00")),   # ESP cut
                         bytes(eth() / v6(nh=51) / Raw(b"\x3b\x00" + bytes(2) + b"\x00\x00\x10\x01"
-                                                      + bytes(4))),           # AH length 0
-                        bytes(eth() / v4() / UDP(sport=4500, dport=4500) / Raw(b"\x00\x00\x10\x01\x00"))],
+                                                      + bytes(4)))],          # AH length 0
         "ipsec_spi0": [bytes(eth() / v4(proto=50) / ESP(spi=0, seq=1) / esp_body(16)),
                        bytes(eth() / v6() / AH(spi=0, seq=1, nh=59, icv=bytes(12), payloadlen=4))],
     }

@@ -141,6 +141,121 @@ ipsec_frame(int in, int ah, uint32_t spi, uint32_t seq, uint16_t payload)
 	return m;
 }
 
+/* Ethernet/IPv4/UDP frame between 10.0.0.1:lport (LAN side: the NAT's
+ * outside, say) and 192.0.2.1:4500 (the gateway), or back when `in`, with
+ * `plen` payload bytes `pl`. */
+static struct rte_mbuf *
+udp4500_frame(int in, uint16_t lport, const uint8_t *pl, uint16_t plen)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
+	uint16_t len = (uint16_t)(14 + 20 + 8 + plen);
+	uint8_t a_lan[4] = { 10, 0, 0, 1 }, a_wan[4] = { 192, 0, 2, 1 };
+	uint16_t sp = in ? 4500 : lport, dp = in ? lport : 4500;
+	uint8_t *f = (uint8_t *)rte_pktmbuf_append(m, len);
+
+	memset(f, 0, len);
+	f[12] = 0x08;
+	f[14] = 0x45;
+	f[16] = (uint8_t)((len - 14) >> 8);
+	f[17] = (uint8_t)(len - 14);
+	f[22] = 64;
+	f[23] = IPPROTO_UDP;
+	memcpy(f + 26, in ? a_wan : a_lan, 4);
+	memcpy(f + 30, in ? a_lan : a_wan, 4);
+	f[34] = (uint8_t)(sp >> 8);
+	f[35] = (uint8_t)sp;
+	f[36] = (uint8_t)(dp >> 8);
+	f[37] = (uint8_t)dp;
+	f[38] = (uint8_t)((8 + plen) >> 8);
+	f[39] = (uint8_t)(8 + plen);
+	if (plen > 0)
+		memcpy(f + 42, pl, plen);
+	return m;
+}
+
+/* ESP in UDP: SPI, sequence number and 16 opaque bytes. */
+static struct rte_mbuf *
+esp_udp_frame(int in, uint16_t lport, uint32_t spi, uint32_t seq)
+{
+	uint8_t pl[24];
+
+	for (int i = 0; i < 4; i++) {
+		pl[i] = (uint8_t)(spi >> (24 - 8 * i));
+		pl[4 + i] = (uint8_t)(seq >> (24 - 8 * i));
+	}
+	for (int i = 8; i < 24; i++)
+		pl[i] = (uint8_t)(i * 37);
+	return udp4500_frame(in, lport, pl, sizeof(pl));
+}
+
+/* Issue 36.9a. On UDP 4500 only ESP is an SA: IKE (the zero non-ESP
+ * marker), the 0xff keepalive and payloads too short for an SPI and a
+ * sequence number are the IKE socket's ordinary UDP (a receiving stack
+ * hands them to IKE too), never malformed. ESP in UDP is one SA per
+ * direction keyed with its UDP ports: two hosts behind one NAT whose
+ * inbound SAs got the same SPI (each host picks its own) are two SAs,
+ * their sequence numbers not mixed. */
+static void
+test_natt_worker(void)
+{
+	struct weir_policy_conf pc = { .tree = { { .rate = 100000000000ull }, { .rate = 0 } } };
+	static const uint8_t ike[28] = { 0, 0, 0, 0, 0x11, 0x22 }, keepalive[1] = { 0xff };
+	static const uint8_t three[3] = { 1, 2, 3 }, eight[8] = { 0, 0, 0x10, 1, 0, 0, 0, 1 };
+	uint64_t now = rte_get_tsc_hz();
+	const struct weir_port_counters *lan, *wan;
+	struct rte_mbuf *out[8];
+	struct rig r;
+	unsigned int went = 0;
+
+	if (rig_make(&r, &pc, "natt") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	went += feed(&r, udp4500_frame(0, 61000, ike, sizeof(ike)), 0, now);
+	went += feed(&r, udp4500_frame(1, 61000, ike, sizeof(ike)), 1, now + 1);
+	went += feed(&r, udp4500_frame(0, 61000, keepalive, sizeof(keepalive)), 0, now + 2);
+	went += feed(&r, udp4500_frame(0, 61000, NULL, 0), 0, now + 3);
+	went += feed(&r, udp4500_frame(0, 61000, three, sizeof(three)), 0, now + 4);
+	went += feed(&r, udp4500_frame(0, 61000, eight, sizeof(eight)), 0, now + 5);
+	lan = &r.w->ctr.port[WEIR_PORT_LAN];
+	wan = &r.w->ctr.port[WEIR_PORT_WAN];
+	CHECK(lan->malformed == 0 && wan->malformed == 0 && lan->ipsec == 0 && wan->ipsec == 0 &&
+	      lan->managed == 5 && wan->managed == 1,
+	      "IKE, keepalive, short: UDP (malformed %lu short %lu, ipsec %lu, managed %lu)",
+	      (unsigned long)lan->malformed, (unsigned long)lan->malformed_by[WEIR_MAL_IPSEC_SHORT],
+	      (unsigned long)lan->ipsec, (unsigned long)lan->managed);
+	CHECK(weir_flow_table_stats(r.ft)->active == 1, "one UDP flow, both ways: %u",
+	      weir_flow_table_stats(r.ft)->active);
+
+	/* Two associations behind one NAT (ports 61000, 61001): outbound SAs
+	 * 0x1000 and 0x1001 (the gateway's SPIs), inbound both 0xc001. */
+	for (uint32_t seq = 1; seq <= 3; seq++) {
+		went += feed(&r, esp_udp_frame(0, 61000, 0x1000, seq), 0, now + 10 * seq);
+		went += feed(&r, esp_udp_frame(0, 61001, 0x1001, seq), 0, now + 10 * seq + 1);
+		went += feed(&r, esp_udp_frame(1, 61000, 0xc001, seq), 1, now + 10 * seq + 2);
+		went += feed(&r, esp_udp_frame(1, 61001, 0xc001, seq), 1, now + 10 * seq + 3);
+	}
+	for (uint16_t d = 0; d < 2; d++) {
+		uint16_t n;
+
+		while ((n = rig_dequeue(&r, (enum weir_port_role)d, now + 1000, out, 8)) > 0) {
+			went += n;
+			for (uint16_t i = 0; i < n; i++)
+				rte_pktmbuf_free(out[i]);
+		}
+	}
+	CHECK(went == 6 + 12, "every frame went on: %u", went);
+	CHECK(lan->ipsec == 6 && wan->ipsec == 6 && wan->ipsec_dup == 0 && wan->ipsec_old == 0 &&
+	      wan->ipsec_resync == 0 && wan->ipsec_gaps == 0 && lan->ipsec_dup == 0,
+	      "each SA in order: ipsec %lu/%lu dup %lu old %lu resync %lu gaps %lu",
+	      (unsigned long)lan->ipsec, (unsigned long)wan->ipsec, (unsigned long)wan->ipsec_dup,
+	      (unsigned long)wan->ipsec_old, (unsigned long)wan->ipsec_resync,
+	      (unsigned long)wan->ipsec_gaps);
+	CHECK(weir_flow_table_stats(r.ft)->active == 1 + 4, "four SAs and the IKE flow: %u",
+	      weir_flow_table_stats(r.ft)->active);
+	rig_free(&r);
+}
+
 static void
 test_sa_keys(void)
 {
@@ -346,6 +461,7 @@ main(int argc, char **argv)
 	test_worker_modes(WEIR_MODE_PFQ, "pfq");
 	test_worker_modes(WEIR_MODE_FIFO, "fifo");
 	test_table_full_of_sas();
+	test_natt_worker();
 	test_classify_spi();
 	return unit_report();
 }

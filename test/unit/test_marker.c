@@ -794,6 +794,155 @@ test_worker(void)
 	rig_free(&r);
 }
 
+/* ---- IPsec SAs through a marked leaf (issue 36.9c) ---- */
+
+/* The bytes an AH ICV covers, as the receiver computes it: the frame past
+ * the Ethernet header with the fields RFC 4302 (3.3.3.1) calls mutable
+ * zeroed: IPv4 TOS (DSCP, ECN), flags and fragment offset, TTL, header
+ * checksum; IPv6 traffic class, flow label, hop limit. */
+static void
+icv_view(const uint8_t *f, unsigned int len, bool v6, uint8_t *out)
+{
+	memcpy(out, f + 14, len - 14);
+	if (v6) {
+		out[0] &= 0xf0;
+		out[1] = out[2] = out[3] = 0;
+		out[7] = 0;
+	} else {
+		out[1] = 0;
+		out[6] = out[7] = out[8] = 0;
+		out[10] = out[11] = 0;
+	}
+}
+
+/* An SA's frames (ESP, AH over TCP, ESP in UDP 4500, AH over IPv6) in a
+ * postack leaf with a token-bucket marker: the leaf's mode gives way to
+ * pfq (counted ipsec.plain), the marker still colours every frame and
+ * writes the code point into the outer header, and nothing an SA's
+ * integrity check covers changes: ESP covers nothing of the outer header,
+ * AH zeroes the DS field for its ICV. So each frame's ICV view and its
+ * bytes past the IP header are unchanged, its IPv4 checksum valid. */
+static void
+test_worker_ipsec(void)
+{
+	struct weir_policy_class_conf cls[1];
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 100000000, .n_classes = 1, .classes = cls, .default_class = "m" },
+			  { .rate = 100000000 } },
+	};
+	enum { N = 4 };
+	struct rte_mbuf *in[N];
+	uint8_t before[N][256], view0[256], view1[256];
+	unsigned int len[N], l4[N], marked = 0, intact = 0, cks = 0;
+	bool v6[N] = { false, false, false, true };
+	uint64_t t0;
+	struct rig r;
+
+	memset(cls, 0, sizeof(cls));
+	snprintf(cls[0].name, sizeof(cls[0].name), "m");
+	cls[0].rate = 100000000;
+	cls[0].mode = WEIR_MODE_POSTACK;
+	weir_marker_conf_init(&cls[0].marker);
+	cls[0].marker.type = WEIR_MARK_TB;
+	cls[0].marker.cir = 8000000;
+	cls[0].marker.cbs = 3028;
+	rig_cut_through = true;
+	if (rig_make_pa(&r, &pc, "mk_ipsec", 256) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	rig_cut_through = false;
+	t0 = rte_rdtsc() + hz;
+	in[0] = ip4_frame(0xba, false, false, IPPROTO_ESP, 100);        /* EF, ECN 2 */
+	in[1] = ip4_frame(0xb9, true, false, IPPROTO_AH, 40);           /* EF, ECN 1 */
+	in[2] = ip4_frame(0xb8, false, true, IPPROTO_UDP, 60);
+	{
+		uint8_t *f = rte_pktmbuf_mtod(in[1], uint8_t *), *ah = f + 14 + 24;
+		uint8_t *u = rte_pktmbuf_mtod(in[2], uint8_t *) + 18 + 20;
+
+		ah[0] = IPPROTO_TCP;
+		ah[1] = 4;                      /* 24 bytes: SPI, sequence, 12 of ICV */
+		ah[2] = ah[3] = 0;
+		memset(ah + 4, 0, 8);
+		ah[7] = 0x55;                   /* SPI 0x55, sequence 1 */
+		ah[11] = 1;
+		ip4_cksum_set(f + 14);
+		u[0] = 0x11; u[1] = 0x94;       /* 4500 > 4500 */
+		u[2] = 0x11; u[3] = 0x94;
+		u[8] = 0; u[9] = 0; u[10] = 0x20; u[11] = 0x01;        /* SPI 0x2001 */
+		u[12] = 0; u[13] = 0; u[14] = 0; u[15] = 1;
+		parse_into(in[1]);
+		parse_into(in[2]);
+	}
+	{
+		struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
+		uint8_t *f = (uint8_t *)rte_pktmbuf_append(m, 14 + 40 + 24 + 20);
+
+		memset(f, 0, 14 + 40 + 24 + 20);
+		f[12] = 0x86; f[13] = 0xdd;
+		f[14] = 0x6b; f[15] = 0x91; f[16] = 0x23; f[17] = 0x45;  /* EF, ECN 1, flow label */
+		f[19] = 24 + 20;
+		f[20] = IPPROTO_AH;
+		f[21] = 64;
+		f[22] = 0x20; f[23] = 0x01; f[37] = 1;
+		f[38] = 0x20; f[39] = 0x01; f[53] = 2;
+		f[54] = IPPROTO_TCP; f[55] = 4; f[61] = 0x77; f[65] = 1;
+		for (int i = 0; i < 12; i++)
+			f[66 + i] = (uint8_t)(0xa0 + i);
+		f[78 + 12] = 0x50; f[78 + 13] = 0x10; f[78 + 14] = 0xff; f[78 + 15] = 0xff;
+		parse_into(m);
+		in[3] = m;
+	}
+	for (int i = 0; i < N; i++) {
+		const struct weir_pkt *p = &weir_mbuf_meta(in[i])->pkt;
+
+		CHECK(p->ipsec != WEIR_IPSEC_NONE, "frame %d parsed as an SA (%u)", i, p->ipsec);
+		len[i] = in[i]->data_len;
+		l4[i] = p->l4_off;
+		memcpy(before[i], rte_pktmbuf_mtod(in[i], uint8_t *), len[i]);
+	}
+	for (int i = 0; i < N; i++) {
+		struct rte_mbuf *m = in[i];
+
+		weir_worker_process(r.w, &m, 1, WEIR_PORT_LAN, t0 + (uint64_t)i);
+		weir_worker_dequeue(r.w, WEIR_PORT_LAN, t0 + (uint64_t)i, 32);
+		weir_worker_tx(r.w);
+	}
+	CHECK(r.n_emitted == N, "every SA frame out: %u", r.n_emitted);
+	for (unsigned int i = 0; i < r.n_emitted && i < N; i++) {
+		const uint8_t *f = rte_pktmbuf_mtod(r.emitted[i], const uint8_t *);
+		unsigned int l3 = i == 2 ? 18 : 14;
+		uint8_t dscp = v6[i] ? (uint8_t)(((f[14] & 0x0f) << 2) | (f[15] >> 6)) : f[l3 + 1] >> 2;
+		uint8_t ecn = v6[i] ? (f[15] >> 4) & 3 : f[l3 + 1] & 3;
+		uint8_t ecn0 = v6[i] ? (before[i][15] >> 4) & 3 : before[i][l3 + 1] & 3;
+
+		/* Every frame came in EF (46): green is AF11 (10), red AF13 (14). */
+		marked += (dscp == 10 || dscp == 14) && ecn == ecn0;
+		cks += v6[i] || ip4_cksum_ok(f + l3);
+		/* The ICV view from the IP header on (a tag before it is not IP's). */
+		icv_view(f + l3 - 14, len[i] - (l3 - 14), v6[i], view1);
+		icv_view(before[i] + l3 - 14, len[i] - (l3 - 14), v6[i], view0);
+		intact += r.emitted[i]->data_len == len[i] &&
+			  memcmp(view0, view1, len[i] - l3) == 0 &&
+			  memcmp(f + l4[i], before[i] + l4[i], len[i] - l4[i]) == 0;
+	}
+	CHECK(marked == N, "the marker's code point written, ECN kept: %u of %u", marked, N);
+	CHECK(cks == N, "IPv4 checksums valid: %u of %u", cks, N);
+	CHECK(intact == N, "nothing an SA's ICV covers changed: %u of %u", intact, N);
+	CHECK(r.w->ctr.port[WEIR_PORT_LAN].ipsec == N && r.w->ctr.port[WEIR_PORT_LAN].ipsec_plain == N,
+	      "SA frames shaped pfq in the postack leaf: %lu of %lu",
+	      (unsigned long)r.w->ctr.port[WEIR_PORT_LAN].ipsec_plain,
+	      (unsigned long)r.w->ctr.port[WEIR_PORT_LAN].ipsec);
+	{
+		struct weir_marker_counters k;
+
+		CHECK(weir_worker_marker_view(r.w, r.p, WEIR_PORT_LAN, 1, &k) == 0 &&
+		      k.pkts[WEIR_GREEN] + k.pkts[WEIR_RED] == N && k.not_ip == 0,
+		      "coloured and rewritten, not counted not_rewritten");
+	}
+	rig_free(&r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -814,6 +963,7 @@ main(int argc, char **argv)
 	test_carm(t0);
 	test_policy_refusals();
 	test_worker();
+	test_worker_ipsec();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
 	      rte_mempool_in_use_count(mp));
 	return unit_report();

@@ -466,6 +466,56 @@ test_choke_drain(void)
 	CHECK(rte_mempool_in_use_count(mp) == 0, "%u mbufs leaked", rte_mempool_in_use_count(mp));
 }
 
+/* Issue 36.9d. CHOKe keeps the key it hashed for an arrival, for the
+ * queued call that follows. An arrival it refuses never gets that call;
+ * its mbuf goes back to the pool, and the pool hands the same mbuf out
+ * again (per-lcore caches are LIFO): the next frame, of another flow, must
+ * not enter the ring under the refused frame's key. Here the mbuf is
+ * simply used again, as the pool would. */
+static void
+test_choke_stale_key(void)
+{
+	struct weir_qm_params par = { .min_th = 2, .max_th = 8, .wq = 0.99, .seed = 7 };
+	struct weir_qm *q = weir_qm_create(WEIR_QM_CHOKE, &par, 10 * MBIT, 16, HZ, SOCKET_ID_ANY);
+	struct rte_mbuf *a[4], *m, *x;
+	struct weir_qm_stats st;
+	uint64_t now = HZ;
+	enum weir_qm_verdict v;
+
+	CHECK(q != NULL, "choke");
+	if (q == NULL)
+		return;
+	for (int i = 0; i < 4; i++) {
+		a[i] = pkt(1, 100);
+		weir_qm_queued(q, a[i]);
+	}
+	/* Flow 2 arrives at a long queue: RED refuses it (above max_th). */
+	m = pkt(2, 100);
+	v = weir_qm_arrive(q, m, 100, 100 * 100, now);
+	CHECK(v == WEIR_QM_DROP_FORCED, "flow 2 refused: %d", (int)v);
+	for (int i = 0; i < 4; i++) {
+		CHECK(!weir_qm_left(q, a[i], now + 1), "flow 1 frame %d leaves", i);
+		rte_pktmbuf_free(a[i]);
+	}
+	/* The same mbuf comes back as a frame of flow 3, to an empty queue. */
+	weir_mbuf_meta(m)->pkt.sport = 1000 + 3;
+	CHECK(weir_qm_arrive(q, m, 0, 0, now + HZ) == WEIR_QM_ADMIT, "flow 3 admitted");
+	weir_qm_queued(q, m);
+	/* Flow 2 again, at a queue above min_th: the only frame it can draw
+	 * is flow 3's, which is not its own. */
+	x = pkt(2, 100);
+	v = weir_qm_arrive(q, x, 5, 5 * 100, now + HZ + 1);
+	weir_qm_stats(q, &st);
+	CHECK(v != WEIR_QM_DROP_CHOKE && st.drops_victim == 0 && st.drops_choke == 0,
+	      "flow 3's frame matched flow 2 (stale key): verdict %d victims %lu", (int)v,
+	      (unsigned long)st.drops_victim);
+	CHECK(!weir_qm_left(q, m, now + HZ + 2), "flow 3's frame is not a victim");
+	rte_pktmbuf_free(m);
+	rte_pktmbuf_free(x);
+	weir_qm_free(q);
+	CHECK(rte_mempool_in_use_count(mp) == 0, "%u mbufs leaked", rte_mempool_in_use_count(mp));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -483,5 +533,6 @@ main(int argc, char **argv)
 	test_pqm();
 	test_pqm_bytes();
 	test_choke_drain();
+	test_choke_stale_key();
 	return unit_report();
 }
