@@ -822,14 +822,15 @@ reload_check(struct weir_app *a, char *err, size_t errlen, char *token_err, size
 		bool then = nc.policy != NULL && nc.policy->tree[d].n_classes != 0;
 
 		if (now != then) {
-			snprintf(err, errlen, "%.300s: shaping the %s direction or not needs a restart",
-				 nc.path, dir_name[d]);
+			snprintf(err, errlen, "%.300s:%d: shaping the %s direction or not needs a "
+				 "restart", nc.path, nc.shaping_line[d], dir_name[d]);
 			rc = -1;
 			break;
 		}
 	}
 	if (a->cfg.policy == NULL) {
-		snprintf(err, errlen, "%.300s: turning shaping on or off needs a restart", nc.path);
+		snprintf(err, errlen, "%.300s:%d: turning shaping on or off needs a restart", nc.path,
+			 nc.shaping_line[WEIR_PORT_LAN]);
 		rc = -1;
 	}
 	weir_config_free(&nc);
