@@ -610,20 +610,23 @@ flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *f
 	*cursor = 0;
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "cursor");
 	*by_cursor = v != NULL;
-	if (v != NULL && (!parse_uint(v, UINT64_MAX, cursor) ||
-			  (*cursor >> 32) > a->n_workers ||
-			  ((*cursor >> 32) == a->n_workers && (uint32_t)*cursor != 0) ||
-			  ((*cursor >> 32) < a->n_workers &&
-			   (uint32_t)*cursor > weir_flow_table_capacity(a->flows[*cursor >> 32])))) {
+	if (v != NULL && !parse_uint(v, UINT64_MAX, cursor)) {
 		reply_error(r, MHD_HTTP_BAD_REQUEST, "'cursor' must be 0 or a 'next' of an earlier "
 			    "listing");
 		return -1;
 	}
-	if (v != NULL && MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset") != NULL) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "'cursor' and 'offset' page two different ways: "
-			    "use one");
+	/* A well-formed position that is in no table (another weir's, or
+	 * made up): 422, as the schema cannot say which positions exist. */
+	if (v != NULL && ((*cursor >> 32) > a->n_workers ||
+			  ((*cursor >> 32) == a->n_workers && (uint32_t)*cursor != 0) ||
+			  ((*cursor >> 32) < a->n_workers &&
+			   (uint32_t)*cursor > weir_flow_table_capacity(a->flows[*cursor >> 32])))) {
+		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "'cursor' %s is no position in the "
+			    "flow tables: it must be 0 or a 'next' of an earlier listing", v);
 		return -1;
 	}
+	/* With a cursor, offset skips that many matching flows past it, as
+	 * it does from the start without one. */
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
 	if (v != NULL && (!parse_uint(v, FLOWS_LIMIT_MAX, limit) || *limit == 0)) {
 		reply_error(r, MHD_HTTP_BAD_REQUEST, "'limit' must be an integer from 1 to %d",
@@ -696,8 +699,10 @@ flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *f
 			flt->cls[d] = a->cfg.policy ? weir_policy_class_find(a->cfg.policy, d, v) : -1;
 			found |= flt->cls[d] >= 0;
 		}
+		/* A class is a resource: one the policy does not have is not
+		 * found, as PATCH .../classes/{direction}/{name} says. */
 		if (!found) {
-			reply_error(r, MHD_HTTP_BAD_REQUEST, "no class '%s' in the policy in force", v);
+			reply_error(r, MHD_HTTP_NOT_FOUND, "no class '%s' in the policy in force", v);
 			return -1;
 		}
 		flt->by_class = true;
@@ -1210,6 +1215,11 @@ class_rate(const char *key, const json_t *v, uint64_t *out, struct reply *r)
 	if (json_is_integer(v)) {
 		val.type = WEIR_VALUE_INT;
 		val.i = json_integer_value(v);
+	} else if (json_is_real(v) && json_real_value(v) >= 0 && json_real_value(v) <= 1e12 &&
+		   json_real_value(v) == (double)(json_int_t)json_real_value(v)) {
+		/* 20000000.0 is the integer 20000000 to JSON Schema too. */
+		val.type = WEIR_VALUE_INT;
+		val.i = (json_int_t)json_real_value(v);
 	} else if (json_is_string(v)) {
 		val.type = WEIR_VALUE_STR;
 		val.s = json_string_value(v);
@@ -1525,6 +1535,19 @@ host_ok(const char *host)
 	return port == NULL || (port[0] != '\0' && strspn(port, "0123456789") == strlen(port));
 }
 
+/* The request announces a body: a Content-Length above 0 or chunks. */
+static bool
+has_body(struct MHD_Connection *c)
+{
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	if (MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL)
+		return true;
+	return cl != NULL && strspn(cl, "0") != strlen(cl);
+}
+
 /* With no token, a web page in a browser on the box (or, through DNS
  * rebinding, anywhere) must not change anything: state-changing requests
  * must name the appliance by address, come from its own origin if a
@@ -1555,10 +1578,16 @@ refuse_cross_site(struct MHD_Connection *c, const char *method, struct reply *r)
 			    "another origin (%s) are refused (cross-site request)", method, origin);
 		return true;
 	}
-	if (strcmp(method, "POST") == 0 && !ctype_is(ct, "application/json")) {
+	/* A type other than JSON is what a cross-site form sends, with or
+	 * without fields. A POST with neither a type nor a body (curl -X
+	 * POST) is not a form: a browser sends one only through fetch or
+	 * sendBeacon, which always add the Origin checked above (Fetch
+	 * standard: every request whose method is not GET or HEAD). */
+	if (strcmp(method, "POST") == 0 && !ctype_is(ct, "application/json") &&
+	    (ct != NULL || has_body(c))) {
 		reply_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "without a management token, POST "
-			    "requests must have Content-Type: application/json (even without a "
-			    "body)");
+			    "requests must have Content-Type: application/json (or, without a body, "
+			    "none)");
 		return true;
 	}
 	return false;
