@@ -46,6 +46,9 @@
 #define REST_CONN_LIMIT 256             /* connections open at once */
 #define REST_CONN_PER_IP 16             /* of them from one address but loopback */
 #define REST_CONN_RESERVED 32           /* of them only for 127.0.0.1 and ::1 */
+/* MHD's own limit is higher by this: connections shut to make room
+ * (conn_evict) still count until MHD has seen their end. */
+#define REST_CONN_SPARE 16
 #define REST_HEADER_TIMEOUT_MS 2000     /* accept (or the last reply) to whole headers */
 #define REST_REQUEST_TIMEOUT_MS 30000   /* whole headers to the reply (the body) */
 #define REST_CONN_TIMEOUT_S 10          /* idle or stalled connections are closed */
@@ -66,6 +69,8 @@ struct conn {
 	int fd;
 	struct sockaddr_storage peer;
 	uint64_t deadline_ms;           /* CLOCK_MONOTONIC */
+	uint64_t waiting_since_ms;      /* accept, or the last reply: waiting for a request */
+	bool in_request;                /* its request head is in; not waiting */
 	bool shut;                      /* shut down; MHD closes it at its next read */
 	bool nul_in_url;                /* a %00 in the URL: refused, not truncated */
 };
@@ -1707,7 +1712,8 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 	if (i != NULL && i->client_addr != NULL)
 		memcpy(&k->peer, i->client_addr, i->client_addr->sa_family == AF_INET6
 		       ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
-	k->deadline_ms = mono_ms() + REST_HEADER_TIMEOUT_MS;
+	k->waiting_since_ms = mono_ms();
+	k->deadline_ms = k->waiting_since_ms + REST_HEADER_TIMEOUT_MS;
 	k->next = r->conns;
 	k->pprev = &r->conns;
 	if (r->conns != NULL)
@@ -1757,25 +1763,49 @@ same_addr(const struct sockaddr *a, const struct sockaddr_storage *b)
 		      &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
 }
 
+/* With every slot taken, shut the connection that has waited longest for
+ * its request (an idle or trickling one; never one whose request is being
+ * served) to make room for a newcomer. A client that sends its request as
+ * soon as it connects is then served at once, whatever holds the slots: a
+ * local runaway reconnecting as fast as it is closed (127.0.0.1 is not
+ * limited per address) can no longer keep the operator waiting for the
+ * header deadline. false: every slot is busy with a request. */
+static bool
+conn_evict(struct weir_rest *r)
+{
+	struct conn *oldest = NULL;
+
+	for (struct conn *k = r->conns; k != NULL; k = k->next)
+		if (!k->shut && !k->in_request &&
+		    (oldest == NULL || k->waiting_since_ms < oldest->waiting_since_ms))
+			oldest = k;
+	if (oldest == NULL)
+		return false;
+	shutdown(oldest->fd, SHUT_RDWR);
+	oldest->shut = true;
+	return true;
+}
+
 /* Other addresses may hold REST_CONN_PER_IP connections each, and not the
  * last REST_CONN_RESERVED slots: those are for 127.0.0.1 and ::1, where
  * weirctl and local monitoring connect, so neither one address nor a flood
  * from many can lock the box's own administrator out. (MHD's own per-IP
- * limit would count the loopback clients too.) */
+ * limit would count the loopback clients too.) Loopback clients past
+ * REST_CONN_LIMIT take the slot of the longest waiting connection. */
 static enum MHD_Result
 on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
 	struct weir_rest *r = cls;
-	const union MHD_DaemonInfo *i;
-	unsigned int same = 0;
+	unsigned int same = 0, live = 0;
 
+	for (const struct conn *k = r->conns; k != NULL; k = k->next)
+		live += !k->shut;
 	if (addrlen == 0 || is_loopback(addr))
-		return MHD_YES;
-	i = MHD_get_daemon_info(r->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-	if (i != NULL && i->num_connections >= REST_CONN_LIMIT - REST_CONN_RESERVED)
+		return live < REST_CONN_LIMIT || conn_evict(r) ? MHD_YES : MHD_NO;
+	if (live >= REST_CONN_LIMIT - REST_CONN_RESERVED)
 		return MHD_NO;
 	for (const struct conn *k = r->conns; k != NULL; k = k->next)
-		same += same_addr(addr, &k->peer);
+		same += !k->shut && same_addr(addr, &k->peer);
 	return same < REST_CONN_PER_IP ? MHD_YES : MHD_NO;
 }
 
@@ -1808,8 +1838,10 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		*con_cls = rq;
 		/* The headers are in: the body gets a deadline of its own. */
 		k = conn_of(c);
-		if (k != NULL)
+		if (k != NULL) {
 			k->deadline_ms = mono_ms() + REST_REQUEST_TIMEOUT_MS;
+			k->in_request = true;
+		}
 		if (k != NULL && k->nul_in_url) {
 			reply_error(&r, MHD_HTTP_BAD_REQUEST, "the URL has a NUL byte (%%00)");
 			return send_reply(c, &r, NULL);
@@ -1851,7 +1883,9 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 	/* A kept-alive connection's next request must come as quickly. */
 	if (k != NULL) {
-		k->deadline_ms = mono_ms() + REST_HEADER_TIMEOUT_MS;
+		k->waiting_since_ms = mono_ms();
+		k->deadline_ms = k->waiting_since_ms + REST_HEADER_TIMEOUT_MS;
+		k->in_request = false;
 		k->nul_in_url = false;
 	}
 	if (rq != NULL) {
@@ -1978,7 +2012,7 @@ weir_rest_start(struct weir_app *a, char *err, size_t errlen)
 	r->d = MHD_start_daemon(flags, cfg->mgmt_port, on_accept, r, on_request, a,
 		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, r,
 		MHD_OPTION_SOCK_ADDR, sa,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)REST_CONN_LIMIT,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(REST_CONN_LIMIT + REST_CONN_SPARE),
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)REST_CONN_TIMEOUT_S,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, r,
 		MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL,

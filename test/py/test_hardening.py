@@ -507,3 +507,17 @@ def test_cross_site_posts_are_refused(api):
             h["Origin"] = origin
         assert raw(api, "POST", "/api/v1/counters/reset", h)[0] == 200, (host, origin)
 
+
+# ---- 42.7: a local runaway cannot lock the operator out ----
+
+def test_api_answers_during_a_local_flood(api):
+    """500 idle sockets from 127.0.0.1 (not limited per client), each reopened as soon as weir
+    closes it: a good client's request still gets its answer within a second."""
+    from rest_flood import measure
+    lat, reopened = measure(api.port, sockets=500, seconds=4.0, warmup=3.0)
+    times = sorted(t for t, _ in lat)
+    print(f"\n500 idle from 127.0.0.1, reopened at once: {len(lat)} GET /status, "
+          f"worst {times[-1] * 1000:.0f} ms, median {times[len(times) // 2] * 1000:.0f} ms, "
+          f"attack sockets reopened {reopened}")
+    assert all(status == 200 for _, status in lat), lat
+    assert times[-1] < 1.0, lat
