@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -30,6 +31,7 @@
 #include <rte_log.h>
 
 #include "rest.h"
+#include "http_limits.h"
 #include "ipsec.h"
 #include "stats.h"
 #include "metrics.h"
@@ -71,6 +73,10 @@ struct conn {
 	uint64_t deadline_ms;           /* CLOCK_MONOTONIC */
 	uint64_t waiting_since_ms;      /* accept, or the last reply: waiting for a request */
 	bool in_request;                /* its request head is in; not waiting */
+	bool watched;                   /* in head_ep: its head is peeked at */
+	bool head_done;                 /* the whole head was peeked and passed */
+	bool refused;                   /* weir answered a refusal of its head itself */
+	size_t head_seen;               /* bytes of the head peeked so far */
 	bool shut;                      /* shut down; MHD closes it at its next read */
 	bool nul_in_url;                /* a %00 in the URL: refused, not truncated */
 };
@@ -81,6 +87,8 @@ struct weir_rest {
 	uint64_t log_second, log_suppressed;   /* MHD's log, rate-limited */
 	unsigned int log_count;
 	int epfd;                       /* MHD's epoll fd, waited on by the management loop */
+	int head_ep;                    /* connections whose request head is still coming */
+	char peek[WEIR_HTTP_HEAD_MAX + 1];
 	char *prev;                     /* the script text before the last upload (rollback) */
 	size_t prev_len;
 	json_t *baseline;               /* the stats at the last counters reset; NULL = none */
@@ -1650,6 +1658,13 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 	*allow = NULL;
 	if (a->cfg.mgmt_token[0] == '\0' && refuse_cross_site(c, method, r))
 		return true;
+	/* head_peek refuses these first; a head that came in pieces is
+	 * refused here, in the same words. */
+	if (MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, NULL, NULL) > WEIR_HTTP_QUERY_MAX) {
+		reply_error(r, MHD_HTTP_URI_TOO_LONG, "the URL has more than %d query parameters",
+			    WEIR_HTTP_QUERY_MAX);
+		return true;
+	}
 	qc.allowed = rq->route->query;
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_key, &qc);
 	if (qc.bad != NULL) {
@@ -1685,6 +1700,76 @@ conn_of(struct MHD_Connection *c)
 }
 
 static void
+head_watch(struct weir_rest *r, struct conn *k)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = k };
+
+	k->head_seen = 0;
+	k->head_done = false;
+	/* Over TLS the socket holds records, not the head: libmicrohttpd's
+	 * own answers stay (docs/rest.md). */
+	if (r->tls_cert != NULL)
+		return;
+	if (!k->watched && epoll_ctl(r->head_ep, EPOLL_CTL_ADD, k->fd, &ev) == 0)
+		k->watched = true;
+}
+
+static void
+head_unwatch(struct weir_rest *r, struct conn *k)
+{
+	if (k->watched)
+		epoll_ctl(r->head_ep, EPOLL_CTL_DEL, k->fd, NULL);
+	k->watched = false;
+}
+
+/* Look at what has come of k's request head before MHD reads it (MHD
+ * reads after the management loop's next MHD_run), and answer what breaks
+ * weir's limits in JSON (http_limits.c); MHD would answer some of it in
+ * HTML and some not at all. A head that comes in pieces is checked whole
+ * only as far as its first piece goes; the rest is counted. */
+static void
+head_peek(struct weir_rest *r, struct conn *k)
+{
+	struct weir_http_refusal why;
+	bool complete;
+	ssize_t n;
+
+	if (k->shut || k->refused || k->head_done || k->in_request || !k->watched)
+		return;
+	n = recv(k->fd, r->peek, sizeof(r->peek), MSG_PEEK | MSG_DONTWAIT);
+	if (n <= 0) {
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			head_unwatch(r, k);     /* its end: MHD closes it */
+		return;
+	}
+	if (k->head_seen == 0) {
+		if (weir_http_head_check(r->peek, (size_t)n, &complete, &why) == 0) {
+			k->head_seen = (size_t)n;
+			k->head_done = complete;
+			if (complete)
+				head_unwatch(r, k);
+			return;
+		}
+	} else {
+		k->head_seen += (size_t)n;
+		if (memmem(r->peek, (size_t)n, "\n\r\n", 3) != NULL ||
+		    memmem(r->peek, (size_t)n, "\n\n", 2) != NULL) {
+			k->head_done = true;
+			head_unwatch(r, k);
+			return;
+		}
+		if (k->head_seen <= WEIR_HTTP_HEAD_MAX)
+			return;
+		why.status = MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE;
+		snprintf(why.msg, sizeof(why.msg), "the request line and headers are over %d "
+			 "bytes", WEIR_HTTP_HEAD_MAX);
+	}
+	weir_http_refuse(k->fd, &why);
+	k->refused = true;
+	head_unwatch(r, k);
+}
+
+static void
 on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 	      enum MHD_ConnectionNotificationCode code)
 {
@@ -1694,6 +1779,7 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 
 	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
 		if (k != NULL) {
+			head_unwatch(r, k);
 			*k->pprev = k->next;
 			if (k->next != NULL)
 				k->next->pprev = k->pprev;
@@ -1719,6 +1805,10 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 	if (r->conns != NULL)
 		r->conns->pprev = &k->next;
 	r->conns = k;
+	/* A client that sent its request with the handshake: MHD reads it
+	 * before the loop runs again, so it is looked at now. */
+	head_watch(r, k);
+	head_peek(r, k);
 }
 
 /* Close what is past its deadline. shutdown, not close: the fd stays
@@ -1838,9 +1928,12 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		*con_cls = rq;
 		/* The headers are in: the body gets a deadline of its own. */
 		k = conn_of(c);
+		if (k != NULL && k->refused)
+			return MHD_NO;          /* answered by head_peek */
 		if (k != NULL) {
 			k->deadline_ms = mono_ms() + REST_REQUEST_TIMEOUT_MS;
 			k->in_request = true;
+			head_unwatch(a->rest, k);
 		}
 		if (k != NULL && k->nul_in_url) {
 			reply_error(&r, MHD_HTTP_BAD_REQUEST, "the URL has a NUL byte (%%00)");
@@ -1878,10 +1971,13 @@ static void
 on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	     enum MHD_RequestTerminationCode toe)
 {
+	struct weir_rest *r = cls;
 	struct req *rq = *con_cls;
 	struct conn *k = conn_of(c);
 
 	/* A kept-alive connection's next request must come as quickly. */
+	if (k != NULL && !k->shut && !k->refused)
+		head_watch(r, k);
 	if (k != NULL) {
 		k->waiting_since_ms = mono_ms();
 		k->deadline_ms = k->waiting_since_ms + REST_HEADER_TIMEOUT_MS;
@@ -1923,6 +2019,8 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 static void
 rest_free(struct weir_rest *r)
 {
+	if (r->head_ep >= 0)
+		close(r->head_ep);
 	free(r->prev);
 	json_decref(r->baseline);
 	free(r->tls_cert);
@@ -1998,6 +2096,12 @@ weir_rest_start(struct weir_app *a, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory starting the REST server");
 		return -1;
 	}
+	r->head_ep = epoll_create1(EPOLL_CLOEXEC);
+	if (r->head_ep < 0) {
+		snprintf(err, errlen, "cannot start the REST server: epoll: %s", strerror(errno));
+		rest_free(r);
+		return -1;
+	}
 	if (tls_load(cfg, r, err, errlen) < 0) {
 		rest_free(r);
 		return -1;
@@ -2014,9 +2118,10 @@ weir_rest_start(struct weir_app *a, char *err, size_t errlen)
 		MHD_OPTION_SOCK_ADDR, sa,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(REST_CONN_LIMIT + REST_CONN_SPARE),
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)REST_CONN_TIMEOUT_S,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)WEIR_HTTP_MHD_MEMORY,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, r,
 		MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, r,
 		MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_END);
 	if (r->d == NULL) {
@@ -2058,8 +2163,10 @@ weir_rest_wait(struct weir_app *a, unsigned int us)
 	while (!a->quit) {
 		uint64_t now = rte_rdtsc();
 		MHD_UNSIGNED_LONG_LONG mhd_ms;
-		struct pollfd pfd = { .fd = r->epfd, .events = POLLIN };
-		int ms;
+		struct pollfd pfd[2] = { { .fd = r->epfd, .events = POLLIN },
+					 { .fd = r->head_ep, .events = POLLIN } };
+		struct epoll_event ev[32];
+		int ms, n;
 
 		if (now >= end)
 			break;
@@ -2069,8 +2176,12 @@ weir_rest_wait(struct weir_app *a, unsigned int us)
 			ms = (int)mhd_ms;
 		/* poll, not epoll_wait: MHD's sockets are edge-triggered, and
 		 * taking their events here would hide them from MHD_run. */
-		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+		if (poll(pfd, 2, ms) < 0 && errno != EINTR)
 			usleep(1000);   /* cannot happen on a valid fd; do not spin */
+		/* Heads that came in: checked before MHD_run reads them. */
+		n = epoll_wait(r->head_ep, ev, (int)RTE_DIM(ev), 0);
+		for (int e = 0; e < n; e++)
+			head_peek(r, ev[e].data.ptr);
 		MHD_run(r->d);
 		conns_sweep(r);
 	}
