@@ -215,6 +215,8 @@ load_top(struct loader *ld, const config_setting_t *root, struct weir_config *cf
 				return cfg_fail(ld, a, "'eal' has more than %d arguments", WEIR_MAX_EAL_ARGS);
 			cfg->eal_args[cfg->n_eal_args++] = strdup(config_setting_get_string(a));
 		}
+		if (cfg_check_eal(ld, eal) < 0)
+			return -1;
 	}
 	if (cfg_str(ld, root, "log_level", "notice", level, sizeof(level)) < 0)
 		return -1;

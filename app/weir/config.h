@@ -115,6 +115,9 @@ struct weir_config {
 	char mgmt_tls_cert[4096];               /* resolved PEM paths; both "" = plain HTTP */
 	char mgmt_tls_key[4096];
 	int mgmt_line;
+	/* The line that decides whether a direction (WEIR_PORT_LAN: outbound)
+	 * is shaped, for the reload's "needs a restart". */
+	int shaping_line[WEIR_PORT__COUNT];
 };
 
 /* Load and validate `path`. On error, returns -1 with "FILE:LINE: message" in err. */

@@ -42,6 +42,9 @@ int cfg_bool(struct loader *ld, const config_setting_t *grp, const char *name, b
 int cfg_str(struct loader *ld, const config_setting_t *grp, const char *name, const char *def,
 	    char *out, size_t outlen);
 
+/* The `eal` list (all strings): known options with values of their form,
+ * no stray values (config_eal.c). */
+int cfg_check_eal(struct loader *ld, const config_setting_t *eal);
 /* The shaping trees and the classification rules (config_policy.c). */
 int cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_config *cfg);
 

@@ -5,11 +5,13 @@
  * The value syntax (rates, prefixes, ports, ...) is policy_values.c's, shared
  * with the Lua front end.
  */
+#include <errno.h>
 #include <libgen.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config_loader.h"
 #include "ipabr.h"
@@ -658,6 +660,12 @@ load_script(struct loader *ld, const config_setting_t *root, const config_settin
 	else if (snprintf(cfg->policy_script, sizeof(cfg->policy_script), "%s/%s", dirname(dir),
 			  script) >= (int)sizeof(cfg->policy_script))
 		return cfg_fail(ld, pg, "policy.script: path too long");
+	/* A missing script is the config's mistake: its line, not the
+	 * script's line 0. */
+	if (access(cfg->policy_script, R_OK) != 0)
+		return cfg_fail(ld, config_setting_get_member(pg, "script"),
+				"policy.script: cannot read %s: %s", cfg->policy_script,
+				strerror(errno));
 	lim = weir_config_lua_limits(cfg);
 	cfg->policy = weir_policy_lua_load(cfg->policy_script, 1, &lim, ld->err, ld->errlen);
 	if (cfg->policy == NULL) {
@@ -694,6 +702,20 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 
 	if (ld->failed || (g && cfg_check_keys(ld, g, keys) < 0))
 		return -1;
+	/* Where a direction is shaped or not, for "needs a restart": its own
+	 * setting, else the section without it, else the script, else the top. */
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		const config_setting_t *pg = config_setting_get_member(root, "policy");
+		const config_setting_t *at = g ? config_setting_get_member(g, d == WEIR_PORT_LAN
+							? "outbound" : "inbound") : NULL;
+
+		if (at == NULL && pg != NULL && config_setting_is_group(pg))
+			at = config_setting_get_member(pg, "script");
+		if (at == NULL)
+			at = g;
+		cfg->shaping_line[d] = at != NULL && config_setting_source_line(at) > 0
+				       ? (int)config_setting_source_line(at) : 1;
+	}
 	if (cfg_int(ld, g, "overhead", 24, 0, 64, &v) < 0)
 		return -1;
 	cfg->shape_overhead = (uint16_t)v;

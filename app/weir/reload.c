@@ -164,13 +164,15 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 
 	err[0] = '\0';
 	if (op == NULL || np == NULL) {
-		snprintf(err, errlen, "%s: turning shaping on or off needs a restart", src->path);
+		snprintf(err, errlen, "%s:%d: turning shaping on or off needs a restart", src->path,
+			 src->shaping_line[WEIR_PORT_LAN]);
 		return -1;
 	}
 	for (int d = 0; d < WEIR_PORT__COUNT; d++)
 		if ((op->tree[d].n_classes != 0) != (np->tree[d].n_classes != 0)) {
-			snprintf(err, errlen, "%s: shaping the %s direction or not needs a restart",
-				 src->path, d == WEIR_PORT_LAN ? "outbound" : "inbound");
+			snprintf(err, errlen, "%s:%d: shaping the %s direction or not needs a restart",
+				 src->path, src->shaping_line[d],
+				 d == WEIR_PORT_LAN ? "outbound" : "inbound");
 			return -1;
 		}
 	/* One switch at a time: the management lcore is the only poster, so a

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -30,6 +31,7 @@
 #include <rte_log.h>
 
 #include "rest.h"
+#include "http_limits.h"
 #include "ipsec.h"
 #include "stats.h"
 #include "metrics.h"
@@ -46,6 +48,9 @@
 #define REST_CONN_LIMIT 256             /* connections open at once */
 #define REST_CONN_PER_IP 16             /* of them from one address but loopback */
 #define REST_CONN_RESERVED 32           /* of them only for 127.0.0.1 and ::1 */
+/* MHD's own limit is higher by this: connections shut to make room
+ * (conn_evict) still count until MHD has seen their end. */
+#define REST_CONN_SPARE 16
 #define REST_HEADER_TIMEOUT_MS 2000     /* accept (or the last reply) to whole headers */
 #define REST_REQUEST_TIMEOUT_MS 30000   /* whole headers to the reply (the body) */
 #define REST_CONN_TIMEOUT_S 10          /* idle or stalled connections are closed */
@@ -66,6 +71,12 @@ struct conn {
 	int fd;
 	struct sockaddr_storage peer;
 	uint64_t deadline_ms;           /* CLOCK_MONOTONIC */
+	uint64_t waiting_since_ms;      /* accept, or the last reply: waiting for a request */
+	bool in_request;                /* its request head is in; not waiting */
+	bool watched;                   /* in head_ep: its head is peeked at */
+	bool head_done;                 /* the whole head was peeked and passed */
+	bool refused;                   /* weir answered a refusal of its head itself */
+	size_t head_seen;               /* bytes of the head peeked so far */
 	bool shut;                      /* shut down; MHD closes it at its next read */
 	bool nul_in_url;                /* a %00 in the URL: refused, not truncated */
 };
@@ -76,6 +87,8 @@ struct weir_rest {
 	uint64_t log_second, log_suppressed;   /* MHD's log, rate-limited */
 	unsigned int log_count;
 	int epfd;                       /* MHD's epoll fd, waited on by the management loop */
+	int head_ep;                    /* connections whose request head is still coming */
+	char peek[WEIR_HTTP_HEAD_MAX + 1];
 	char *prev;                     /* the script text before the last upload (rollback) */
 	size_t prev_len;
 	json_t *baseline;               /* the stats at the last counters reset; NULL = none */
@@ -611,20 +624,23 @@ flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *f
 	*cursor = 0;
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "cursor");
 	*by_cursor = v != NULL;
-	if (v != NULL && (!parse_uint(v, UINT64_MAX, cursor) ||
-			  (*cursor >> 32) > a->n_workers ||
-			  ((*cursor >> 32) == a->n_workers && (uint32_t)*cursor != 0) ||
-			  ((*cursor >> 32) < a->n_workers &&
-			   (uint32_t)*cursor > weir_flow_table_capacity(a->flows[*cursor >> 32])))) {
+	if (v != NULL && !parse_uint(v, UINT64_MAX, cursor)) {
 		reply_error(r, MHD_HTTP_BAD_REQUEST, "'cursor' must be 0 or a 'next' of an earlier "
 			    "listing");
 		return -1;
 	}
-	if (v != NULL && MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset") != NULL) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "'cursor' and 'offset' page two different ways: "
-			    "use one");
+	/* A well-formed position that is in no table (another weir's, or
+	 * made up): 422, as the schema cannot say which positions exist. */
+	if (v != NULL && ((*cursor >> 32) > a->n_workers ||
+			  ((*cursor >> 32) == a->n_workers && (uint32_t)*cursor != 0) ||
+			  ((*cursor >> 32) < a->n_workers &&
+			   (uint32_t)*cursor > weir_flow_table_capacity(a->flows[*cursor >> 32])))) {
+		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "'cursor' %s is no position in the "
+			    "flow tables: it must be 0 or a 'next' of an earlier listing", v);
 		return -1;
 	}
+	/* With a cursor, offset skips that many matching flows past it, as
+	 * it does from the start without one. */
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
 	if (v != NULL && (!parse_uint(v, FLOWS_LIMIT_MAX, limit) || *limit == 0)) {
 		reply_error(r, MHD_HTTP_BAD_REQUEST, "'limit' must be an integer from 1 to %d",
@@ -697,8 +713,10 @@ flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *f
 			flt->cls[d] = a->cfg.policy ? weir_policy_class_find(a->cfg.policy, d, v) : -1;
 			found |= flt->cls[d] >= 0;
 		}
+		/* A class is a resource: one the policy does not have is not
+		 * found, as PATCH .../classes/{direction}/{name} says. */
 		if (!found) {
-			reply_error(r, MHD_HTTP_BAD_REQUEST, "no class '%s' in the policy in force", v);
+			reply_error(r, MHD_HTTP_NOT_FOUND, "no class '%s' in the policy in force", v);
 			return -1;
 		}
 		flt->by_class = true;
@@ -823,14 +841,15 @@ reload_check(struct weir_app *a, char *err, size_t errlen, char *token_err, size
 		bool then = nc.policy != NULL && nc.policy->tree[d].n_classes != 0;
 
 		if (now != then) {
-			snprintf(err, errlen, "%.300s: shaping the %s direction or not needs a restart",
-				 nc.path, dir_name[d]);
+			snprintf(err, errlen, "%.300s:%d: shaping the %s direction or not needs a "
+				 "restart", nc.path, nc.shaping_line[d], dir_name[d]);
 			rc = -1;
 			break;
 		}
 	}
 	if (a->cfg.policy == NULL) {
-		snprintf(err, errlen, "%.300s: turning shaping on or off needs a restart", nc.path);
+		snprintf(err, errlen, "%.300s:%d: turning shaping on or off needs a restart", nc.path,
+			 nc.shaping_line[WEIR_PORT_LAN]);
 		rc = -1;
 	}
 	weir_config_free(&nc);
@@ -1210,6 +1229,11 @@ class_rate(const char *key, const json_t *v, uint64_t *out, struct reply *r)
 	if (json_is_integer(v)) {
 		val.type = WEIR_VALUE_INT;
 		val.i = json_integer_value(v);
+	} else if (json_is_real(v) && json_real_value(v) >= 0 && json_real_value(v) <= 1e12 &&
+		   json_real_value(v) == (double)(json_int_t)json_real_value(v)) {
+		/* 20000000.0 is the integer 20000000 to JSON Schema too. */
+		val.type = WEIR_VALUE_INT;
+		val.i = (json_int_t)json_real_value(v);
 	} else if (json_is_string(v)) {
 		val.type = WEIR_VALUE_STR;
 		val.s = json_string_value(v);
@@ -1525,6 +1549,19 @@ host_ok(const char *host)
 	return port == NULL || (port[0] != '\0' && strspn(port, "0123456789") == strlen(port));
 }
 
+/* The request announces a body: a Content-Length above 0 or chunks. */
+static bool
+has_body(struct MHD_Connection *c)
+{
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	if (MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL)
+		return true;
+	return cl != NULL && strspn(cl, "0") != strlen(cl);
+}
+
 /* With no token, a web page in a browser on the box (or, through DNS
  * rebinding, anywhere) must not change anything: state-changing requests
  * must name the appliance by address, come from its own origin if a
@@ -1555,10 +1592,16 @@ refuse_cross_site(struct MHD_Connection *c, const char *method, struct reply *r)
 			    "another origin (%s) are refused (cross-site request)", method, origin);
 		return true;
 	}
-	if (strcmp(method, "POST") == 0 && !ctype_is(ct, "application/json")) {
+	/* A type other than JSON is what a cross-site form sends, with or
+	 * without fields. A POST with neither a type nor a body (curl -X
+	 * POST) is not a form: a browser sends one only through fetch or
+	 * sendBeacon, which always add the Origin checked above (Fetch
+	 * standard: every request whose method is not GET or HEAD). */
+	if (strcmp(method, "POST") == 0 && !ctype_is(ct, "application/json") &&
+	    (ct != NULL || has_body(c))) {
 		reply_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "without a management token, POST "
-			    "requests must have Content-Type: application/json (even without a "
-			    "body)");
+			    "requests must have Content-Type: application/json (or, without a body, "
+			    "none)");
 		return true;
 	}
 	return false;
@@ -1616,6 +1659,13 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 	*allow = NULL;
 	if (a->cfg.mgmt_token[0] == '\0' && refuse_cross_site(c, method, r))
 		return true;
+	/* head_peek refuses these first; a head that came in pieces is
+	 * refused here, in the same words. */
+	if (MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, NULL, NULL) > WEIR_HTTP_QUERY_MAX) {
+		reply_error(r, MHD_HTTP_URI_TOO_LONG, "the URL has more than %d query parameters",
+			    WEIR_HTTP_QUERY_MAX);
+		return true;
+	}
 	qc.allowed = rq->route->query;
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_key, &qc);
 	if (qc.bad != NULL) {
@@ -1651,6 +1701,76 @@ conn_of(struct MHD_Connection *c)
 }
 
 static void
+head_watch(struct weir_rest *r, struct conn *k)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = k };
+
+	k->head_seen = 0;
+	k->head_done = false;
+	/* Over TLS the socket holds records, not the head: libmicrohttpd's
+	 * own answers stay (docs/rest.md). */
+	if (r->tls_cert != NULL)
+		return;
+	if (!k->watched && epoll_ctl(r->head_ep, EPOLL_CTL_ADD, k->fd, &ev) == 0)
+		k->watched = true;
+}
+
+static void
+head_unwatch(struct weir_rest *r, struct conn *k)
+{
+	if (k->watched)
+		epoll_ctl(r->head_ep, EPOLL_CTL_DEL, k->fd, NULL);
+	k->watched = false;
+}
+
+/* Look at what has come of k's request head before MHD reads it (MHD
+ * reads after the management loop's next MHD_run), and answer what breaks
+ * weir's limits in JSON (http_limits.c); MHD would answer some of it in
+ * HTML and some not at all. A head that comes in pieces is checked whole
+ * only as far as its first piece goes; the rest is counted. */
+static void
+head_peek(struct weir_rest *r, struct conn *k)
+{
+	struct weir_http_refusal why;
+	bool complete;
+	ssize_t n;
+
+	if (k->shut || k->refused || k->head_done || k->in_request || !k->watched)
+		return;
+	n = recv(k->fd, r->peek, sizeof(r->peek), MSG_PEEK | MSG_DONTWAIT);
+	if (n <= 0) {
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			head_unwatch(r, k);     /* its end: MHD closes it */
+		return;
+	}
+	if (k->head_seen == 0) {
+		if (weir_http_head_check(r->peek, (size_t)n, &complete, &why) == 0) {
+			k->head_seen = (size_t)n;
+			k->head_done = complete;
+			if (complete)
+				head_unwatch(r, k);
+			return;
+		}
+	} else {
+		k->head_seen += (size_t)n;
+		if (memmem(r->peek, (size_t)n, "\n\r\n", 3) != NULL ||
+		    memmem(r->peek, (size_t)n, "\n\n", 2) != NULL) {
+			k->head_done = true;
+			head_unwatch(r, k);
+			return;
+		}
+		if (k->head_seen <= WEIR_HTTP_HEAD_MAX)
+			return;
+		why.status = MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE;
+		snprintf(why.msg, sizeof(why.msg), "the request line and headers are over %d "
+			 "bytes", WEIR_HTTP_HEAD_MAX);
+	}
+	weir_http_refuse(k->fd, &why);
+	k->refused = true;
+	head_unwatch(r, k);
+}
+
+static void
 on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 	      enum MHD_ConnectionNotificationCode code)
 {
@@ -1660,6 +1780,7 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 
 	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
 		if (k != NULL) {
+			head_unwatch(r, k);
 			*k->pprev = k->next;
 			if (k->next != NULL)
 				k->next->pprev = k->pprev;
@@ -1678,12 +1799,17 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 	if (i != NULL && i->client_addr != NULL)
 		memcpy(&k->peer, i->client_addr, i->client_addr->sa_family == AF_INET6
 		       ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
-	k->deadline_ms = mono_ms() + REST_HEADER_TIMEOUT_MS;
+	k->waiting_since_ms = mono_ms();
+	k->deadline_ms = k->waiting_since_ms + REST_HEADER_TIMEOUT_MS;
 	k->next = r->conns;
 	k->pprev = &r->conns;
 	if (r->conns != NULL)
 		r->conns->pprev = &k->next;
 	r->conns = k;
+	/* A client that sent its request with the handshake: MHD reads it
+	 * before the loop runs again, so it is looked at now. */
+	head_watch(r, k);
+	head_peek(r, k);
 }
 
 /* Close what is past its deadline. shutdown, not close: the fd stays
@@ -1728,25 +1854,49 @@ same_addr(const struct sockaddr *a, const struct sockaddr_storage *b)
 		      &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
 }
 
+/* With every slot taken, shut the connection that has waited longest for
+ * its request (an idle or trickling one; never one whose request is being
+ * served) to make room for a newcomer. A client that sends its request as
+ * soon as it connects is then served at once, whatever holds the slots: a
+ * local runaway reconnecting as fast as it is closed (127.0.0.1 is not
+ * limited per address) can no longer keep the operator waiting for the
+ * header deadline. false: every slot is busy with a request. */
+static bool
+conn_evict(struct weir_rest *r)
+{
+	struct conn *oldest = NULL;
+
+	for (struct conn *k = r->conns; k != NULL; k = k->next)
+		if (!k->shut && !k->in_request &&
+		    (oldest == NULL || k->waiting_since_ms < oldest->waiting_since_ms))
+			oldest = k;
+	if (oldest == NULL)
+		return false;
+	shutdown(oldest->fd, SHUT_RDWR);
+	oldest->shut = true;
+	return true;
+}
+
 /* Other addresses may hold REST_CONN_PER_IP connections each, and not the
  * last REST_CONN_RESERVED slots: those are for 127.0.0.1 and ::1, where
  * weirctl and local monitoring connect, so neither one address nor a flood
  * from many can lock the box's own administrator out. (MHD's own per-IP
- * limit would count the loopback clients too.) */
+ * limit would count the loopback clients too.) Loopback clients past
+ * REST_CONN_LIMIT take the slot of the longest waiting connection. */
 static enum MHD_Result
 on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
 	struct weir_rest *r = cls;
-	const union MHD_DaemonInfo *i;
-	unsigned int same = 0;
+	unsigned int same = 0, live = 0;
 
+	for (const struct conn *k = r->conns; k != NULL; k = k->next)
+		live += !k->shut;
 	if (addrlen == 0 || is_loopback(addr))
-		return MHD_YES;
-	i = MHD_get_daemon_info(r->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-	if (i != NULL && i->num_connections >= REST_CONN_LIMIT - REST_CONN_RESERVED)
+		return live < REST_CONN_LIMIT || conn_evict(r) ? MHD_YES : MHD_NO;
+	if (live >= REST_CONN_LIMIT - REST_CONN_RESERVED)
 		return MHD_NO;
 	for (const struct conn *k = r->conns; k != NULL; k = k->next)
-		same += same_addr(addr, &k->peer);
+		same += !k->shut && same_addr(addr, &k->peer);
 	return same < REST_CONN_PER_IP ? MHD_YES : MHD_NO;
 }
 
@@ -1779,8 +1929,13 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		*con_cls = rq;
 		/* The headers are in: the body gets a deadline of its own. */
 		k = conn_of(c);
-		if (k != NULL)
+		if (k != NULL && k->refused)
+			return MHD_NO;          /* answered by head_peek */
+		if (k != NULL) {
 			k->deadline_ms = mono_ms() + REST_REQUEST_TIMEOUT_MS;
+			k->in_request = true;
+			head_unwatch(a->rest, k);
+		}
 		if (k != NULL && k->nul_in_url) {
 			reply_error(&r, MHD_HTTP_BAD_REQUEST, "the URL has a NUL byte (%%00)");
 			return send_reply(c, &r, NULL);
@@ -1817,12 +1972,17 @@ static void
 on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	     enum MHD_RequestTerminationCode toe)
 {
+	struct weir_rest *r = cls;
 	struct req *rq = *con_cls;
 	struct conn *k = conn_of(c);
 
 	/* A kept-alive connection's next request must come as quickly. */
+	if (k != NULL && !k->shut && !k->refused)
+		head_watch(r, k);
 	if (k != NULL) {
-		k->deadline_ms = mono_ms() + REST_HEADER_TIMEOUT_MS;
+		k->waiting_since_ms = mono_ms();
+		k->deadline_ms = k->waiting_since_ms + REST_HEADER_TIMEOUT_MS;
+		k->in_request = false;
 		k->nul_in_url = false;
 	}
 	if (rq != NULL) {
@@ -1860,6 +2020,8 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 static void
 rest_free(struct weir_rest *r)
 {
+	if (r->head_ep >= 0)
+		close(r->head_ep);
 	free(r->prev);
 	json_decref(r->baseline);
 	free(r->tls_cert);
@@ -1935,6 +2097,12 @@ weir_rest_start(struct weir_app *a, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory starting the REST server");
 		return -1;
 	}
+	r->head_ep = epoll_create1(EPOLL_CLOEXEC);
+	if (r->head_ep < 0) {
+		snprintf(err, errlen, "cannot start the REST server: epoll: %s", strerror(errno));
+		rest_free(r);
+		return -1;
+	}
 	if (tls_load(cfg, r, err, errlen) < 0) {
 		rest_free(r);
 		return -1;
@@ -1949,11 +2117,12 @@ weir_rest_start(struct weir_app *a, char *err, size_t errlen)
 	r->d = MHD_start_daemon(flags, cfg->mgmt_port, on_accept, r, on_request, a,
 		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, r,
 		MHD_OPTION_SOCK_ADDR, sa,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)REST_CONN_LIMIT,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(REST_CONN_LIMIT + REST_CONN_SPARE),
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)REST_CONN_TIMEOUT_S,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)WEIR_HTTP_MHD_MEMORY,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, r,
 		MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, r,
 		MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_END);
 	if (r->d == NULL) {
@@ -1995,8 +2164,10 @@ weir_rest_wait(struct weir_app *a, unsigned int us)
 	while (!a->quit) {
 		uint64_t now = rte_rdtsc();
 		MHD_UNSIGNED_LONG_LONG mhd_ms;
-		struct pollfd pfd = { .fd = r->epfd, .events = POLLIN };
-		int ms;
+		struct pollfd pfd[2] = { { .fd = r->epfd, .events = POLLIN },
+					 { .fd = r->head_ep, .events = POLLIN } };
+		struct epoll_event ev[32];
+		int ms, n;
 
 		if (now >= end)
 			break;
@@ -2006,8 +2177,12 @@ weir_rest_wait(struct weir_app *a, unsigned int us)
 			ms = (int)mhd_ms;
 		/* poll, not epoll_wait: MHD's sockets are edge-triggered, and
 		 * taking their events here would hide them from MHD_run. */
-		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+		if (poll(pfd, 2, ms) < 0 && errno != EINTR)
 			usleep(1000);   /* cannot happen on a valid fd; do not spin */
+		/* Heads that came in: checked before MHD_run reads them. */
+		n = epoll_wait(r->head_ep, ev, (int)RTE_DIM(ev), 0);
+		for (int e = 0; e < n; e++)
+			head_peek(r, ev[e].data.ptr);
 		MHD_run(r->d);
 		conns_sweep(r);
 	}

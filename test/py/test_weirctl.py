@@ -175,7 +175,7 @@ def test_errors(weir, tmp_path):
     rc, out, err = ctl(weir, "policy", "rollback")
     assert rc == 1 and err.startswith("weirctl: 409 ") and "script" in err
     rc, out, err = ctl(weir, "flows", "--class", "nosuch")
-    assert rc == 1 and err == "weirctl: 400 no class 'nosuch' in the policy in force\n"
+    assert rc == 1 and err == "weirctl: 404 no class 'nosuch' in the policy in force\n"
     rc, out, err = ctl(weir, "policy", "apply", str(tmp_path / "missing.lua"))
     assert rc == 2 and "cannot read" in err
     # Nothing listening there.
