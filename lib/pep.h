@@ -52,6 +52,7 @@ struct weir_pep_stats {
 	uint64_t sacked;        /* copies freed by a SACK block */
 	uint64_t fast_retx;     /* retransmissions from a copy on duplicate ACKs or a SACK hole */
 	uint64_t rto_retx;      /* retransmissions from a copy on the flow's timeout */
+	uint64_t retx_again;    /* of fast_retx: a resend lost too, found a round trip later */
 	uint64_t give_ups;      /* flows ended with RSTs to both sides (receiver silent) */
 	uint64_t rst_sent;      /* RST frames made */
 	uint64_t rst_ignored;   /* RSTs outside the window of the end they were sent to: passed,

@@ -462,6 +462,7 @@ pep_json(const struct weir_app *app)
 		s.rst_ignored += w->rst_ignored;
 		s.rst_held += w->rst_held;
 		s.ece_sent += w->ece_sent;
+		s.retx_again += w->retx_again;
 		s.flushed += w->flushed;
 		s.drain_resets += w->drain_resets;
 		s.flushed_owed += w->flushed_owed;
@@ -492,11 +493,12 @@ pep_json(const struct weir_app *app)
 
 	json_object_update(o, o2);
 	json_decref(o2);
-	o2 = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	o2 = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"class_dropped", (json_int_t)s.class_dropped, "lost_resent", (json_int_t)s.lost_resent,
 		"rst_ignored", (json_int_t)s.rst_ignored, "rst_held", (json_int_t)s.rst_held,
 		"flushed", (json_int_t)s.flushed, "drain_resets", (json_int_t)s.drain_resets,
-		"flushed_owed", (json_int_t)s.flushed_owed, "ece_sent", (json_int_t)s.ece_sent);
+		"flushed_owed", (json_int_t)s.flushed_owed, "ece_sent", (json_int_t)s.ece_sent,
+		"retx_again", (json_int_t)s.retx_again);
 	json_object_update(o, o2);
 	json_decref(o2);
 	return o;

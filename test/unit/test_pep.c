@@ -442,8 +442,8 @@ test_local_recovery(void)
 
 			CHECK(s.cksum_ok && s.len == 1000 && f[r.emitted[i]->data_len - 1] ==
 			      (uint8_t)(ISN_S + 2000 + 999), "the retransmission is the original, bytes and checksum");
-			CHECK(s.ts && s.tsval == 209, "with S's latest TSval, not the original's 202 "
-			      "(PAWS at R would discard it): %u", s.tsval);
+			CHECK(s.ts && s.tsval == 202, "with the original's TSval, not S's latest "
+			      "(209: originals behind it would fail PAWS at R): %u", s.tsval);
 		}
 	rig_emitted_free(&r);
 	/* Another duplicate SACKing more: no second copy of the same hole. */
@@ -1162,6 +1162,42 @@ test_v6_ext_headers_not_copied(void)
 	rig_free(&r);
 }
 
+/* A copy's TSval is raised to R's TS.Recent (its TSecr) when that is past
+ * the original's, or PAWS at R would discard the copy itself. */
+static void
+test_retx_tsval_floor(void)
+{
+	const uint64_t t0 = *hzp;
+	struct rig r;
+	unsigned int k = 0;
+
+	if (four_packed(&r, "pep_tsf", t0) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	{
+		struct seg s = rack(0, 1000, 2000);
+
+		s.tsecr = 250;          /* S resent something itself, TSval 250 */
+		feed_seg(&r, &s, t0 + 100 * MS);
+		s.n_sack = 1;
+		s.sack[0] = ISN_S + 2000;
+		s.sack[1] = ISN_S + 4000;
+		feed_seg(&r, &s, t0 + 101 * MS);
+	}
+	for (unsigned int i = 0; i < r.n_emitted; i++) {
+		struct seen s = look(r.emitted[i]);
+
+		if (r.emitted_to[i] == WEIR_PORT_WAN && s.len > 0) {
+			k++;
+			CHECK(s.seq == ISN_S + 1000 && s.ts && s.tsval == 250 && s.cksum_ok,
+			      "the copy carries R's TS.Recent, not the original's 201 (%u)", s.tsval);
+		}
+	}
+	CHECK(k == 1, "one retransmission (%u)", k);
+	rig_free(&r);
+}
+
 /* Shutdown with copies held: every one back in the pool. */
 static void
 test_flush(void)
@@ -1217,6 +1253,7 @@ main(int argc, char **argv)
 	test_rst_from_receiver();
 	test_packed_original_dropped();
 	test_stop_drains();
+	test_retx_tsval_floor();
 	test_ece_reaches_sender();
 	test_v6_ext_headers_not_copied();
 	test_limits();
