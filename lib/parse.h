@@ -123,6 +123,9 @@ struct weir_pkt {
 				 * mile's exempt flow) */
 	uint8_t  clocked : 1;   /* its sender is clocked by ACKs weir holds or windows it
 				 * sizes: its queue waking is not a sparse flow (lib/drr.h) */
+	uint8_t  lm_cut : 1;    /* a last mile cut this ACK's window (then `win` is the
+				 * window it wrote); settled once its mode had its say
+				 * (lib/worker_ack.c) */
 };
 
 /*

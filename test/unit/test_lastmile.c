@@ -205,6 +205,98 @@ test_clamp_and_exempt(void)
 	CHECK(held > 0 && ex == 0, "postack, not exempt: ACKs held as usual (%lu)", (unsigned long)held);
 }
 
+/* The largest window (bytes: the field x 4) of the host's ACKs that left
+ * (LAN port 4000, travelling out; all caught in r->emitted[]). */
+static uint32_t
+max_ack_win(struct rig *r)
+{
+	uint32_t max = 0;
+
+	for (unsigned int i = 0; i < r->n_emitted; i++) {
+		const uint8_t *f = rte_pktmbuf_mtod(r->emitted[i], const uint8_t *);
+
+		if (r->emitted_to[i] == WEIR_PORT_WAN && !(f[47] & SYN))
+			max = RTE_MAX(max, (uint32_t)win_of(r->emitted[i]) * 4);
+	}
+	return max;
+}
+
+/*
+ * Issue 36 item 7: a last mile's clamp and the ACK mode's own cut on one
+ * ACK. postack cuts to its hold window, 64 segments (64 x 256 = 16384
+ * bytes; the round trip here is microseconds, its BDP nothing). Whichever
+ * limit is smaller is the window that leaves, and lm_clamped counts only
+ * the ACKs that left with the last mile's window. lm_rate/lm_rtt: the
+ * last mile (bit/s, ms); returns the largest window of the host's ACKs
+ * that left (bytes) and the counters.
+ */
+static uint32_t
+lm_beside_postack(uint32_t lm_rate, uint32_t lm_rtt, uint64_t *lm_clamped, uint64_t *win_clamped)
+{
+	struct weir_policy_class_conf cls[1] = {
+		{ .name = "slow", .rate = 1000000, .mode = WEIR_MODE_POSTACK,
+		  .last_mile = { .rate = lm_rate, .rtt_ms = lm_rtt, .buffer = LM_BUF } },
+	};
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 0 },
+			  { .rate = 1500000, .n_classes = 1, .classes = cls, .default_class = "slow" } },
+	};
+	const uint64_t now = rte_get_tsc_hz();
+	struct rte_mbuf *out[64];
+	uint32_t max;
+	uint16_t n;
+	struct rig r;
+
+	if (rig_make_pa(&r, &pc, "lm_pa", 256) != 0) {
+		CHECK(0, "rig");
+		return 0;
+	}
+	/* The host's SYN says 30000 (under either limit: not cut). */
+	feed(&r, seg(0, 4000, SYN, 100, 0, 30000, 0), 0, now);
+	feed(&r, seg(1, 4000, SYN | ACK, 500, 101, 65535, 0), 1, now + 1000);
+	for (uint32_t i = 0; i < 8; i++)
+		feed(&r, seg(1, 4000, ACK, 501 + i * MSS, 101, 1000, MSS), 1, now + 3000 + i);
+	/* The host's ACKs, window 60000 x 4 = 240000: caught as they leave,
+	 * now or when the data they answer leaves the tree. */
+	for (uint32_t i = 0; i < 8; i++) {
+		struct rte_mbuf *m = seg(0, 4000, ACK, 101, 501 + (i + 1) * MSS, 60000, 0);
+
+		if (rig_process(&r, &m, 1, WEIR_PORT_LAN, now + 10000 + i) == 1)
+			rig_emit(&r, WEIR_PORT_WAN, &m, 1);
+	}
+	for (int k = 0; k < 100; k++)
+		while ((n = rig_dequeue(&r, WEIR_PORT_WAN, now + (uint64_t)k * rte_get_tsc_hz() / 100,
+					out, 64)) > 0)
+			rte_pktmbuf_free_bulk(out, n);
+	rig_watchdog(&r, now + 10 * rte_get_tsc_hz());
+	max = max_ack_win(&r);
+	*lm_clamped = r.w->ctr.port[WEIR_PORT_LAN].lm_clamped;
+	*win_clamped = r.w->ctr.port[WEIR_PORT_LAN].win_clamped;
+	rig_free(&r);
+	return max;
+}
+
+static void
+test_smallest_limit_wins(void)
+{
+	/* 4 Mbit/s x 100 ms = 50000 bytes: 148 segments + 3, of 244 bytes. */
+	const uint32_t big = (50000u / (MSS + 80) + LM_BUF) * (MSS - 12), hold = 64 * MSS;
+	uint64_t lm, pa;
+	uint32_t max;
+
+	/* The last mile's limit is the smaller: postack's cut must not undo it. */
+	max = lm_beside_postack(LM_RATE, LM_RTT, &lm, &pa);
+	CHECK(max > 0 && max < LM_LIMIT + 4 && lm == 9,
+	      "last mile below the mode: windows <= %u (largest %u), lm_clamped %lu of 9 (the SYN and 8 ACKs)",
+	      LM_LIMIT, max, (unsigned long)lm);
+	/* postack's is the smaller: the last mile's cut must not raise it. */
+	max = lm_beside_postack(4000000, 100, &lm, &pa);
+	CHECK(max > 0 && max < hold + 4 && big > hold,
+	      "mode below the last mile: windows <= %u (largest %u; last mile %u)", hold, max, big);
+	CHECK(lm == 0 && pa == 8, "counted where it took effect: lm_clamped %lu, win_clamped %lu",
+	      (unsigned long)lm, (unsigned long)pa);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -213,5 +305,6 @@ main(int argc, char **argv)
 	rig_mempool("lm_mp");
 	test_policy_targets();
 	test_clamp_and_exempt();
+	test_smallest_limit_wins();
 	return unit_report();
 }
