@@ -178,6 +178,11 @@ weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf 
 	/* Only handshake packets time anything: no call for the rest. */
 	if (unlikely((p->tcp_flags & WEIR_TCP_SYN) || f->pkts[a] == 2))
 		handshake(w, f, p, a, slot, now);
+	/* A signed connection (TCP-MD5/AO): its signature covers the window
+	 * and the ACK, so no clamp, ACK mode or pep may touch, hold or answer
+	 * it. The one check for them all; it never held an ACK or had pep. */
+	if (unlikely(p->tcp_signed))
+		return false;
 	/* pep's state outlives its class (lib/pep.h): a flow it keeps copies
 	 * for has all its TCP packets looked at, and R's ACKs for data the
 	 * gateway already acknowledged are taken. */
