@@ -412,8 +412,7 @@ weir_flow_track(struct weir_flow *f, const struct weir_pkt *p, enum weir_dir dir
 		if (unlikely(p->flags & WEIR_PF_TCP_SIGNED))
 			f->flags |= WEIR_FF_TCP_SIGNED;
 		tcp_track(f, p, dir);
-	}
-	else if ((f->flags & (WEIR_FF_SEEN_OUT | WEIR_FF_SEEN_IN)) == (WEIR_FF_SEEN_OUT | WEIR_FF_SEEN_IN))
+	} else if ((f->flags & (WEIR_FF_SEEN_OUT | WEIR_FF_SEEN_IN)) == (WEIR_FF_SEEN_OUT | WEIR_FF_SEEN_IN))
 		f->flags |= WEIR_FF_REPLIED;
 }
 
