@@ -70,6 +70,10 @@ struct weir_port_counters {
 	 * from per-flow fairness shaped pfq instead of their leaf's mode. */
 	uint64_t lm_clamped;
 	uint64_t lm_exempt;
+	/* Segments of TCP flows signed by TCP-MD5 or TCP-AO (lib/parse.h,
+	 * WEIR_PF_TCP_SIGNED): the signature covers the window and the ACK,
+	 * so no mode rewrites, holds or answers them; shaped pfq. */
+	uint64_t tcp_signed;
 	uint64_t malformed_by[WEIR_MAL__COUNT];
 } __rte_cache_aligned;
 

@@ -417,9 +417,11 @@ weir_flow_track(struct weir_flow *f, const struct weir_pkt *p, enum weir_dir dir
 		flow_restart(f, now);
 
 	weir_flow_touch(f, dir, wire_len, now);
-	if (tcp)
+	if (tcp) {
+		if (unlikely(p->flags & WEIR_PF_TCP_SIGNED))
+			f->flags |= WEIR_FF_TCP_SIGNED;
 		tcp_track(f, p, dir);
-	else if ((f->flags & (WEIR_FF_SEEN_OUT | WEIR_FF_SEEN_IN)) == (WEIR_FF_SEEN_OUT | WEIR_FF_SEEN_IN))
+	} else if ((f->flags & (WEIR_FF_SEEN_OUT | WEIR_FF_SEEN_IN)) == (WEIR_FF_SEEN_OUT | WEIR_FF_SEEN_IN))
 		f->flags |= WEIR_FF_REPLIED;
 }
 

@@ -82,6 +82,11 @@ const char *weir_flow_state_name(unsigned int state);
 #define WEIR_FF_FIN_OUT         0x08  /* FIN sent by the LAN side */
 #define WEIR_FF_FIN_IN          0x10  /* FIN sent by the WAN side */
 #define WEIR_FF_REPLIED         0x20  /* non-TCP: traffic seen both ways */
+/* TCP (the same bit as REPLIED, which is for non-TCP only: the entry's
+ * line has no byte to spare): a segment of the connection, either way,
+ * carried TCP-MD5 or TCP-AO (WEIR_PF_TCP_SIGNED). Sticky until the entry
+ * is reused; the worker then leaves every segment of it as it came. */
+#define WEIR_FF_TCP_SIGNED      0x20
 #define WEIR_FF_FIN_OUT_ACKED   0x40  /* the LAN side's FIN was acknowledged */
 #define WEIR_FF_FIN_IN_ACKED    0x80  /* the WAN side's FIN was acknowledged */
 

@@ -38,7 +38,10 @@ weir_lastmile_exempt(const struct weir_policy *p, const struct weir_flow *f)
  * never raised, never left of an edge already shown
  * (weir_postack_cut_window). A SYN's (unscaled) window is cut too, so the
  * sender's first flight fits; later segments need the handshake (window
- * scale). Returns true when the window was rewritten. */
+ * scale). Returns true when the window was rewritten. A SYN's cut is
+ * counted here; an ACK's is marked (weir_pkt.lm_cut) and counted by the
+ * worker once the ACK's mode had its say, only if no smaller cut of the
+ * mode replaced it: the smallest limit wins, whatever the order. */
 bool weir_lastmile_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
 			 const struct weir_pkt *p, int a, uint32_t slot,
 			 const struct weir_policy_target *t);

@@ -103,7 +103,8 @@ ipv4_options_ok(const uint8_t *o, unsigned int len)
 }
 
 /* TCP options: record MSS, window scale, SACK-permitted, SACK blocks and
- * timestamps; reject any length that is wrong for its kind or overruns. */
+ * timestamps, and flag a signature (TCP-MD5, TCP-AO); reject any length
+ * that is wrong for its kind or overruns. */
 static int
 tcp_options(const uint8_t *tcp, unsigned int hlen, struct weir_pkt *p)
 {
@@ -158,6 +159,10 @@ tcp_options(const uint8_t *tcp, unsigned int hlen, struct weir_pkt *p)
 				return 0;
 			p->ts_off = (uint8_t)(i + 2);
 			p->flags |= WEIR_PF_TCP_TS;
+			break;
+		case 19:        /* TCP-MD5 signature (RFC 2385) */
+		case 29:        /* TCP-AO (RFC 5925) */
+			p->flags |= WEIR_PF_TCP_SIGNED;
 			break;
 		default:
 			break;

@@ -59,6 +59,8 @@ enum weir_l3 {
 #define WEIR_PF_L2_CONTROL 0x40  /* not IP, an L2 control frame: ARP, RARP, LLDP, slow
                                   * protocols (LACP), EAPOL, or any frame to the IEEE
                                   * reserved group 01:80:c2:00:00:0X (STP, ...) */
+#define WEIR_PF_TCP_SIGNED 0x80  /* TCP-MD5 (option 19, RFC 2385) or TCP-AO (29, RFC 5925):
+                                  * the segment is signed, its window and ACK included */
 
 /* TCP flags as on the wire (byte 13 of the TCP header). */
 #define WEIR_TCP_FIN 0x01
@@ -123,6 +125,12 @@ struct weir_pkt {
 				 * mile's exempt flow) */
 	uint8_t  clocked : 1;   /* its sender is clocked by ACKs weir holds or windows it
 				 * sizes: its queue waking is not a sparse flow (lib/drr.h) */
+	uint8_t  tcp_signed : 1; /* of a TCP flow signed by TCP-MD5/AO (WEIR_FF_TCP_SIGNED):
+				 * no mode but pfq/fifo acts on it, nothing rewrites,
+				 * holds or answers it */
+	uint8_t  lm_cut : 1;    /* a last mile cut this ACK's window (then `win` is the
+				 * window it wrote); settled once its mode had its say
+				 * (lib/worker_ack.c) */
 };
 
 /*

@@ -446,13 +446,16 @@ weir_postack_note_seen(struct weir_postack *pa, const struct weir_flow *f, const
  * Cut the window of ACK m (travelling a, the flow's handshake seen) so the
  * data sender may have at most `limit` bytes outstanding past its
  * cumulative ACK, but never move the right edge left of one already shown
- * to the sender (RFC 7323 sec. 2.4: do not shrink the window); note the
- * edge it leaves with. Returns true when the window was rewritten (TCP
- * checksum patched, RFC 1624).
+ * to the sender (RFC 7323 sec. 2.4: do not shrink the window); with
+ * `note`, note the edge it leaves with. The cut starts from the window on
+ * the frame (weir_ack_win), not the parsed one: when two cut one ACK (a
+ * last mile's, then its mode's) the smaller limit wins whatever the order.
+ * Returns true when the window was rewritten (TCP checksum patched, RFC
+ * 1624).
  */
-bool
-weir_postack_cut_window(struct weir_postack *pa, const struct weir_flow *f, struct rte_mbuf *m,
-			const struct weir_pkt *p, int a, uint32_t slot, uint32_t limit)
+static bool
+cut_window(struct weir_postack *pa, const struct weir_flow *f, struct rte_mbuf *m,
+	   const struct weir_pkt *p, int a, uint32_t slot, uint32_t limit, bool note)
 {
 	struct weir_postack_q *q = &pa->q[a ^ 1][slot];
 	int shift = weir_ack_wscale(f, a);
@@ -460,22 +463,39 @@ weir_postack_cut_window(struct weir_postack *pa, const struct weir_flow *f, stru
 
 	if (shift < 0)
 		return false;
-	edge = p->ack + ((uint32_t)p->win << shift);
+	edge = p->ack + ((uint32_t)weir_ack_win(m, p) << shift);
 	limit_edge = p->ack + limit;
 	if ((q->flags & WEIR_PAQ_RE_VALID) && weir_seq_lt(limit_edge, q->re_max))
 		limit_edge = q->re_max;
 	if (!weir_seq_lt(limit_edge, edge)) {
-		weir_postack_note_edge(pa, f, p, a, slot);
+		if (note)
+			weir_postack_note_edge(pa, f, p, a, slot);
 		return false;
 	}
 	/* Round up: the new edge is at or past the limit, never short of it. */
 	win = (limit_edge - p->ack + (1u << shift) - 1) >> shift;
 	win = RTE_MIN(win, 0xffffu);
 	weir_ack_set_win(m, p, (uint16_t)win);
+	if (!note)
+		return true;
 	if (weir_seq_lt(q->re_max, p->ack + (win << shift)) || !(q->flags & WEIR_PAQ_RE_VALID))
 		q->re_max = p->ack + (win << shift);
 	q->flags |= WEIR_PAQ_RE_VALID;
 	return true;
+}
+
+bool
+weir_postack_cut_window(struct weir_postack *pa, const struct weir_flow *f, struct rte_mbuf *m,
+			const struct weir_pkt *p, int a, uint32_t slot, uint32_t limit)
+{
+	return cut_window(pa, f, m, p, a, slot, limit, true);
+}
+
+bool
+weir_postack_cut_unnoted(struct weir_postack *pa, const struct weir_flow *f, struct rte_mbuf *m,
+			 const struct weir_pkt *p, int a, uint32_t slot, uint32_t limit)
+{
+	return cut_window(pa, f, m, p, a, slot, limit, false);
 }
 
 /* The path's round trip for data direction d, both sides of the gateway

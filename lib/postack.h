@@ -189,10 +189,18 @@ void weir_postack_note_seen(struct weir_postack *pa, const struct weir_flow *f,
 			    const struct weir_pkt *p, int a, uint32_t slot);
 
 /* Cut ACK m's window to `limit` bytes past its cumulative ACK, never left
- * of an edge already shown (see postack.c); true when rewritten. */
+ * of an edge already shown, never above the window on the frame (an
+ * earlier cut's); see postack.c. True when rewritten. */
 bool weir_postack_cut_window(struct weir_postack *pa, const struct weir_flow *f,
 			     struct rte_mbuf *m, const struct weir_pkt *p, int a, uint32_t slot,
 			     uint32_t limit);
+/* The same cut without noting the edge: for a cut another may follow on
+ * the same ACK (a last mile's, before its mode's), which must not be held
+ * above this ACK's own first cut. Whoever makes it notes the edge the ACK
+ * leaves with once every cut is made (weir_postack_note_edge). */
+bool weir_postack_cut_unnoted(struct weir_postack *pa, const struct weir_flow *f,
+			      struct rte_mbuf *m, const struct weir_pkt *p, int a, uint32_t slot,
+			      uint32_t limit);
 
 /* The share clamp's window in data bytes: share_bpt (frame bytes per TSC
  * tick << 32) x rtt (ticks) x (1 + margin16 / 65536), plus max(2 seg,

@@ -6,6 +6,7 @@
 #define WEIR_TCPWIN_H
 
 #include <stdint.h>
+#include <string.h>
 #include <rte_byteorder.h>
 #include <rte_mbuf.h>
 
@@ -46,6 +47,18 @@ static inline uint64_t
 weir_win_bdp(uint64_t rate_bpt, uint64_t rtt, uint32_t ratio16)
 {
 	return (uint64_t)((((unsigned __int128)rate_bpt * rtt) >> 32) * ratio16 >> 16);
+}
+
+/* The raw window field of ACK m (meta-data p) as it is on the frame now:
+ * p->win unless a rewrite (weir_ack_set_win) changed it since the parse.
+ * A cut starts from this one, so a later cut never raises an earlier. */
+static inline uint16_t
+weir_ack_win(const struct rte_mbuf *m, const struct weir_pkt *p)
+{
+	uint16_t v;
+
+	memcpy(&v, rte_pktmbuf_mtod_offset(m, const uint8_t *, p->l4_off + 14), sizeof(v));
+	return rte_be_to_cpu_16(v);
 }
 
 /* Write the raw window field of ACK m (meta-data p), patching the TCP

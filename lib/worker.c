@@ -145,9 +145,12 @@ shape_flow(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, enum 
 
 /* The mode that acts on frame m in a leaf of mode `mode`. An IPsec SA's
  * bytes past the IP header are covered by its integrity check, and its
- * TCP (if any) is out of reach: only pfq and fifo, which never rewrite or
- * hold a frame, may act on it. Any other mode is replaced here, where the
- * mode is chosen, by pfq (per-flow DRR), and the frame counted. */
+ * TCP (if any) is out of reach; a TCP-MD5/AO connection's signature covers
+ * its window and ACK, and a segment weir rewrote or made (pep's p-ACKs and
+ * RSTs) is dropped by the host: only pfq and fifo, which never rewrite or
+ * hold a frame, may act on either. Any other mode is replaced here, where
+ * the mode is chosen, by pfq (per-flow DRR), and the frame counted (a
+ * signed one when it arrived). */
 static inline const struct weir_mode_ops *
 frame_mode(struct weir_worker *w, uint8_t mode, struct rte_mbuf *m, enum weir_port_role from,
 	   bool count)
@@ -156,11 +159,11 @@ frame_mode(struct weir_worker *w, uint8_t mode, struct rte_mbuf *m, enum weir_po
 
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
 
-	if (unlikely(p->ipsec != WEIR_IPSEC_NONE || p->plain) &&
+	if (unlikely(p->ipsec != WEIR_IPSEC_NONE || p->plain || p->tcp_signed) &&
 	    ops != &weir_mode_pfq && ops != &weir_mode_fifo) {
 		if (count && p->ipsec != WEIR_IPSEC_NONE)
 			w->ctr.port[from].ipsec_plain++;
-		else if (count)
+		else if (count && !p->tcp_signed)
 			w->ctr.port[from].lm_exempt++;
 		return &weir_mode_pfq;
 	}
@@ -466,6 +469,13 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 				weir_flow_track(f, &weir_mbuf_meta(m)->pkt, (enum weir_dir)from,
 						m->pkt_len, now);
 				pc->managed++;
+				/* A signed connection's segments are left as they came
+				 * (frame_mode, weir_wk_ack_control): counted here, once. */
+				if (weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP &&
+				    unlikely(f->flags & WEIR_FF_TCP_SIGNED)) {
+					weir_mbuf_meta(m)->pkt.tcp_signed = 1;
+					pc->tcp_signed++;
+				}
 				if (unlikely(weir_mbuf_meta(m)->pkt.ipsec != WEIR_IPSEC_NONE))
 					sa_account(w, f, &weir_mbuf_meta(m)->pkt, pc);
 				/* A flag already in the flow's cache line: no cost

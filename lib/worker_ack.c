@@ -14,6 +14,7 @@
 #include "mode.h"
 #include "pep.h"
 #include "postack_store.h"
+#include "tcpwin.h"
 #include "worker.h"
 #include "worker_int.h"
 
@@ -61,6 +62,26 @@ weir_wk_mode_end(struct weir_worker *w, struct weir_flow *f)
 	}
 }
 
+/* ACK m (travelling a) whose window a last mile cut (weir_pkt.lm_cut),
+ * now that its mode had its say: the cut took effect if the window the
+ * last mile wrote is still the one on the frame (a smaller cut of the mode
+ * replaced it otherwise, and noted its own edge). Only then is it counted
+ * and its edge noted: the edge the sender is shown, and no higher. */
+static void
+lm_settle(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m, int a,
+	  uint32_t slot)
+{
+	struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+
+	if (!p->lm_cut)
+		return;
+	p->lm_cut = 0;
+	if (weir_ack_win(m, p) != p->win)
+		return;
+	w->ctr.port[a].lm_clamped++;
+	weir_postack_note_edge(w->pa, f, p, a, slot);
+}
+
 enum weir_verdict
 weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot,
 	       struct rte_mbuf *m, uint64_t now)
@@ -69,6 +90,8 @@ weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot,
 	unsigned int n_ev;
 	int held;
 
+	/* Settled before the store takes m (it may keep a copy, not m). */
+	lm_settle(w, f, m, d ^ 1, slot);
 	f->shape |= (uint8_t)WEIR_FSH_HELD(d);
 	held = weir_postack_hold(w->pa, d, slot, m, now, &evicted, &n_ev);
 	if (n_ev > 0)
@@ -147,12 +170,19 @@ weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf 
 	const int d = a ^ 1;
 	const uint32_t slot = weir_flow_slot(w->flows, f);
 	const struct weir_mode_ops *ops;
+	enum weir_verdict v = WEIR_V_PASS;
+	bool lm = false;
 	uint16_t leaf;
 	uint32_t held;
 
 	/* Only handshake packets time anything: no call for the rest. */
 	if (unlikely((p->tcp_flags & WEIR_TCP_SYN) || f->pkts[a] == 2))
 		handshake(w, f, p, a, slot, now);
+	/* A signed connection (TCP-MD5/AO): its signature covers the window
+	 * and the ACK, so no clamp, ACK mode or pep may touch, hold or answer
+	 * it. The one check for them all; it never held an ACK or had pep. */
+	if (unlikely(p->tcp_signed))
+		return false;
 	/* pep's state outlives its class (lib/pep.h): a flow it keeps copies
 	 * for has all its TCP packets looked at, and R's ACKs for data the
 	 * gateway already acknowledged are taken. */
@@ -166,9 +196,10 @@ weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf 
 		if (held == 0)
 			f->shape &= (uint8_t)~WEIR_FSH_HELD(d);
 	}
-	/* A last mile: its host's windows clamped to its pipe + buffer. */
+	/* A last mile: its host's windows clamped to its pipe + buffer. Its
+	 * cut of an ACK is settled once the mode had its say (lm_settle). */
 	if (unlikely(w->policy->targets[f->class_id].lm_flags != 0))
-		weir_lastmile_clamp(w, f, m, p, a, slot, &w->policy->targets[f->class_id]);
+		lm = weir_lastmile_clamp(w, f, m, p, a, slot, &w->policy->targets[f->class_id]);
 	if ((p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_FIN | WEIR_TCP_RST | WEIR_TCP_URG |
 			     WEIR_TCP_ACK)) != WEIR_TCP_ACK || p->payload_len > 0) {
 		if (held > 0)
@@ -180,15 +211,18 @@ weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf 
 			if (ops->uncut != NULL)
 				ops->uncut(w, f, p, a, slot);
 		}
-		return false;
+	} else {
+		leaf = w->policy->targets[f->class_id].leaf[d];
+		ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
+		/* Unshaped, or out of per-flow fairness: no ACK mode. */
+		if (leaf != WEIR_CBQ_NONE && !weir_lastmile_exempt(w->policy, f) && ops->ack != NULL)
+			v = ops->ack(w, f, m, p, a, slot, leaf, held, now);
 	}
-	leaf = w->policy->targets[f->class_id].leaf[d];
-	if (leaf == WEIR_CBQ_NONE || weir_lastmile_exempt(w->policy, f))
-		return false;   /* unshaped, or out of per-flow fairness: no ACK mode */
-	ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
-	if (ops->ack == NULL)
-		return false;
-	return ops->ack(w, f, m, p, a, slot, leaf, held, now) != WEIR_V_PASS;
+	/* Taken: m is the mode's (weir_mode_hold settled it); dropped: it is
+	 * never shown. */
+	if (unlikely(lm) && v == WEIR_V_PASS)
+		lm_settle(w, f, m, a, slot);
+	return v != WEIR_V_PASS;
 }
 
 /* The watchdog's look at a flow holding ACKs: its mode's tick says how

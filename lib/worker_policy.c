@@ -202,7 +202,13 @@ weir_worker_share_apply(struct weir_worker *w)
 	if (seq & 1)
 		return 0;       /* being written: next loop */
 	if (b->epoch != w->policy->epoch) {
-		w->share_seq = seq;     /* for another policy: not ours to apply */
+		/* For an older policy: stale, handled. For a later one, whose
+		 * switch this worker has not taken yet: not handled, so it is
+		 * applied once that policy runs. The rebalancer posts again only
+		 * when the split moves by 1/64 (weir_share_moved): marked handled
+		 * here, the worker kept its new trees' 1/n split indefinitely. */
+		if ((int32_t)(b->epoch - w->policy->epoch) < 0)
+			w->share_seq = seq;
 		return 0;
 	}
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {

@@ -121,6 +121,12 @@ port_metrics(FILE *out, const json_t *ports)
 	for (int r = 0; r < 2; r++)
 		sample(&f, num(json_object_get(ports, port_role[r]), "flow_split"), "port",
 		       port_role[r], NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_port_tcp_signed_total", "counter",
+		  "Segments of TCP connections signed by TCP-MD5 or TCP-AO received on a port: "
+		  "shaped per flow, never rewritten, held or answered.");
+	for (int r = 0; r < 2; r++)
+		sample(&f, num(json_object_get(ports, port_role[r]), "tcp_signed"), "port",
+		       port_role[r], NULL, NULL, NULL, NULL);
 	fam_begin(&f, out, "weir_port_unmanaged_total", "counter",
 		  "Frames not tracked as a connection, by kind (fragment: shaped per host pair; "
 		  "l2_control: sent ahead of shaping; the rest: the default class).");
@@ -285,6 +291,16 @@ worker_metrics(FILE *out, const json_t *workers)
 			sample(&f, num(json_array_get(workers, i), fams[k].key), "worker", id,
 			       NULL, NULL, NULL, NULL);
 		}
+	}
+	fam_begin(&f, out, "weir_worker_tcp_signed_total", "counter",
+		  "Segments of TCP-MD5/AO connections a worker left untouched, by rx port.");
+	for (size_t i = 0; i < json_array_size(workers); i++) {
+		const json_t *ts = json_object_get(json_array_get(workers, i), "tcp_signed");
+		char id[24];
+
+		snprintf(id, sizeof(id), "%zu", i);
+		for (int r = 0; r < 2; r++)
+			sample(&f, num(ts, port_role[r]), "worker", id, "port", port_role[r], NULL, NULL);
 	}
 	fam_begin(&f, out, "weir_worker_flow_split_total", "counter",
 		  "Frames of TCP flows a worker received without having seen their SYN, by rx port.");

@@ -77,6 +77,8 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 		"late", (json_int_t)pc->ipsec_late, "dup", (json_int_t)pc->ipsec_dup,
 		"old", (json_int_t)pc->ipsec_old, "resync", (json_int_t)pc->ipsec_resync,
 		"plain", (json_int_t)pc->ipsec_plain, "untracked", (json_int_t)pc->ipsec_untracked));
+	/* Segments of TCP-MD5/AO flows, left as they came (shaped pfq). */
+	json_object_set_new(o, "tcp_signed", json_integer((json_int_t)pc->tcp_signed));
 	/* Last miles: windows clamped, frames of exempt flows shaped pfq. */
 	json_object_set_new(o, "last_mile", json_pack("{s:I, s:I}",
 		"clamped", (json_int_t)pc->lm_clamped, "exempt", (json_int_t)pc->lm_exempt));
@@ -534,6 +536,10 @@ weir_stats_json(const struct weir_app *app)
 			/* Frames of flows split across workers, by rx port. */
 			"flow_split", "lan", (json_int_t)wc.port[WEIR_PORT_LAN].flow_split,
 				      "wan", (json_int_t)wc.port[WEIR_PORT_WAN].flow_split);
+		/* Segments of TCP-MD5/AO flows this worker left untouched, by rx port. */
+		json_object_set_new(wo, "tcp_signed", json_pack("{s:I, s:I}",
+			"lan", (json_int_t)wc.port[WEIR_PORT_LAN].tcp_signed,
+			"wan", (json_int_t)wc.port[WEIR_PORT_WAN].tcp_signed));
 		/* Which worker holds and paces ACKs (TCR's few held ACKs are
 		 * missed by sampling acks_held; these only grow). */
 		json_object_set_new(wo, "postack", weir_worker_postack_stats(app->workers[i], &pa) != 0
@@ -631,6 +637,8 @@ weir_stats_print(const struct weir_app *app, FILE *out)
 			role_name[r], pc->rx_pkts, pc->tx_pkts, pc->forwarded, pc->tx_full, pc->dropped,
 			pc->refused, pc->non_ip, pc->l2_control, pc->fragments, pc->malformed,
 			pc->malformed_dropped, pc->flow_full, pc->flow_split);
+		if (pc->tcp_signed != 0)
+			fprintf(out, "  tcp_signed %" PRIu64 "\n", pc->tcp_signed);
 		if (pc->ipsec != 0)
 			fprintf(out, "  ipsec: pkts %" PRIu64 " gaps %" PRIu64 " late %" PRIu64 " dup %"
 				PRIu64 " old %" PRIu64 " resync %" PRIu64 " plain %" PRIu64 " untracked %"

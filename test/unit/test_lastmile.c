@@ -20,13 +20,17 @@
  * the buffer's 3, of 256 - 12 bytes of data each. */
 #define LM_LIMIT ((2450u / (MSS + 80) + LM_BUF) * (MSS - 12))
 
+/* Set: every segment seg() makes carries a TCP-MD5 signature (RFC 2385's
+ * option, 18 bytes, and 2 of padding; the digest is not checked here). */
+static bool seg_md5;
+
 /* A TCP segment like tcp_frame's, with a window and, on SYNs, MSS and
  * window-scale options (shift 2). */
 static struct rte_mbuf *
 seg(int in, uint16_t lport, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t win, uint16_t payload)
 {
 	const int syn = flags & SYN;
-	const uint16_t opt = syn ? 8 : 0;
+	const uint16_t opt = (uint16_t)((syn ? 8 : 0) + (seg_md5 ? 20 : 0));
 	struct rte_mbuf *m = tcp_frame(in, 1, lport, 1, 80, flags, seq, 0);
 	uint8_t *f;
 	uint16_t len = (uint16_t)(14 + 20 + 20 + opt + payload);
@@ -53,6 +57,16 @@ seg(int in, uint16_t lport, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t 
 		uint8_t o[8] = { 2, 4, MSS >> 8, MSS & 0xff, 1, 3, 3, 2 };
 
 		memcpy(f + 54, o, 8);
+	}
+	if (seg_md5) {
+		uint8_t *o = f + 54 + (syn ? 8 : 0);
+
+		o[0] = 1;
+		o[1] = 1;
+		o[2] = 19;
+		o[3] = 18;
+		for (int i = 0; i < 16; i++)
+			o[4 + i] = (uint8_t)(0xa0 + i);
 	}
 	return m;
 }
@@ -205,6 +219,123 @@ test_clamp_and_exempt(void)
 	CHECK(held > 0 && ex == 0, "postack, not exempt: ACKs held as usual (%lu)", (unsigned long)held);
 }
 
+/* Issue 36 item 6: a flow signed by TCP-MD5 (TCP-AO alike) is never
+ * rewritten: the signature covers the window, and the host drops a segment
+ * whose window weir changed. Neither the last mile's clamp nor any ACK
+ * mode touches its windows (its SYN's included) or holds its ACKs; it is
+ * shaped per flow as pfq and counted. */
+static void
+test_signed_untouched(void)
+{
+	static const uint8_t modes[] = { WEIR_MODE_POSTACK, WEIR_MODE_PACED, WEIR_MODE_TCR,
+					 WEIR_MODE_IPABR };
+	uint64_t held, ex, cl;
+	uint16_t w;
+
+	seg_md5 = true;
+	for (unsigned int i = 0; i < RTE_DIM(modes); i++) {
+		w = download(modes[i], true, false, false, 60000, &held, &ex, &cl);
+		CHECK(w == 60000 && cl == 0 && held == 0,
+		      "mode %u, signed: window %u left as sent, none clamped (%lu) or held (%lu)",
+		      modes[i], w, (unsigned long)cl, (unsigned long)held);
+	}
+	seg_md5 = false;
+	w = download(WEIR_MODE_POSTACK, true, false, false, 60000, &held, &ex, &cl);
+	CHECK(w == 0 || w < 60000, "unsigned: the same download is clamped (%u)", w);
+}
+
+/* The largest window (bytes: the field x 4) of the host's ACKs that left
+ * (LAN port 4000, travelling out; all caught in r->emitted[]). */
+static uint32_t
+max_ack_win(struct rig *r)
+{
+	uint32_t max = 0;
+
+	for (unsigned int i = 0; i < r->n_emitted; i++) {
+		const uint8_t *f = rte_pktmbuf_mtod(r->emitted[i], const uint8_t *);
+
+		if (r->emitted_to[i] == WEIR_PORT_WAN && !(f[47] & SYN))
+			max = RTE_MAX(max, (uint32_t)win_of(r->emitted[i]) * 4);
+	}
+	return max;
+}
+
+/*
+ * Issue 36 item 7: a last mile's clamp and the ACK mode's own cut on one
+ * ACK. postack cuts to its hold window, 64 segments (64 x 256 = 16384
+ * bytes; the round trip here is microseconds, its BDP nothing). Whichever
+ * limit is smaller is the window that leaves, and lm_clamped counts only
+ * the ACKs that left with the last mile's window. lm_rate/lm_rtt: the
+ * last mile (bit/s, ms); returns the largest window of the host's ACKs
+ * that left (bytes) and the counters.
+ */
+static uint32_t
+lm_beside_postack(uint32_t lm_rate, uint32_t lm_rtt, uint64_t *lm_clamped, uint64_t *win_clamped)
+{
+	struct weir_policy_class_conf cls[1] = {
+		{ .name = "slow", .rate = 1000000, .mode = WEIR_MODE_POSTACK,
+		  .last_mile = { .rate = lm_rate, .rtt_ms = lm_rtt, .buffer = LM_BUF } },
+	};
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 0 },
+			  { .rate = 1500000, .n_classes = 1, .classes = cls, .default_class = "slow" } },
+	};
+	const uint64_t now = rte_get_tsc_hz();
+	struct rte_mbuf *out[64];
+	uint32_t max;
+	uint16_t n;
+	struct rig r;
+
+	if (rig_make_pa(&r, &pc, "lm_pa", 256) != 0) {
+		CHECK(0, "rig");
+		return 0;
+	}
+	/* The host's SYN says 30000 (under either limit: not cut). */
+	feed(&r, seg(0, 4000, SYN, 100, 0, 30000, 0), 0, now);
+	feed(&r, seg(1, 4000, SYN | ACK, 500, 101, 65535, 0), 1, now + 1000);
+	for (uint32_t i = 0; i < 8; i++)
+		feed(&r, seg(1, 4000, ACK, 501 + i * MSS, 101, 1000, MSS), 1, now + 3000 + i);
+	/* The host's ACKs, window 60000 x 4 = 240000: caught as they leave,
+	 * now or when the data they answer leaves the tree. */
+	for (uint32_t i = 0; i < 8; i++) {
+		struct rte_mbuf *m = seg(0, 4000, ACK, 101, 501 + (i + 1) * MSS, 60000, 0);
+
+		if (rig_process(&r, &m, 1, WEIR_PORT_LAN, now + 10000 + i) == 1)
+			rig_emit(&r, WEIR_PORT_WAN, &m, 1);
+	}
+	for (int k = 0; k < 100; k++)
+		while ((n = rig_dequeue(&r, WEIR_PORT_WAN, now + (uint64_t)k * rte_get_tsc_hz() / 100,
+					out, 64)) > 0)
+			rte_pktmbuf_free_bulk(out, n);
+	rig_watchdog(&r, now + 10 * rte_get_tsc_hz());
+	max = max_ack_win(&r);
+	*lm_clamped = r.w->ctr.port[WEIR_PORT_LAN].lm_clamped;
+	*win_clamped = r.w->ctr.port[WEIR_PORT_LAN].win_clamped;
+	rig_free(&r);
+	return max;
+}
+
+static void
+test_smallest_limit_wins(void)
+{
+	/* 4 Mbit/s x 100 ms = 50000 bytes: 148 segments + 3, of 244 bytes. */
+	const uint32_t big = (50000u / (MSS + 80) + LM_BUF) * (MSS - 12), hold = 64 * MSS;
+	uint64_t lm, pa;
+	uint32_t max;
+
+	/* The last mile's limit is the smaller: postack's cut must not undo it. */
+	max = lm_beside_postack(LM_RATE, LM_RTT, &lm, &pa);
+	CHECK(max > 0 && max < LM_LIMIT + 4 && lm == 9,
+	      "last mile below the mode: windows <= %u (largest %u), lm_clamped %lu of 9 (the SYN and 8 ACKs)",
+	      LM_LIMIT, max, (unsigned long)lm);
+	/* postack's is the smaller: the last mile's cut must not raise it. */
+	max = lm_beside_postack(4000000, 100, &lm, &pa);
+	CHECK(max > 0 && max < hold + 4 && big > hold,
+	      "mode below the last mile: windows <= %u (largest %u; last mile %u)", hold, max, big);
+	CHECK(lm == 0 && pa == 8, "counted where it took effect: lm_clamped %lu, win_clamped %lu",
+	      (unsigned long)lm, (unsigned long)pa);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -213,5 +344,7 @@ main(int argc, char **argv)
 	rig_mempool("lm_mp");
 	test_policy_targets();
 	test_clamp_and_exempt();
+	test_smallest_limit_wins();
+	test_signed_untouched();
 	return unit_report();
 }

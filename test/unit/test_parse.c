@@ -226,6 +226,40 @@ test_tcp_aligned_timestamps(void)
 	CHECK(parse(&f, &p) == WEIR_MAL_TCP_OPT, "ts length 11: %s", weir_malformed_name(p.malformed));
 }
 
+/* TCP-MD5 (kind 19, RFC 2385) and TCP-AO (kind 29, RFC 5925) sign the
+ * segment, window included: the parser flags them (issue 36 item 6). */
+static void
+test_tcp_signed(void)
+{
+	/* NOP NOP MD5 (18 bytes: kind, length, 16 digest bytes) */
+	uint8_t md5[20] = { 1, 1, 19, 18 };
+	/* AO (key ids, 12-byte MAC: 16 bytes) then NOP NOP TS */
+	uint8_t ao[28] = { 29, 16, 1, 2, [16] = 1, 1, 8, 10, 0, 0, 0, 5, 0, 0, 0, 6 };
+	const uint8_t plain[12] = { 1, 1, 8, 10, 0, 0, 0, 5, 0, 0, 0, 6 };
+	struct fb f;
+	struct weir_pkt p;
+	unsigned int ip;
+
+	eth(&f, NULL, 0, 0x0800);
+	ip = ip4(&f, IPPROTO_TCP, NULL, 0, 0);
+	tcp(&f, 0x02, md5, sizeof(md5));
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && (p.flags & WEIR_PF_TCP_SIGNED), "md5: flags %#x",
+	      p.flags);
+	eth(&f, NULL, 0, 0x0800);
+	ip = ip4(&f, IPPROTO_TCP, NULL, 0, 0);
+	tcp(&f, 0x10, ao, sizeof(ao));
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && (p.flags & WEIR_PF_TCP_SIGNED) &&
+	      (p.flags & WEIR_PF_TCP_TS) && p.ts_off == 40, "ao: flags %#x ts_off %u", p.flags, p.ts_off);
+	eth(&f, NULL, 0, 0x0800);
+	ip = ip4(&f, IPPROTO_TCP, NULL, 0, 0);
+	tcp(&f, 0x10, plain, sizeof(plain));
+	ip4_done(&f, ip);
+	CHECK(parse(&f, &p) == WEIR_MAL_NONE && !(p.flags & WEIR_PF_TCP_SIGNED), "unsigned: flags %#x",
+	      p.flags);
+}
+
 static void
 test_ipv4_options_and_padding(void)
 {
@@ -794,6 +828,7 @@ main(void)
 	test_ipv4_tcp_options();
 	test_tcp_sack_blocks();
 	test_tcp_aligned_timestamps();
+	test_tcp_signed();
 	test_ipv4_options_and_padding();
 	test_qinq_ipv6_ext_tcp();
 	test_icmp_echo();

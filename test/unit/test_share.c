@@ -344,6 +344,98 @@ test_worker_applies(void)
 	rig_free(&r);
 }
 
+
+/*
+ * Issue 36 item 8: a worker that takes a policy switch late. The
+ * rebalancer posts the new policy's split while the worker still runs the
+ * old one (it ignores it), and posts again only once the split moves by
+ * 1/64: the worker must still end up running the split meant for the
+ * policy it runs, not the 1/n its new trees were built with. The worker's
+ * loop is played as weir_worker_run plays it: take a pending switch, then
+ * apply the box if its seq is not the one last handled.
+ */
+static void
+worker_loop_once(struct weir_worker *w)
+{
+	if (__atomic_load_n(&w->pending, __ATOMIC_ACQUIRE) != NULL)
+		weir_worker_policy_take(w);
+	if (__atomic_load_n(&w->conf.share_box->seq, __ATOMIC_ACQUIRE) != w->share_seq)
+		weir_worker_share_apply(w);
+}
+
+static void
+test_late_switch(void)
+{
+	static const struct weir_policy_class_conf cls[] = {
+		{ .name = "a", .rate = 6 * MBIT, .ceil = 10 * MBIT },
+		{ .name = "b", .rate = 4 * MBIT, .ceil = 10 * MBIT },
+	};
+	const struct weir_policy_conf pc = {
+		.tree = { { .rate = 10 * MBIT, .n_classes = 2, .classes = cls, .default_class = "b" } },
+	};
+	struct weir_share_box *box = rte_zmalloc(NULL, sizeof(*box), 0);
+	struct weir_share *s[2] = { NULL, NULL };
+	struct weir_policy_switch sw = { 0 };
+	struct weir_cbq_class_conf cc[WEIR_CBQ_MAX_CLASSES];
+	struct weir_policy_err e;
+	struct weir_policy *np;
+	struct weir_cbq_stats st;
+	struct rig r;
+	uint16_t a;
+
+	if (box == NULL || rig_make(&r, &pc, "late_rig") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	r.w->conf.share_box = box;
+	np = weir_policy_build(&pc, r.p->epoch + 1, &e);
+	if (np == NULL) {
+		CHECK(0, "policy: %s", e.msg);
+		return;
+	}
+	a = (uint16_t)weir_policy_class_find(np, 0, "a");
+	/* The new trees as the management lcore builds them: 1/NW of each
+	 * class (lib/policy.h), until the rebalancer says otherwise. */
+	{
+		const struct weir_cbq_conf conf = {
+			.socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(), .classes = cc,
+			.n_classes = weir_policy_cbq_classes(np, 0, 1, NW, cc),
+			.n_queues = CAP + 1 + WEIR_POLICY_QUEUES_EXTRA(np), .flow_limit = 16,
+		};
+
+		sw.shaper[0] = weir_cbq_create(&conf);
+		sw.cls_ctr[0] = rte_zmalloc(NULL, np->tree[0].n_classes * sizeof(*sw.cls_ctr[0]), 0);
+		sw.policy = np;
+	}
+	/* Demand for a on this worker (worker 1 of NW): most of a is its. */
+	s[0] = weir_share_create(&np->tree[0], NW);
+	for (int i = 0; i < 40; i++)
+		weir_share_sample(s[0], 1, a, 2);
+	weir_share_split(s[0]);
+	CHECK(weir_worker_policy_post(r.w, &sw) == 0, "switch posted");
+	/* The worker's loop reads the box before the switch it posted
+	 * reaches it (the switch lands just after this turn's check). */
+	__atomic_store_n(&r.w->pending, NULL, __ATOMIC_RELAXED);
+	weir_share_publish(box, np->epoch, s, 1);
+	worker_loop_once(r.w);
+	CHECK(r.w->policy == r.p, "still on the old policy");
+	__atomic_store_n(&r.w->pending, &sw, __ATOMIC_RELEASE);
+	/* Now it takes the switch; the split has not moved, so nothing new is
+	 * posted (weir_share_moved: false). */
+	CHECK(!weir_share_moved(box, np->epoch, s, 1), "the rebalancer has nothing new to post");
+	for (int k = 0; k < 3; k++)
+		worker_loop_once(r.w);
+	CHECK(r.w->policy == np, "switch taken");
+	CHECK(weir_cbq_stats(r.w->shaper[0], a, &st) == 0 && st.rate_bps == weir_share_rate(s[0], 1, a) &&
+	      st.ceil_bps == weir_share_ceil(s[0], 1, a),
+	      "a runs this worker's split for the policy it runs: rate %lu (split %lu, 1/n %lu)",
+	      st.rate_bps, weir_share_rate(s[0], 1, a), (unsigned long)(6 * MBIT / NW));
+	weir_share_free(s[0]);
+	rte_free(box);
+	rig_free(&r);
+	weir_policy_free(np);
+}
+
 /* Two workers' trees on one fake clock. Flows 0-2: class a on worker 0;
  * flow 3: a on worker 1; flow 4: b on worker 1. All always backlogged. */
 struct two {
@@ -479,6 +571,7 @@ main(int argc, char **argv)
 	test_tiny_class();
 	test_split_by_use();
 	test_worker_applies();
+	test_late_switch();
 	test_two_workers();
 	rte_eal_cleanup();
 	return unit_report();
