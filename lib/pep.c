@@ -1096,8 +1096,12 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 		}
 		st->st.real_passed++;
 	} else if (pure) {
-		/* R still lacks the segment at r: a copy here covers it? */
-		bool covered = pf->head != NONE && seq_le(st->rec[pf->head].seq, r);
+		/* R still lacks the segment at r: a copy here covers it? Not
+		 * one the class dropped before its p-ACK (R_GONE, no mbuf):
+		 * that hole is S's, and R's duplicates are how S learns of it
+		 * without its backed-off timeout (seen: 35 s stalls). */
+		const struct pep_rec *h = pf->head != NONE ? &st->rec[pf->head] : NULL;
+		bool covered = h != NULL && seq_le(h->seq, r) && h->m != NULL;
 
 		if (seq_gt(pf->una, r) || covered || r != pf->last_real)
 			take = true;

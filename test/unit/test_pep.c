@@ -1208,6 +1208,52 @@ test_retx_tsval_floor(void)
 	rig_free(&r);
 }
 
+/* The class refuses a segment before its p-ACK (its leaf full): the hole
+ * is S's, so R's duplicate ACKs for it reach S (its fast retransmit), not
+ * taken as if a copy here would recover it. */
+static void
+test_class_drop_dups_reach_sender(void)
+{
+	static const struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_PEP, .default_limit = 8 }, { .rate = 0 } },
+	};
+	const uint64_t t0 = *hzp;
+	const struct weir_pep_stats *st;
+	unsigned int dups = 0;
+	struct rig r;
+
+	if (rig_make_pa(&r, &pc, "pep_gone", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	handshake(&r, 0, 1, t0);
+	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+	for (uint32_t i = 0; i < 10; i++) {
+		struct seg s = data(0, i * 1000);
+
+		feed_seg(&r, &s, t0 + 50 * MS);
+	}
+	st = weir_pep_stats(r.w);
+	CHECK(st->class_dropped >= 1, "the class refused a segment before its p-ACK (%" PRIu64 ")",
+	      st->class_dropped);
+	drain_up(&r, t0 + 50 * MS);
+	rig_emitted_free(&r);
+	/* R has 0-7000, lacks 8000 (S's), then duplicates as S's later data come. */
+	for (int k = 0; k < 4; k++) {
+		struct seg s = rack(0, 8000, 2000);
+
+		if (k > 0) {
+			s.n_sack = 1;
+			s.sack[0] = ISN_S + 9000;
+			s.sack[1] = ISN_S + 9000 + 1000 * (uint32_t)k;
+		}
+		dups += feed_seg(&r, &s, t0 + (100 + (uint64_t)k) * MS);
+	}
+	CHECK(dups >= 3, "R's duplicates reach S (%u of 4)", dups);
+	rig_free(&r);
+}
+
 /* Shutdown with copies held: every one back in the pool. */
 static void
 test_flush(void)
@@ -1315,6 +1361,7 @@ main(int argc, char **argv)
 	test_packed_original_dropped();
 	test_stop_drains();
 	test_retx_tsval_floor();
+	test_class_drop_dups_reach_sender();
 	test_ece_reaches_sender();
 	test_v6_ext_headers_not_copied();
 	test_limits();
