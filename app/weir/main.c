@@ -370,6 +370,11 @@ out_ports:
 	weir_rebalance_free(&app);
 	weir_hooks_free(&app);
 out_eal:
+	/* The policy's ACL tries (32 rules or more) are EAL memory, and
+	 * rte_acl_free takes EAL's tailq lock: freed while EAL is still up,
+	 * or shutdown crashes (SIGSEGV) after every policy that had them. */
+	weir_policy_free(app.cfg.policy);
+	app.cfg.policy = NULL;
 	rte_eal_cleanup();
 	weir_config_free(&app.cfg);
 	return status;
