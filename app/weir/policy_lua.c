@@ -32,6 +32,7 @@
 #include <lualib.h>
 
 #include "cbq.h"
+#include "policy_limits.h"
 #include "policy_lua.h"
 #include "policy_values.h"
 
@@ -86,6 +87,7 @@ struct weir_lua {
 	int *rule_line;
 	unsigned int n_rules;
 	unsigned int cap_rules;
+	unsigned int max_rules;         /* policy_limits.h */
 	/* The first declaration or budget error. Sticky: a script that
 	 * pcall()s a bad declaration must not get a policy without it. */
 	bool failed;
@@ -1062,9 +1064,9 @@ l_class(lua_State *L)
 	if (x->link_line[d] == 0)
 		return decl_fail(L, line, "weir.class: declare weir.link{ dir = \"%s\", rate = ... } "
 				 "before its classes", dir_name[d]);
-	if (x->n_classes[d] >= WEIR_CBQ_MAX_CLASSES - 1)
+	if (x->n_classes[d] >= WEIR_LUA_MAX_CLASSES)
 		return decl_fail(L, line, "the %s tree has more than %d classes", dir_name[d],
-				 WEIR_CBQ_MAX_CLASSES - 1);
+				 WEIR_LUA_MAX_CLASSES);
 	get_str(L, line, "weir.class", "name", NULL, c.name, sizeof(c.name));
 	get_str(L, line, "weir.class", "parent", "", c.parent, sizeof(c.parent));
 	if (!get_rate(L, line, "rate", &c.rate))
@@ -1183,8 +1185,12 @@ l_rule(lua_State *L)
 
 	top_level_only(L, line, "weir.rule");
 	check_args(L, line, "weir.rule", keys);
-	if (x->n_rules >= WEIR_CLS_MAX_RULES)
-		return decl_fail(L, line, "more than %u rules", WEIR_CLS_MAX_RULES);
+	/* Before anything else of the call: a runaway loop stops at its first
+	 * rule over the limit (policy_limits.h). */
+	if (x->n_rules >= x->max_rules)
+		return decl_fail(L, line, "more than %u rules: a policy may declare at most %u "
+				 "(policy.max_rules; lua/README.md, Limits)", x->max_rules,
+				 x->max_rules);
 	get_str(L, line, "weir.rule", "class", NULL, rc.class_name, sizeof(rc.class_name));
 	rc.weight = (uint8_t)get_int(L, line, "weight", 1, 1, 255);
 	for (int i = 0; i < WEIR_CLS__SIDES; i++) {
@@ -1329,6 +1335,10 @@ add_timer(lua_State *L, int line, double period, int minute, double due)
 {
 	struct weir_lua *x = ctx_of(L);
 
+	if (x->n_timers >= WEIR_LUA_MAX_TIMERS)
+		return decl_fail(L, line, "more than %u timers (weir.every and weir.at together): "
+				 "a policy may register at most %u (lua/README.md, Limits)",
+				 WEIR_LUA_MAX_TIMERS, WEIR_LUA_MAX_TIMERS);
 	if (x->n_timers == x->cap_timers) {
 		unsigned int ncap = x->cap_timers ? x->cap_timers * 2 : 8;
 		struct timer *t = realloc(x->timers, ncap * sizeof(*t));
@@ -1599,6 +1609,9 @@ weir_lua_open(const char *path, const struct weir_policy_lua_limits *lim, char *
 	x->mem_limit = lim && lim->mem_bytes ? lim->mem_bytes : WEIR_POLICY_LUA_MEM_DEFAULT;
 	x->insn_limit = lim && lim->instructions ? lim->instructions : WEIR_POLICY_LUA_INSNS_DEFAULT;
 	x->hook_step = x->insn_limit < HOOK_COUNT ? (int)x->insn_limit : HOOK_COUNT;
+	x->max_rules = lim && lim->max_rules ? lim->max_rules : WEIR_LUA_MAX_RULES;
+	if (x->max_rules > WEIR_LUA_MAX_RULES_CEIL)
+		x->max_rules = WEIR_LUA_MAX_RULES_CEIL;
 	x->time_limit = (lim && lim->time_ms ? lim->time_ms : WEIR_POLICY_LUA_TIME_DEFAULT_MS) / 1e3;
 	x->default_limit = lim && lim->default_limit ? lim->default_limit
 						     : WEIR_POLICY_LUA_LIMIT_DEFAULT;

@@ -34,6 +34,7 @@ struct weir_policy_lua_limits {
 	size_t mem_bytes;               /* the Lua state's memory, all allocations */
 	uint64_t instructions;          /* VM instructions the script may execute */
 	uint32_t time_ms;               /* wall clock one run or hook call may take */
+	uint32_t max_rules;             /* weir.rule calls (policy_limits.h) */
 	/* What the config file knows and the script does not: the leaf limit
 	 * when neither weir.link{limit} nor the class sets one (the config path
 	 * uses a quarter of the mbufs per worker), and the links' default mode
