@@ -119,6 +119,7 @@ struct weir_lua {
 					 * entry per class and call */
 	struct timer *timers;
 	unsigned int n_timers, cap_timers;
+	unsigned int timer_next;        /* where a wake's time budget stopped the timers */
 	int hook_ref[WEIR_LUA__HOOKS];  /* LUA_NOREF: none (TIMER unused) */
 	int hook_line[WEIR_LUA__HOOKS];
 	struct weir_lua_counters cnt;
@@ -2047,17 +2048,40 @@ weir_lua_next_timer(const struct weir_lua *x)
 int
 weir_lua_run_timers(struct weir_lua *x, double now, char *err, size_t errlen)
 {
+	return weir_lua_run_timers_for(x, now, INFINITY, NULL, err, errlen);
+}
+
+int
+weir_lua_run_timers_for(struct weir_lua *x, double now, double budget_s, bool *more, char *err,
+			size_t errlen)
+{
+	const double t0 = mono_now();
+	const unsigned int n = x->n_timers, first = n ? x->timer_next % n : 0;
 	int ran = 0;
 	bool failed = false;
 
+	if (more != NULL)
+		*more = false;
 	x->now = now;
-	for (unsigned int i = 0; i < x->n_timers; i++) {
+	/* From where the last wake's budget stopped, so the timers after a
+	 * slow one are not the ones always left for later. */
+	for (unsigned int k = 0; k < n; k++) {
+		const unsigned int i = (first + k) % n;
 		struct timer *t = &x->timers[i];
 		struct call c = { .kind = WEIR_LUA_TIMER, .ref = t->ref, .line = t->line,
 				  .now = now };
 
 		if (!(t->due <= now))
 			continue;
+		/* The budget counts every call: this one and the rest wait for
+		 * the next wake, still due (a call started is finished; one
+		 * always runs, so a wake whose budget is gone still moves on). */
+		if (ran > 0 && mono_now() - t0 >= budget_s) {
+			x->timer_next = i;
+			if (more != NULL)
+				*more = true;
+			break;
+		}
 		/* Once per call however late: a management lcore that was busy
 		 * for minutes must not run a minute timer a hundred times. */
 		if (t->minute >= 0) {

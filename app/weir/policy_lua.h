@@ -176,6 +176,14 @@ double weir_lua_next_timer(const struct weir_lua *l);
  * ran, or -1 if one failed (err has the first failure; the others ran). */
 int weir_lua_run_timers(struct weir_lua *l, double now, char *err, size_t errlen);
 
+/* The same within a time budget (seconds of CLOCK_MONOTONIC from the call,
+ * INFINITY: none): once it is spent no further timer starts (at least one
+ * does); those left stay due, *more (if not NULL) says so, and the next
+ * call starts with them. The management lcore thus counts timers in its
+ * wake's budget like flow events. */
+int weir_lua_run_timers_for(struct weir_lua *l, double now, double budget_s, bool *more,
+			    char *err, size_t errlen);
+
 /* A new flow. 1 with a class name in cls to move the flow there (a leaf of
  * at least one direction's tree; each direction resolves it as a rule's
  * class: that leaf, else its default), 0 to keep it where it is, -1 on a
