@@ -32,6 +32,7 @@
 #include <lualib.h>
 
 #include "cbq.h"
+#include "lua_errtext.h"
 #include "policy_limits.h"
 #include "policy_lua.h"
 #include "policy_values.h"
@@ -1571,6 +1572,10 @@ report_run(lua_State *L, const struct weir_lua *x, int status, char *err, size_t
 		snprintf(err, errlen, "%s:%d: error raised with a %s value instead of a message",
 			 x->path, x->line, luaL_typename(L, -1));
 	}
+	/* Every message of a run or a hook passes here on its way to the log
+	 * and the API (reload_error, hook errors, PUT's 422): a script's
+	 * tostring(f) must not show API clients where the heap is. */
+	weir_lua_hide_addresses(err, errlen);
 }
 
 void
