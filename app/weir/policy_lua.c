@@ -806,9 +806,17 @@ get_str(lua_State *L, int line, const char *fn, const char *key, const char *def
 	} else if (t != LUA_TSTRING) {
 		decl_fail(L, line, "'%s' must be a string", key);
 	} else {
-		if (lua_rawlen(L, -1) >= outlen)
+		size_t len;
+		const char *s = lua_tolstring(L, -1, &len);
+
+		if (len >= outlen)
 			decl_fail(L, line, "'%s' is longer than %zu characters", key, outlen - 1);
-		snprintf(out, outlen, "%s", lua_tostring(L, -1));
+		/* A Lua string may hold "\0"; C would see only what precedes it
+		 * ("a\0b" as "a"), a name other than the one written. */
+		if (memchr(s, '\0', len) != NULL)
+			decl_fail(L, line, "'%s' holds a NUL byte (\\0)", key);
+		memcpy(out, s, len);
+		out[len] = '\0';
 	}
 	lua_pop(L, 1);
 }
@@ -1983,13 +1991,17 @@ call_protected(lua_State *L)
 	lua_sethook(L, NULL, 0, 0);
 	if (c->kind == WEIR_LUA_FLOW) {
 		const char *name;
+		size_t len;
 
 		if (lua_isnil(L, -1) || (lua_isboolean(L, -1) && !lua_toboolean(L, -1)))
 			return 0;
 		if (lua_type(L, -1) != LUA_TSTRING)
 			return luaL_error(L, "on_flow must return a class name or nil, not a %s",
 					  luaL_typename(L, -1));
-		name = lua_tostring(L, -1);
+		name = lua_tolstring(L, -1, &len);
+		/* "bulk\0x" is not the class bulk (C would read it so). */
+		if (memchr(name, '\0', len) != NULL)
+			return luaL_error(L, "on_flow returned a name holding a NUL byte (\\0)");
 		if (!is_leaf(x, 0, name) && !is_leaf(x, 1, name))
 			return luaL_error(L, "on_flow returned '%s', which is not a leaf class of "
 					  "either direction", name);
