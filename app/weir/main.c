@@ -142,7 +142,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 	if (weir_hooks_init(a, err, errlen) != 0)
 		return -1;
 	if (a->cfg.policy != NULL)
-		weir_policy_accelerate(a->cfg.policy);
+		weir_policy_accelerate(a->cfg.policy, (int)rte_socket_id());
 	if (weir_rebalance_init(a) != 0) {
 		snprintf(err, errlen, "cannot allocate the rate-sharing state for %u workers",
 			 a->cfg.n_workers);
