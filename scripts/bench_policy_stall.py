@@ -10,6 +10,7 @@ peak (VmHWM) after, and the timer hooks' calls and wakes_over_budget.
   sudo WEIR_BUILD_DIR=build scripts/bench_policy_stall.py rules 16384
   sudo WEIR_BUILD_DIR=build scripts/bench_policy_stall.py timers 1000000
   sudo WEIR_BUILD_DIR=build scripts/bench_policy_stall.py busytimers 256
+  sudo WEIR_BUILD_DIR=build scripts/bench_policy_stall.py customers 16384 --max-rules 16384
 """
 import argparse
 import statistics
@@ -53,9 +54,12 @@ def main():
     ap.add_argument("kind", choices=sorted(BODY))
     ap.add_argument("n", type=int)
     ap.add_argument("--settle", type=float, default=12.0, help="seconds polled after the PUT")
+    ap.add_argument("--max-rules", type=int, default=0,
+                    help="policy.max_rules in weir's config (0: its default, 4096)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        w, _ = script_weir(Path(d), f"stall-{a.kind}")
+        w, _ = script_weir(Path(d), f"stall-{a.kind}",
+                           f"max_rules = {a.max_rules}; " if a.max_rules else "")
         try:
             time.sleep(1)
             pid = w.p.pid
