@@ -68,6 +68,14 @@ struct weir_policy_lua_limits {
  */
 void weir_lua_set_stop_flag(volatile const sig_atomic_t *flag);
 
+/*
+ * Scripts run one at a time per thread. A thread other than the management
+ * lcore that runs them (the compile job's) calls this first: its runs then
+ * keep their time limit by reading the clock, not through the watchdog
+ * the management lcore's hooks use.
+ */
+void weir_lua_thread_own_clock(void);
+
 struct weir_policy *weir_policy_lua_load(const char *path, uint32_t epoch,
 					 const struct weir_policy_lua_limits *lim,
 					 char *err, size_t errlen);
