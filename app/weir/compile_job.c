@@ -1,52 +1,45 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: a new policy's ACL tries, built on a thread of their own while the
- * management loop goes on (compile_job.h says why).
+ * weir: a policy compiled on a thread of its own while the management
+ * loop goes on (compile_job.h says why).
  *
  * A thread per job, not a resident one: a switch is rare, creating a
- * thread costs microseconds against the build's milliseconds to seconds,
+ * thread costs microseconds against the compile's milliseconds to seconds,
  * and a thread that exists only while it has work needs no queue, no
  * condition variable and no wake-up at shutdown: waiting is pthread_join.
- * The policy is handed over whole: the loop does not touch it until the
- * job has ended, and the job touches nothing else.
+ * The work's input and output are handed over whole (arg): the loop does
+ * not touch them until the job has ended, and the job touches nothing else.
  */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
 
 #include "compile_job.h"
-#include "reload.h"
+#include "policy_lua.h"
 
 struct weir_compile_job {
 	pthread_t thread;
-	bool joinable;                  /* false: built inline, no thread to join */
-	atomic_bool ended;              /* set by the job once np is built */
-	struct weir_policy *np;
-	int socket;                     /* the management lcore's: where the workers' tries go */
-	uint64_t build_us;
+	bool joinable;                  /* false: worked inline, no thread to join */
+	atomic_bool ended;              /* set by the job once work returned */
+	weir_compile_work_fn *work;
 	weir_compile_done_fn *done;
 	void *arg;
 };
 
-static void
-build(struct weir_compile_job *j)
-{
-	uint64_t t0 = rte_rdtsc();
-
-	weir_policy_accelerate(j->np, j->socket);
-	j->build_us = (rte_rdtsc() - t0) * 1000000 / rte_get_tsc_hz();
-	/* Release: the loop that sees ended sees the tries too. */
-	atomic_store_explicit(&j->ended, true, memory_order_release);
-}
-
 static void *
 job_main(void *arg)
 {
-	build(arg);
+	struct weir_compile_job *j = arg;
+
+	/* Beside the management lcore's hooks: scripts here keep their own
+	 * time limit. */
+	weir_lua_thread_own_clock();
+	j->work(j->arg);
+	/* Release: the loop that sees ended sees the work's results too. */
+	atomic_store_explicit(&j->ended, true, memory_order_release);
 	return NULL;
 }
 
@@ -57,7 +50,7 @@ weir_compile_job_busy(const struct weir_app *a)
 }
 
 int
-weir_compile_job_start(struct weir_app *a, struct weir_policy *np, weir_compile_done_fn *done,
+weir_compile_job_start(struct weir_app *a, weir_compile_work_fn *work, weir_compile_done_fn *done,
 		       void *arg)
 {
 	struct weir_compile_job *j;
@@ -68,25 +61,26 @@ weir_compile_job_start(struct weir_app *a, struct weir_policy *np, weir_compile_
 	j = calloc(1, sizeof(*j));
 	if (j == NULL)
 		return -1;
-	j->np = np;
-	j->socket = (int)rte_socket_id();
+	j->work = work;
 	j->done = done;
 	j->arg = arg;
 	atomic_init(&j->ended, false);
 	/* The thread blocks every signal (it inherits the mask): SIGTERM and
-	 * SIGHUP must interrupt the management loop's wait, not the build. */
+	 * SIGHUP must interrupt the management loop's wait, not the job. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	j->joinable = pthread_create(&j->thread, NULL, job_main, j) == 0;
+	/* A DPDK control thread: a plain pthread on the cores EAL was given
+	 * but no lcore uses (the main lcore's where there are none), so the
+	 * job takes time from neither the workers nor, where it can, the
+	 * management lcore. */
+	j->joinable = rte_ctrl_thread_create(&j->thread, "weir-compile", NULL, job_main, j) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (j->joinable) {
-		pthread_setname_np(j->thread, "weir-compile");
-	} else {
-		/* No thread: the old way, on the loop; done still comes from
-		 * the poll, so callers see one order of events. */
-		RTE_LOG(WARNING, USER1, "cannot start a thread for the ACL build: it runs on the "
-			"management lcore\n");
-		build(j);
+	if (!j->joinable) {
+		/* No thread: the old way, on the loop. */
+		RTE_LOG(WARNING, USER1, "cannot start a thread to compile the policy: it is "
+			"compiled on the management lcore\n");
+		work(arg);
+		atomic_store(&j->ended, true);
 	}
 	a->compile_job = j;
 	return 0;
@@ -99,7 +93,7 @@ finish(struct weir_app *a, struct weir_compile_job *j)
 		pthread_join(j->thread, NULL);
 	/* Cleared before done: done may start the next job. */
 	a->compile_job = NULL;
-	j->done(a, j->np, j->build_us, j->arg);
+	j->done(a, j->arg);
 	free(j);
 }
 

@@ -200,7 +200,7 @@ apply(struct weir_app *a, struct weir_policy *np, const struct weir_config *src,
 	bool late;
 	uint64_t t0 = rte_rdtsc(), t_post;
 
-	/* Again after a build off the loop: the policy in force, or a
+	/* Here, after any compile off the loop: the policy in force, or a
 	 * worker's state, may have changed meanwhile (a hook's switch). */
 	if (apply_check(a, np, src, err, errlen) < 0)
 		return -1;
@@ -324,13 +324,22 @@ token_update(struct weir_app *a, const struct weir_config *nc)
 		RTE_LOG(WARNING, USER1, "management.token_file removed: the API asks for no token\n");
 }
 
-/* A reload under way: the new config and, for a script, its engine, until
- * the switch ends on the management loop. */
+/* A reload under way: what the job reads (a copy: the app is the loop's),
+ * then what it made, until the switch ends on the management loop. */
 struct reload_job {
-	struct weir_config nc;
-	struct weir_lua *l;
+	char path[sizeof(((struct weir_config *)0)->path)];
+	bool shaped[WEIR_PORT__COUNT];  /* the policy in force's directions */
+	int socket;                     /* the management lcore's, for the tries */
 	weir_reload_done_fn *done;
 	void *arg;
+	/* The job's results. */
+	bool loaded;                    /* nc holds the file (its token goes in force) */
+	bool failed;                    /* err says why, nothing to switch to */
+	struct weir_config nc;
+	struct weir_lua *l;             /* a script's engine, the hooks' once in force */
+	struct weir_policy *np;
+	uint64_t build_us;              /* the ACL tries' build */
+	char err[sizeof(((struct weir_app *)0)->reload_error)];
 };
 
 /* The end of every reload, in force or not: logged, counted and kept for
@@ -351,82 +360,92 @@ reload_report(struct weir_app *app, int rc, const char *err)
 	return -1;
 }
 
+/* On the compile job's thread: the file, its script, the policy and its
+ * ACL tries; everything a reload computes, nothing it changes. */
 static void
-reload_job_free(struct reload_job *j, struct weir_policy *np)
+reload_work(void *arg)
 {
-	if (np != j->nc.policy)
-		weir_policy_free(np);
-	weir_lua_close(j->l);
-	weir_config_free(&j->nc);
-	free(j);
+	struct reload_job *j = arg;
+	uint64_t t0;
+
+	if (weir_config_load_reload(j->path, &j->nc, j->err, sizeof(j->err)) < 0) {
+		j->failed = true;
+		return;
+	}
+	j->loaded = true;
+	j->np = j->nc.policy;
+	if (j->nc.policy_script[0] != '\0') {
+		/* A Lua policy: its live engine (hooks) and the engine's compile. */
+		const struct weir_policy_lua_limits lim = weir_config_lua_limits(&j->nc);
+
+		j->l = weir_lua_open(j->nc.policy_script, &lim, j->err, sizeof(j->err));
+		j->np = j->l != NULL ? weir_lua_compile(j->l, 0, j->err, sizeof(j->err)) : NULL;
+		if (j->np == NULL) {
+			j->failed = true;
+			return;
+		}
+	}
+	/* No tries for a policy the switch refuses anyway (apply says why). */
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		if (j->np == NULL || j->shaped[d] != (j->np->tree[d].n_classes != 0))
+			return;
+	t0 = rte_rdtsc();
+	weir_policy_accelerate(j->np, j->socket);
+	j->build_us = (rte_rdtsc() - t0) * 1000000 / rte_get_tsc_hz();
 }
 
-/* The tries are built: switch to np on the management loop. */
+/* Back on the management loop: switch to what the job made. */
 static void
-reload_built(struct weir_app *a, struct weir_policy *np, uint64_t build_us, void *arg)
+reload_switch(struct weir_app *a, void *arg)
 {
 	struct reload_job *j = arg;
 	char err[sizeof(a->reload_error)];
-	weir_reload_done_fn *done = j->done;
-	void *done_arg = j->arg;
-	int rc = apply(a, np, &j->nc, true, build_us, err, sizeof(err));
+	int rc = -1;
 
+	snprintf(err, sizeof(err), "%s", j->err);
+	if (j->loaded)
+		token_update(a, &j->nc);
+	if (!j->failed)
+		rc = apply(a, j->np, &j->nc, true, j->build_us, err, sizeof(err));
 	if (rc >= 0) {          /* in force (late or not): np is the app's */
-		if (np == j->nc.policy)
+		if (j->np == j->nc.policy)
 			j->nc.policy = NULL;    /* in force now: not nc's to free */
 		snprintf(a->cfg.policy_script, sizeof(a->cfg.policy_script), "%s",
 			 j->nc.policy_script);
 		a->cfg.policy_events_per_s = j->nc.policy_events_per_s;
 		weir_hooks_replace(a, j->l);
-		j->l = NULL;
-		np = NULL;
+	} else {
+		if (j->np != j->nc.policy)
+			weir_policy_free(j->np);
+		weir_lua_close(j->l);
 	}
-	reload_job_free(j, np);
+	if (j->loaded)
+		weir_config_free(&j->nc);
 	rc = reload_report(a, rc, err);
-	if (done != NULL)
-		done(a, rc, done_arg);
+	if (j->done != NULL)
+		j->done(a, rc, j->arg);
+	free(j);
 }
 
 int
 weir_mgmt_reload_start(struct weir_app *a, weir_reload_done_fn *done, void *arg)
 {
-	char err[sizeof(a->reload_error)] = "";
 	struct reload_job *j;
-	struct weir_policy *np = NULL;
 
 	if (weir_compile_job_busy(a))
 		return reload_report(a, -1, "a policy switch is under way: try again when it ends");
 	j = calloc(1, sizeof(*j));
 	if (j == NULL)
 		return reload_report(a, -1, "out of memory reloading the policy");
+	snprintf(j->path, sizeof(j->path), "%s", a->cfg.path);
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		j->shaped[d] = a->cfg.policy != NULL && a->cfg.policy->tree[d].n_classes != 0;
+	j->socket = (int)rte_socket_id();
 	j->done = done;
 	j->arg = arg;
-	if (weir_config_load_reload(a->cfg.path, &j->nc, err, sizeof(err)) < 0) {
-		free(j);        /* nc holds nothing on error */
-		return reload_report(a, -1, err);
-	}
-	token_update(a, &j->nc);
-	np = j->nc.policy;
-	if (j->nc.policy_script[0] != '\0') {
-		/* A Lua policy: its live engine (hooks) and the engine's compile.
-		 * The script runs here, in its sandbox's bounds; what it declared
-		 * is turned into tries by the job. */
-		const struct weir_policy_lua_limits lim = weir_config_lua_limits(&j->nc);
-
-		j->l = weir_lua_open(j->nc.policy_script, &lim, err, sizeof(err));
-		np = j->l != NULL ? weir_lua_compile(j->l, 0, err, sizeof(err)) : NULL;
-		if (np == NULL) {
-			reload_job_free(j, NULL);
-			return reload_report(a, -1, err);
-		}
-	}
-	/* What would refuse the switch anyway is said before the build. */
-	if (apply_check(a, np, &j->nc, err, sizeof(err)) < 0 ||
-	    weir_compile_job_start(a, np, reload_built, j) < 0) {
-		if (err[0] == '\0')
-			snprintf(err, sizeof(err), "out of memory reloading the policy");
-		reload_job_free(j, np);
-		return reload_report(a, -1, err);
+	if (weir_compile_job_start(a, reload_work, reload_switch, j) < 0) {
+		free(j);
+		return reload_report(a, -1, "out of memory reloading the policy");
 	}
 	return 1;
 }

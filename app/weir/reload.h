@@ -40,12 +40,11 @@ void weir_reload_shutdown(struct weir_app *a);
 typedef void weir_reload_done_fn(struct weir_app *app, int rc, void *arg);
 
 /* SIGHUP, POST /api/v1/policy/reload, PUT /api/v1/policy: re-read the
- * config file, run its script and compile its policy here (every error of
- * the file and script is found here), then build the ACL tries off the
- * loop (compile_job.h) and switch on the loop. 1: under way, done(app, rc,
- * arg) comes from a later management wake (done may be NULL). Otherwise
- * it ended here and done is not called: 0 is not possible, -1 is a
- * failure as weir_mgmt_reload's (and so is a switch already under way). */
+ * config file, run its script, compile its policy and build the ACL tries
+ * off the loop (compile_job.h), then switch on the loop. 1: under way,
+ * done(app, rc, arg) comes from a later management wake (done may be
+ * NULL). -1: refused now (a switch is already under way, or no memory),
+ * done is not called, app->reload_error says why. */
 int weir_mgmt_reload_start(struct weir_app *app, weir_reload_done_fn *done, void *arg);
 
 /* The same, waited for: 0 (app->reload_error says if a worker takes it
