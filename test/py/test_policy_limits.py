@@ -99,11 +99,18 @@ def customers(n):
                      "end\n")
 
 
+def longest_silence(poll, t0, t1):
+    """The longest time between t0 and t1 without a /status answer."""
+    marks = [t0] + [t for t in poll.done if t0 < t < t1] + [t1]
+    return max(b - a for a, b in zip(marks, marks[1:]))
+
+
 def test_api_answers_while_a_large_policy_builds(tmp_path):
-    """16,384 rules (policy.max_rules raised): the ACL tries take most of the upload's
-    second or more, and are built off the management loop, so /status answers all
-    along: its longest silence is a fraction of the upload's time (a ratio, not a
-    time: the VM is shared). The upload's answer is the one it always was."""
+    """16,384 rules (policy.max_rules raised): compiling them, ACL tries and all, takes
+    most of the upload's second or more, off the management loop, so /status answers
+    all along: its longest silence is a fraction of the upload's time (a ratio, not a
+    time: the VM is shared). The upload's answer is the one it always was. The same
+    for a reload of that policy (SIGHUP's path)."""
     w, script = script_weir(tmp_path, "lim-large", "max_rules = 16384; ")
     try:
         epoch = w.get("/api/v1/policy")[1]["epoch"]
@@ -115,14 +122,21 @@ def test_api_answers_while_a_large_policy_builds(tmp_path):
                                         headers={"Content-Type": "text/x-lua"}, timeout=60)
             t1 = time.monotonic()
             time.sleep(0.3)
+            t2 = time.monotonic()
+            rstatus, _, rdata = w.request("POST", "/api/v1/policy/reload", timeout=60)
+            t3 = time.monotonic()
+            time.sleep(0.3)
         assert status == 200, data
         assert json.loads(data) == {"epoch": epoch + 1, "script": str(script),
                                     "previous": f"{script}.prev", "reloads": reloads + 1}
+        assert rstatus == 200, rdata
+        assert json.loads(rdata) == {"epoch": epoch + 2, "dry_run": False,
+                                     "reloads": reloads + 2}
         assert not poll.fail, poll.fail
-        # The longest time without an answer while the PUT was under way.
-        marks = [t0] + [t for t in poll.done if t0 < t < t1] + [t1]
-        gap = max(b - a for a, b in zip(marks, marks[1:]))
-        assert gap < 0.5 * (t1 - t0), (gap, t1 - t0, len(marks))
+        gap = longest_silence(poll, t0, t1)
+        assert gap < 0.5 * (t1 - t0), ("PUT", gap, t1 - t0)
+        gap = longest_silence(poll, t2, t3)
+        assert gap < 0.5 * (t3 - t2), ("reload", gap, t3 - t2)
     finally:
         w.stop()
 
