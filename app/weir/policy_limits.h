@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: what one Lua policy may declare (issue 42). The sandbox bounds the
  * script's own memory and time, but what it declares is compiled after it
- * returns, outside the sandbox, on the management lcore that also serves
- * REST: a loop of weir.rule or weir.every calls inside the script's budget
- * could otherwise buy seconds of compile and hundreds of MB, or a wake
- * spent running timers. Each limit is refused at the line of the
+ * returns, outside the sandbox (off the management loop for reloads and
+ * uploads, compile_job.h; on it for a hook's change): a loop of weir.rule or
+ * weir.every calls inside the script's budget could otherwise buy seconds
+ * of compile and hundreds of MB, or a wake spent running timers. Each limit is refused at the line of the
  * declaration that goes over it. Figures behind them: lua/README.md
  * ("Limits").
  */
@@ -16,10 +16,10 @@
 
 /* Rules per policy (both directions), by default: an upload or reload
  * at this many, ACL tries' build included, took 0.5 s on the shared 2-core
- * VM (8,192: 1.2 s, 16,384: 3.9 s and a 305 MB peak; lua/README.md), and
- * the management lcore serves no request meanwhile. policy.max_rules
- * raises it, up to the classifier's own bound, for an operator who accepts
- * that stall on every upload and reload. */
+ * VM (8,192: 1.2 s, 16,384: 3.9 s and a 305 MB peak; lua/README.md); the
+ * API answers meanwhile, but a hook's weir.set_class still compiles on the
+ * management lcore. policy.max_rules raises it, up to the classifier's own
+ * bound, for an operator who accepts that time and memory. */
 #define WEIR_LUA_MAX_RULES 4096u
 #define WEIR_LUA_MAX_RULES_CEIL WEIR_CLS_MAX_RULES
 
