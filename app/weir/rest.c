@@ -1293,6 +1293,9 @@ h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
 
 	if (!script_configured(a, r))
 		return;
+	/* First: a rollback under way holds the text (prev is NULL). */
+	if (switch_busy(a, r))
+		return;
 	if (text == NULL) {
 		reply_error(r, MHD_HTTP_CONFLICT, "no previous script to roll back to: none was "
 			    "uploaded since weir started");
@@ -1302,8 +1305,6 @@ h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
 		reply_error(r, MHD_HTTP_BAD_REQUEST, "rollback takes no body");
 		return;
 	}
-	if (switch_busy(a, r))
-		return;
 	/* Held here while installing: a success makes the replaced text the
 	 * next rollback's, so two rollbacks toggle. Under way (1), the
 	 * install's end frees or puts it back. */

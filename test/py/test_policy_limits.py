@@ -156,11 +156,17 @@ def test_second_switch_while_one_builds(tmp_path):
 
         t = threading.Thread(target=put_large)
         t.start()
-        time.sleep(0.1)         # the large one's build takes far longer
+        # The upload is renamed over the script just before its build starts, in the
+        # same management wake; the build takes far longer than these requests.
+        deadline = time.monotonic() + 30
+        while script.read_text() != customers(16384) and time.monotonic() < deadline:
+            time.sleep(0.005)
         e = assert_error(*put_script(w, PREFIX), 409)
         assert "under way" in e["message"] and e["epoch"] == epoch, e
         e = assert_error(*w.request("POST", "/api/v1/policy/reload"), 409)
         assert e["epoch"] == epoch, e
+        e = assert_error(*w.request("POST", "/api/v1/policy/rollback"), 409)
+        assert "under way" in e["message"], e
         t.join()
         status, _, data = first["r"]
         assert status == 200 and json.loads(data)["epoch"] == epoch + 1, data
