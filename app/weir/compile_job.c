@@ -9,6 +9,7 @@
  * The work's input and output are handed over whole (arg): the loop does
  * not touch them until the job has ended, and the job touches nothing else.
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -38,6 +39,10 @@ job_main(void *arg)
 	 * time limit. */
 	weir_lua_thread_own_clock();
 	j->work(j->arg);
+	/* What the work freed sits in this thread's malloc arena, which glibc
+	 * keeps for the next thread (~20 MB of RSS more than before the job
+	 * existed, at 16,384 rules): given back here, off the loop (~1 ms). */
+	malloc_trim(0);
 	/* Release: the loop that sees ended sees the work's results too. */
 	atomic_store_explicit(&j->ended, true, memory_order_release);
 	return NULL;
