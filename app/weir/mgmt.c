@@ -37,7 +37,7 @@ weir_mgmt_loop(struct weir_app *app)
 			app->reload = 0;
 			(void)weir_mgmt_reload_start(app, NULL, NULL);
 		}
-		weir_compile_job_poll(app);     /* a switch whose tries are built */
+		weir_compile_job_poll(app);     /* a switch whose compile ended */
 		weir_reload_retire(app);        /* after a late switch */
 		weir_rebalance(app);
 		weir_hooks_poll(app);
@@ -51,7 +51,7 @@ weir_mgmt_loop(struct weir_app *app)
 		if (app->cfg.stats_print)
 			weir_stats_print(app, stdout);
 	}
-	/* A switch under way ends (and its client is answered) while the
-	 * workers still run: MHD must not stop with its connection suspended. */
+	/* A switch under way ends (its request resumed with the answer) while
+	 * the workers still run: MHD must not stop with a connection suspended. */
 	weir_compile_job_wait(app);
 }
