@@ -15,6 +15,7 @@
 #include "worker.h"
 
 struct weir_rest;
+struct weir_compile_job;
 
 struct weir_app {
 	struct weir_config cfg;
@@ -63,6 +64,8 @@ struct weir_app {
 	uint64_t hook_moves;            /* flows on_flow sent to another class */
 	uint64_t hook_moves_dropped;    /* a worker's command ring was full */
 	struct weir_rest *rest;         /* the REST API's server (rest.c); NULL = none */
+	/* A policy being compiled off the loop (compile_job.c); NULL = none. */
+	struct weir_compile_job *compile_job;
 	volatile sig_atomic_t quit;
 };
 

@@ -642,8 +642,36 @@ struct includes {
 	unsigned int n;
 };
 
-/* file's @include lines, checked and recorded, recursively. 0, or -1 with
- * err naming file and the line of the include. */
+/* Whether a string on this line holds "\x00". libconfig 1.5 drops the
+ * byte ("a\x00b" reads as "ab"), so a class named so would be accepted
+ * under a name other than the one written; no setting may hold a NUL, and
+ * names only letters, digits, '-', '_' and '.'. Comments are skipped (a
+ * block comment's inner lines are read as code: a false alarm there needs
+ * a "\x00" inside quotes in a comment). */
+static bool
+line_has_nul_escape(const char *l)
+{
+	bool in = false;
+
+	for (const char *p = l; *p != '\0'; p++) {
+		if (!in) {
+			if (*p == '#' || (p[0] == '/' && (p[1] == '/' || p[1] == '*')))
+				return false;
+			in = *p == '"';
+		} else if (*p == '\\') {
+			if (p[1] == 'x' && p[2] == '0' && p[3] == '0')
+				return true;
+			if (p[1] != '\0')
+				p++;
+		} else if (*p == '"') {
+			in = false;
+		}
+	}
+	return false;
+}
+
+/* file's @include lines, checked and recorded, recursively; and every
+ * line's strings for "\x00". 0, or -1 with err naming file and the line. */
 static int
 check_includes(const char *file, int self, const char *incdir, int depth, struct includes *is,
 	       const regex_t *re, char *err, size_t errlen)
@@ -662,6 +690,12 @@ check_includes(const char *file, int self, const char *incdir, int depth, struct
 		char name[4096];
 
 		lineno++;
+		if (line_has_nul_escape(line)) {
+			snprintf(err, errlen, "%s:%d: a string holds \\x00 (a NUL byte), which no "
+				 "setting may contain", file, lineno);
+			rc = -1;
+			break;
+		}
 		if (regexec(re, line, 2, m, 0) != 0)
 			continue;
 		snprintf(name, sizeof(name), "%.*s", (int)(m[1].rm_eo - m[1].rm_so), line + m[1].rm_so);

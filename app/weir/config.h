@@ -99,6 +99,7 @@ struct weir_config {
 	uint64_t policy_instructions;           /* Lua instruction budget per run */
 	uint64_t policy_memory;                 /* bytes the script may allocate */
 	uint32_t policy_events_per_s;           /* flow events a worker may post a second */
+	uint32_t policy_max_rules;              /* weir.rule calls (policy_limits.h) */
 
 	double stats_interval;                  /* seconds */
 	char stats_file[4096];                  /* empty: none */

@@ -15,6 +15,7 @@
 
 #include "config_loader.h"
 #include "ipabr.h"
+#include "policy_limits.h"
 #include "policy_lua.h"
 #include "policy_values.h"
 
@@ -624,7 +625,7 @@ load_script(struct loader *ld, const config_setting_t *root, const config_settin
 	    struct weir_config *cfg)
 {
 	static const char *const keys[] = { "script", "instructions", "memory_mb", "events_per_s",
-					    NULL };
+					    "max_rules", NULL };
 	const config_setting_t *pg = cfg_group(ld, root, "policy", false);
 	struct weir_policy_lua_limits lim = { 0 };
 	char script[sizeof(cfg->policy_script)], dir[sizeof(cfg->path)];
@@ -645,6 +646,11 @@ load_script(struct loader *ld, const config_setting_t *root, const config_settin
 	if (cfg_int(ld, pg, "events_per_s", 10000, 0, 10000000, &v) < 0)
 		return -1;
 	cfg->policy_events_per_s = (uint32_t)v;
+	/* Above the default, every upload and reload stalls the API longer
+	 * (policy_limits.h); the operator's choice, not the script's. */
+	if (cfg_int(ld, pg, "max_rules", WEIR_LUA_MAX_RULES, 1, WEIR_LUA_MAX_RULES_CEIL, &v) < 0)
+		return -1;
+	cfg->policy_max_rules = (uint32_t)v;
 	for (const char *const *k = (const char *const[]){ "outbound", "inbound", NULL }; *k; k++)
 		if (shaping != NULL && config_setting_get_member(shaping, *k) != NULL)
 			return cfg_fail(ld, config_setting_get_member(shaping, *k),
@@ -680,6 +686,7 @@ weir_config_lua_limits(const struct weir_config *c)
 {
 	return (struct weir_policy_lua_limits){
 		.mem_bytes = (size_t)c->policy_memory, .instructions = c->policy_instructions,
+		.max_rules = c->policy_max_rules,
 		.default_limit = c->mbufs / (4 * c->n_workers), .default_mode = c->shape_mode,
 		.no_aqm = c->shape_no_aqm, .young = c->shape_young,
 		.new_quanta = c->shape_new_quanta, .plain = c->shape_plain,

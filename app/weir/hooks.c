@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,10 +254,22 @@ weir_hooks_poll(struct weir_app *a)
 
 	if (a->lua == NULL)
 		return;
-	/* Timers first: they are few and due at a time; events can wait. */
-	if (wall_now() >= weir_lua_next_timer(a->lua) &&
-	    weir_lua_run_timers(a->lua, wall_now(), err, sizeof(err)) < 0)
-		hook_failed(a, "timer", err);
+	/* Timers first: they are due at a time; events can wait. They share
+	 * the wake's budget: a policy with many short timers would otherwise
+	 * keep the management lcore in Lua for whole seconds. Timers left
+	 * when it is spent run at the next wake, and the wake counts as over
+	 * budget like one that left events waiting. */
+	if (wall_now() >= weir_lua_next_timer(a->lua)) {
+		bool more = false;
+
+		if (weir_lua_run_timers_for(a->lua, wall_now(), (double)budget / hz, &more, err,
+					    sizeof(err)) < 0)
+			hook_failed(a, "timer", err);
+		if (more) {
+			a->hook_wakes_full++;
+			goto done;
+		}
+	}
 	/* One event from each worker in turn, starting where the last wake
 	 * stopped, until the rings are empty or the time is used up: one
 	 * worker's flood of new flows cannot starve the others' hooks. A wake

@@ -142,7 +142,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 	if (weir_hooks_init(a, err, errlen) != 0)
 		return -1;
 	if (a->cfg.policy != NULL)
-		weir_policy_accelerate(a->cfg.policy);
+		weir_policy_accelerate(a->cfg.policy, (int)rte_socket_id());
 	if (weir_rebalance_init(a) != 0) {
 		snprintf(err, errlen, "cannot allocate the rate-sharing state for %u workers",
 			 a->cfg.n_workers);
@@ -372,6 +372,11 @@ out_ports:
 	weir_rebalance_free(&app);
 	weir_hooks_free(&app);
 out_eal:
+	/* The policy's ACL tries (32 rules or more) are EAL memory, and
+	 * rte_acl_free takes EAL's tailq lock: freed while EAL is still up,
+	 * or shutdown crashes (SIGSEGV) after every policy that had them. */
+	weir_policy_free(app.cfg.policy);
+	app.cfg.policy = NULL;
 	rte_eal_cleanup();
 	weir_config_free(&app.cfg);
 	return status;

@@ -8,6 +8,7 @@
 #include <rte_log.h>
 
 #include "mgmt.h"
+#include "compile_job.h"
 #include "notify.h"
 #include "hooks.h"
 #include "rebalance.h"
@@ -31,10 +32,12 @@ weir_mgmt_loop(struct weir_app *app)
 		/* Here, not on a timer: only a loop that still turns proves
 		 * the management lcore is alive. */
 		weir_notify_watchdog(rte_rdtsc() / (hz / 1000000));
-		if (app->reload) {
+		/* A SIGHUP during a switch waits for it to end: one at a time. */
+		if (app->reload && !weir_compile_job_busy(app)) {
 			app->reload = 0;
-			weir_mgmt_reload(app);
+			(void)weir_mgmt_reload_start(app, NULL, NULL);
 		}
+		weir_compile_job_poll(app);     /* a switch whose compile ended */
 		weir_reload_retire(app);        /* after a late switch */
 		weir_rebalance(app);
 		weir_hooks_poll(app);
@@ -48,4 +51,7 @@ weir_mgmt_loop(struct weir_app *app)
 		if (app->cfg.stats_print)
 			weir_stats_print(app, stdout);
 	}
+	/* A switch under way ends (its request resumed with the answer) while
+	 * the workers still run: MHD must not stop with a connection suspended. */
+	weir_compile_job_wait(app);
 }

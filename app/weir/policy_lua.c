@@ -32,6 +32,8 @@
 #include <lualib.h>
 
 #include "cbq.h"
+#include "lua_errtext.h"
+#include "policy_limits.h"
 #include "policy_lua.h"
 #include "policy_values.h"
 
@@ -86,6 +88,7 @@ struct weir_lua {
 	int *rule_line;
 	unsigned int n_rules;
 	unsigned int cap_rules;
+	unsigned int max_rules;         /* policy_limits.h */
 	/* The first declaration or budget error. Sticky: a script that
 	 * pcall()s a bad declaration must not get a policy without it. */
 	bool failed;
@@ -117,6 +120,7 @@ struct weir_lua {
 					 * entry per class and call */
 	struct timer *timers;
 	unsigned int n_timers, cap_timers;
+	unsigned int timer_next;        /* where a wake's time budget stopped the timers */
 	int hook_ref[WEIR_LUA__HOOKS];  /* LUA_NOREF: none (TIMER unused) */
 	int hook_line[WEIR_LUA__HOOKS];
 	struct weir_lua_counters cnt;
@@ -138,8 +142,9 @@ weir_lua_set_stop_flag(volatile const sig_atomic_t *flag)
  * functions then only read one word, cheap enough to check at every line
  * and every library call, where reading the clock would cost; starting and
  * ending a run (hundreds of thousands of on_flow calls a second) is one
- * store each, never a wake-up. Scripts run one at a time (the management
- * lcore; a unit test), so one deadline.
+ * store each, never a wake-up. The watchdog's scripts run one at a time
+ * (the management lcore; a unit test), so one deadline; a thread beside
+ * them reads its own clock (own_clock below).
  */
 #define WD_TICK_NS 10000000L            /* the watchdog's resolution: 10 ms */
 #define WD_EXPIRED UINT64_MAX
@@ -150,6 +155,17 @@ static bool wd_ok;                      /* the thread runs */
  * WD_EXPIRED; deadlines of successive runs differ, so the thread's
  * compare-and-swap never expires a run it did not look at. */
 static _Atomic uint64_t wd_deadline;
+/* A thread that runs scripts beside the management lcore (the compile
+ * job's, compile_job.c) times its runs by the clock itself, per state: the
+ * watchdog's one deadline is the management lcore's hooks'. A clock read
+ * (~25 ns) at every check costs a loading script little. */
+static _Thread_local bool own_clock;
+
+void
+weir_lua_thread_own_clock(void)
+{
+	own_clock = true;
+}
 
 static uint64_t
 mono_ns(void)
@@ -199,23 +215,28 @@ mono_now(void)
 static void
 start_clock(struct weir_lua *x)
 {
-	pthread_once(&wd_once, wd_start);
 	x->deadline = mono_now() + x->time_limit;
+	if (own_clock)
+		return;
+	pthread_once(&wd_once, wd_start);
 	atomic_store(&wd_deadline, mono_ns() + (uint64_t)(x->time_limit * 1e9));
 }
 
 static void
 stop_clock(void)
 {
-	atomic_store(&wd_deadline, 0);
+	if (!own_clock)
+		atomic_store(&wd_deadline, 0);
 }
 
-/* Past the deadline (by the clock itself if the watchdog could not start). */
+/* Past the deadline (by the clock itself if the watchdog could not start,
+ * or on a thread with its own clock). */
 static bool
 expired(const struct weir_lua *x)
 {
-	return wd_ok ? atomic_load_explicit(&wd_deadline, memory_order_relaxed) == WD_EXPIRED
-		     : mono_now() >= x->deadline;
+	return !own_clock && wd_ok
+	       ? atomic_load_explicit(&wd_deadline, memory_order_relaxed) == WD_EXPIRED
+	       : mono_now() >= x->deadline;
 }
 
 static bool
@@ -802,9 +823,17 @@ get_str(lua_State *L, int line, const char *fn, const char *key, const char *def
 	} else if (t != LUA_TSTRING) {
 		decl_fail(L, line, "'%s' must be a string", key);
 	} else {
-		if (lua_rawlen(L, -1) >= outlen)
+		size_t len;
+		const char *s = lua_tolstring(L, -1, &len);
+
+		if (len >= outlen)
 			decl_fail(L, line, "'%s' is longer than %zu characters", key, outlen - 1);
-		snprintf(out, outlen, "%s", lua_tostring(L, -1));
+		/* A Lua string may hold "\0"; C would see only what precedes it
+		 * ("a\0b" as "a"), a name other than the one written. */
+		if (memchr(s, '\0', len) != NULL)
+			decl_fail(L, line, "'%s' holds a NUL byte (\\0)", key);
+		memcpy(out, s, len);
+		out[len] = '\0';
 	}
 	lua_pop(L, 1);
 }
@@ -1062,9 +1091,9 @@ l_class(lua_State *L)
 	if (x->link_line[d] == 0)
 		return decl_fail(L, line, "weir.class: declare weir.link{ dir = \"%s\", rate = ... } "
 				 "before its classes", dir_name[d]);
-	if (x->n_classes[d] >= WEIR_CBQ_MAX_CLASSES - 1)
+	if (x->n_classes[d] >= WEIR_LUA_MAX_CLASSES)
 		return decl_fail(L, line, "the %s tree has more than %d classes", dir_name[d],
-				 WEIR_CBQ_MAX_CLASSES - 1);
+				 WEIR_LUA_MAX_CLASSES);
 	get_str(L, line, "weir.class", "name", NULL, c.name, sizeof(c.name));
 	get_str(L, line, "weir.class", "parent", "", c.parent, sizeof(c.parent));
 	if (!get_rate(L, line, "rate", &c.rate))
@@ -1183,8 +1212,12 @@ l_rule(lua_State *L)
 
 	top_level_only(L, line, "weir.rule");
 	check_args(L, line, "weir.rule", keys);
-	if (x->n_rules >= WEIR_CLS_MAX_RULES)
-		return decl_fail(L, line, "more than %u rules", WEIR_CLS_MAX_RULES);
+	/* Before anything else of the call: a runaway loop stops at its first
+	 * rule over the limit (policy_limits.h). */
+	if (x->n_rules >= x->max_rules)
+		return decl_fail(L, line, "more than %u rules: a policy may declare at most %u "
+				 "(policy.max_rules; lua/README.md, Limits)", x->max_rules,
+				 x->max_rules);
 	get_str(L, line, "weir.rule", "class", NULL, rc.class_name, sizeof(rc.class_name));
 	rc.weight = (uint8_t)get_int(L, line, "weight", 1, 1, 255);
 	for (int i = 0; i < WEIR_CLS__SIDES; i++) {
@@ -1329,6 +1362,10 @@ add_timer(lua_State *L, int line, double period, int minute, double due)
 {
 	struct weir_lua *x = ctx_of(L);
 
+	if (x->n_timers >= WEIR_LUA_MAX_TIMERS)
+		return decl_fail(L, line, "more than %u timers (weir.every and weir.at together): "
+				 "a policy may register at most %u (lua/README.md, Limits)",
+				 WEIR_LUA_MAX_TIMERS, WEIR_LUA_MAX_TIMERS);
 	if (x->n_timers == x->cap_timers) {
 		unsigned int ncap = x->cap_timers ? x->cap_timers * 2 : 8;
 		struct timer *t = realloc(x->timers, ncap * sizeof(*t));
@@ -1560,6 +1597,10 @@ report_run(lua_State *L, const struct weir_lua *x, int status, char *err, size_t
 		snprintf(err, errlen, "%s:%d: error raised with a %s value instead of a message",
 			 x->path, x->line, luaL_typename(L, -1));
 	}
+	/* Every message of a run or a hook passes here on its way to the log
+	 * and the API (reload_error, hook errors, PUT's 422): a script's
+	 * tostring(f) must not show API clients where the heap is. */
+	weir_lua_hide_addresses(err, errlen);
 }
 
 void
@@ -1599,6 +1640,9 @@ weir_lua_open(const char *path, const struct weir_policy_lua_limits *lim, char *
 	x->mem_limit = lim && lim->mem_bytes ? lim->mem_bytes : WEIR_POLICY_LUA_MEM_DEFAULT;
 	x->insn_limit = lim && lim->instructions ? lim->instructions : WEIR_POLICY_LUA_INSNS_DEFAULT;
 	x->hook_step = x->insn_limit < HOOK_COUNT ? (int)x->insn_limit : HOOK_COUNT;
+	x->max_rules = lim && lim->max_rules ? lim->max_rules : WEIR_LUA_MAX_RULES;
+	if (x->max_rules > WEIR_LUA_MAX_RULES_CEIL)
+		x->max_rules = WEIR_LUA_MAX_RULES_CEIL;
 	x->time_limit = (lim && lim->time_ms ? lim->time_ms : WEIR_POLICY_LUA_TIME_DEFAULT_MS) / 1e3;
 	x->default_limit = lim && lim->default_limit ? lim->default_limit
 						     : WEIR_POLICY_LUA_LIMIT_DEFAULT;
@@ -1964,13 +2008,17 @@ call_protected(lua_State *L)
 	lua_sethook(L, NULL, 0, 0);
 	if (c->kind == WEIR_LUA_FLOW) {
 		const char *name;
+		size_t len;
 
 		if (lua_isnil(L, -1) || (lua_isboolean(L, -1) && !lua_toboolean(L, -1)))
 			return 0;
 		if (lua_type(L, -1) != LUA_TSTRING)
 			return luaL_error(L, "on_flow must return a class name or nil, not a %s",
 					  luaL_typename(L, -1));
-		name = lua_tostring(L, -1);
+		name = lua_tolstring(L, -1, &len);
+		/* "bulk\0x" is not the class bulk (C would read it so). */
+		if (memchr(name, '\0', len) != NULL)
+			return luaL_error(L, "on_flow returned a name holding a NUL byte (\\0)");
 		if (!is_leaf(x, 0, name) && !is_leaf(x, 1, name))
 			return luaL_error(L, "on_flow returned '%s', which is not a leaf class of "
 					  "either direction", name);
@@ -2034,17 +2082,40 @@ weir_lua_next_timer(const struct weir_lua *x)
 int
 weir_lua_run_timers(struct weir_lua *x, double now, char *err, size_t errlen)
 {
+	return weir_lua_run_timers_for(x, now, INFINITY, NULL, err, errlen);
+}
+
+int
+weir_lua_run_timers_for(struct weir_lua *x, double now, double budget_s, bool *more, char *err,
+			size_t errlen)
+{
+	const double t0 = mono_now();
+	const unsigned int n = x->n_timers, first = n ? x->timer_next % n : 0;
 	int ran = 0;
 	bool failed = false;
 
+	if (more != NULL)
+		*more = false;
 	x->now = now;
-	for (unsigned int i = 0; i < x->n_timers; i++) {
+	/* From where the last wake's budget stopped, so the timers after a
+	 * slow one are not the ones always left for later. */
+	for (unsigned int k = 0; k < n; k++) {
+		const unsigned int i = (first + k) % n;
 		struct timer *t = &x->timers[i];
 		struct call c = { .kind = WEIR_LUA_TIMER, .ref = t->ref, .line = t->line,
 				  .now = now };
 
 		if (!(t->due <= now))
 			continue;
+		/* The budget counts every call: this one and the rest wait for
+		 * the next wake, still due (a call started is finished; one
+		 * always runs, so a wake whose budget is gone still moves on). */
+		if (ran > 0 && mono_now() - t0 >= budget_s) {
+			x->timer_next = i;
+			if (more != NULL)
+				*more = true;
+			break;
+		}
 		/* Once per call however late: a management lcore that was busy
 		 * for minutes must not run a minute timer a hundred times. */
 		if (t->minute >= 0) {

@@ -34,6 +34,7 @@ struct weir_policy_lua_limits {
 	size_t mem_bytes;               /* the Lua state's memory, all allocations */
 	uint64_t instructions;          /* VM instructions the script may execute */
 	uint32_t time_ms;               /* wall clock one run or hook call may take */
+	uint32_t max_rules;             /* weir.rule calls (policy_limits.h) */
 	/* What the config file knows and the script does not: the leaf limit
 	 * when neither weir.link{limit} nor the class sets one (the config path
 	 * uses a quarter of the mbufs per worker), and the links' default mode
@@ -66,6 +67,14 @@ struct weir_policy_lua_limits {
  * script. NULL: none.
  */
 void weir_lua_set_stop_flag(volatile const sig_atomic_t *flag);
+
+/*
+ * Scripts run one at a time per thread. A thread other than the management
+ * lcore that runs them (the compile job's) calls this first: its runs then
+ * keep their time limit by reading the clock, not through the watchdog
+ * the management lcore's hooks use.
+ */
+void weir_lua_thread_own_clock(void);
 
 struct weir_policy *weir_policy_lua_load(const char *path, uint32_t epoch,
 					 const struct weir_policy_lua_limits *lim,
@@ -174,6 +183,14 @@ double weir_lua_next_timer(const struct weir_lua *l);
 /* Run every timer due at now once, in registration order. Returns how many
  * ran, or -1 if one failed (err has the first failure; the others ran). */
 int weir_lua_run_timers(struct weir_lua *l, double now, char *err, size_t errlen);
+
+/* The same within a time budget (seconds of CLOCK_MONOTONIC from the call,
+ * INFINITY: none): once it is spent no further timer starts (at least one
+ * does); those left stay due, *more (if not NULL) says so, and the next
+ * call starts with them. The management lcore thus counts timers in its
+ * wake's budget like flow events. */
+int weir_lua_run_timers_for(struct weir_lua *l, double now, double budget_s, bool *more,
+			    char *err, size_t errlen);
 
 /* A new flow. 1 with a class name in cls to move the flow there (a leaf of
  * at least one direction's tree; each direction resolves it as a rule's

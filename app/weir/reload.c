@@ -23,6 +23,7 @@
 #include <rte_pause.h>
 
 #include "reload.h"
+#include "compile_job.h"
 #include "rebalance.h"
 #include "hooks.h"
 #include "policy_lua.h"
@@ -56,18 +57,19 @@ weir_app_shaper(const struct weir_config *cfg, const struct weir_policy *pol, in
 }
 
 void
-weir_policy_accelerate(struct weir_policy *p)
+weir_policy_accelerate(struct weir_policy *p, int socket)
 {
 	char err[256];
 	uint64_t t0 = rte_rdtsc();
-	int rc = weir_classifier_accelerate(p->classifier, (int)rte_socket_id(), err, sizeof(err));
+	int rc = weir_classifier_accelerate(p->classifier, socket, err, sizeof(err));
 
+	/* No epoch: a new policy gets its epoch when it is switched to. */
 	if (rc < 0)
-		RTE_LOG(WARNING, USER1, "policy %u: %u rules stay on the first-match scan: %s\n",
-			p->epoch, weir_classifier_n_rules(p->classifier), err);
+		RTE_LOG(WARNING, USER1, "policy: %u rules stay on the first-match scan: %s\n",
+			weir_classifier_n_rules(p->classifier), err);
 	else if (rc > 0)
-		RTE_LOG(INFO, USER1, "policy %u: %u rules compiled into ACL tries in %.1f ms\n",
-			p->epoch, weir_classifier_n_rules(p->classifier),
+		RTE_LOG(INFO, USER1, "policy: %u rules compiled into ACL tries in %.1f ms\n",
+			weir_classifier_n_rules(p->classifier),
 			(double)(rte_rdtsc() - t0) * 1e3 / (double)rte_get_tsc_hz());
 }
 
@@ -151,16 +153,12 @@ switch_free(struct weir_policy_switch *sw)
 	}
 }
 
-int
-weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_config *src,
-		  char *err, size_t errlen)
+/* What refuses a switch to np before anything is built: 0, or -1 with err. */
+static int
+apply_check(struct weir_app *a, const struct weir_policy *np, const struct weir_config *src,
+	    char *err, size_t errlen)
 {
 	struct weir_policy *op = a->cfg.policy;
-	struct weir_policy_switch *sw;
-	struct weir_config tcfg;
-	unsigned int i;
-	bool late;
-	uint64_t t0 = rte_rdtsc(), t_post;
 
 	err[0] = '\0';
 	if (op == NULL || np == NULL) {
@@ -179,7 +177,7 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 	 * worker still holding a posted switch (one that did not take the last
 	 * within the wait) is found here, before anything is built or posted. */
 	weir_reload_retire(a);
-	for (i = 0; i < a->n_workers; i++)
+	for (unsigned int i = 0; i < a->n_workers; i++)
 		if (weir_worker_switch_pending(a->workers[i]) ||
 		    !acked(a->workers[i], op->epoch)) {
 			/* (A worker clears pending just before it acks: until
@@ -188,8 +186,29 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 				 op->epoch);
 			return -1;
 		}
+	return 0;
+}
+
+/* weir_policy_apply; built: np's tries were built already (by the compile
+ * job, in build_us), which the switch's prepare time includes. */
+static int
+apply(struct weir_app *a, struct weir_policy *np, const struct weir_config *src, bool built,
+      uint64_t build_us, char *err, size_t errlen)
+{
+	struct weir_policy *op = a->cfg.policy;
+	struct weir_policy_switch *sw = NULL;
+	struct weir_config tcfg;
+	unsigned int i;
+	bool late;
+	uint64_t t0 = rte_rdtsc(), t_post;
+
+	/* Here, after any compile off the loop: the policy in force, or a
+	 * worker's state, may have changed meanwhile (a hook's switch). */
+	if (apply_check(a, np, src, err, errlen) < 0)
+		return -1;
 	np->epoch = op->epoch + 1;
-	weir_policy_accelerate(np);
+	if (!built)
+		weir_policy_accelerate(np, (int)rte_socket_id());
 	/* The trees follow the new file's tree parameters but keep the running
 	 * flow capacity and worker count (those need a restart). */
 	tcfg = *src;
@@ -225,7 +244,7 @@ weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_
 	late = wait_acked(a, np->epoch, &i);
 	/* Preparing (ACL tries, trees) and the workers' taking it: what a
 	 * switch costs, for the stats file. */
-	a->switch_prepare_us = (t_post - t0) * 1000000 / rte_get_tsc_hz();
+	a->switch_prepare_us = build_us + (t_post - t0) * 1000000 / rte_get_tsc_hz();
 	a->switch_take_us = (rte_rdtsc() - t_post) * 1000000 / rte_get_tsc_hz();
 	a->cfg.policy = np;
 	a->cfg.shape_flow_limit = src->shape_flow_limit;
@@ -259,6 +278,13 @@ nomem:
 	if (err[0] == '\0')
 		snprintf(err, errlen, "out of memory building the new class trees (raise EAL memory, -m)");
 	return -1;
+}
+
+int
+weir_policy_apply(struct weir_app *a, struct weir_policy *np, const struct weir_config *src,
+		  char *err, size_t errlen)
+{
+	return apply(a, np, src, false, 0, err, errlen);
 }
 
 /* The management token is re-read with every reload, so a rotated token
@@ -300,66 +326,147 @@ token_update(struct weir_app *a, const struct weir_config *nc)
 		RTE_LOG(WARNING, USER1, "management.token_file removed: the API asks for no token\n");
 }
 
-int
-weir_reload(struct weir_app *a, char *err, size_t errlen)
-{
+/* A reload under way: what the job reads (a copy: the app is the loop's),
+ * then what it made, until the switch ends on the management loop. */
+struct reload_job {
+	char path[sizeof(((struct weir_config *)0)->path)];
+	bool shaped[WEIR_PORT__COUNT];  /* the policy in force's directions */
+	int socket;                     /* the management lcore's, for the tries */
+	weir_reload_done_fn *done;
+	void *arg;
+	/* The job's results. */
+	bool loaded;                    /* nc holds the file (its token goes in force) */
+	bool failed;                    /* err says why, nothing to switch to */
 	struct weir_config nc;
-	int rc;
-
-	struct weir_lua *l = NULL;
+	struct weir_lua *l;             /* a script's engine, the hooks' once in force */
 	struct weir_policy *np;
+	uint64_t build_us;              /* the ACL tries' build */
+	char err[sizeof(((struct weir_app *)0)->reload_error)];
+};
 
-	err[0] = '\0';
-	if (weir_config_load_reload(a->cfg.path, &nc, err, errlen) < 0)
-		return -1;
-	token_update(a, &nc);
-	np = nc.policy;
-	if (nc.policy_script[0] != '\0') {
-		/* A Lua policy: its live engine (hooks) and the engine's compile. */
-		const struct weir_policy_lua_limits lim = weir_config_lua_limits(&nc);
-
-		l = weir_lua_open(nc.policy_script, &lim, err, errlen);
-		np = l != NULL ? weir_lua_compile(l, 0, err, errlen) : NULL;
-		if (np == NULL) {
-			weir_lua_close(l);
-			weir_config_free(&nc);
-			return -1;
-		}
-	}
-	rc = weir_policy_apply(a, np, &nc, err, errlen);
-	if (rc >= 0) {          /* in force (late or not): np is the app's */
-		if (np == nc.policy)
-			nc.policy = NULL;       /* in force now: not nc's to free */
-		snprintf(a->cfg.policy_script, sizeof(a->cfg.policy_script), "%s", nc.policy_script);
-		a->cfg.policy_events_per_s = nc.policy_events_per_s;
-		weir_hooks_replace(a, l);
-	} else {
-		if (np != nc.policy)
-			weir_policy_free(np);
-		weir_lua_close(l);
-	}
-	weir_config_free(&nc);
-	return rc;
-}
-
-/* SIGHUP or POST /api/v1/policy/reload: switch to the file's policy now,
- * or keep the running one and say why. */
-int
-weir_mgmt_reload(struct weir_app *app)
+/* The end of every reload, in force or not: logged, counted and kept for
+ * the API. rc as weir_mgmt_reload. */
+static int
+reload_report(struct weir_app *app, int rc, const char *err)
 {
-	char err[sizeof(app->reload_error)];
-	int rc = weir_reload(app, err, sizeof(err));
-
+	weir_utf8_copy(app->reload_error, sizeof(app->reload_error), err);
 	if (rc >= 0) {
 		/* In force; a late worker is worth saying, not a failure. */
-		weir_utf8_copy(app->reload_error, sizeof(app->reload_error), err);
 		RTE_LOG(NOTICE, USER1, "policy %u in force (reload %" PRIu64 ")%s%s\n",
 			app->cfg.policy->epoch, app->reloads, rc > 0 ? ": " : "", app->reload_error);
 		return 0;
 	}
 	app->reload_failures++;
-	weir_utf8_copy(app->reload_error, sizeof(app->reload_error), err);
 	RTE_LOG(ERR, USER1, "reload failed, policy %u stays in force: %s\n",
 		app->cfg.policy ? app->cfg.policy->epoch : 0, app->reload_error);
 	return -1;
+}
+
+/* On the compile job's thread: the file, its script, the policy and its
+ * ACL tries; everything a reload computes, nothing it changes. */
+static void
+reload_work(void *arg)
+{
+	struct reload_job *j = arg;
+	uint64_t t0;
+
+	if (weir_config_load_reload(j->path, &j->nc, j->err, sizeof(j->err)) < 0) {
+		j->failed = true;
+		return;
+	}
+	j->loaded = true;
+	j->np = j->nc.policy;
+	if (j->nc.policy_script[0] != '\0') {
+		/* A Lua policy: its live engine (hooks) and the engine's compile. */
+		const struct weir_policy_lua_limits lim = weir_config_lua_limits(&j->nc);
+
+		j->l = weir_lua_open(j->nc.policy_script, &lim, j->err, sizeof(j->err));
+		j->np = j->l != NULL ? weir_lua_compile(j->l, 0, j->err, sizeof(j->err)) : NULL;
+		if (j->np == NULL) {
+			j->failed = true;
+			return;
+		}
+	}
+	/* No tries for a policy the switch refuses anyway (apply says why). */
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		if (j->np == NULL || j->shaped[d] != (j->np->tree[d].n_classes != 0))
+			return;
+	t0 = rte_rdtsc();
+	weir_policy_accelerate(j->np, j->socket);
+	j->build_us = (rte_rdtsc() - t0) * 1000000 / rte_get_tsc_hz();
+}
+
+/* Back on the management loop: switch to what the job made. */
+static void
+reload_switch(struct weir_app *a, void *arg)
+{
+	struct reload_job *j = arg;
+	char err[sizeof(a->reload_error)];
+	int rc = -1;
+
+	snprintf(err, sizeof(err), "%s", j->err);
+	if (j->loaded)
+		token_update(a, &j->nc);
+	if (!j->failed)
+		rc = apply(a, j->np, &j->nc, true, j->build_us, err, sizeof(err));
+	if (rc >= 0) {          /* in force (late or not): np is the app's */
+		if (j->np == j->nc.policy)
+			j->nc.policy = NULL;    /* in force now: not nc's to free */
+		snprintf(a->cfg.policy_script, sizeof(a->cfg.policy_script), "%s",
+			 j->nc.policy_script);
+		a->cfg.policy_events_per_s = j->nc.policy_events_per_s;
+		weir_hooks_replace(a, j->l);
+	} else {
+		if (j->np != j->nc.policy)
+			weir_policy_free(j->np);
+		weir_lua_close(j->l);
+	}
+	if (j->loaded)
+		weir_config_free(&j->nc);
+	rc = reload_report(a, rc, err);
+	if (j->done != NULL)
+		j->done(a, rc, j->arg);
+	free(j);
+}
+
+int
+weir_mgmt_reload_start(struct weir_app *a, weir_reload_done_fn *done, void *arg)
+{
+	struct reload_job *j;
+
+	if (weir_compile_job_busy(a))
+		return reload_report(a, -1, "a policy switch is under way: try again when it ends");
+	j = calloc(1, sizeof(*j));
+	if (j == NULL)
+		return reload_report(a, -1, "out of memory reloading the policy");
+	snprintf(j->path, sizeof(j->path), "%s", a->cfg.path);
+	for (int d = 0; d < WEIR_PORT__COUNT; d++)
+		j->shaped[d] = a->cfg.policy != NULL && a->cfg.policy->tree[d].n_classes != 0;
+	j->socket = (int)rte_socket_id();
+	j->done = done;
+	j->arg = arg;
+	if (weir_compile_job_start(a, reload_work, reload_switch, j) < 0) {
+		free(j);
+		return reload_report(a, -1, "out of memory reloading the policy");
+	}
+	return 1;
+}
+
+static void
+sync_done(struct weir_app *a, int rc, void *arg)
+{
+	(void)a;
+	*(int *)arg = rc;
+}
+
+int
+weir_mgmt_reload(struct weir_app *app)
+{
+	int rc;
+
+	weir_compile_job_wait(app);     /* one switch at a time */
+	rc = weir_mgmt_reload_start(app, sync_done, &rc);
+	if (rc > 0)
+		weir_compile_job_wait(app);     /* sets rc */
+	return rc;
 }

@@ -31,6 +31,7 @@
 #include <rte_log.h>
 
 #include "rest.h"
+#include "compile_job.h"
 #include "http_limits.h"
 #include "ipsec.h"
 #include "stats.h"
@@ -116,10 +117,19 @@ struct req {
 	bool too_big;
 	char allow[32];                 /* the Allow header of a 405 */
 	char sub[128];                  /* a prefix route: the URL after its path */
+	/* A policy switch under way (compile_job.h): the connection is
+	 * suspended until it ends and `answer` is made, then answered. */
+	struct MHD_Connection *conn;
+	bool suspended, answered;
+	struct reply answer;
+	struct install *inst;           /* PUT, rollback: what script_install_end needs */
 };
 
 typedef void (*handler_fn)(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
 			   struct reply *r);
+
+static void req_suspend(struct MHD_Connection *c, struct req *rq);
+static void req_resume(struct req *rq);
 
 struct route {
 	const char *path;
@@ -890,6 +900,34 @@ body_object(struct MHD_Connection *c, struct req *rq, struct reply *r, json_t **
 	return 0;
 }
 
+static void reload_reply(struct weir_app *a, int rc, bool dry_run, const char *err,
+			 const char *token_err, struct reply *r);
+
+/* A policy switch at a time (compile_job.h): the second is refused while
+ * the first is under way, not queued, since it would replace the first
+ * once both were done. true: r holds the refusal. */
+static bool
+switch_busy(struct weir_app *a, struct reply *r)
+{
+	if (!weir_compile_job_busy(a))
+		return false;
+	reply_error(r, MHD_HTTP_CONFLICT, "a policy switch is under way (an upload, reload or "
+		    "rollback): try again when it ends");
+	json_object_set_new(json_object_get(r->json, "error"), "epoch",
+			    json_integer(a->cfg.policy ? a->cfg.policy->epoch : 0));
+	return true;
+}
+
+/* The reload a request started has ended: answer it. */
+static void
+reload_done(struct weir_app *a, int rc, void *arg)
+{
+	struct req *rq = arg;
+
+	reload_reply(a, rc, false, a->reload_error, a->token_error, &rq->answer);
+	req_resume(rq);
+}
+
 static void
 h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
 {
@@ -918,10 +956,24 @@ h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, st
 	if (dry_run) {
 		rc = reload_check(a, err, sizeof(err), token_err, sizeof(token_err));
 	} else {
-		rc = weir_mgmt_reload(a);
+		if (switch_busy(a, r))
+			return;
+		rc = weir_mgmt_reload_start(a, reload_done, rq);
+		if (rc > 0) {
+			req_suspend(c, rq);
+			return;
+		}
 		snprintf(err, sizeof(err), "%s", a->reload_error);
 		snprintf(token_err, sizeof(token_err), "%s", a->token_error);
 	}
+	reload_reply(a, rc, dry_run, err, token_err, r);
+}
+
+/* The answer of a reload or its dry run: rc, err and token_err as reload_check's. */
+static void
+reload_reply(struct weir_app *a, int rc, bool dry_run, const char *err, const char *token_err,
+	     struct reply *r)
+{
 	if (rc != 0) {
 		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s", err);
 		/* Which policy stayed in force. */
@@ -1056,36 +1108,60 @@ reply_policy_error(struct weir_app *a, struct reply *r, unsigned int status, con
 			    json_integer(a->cfg.policy ? a->cfg.policy->epoch : 0));
 }
 
+/* An upload between the script's rename and the end of its switch. */
+struct install {
+	char path[sizeof(((struct weir_config *)0)->policy_script)];
+	char keep[sizeof(((struct weir_config *)0)->policy_script) + 16];
+	char prev[sizeof(((struct weir_config *)0)->policy_script) + 16];
+	char *old;                      /* the replaced text: the next rollback's */
+	size_t old_len;
+	/* A rollback's text, taken from a->rest->prev: freed if the switch
+	 * is done, put back if not. NULL for a PUT. */
+	char *held;
+};
+
+static void install_done(struct weir_app *a, int rc, void *arg);
+static int script_install_end(struct weir_app *a, struct install *in, int rc, struct reply *r);
+
 /* Put text in place of the policy script and switch to it: checked in the
  * sandbox first (nothing changes if it fails), then renamed over the
  * script, then reloaded so the workers, the hooks' engine and the file
  * agree. The replaced file stays linked as PATH.keep until the switch is
  * done, so putting it back is a rename, which needs no disk space; it then
  * becomes PATH.prev, and its text the one rollback restores. 0, or -1 with
- * r made. */
+ * r made; or 1: the switch is under way, the connection is suspended and
+ * the answer is made when it ends (script_install_end), which then also
+ * frees or puts back held (a rollback's text; the caller's otherwise). */
 static int
-script_install(struct weir_app *a, const char *text, size_t len, struct reply *r)
+script_install(struct weir_app *a, struct MHD_Connection *c, struct req *rq, const char *text,
+	       size_t len, char *held, struct reply *r)
 {
 	const char *path = a->cfg.policy_script;
 	const struct weir_policy_lua_limits lim = weir_config_lua_limits(&a->cfg);
-	char tmp[sizeof(a->cfg.policy_script) + 16], prev[sizeof(tmp)], keep[sizeof(tmp)];
-	char err[sizeof(a->reload_error)], both[sizeof(err) + 2 * sizeof(keep) + 256];
+	char tmp[sizeof(a->cfg.policy_script) + 16];
+	char err[sizeof(a->reload_error)];
 	struct weir_lua *l;
 	struct weir_policy *np = NULL;
+	struct install *in;
 	struct stat st;
 	mode_t mode = 0644;
-	size_t old_len = 0;
-	char *old;
-	int e;
+	int e, rc;
 
-	snprintf(prev, sizeof(prev), "%s.prev", path);
-	snprintf(keep, sizeof(keep), "%s.keep", path);
+	in = calloc(1, sizeof(*in));
+	if (in == NULL) {
+		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		return -1;
+	}
+	snprintf(in->path, sizeof(in->path), "%s", path);
+	snprintf(in->prev, sizeof(in->prev), "%s.prev", path);
+	snprintf(in->keep, sizeof(in->keep), "%s.keep", path);
 	if (stat(path, &st) == 0)
 		mode = st.st_mode & 0777;
 	if (temp_write(path, text, len, mode, tmp, sizeof(tmp)) != 0) {
 		e = errno;
 		reply_error(r, write_status(e), "cannot write the upload next to %s: %s", path,
 			    strerror(e));
+		free(in);
 		return -1;
 	}
 	l = weir_lua_open(tmp, &lim, err, sizeof(err));
@@ -1097,24 +1173,45 @@ script_install(struct weir_app *a, const char *text, size_t len, struct reply *r
 		unlink(tmp);
 		str_replace_all(err, sizeof(err), tmp, path);
 		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
+		free(in);
 		return -1;
 	}
-	old = file_read(path, &old_len);
-	unlink(keep);                   /* left by a crash, or planted: never written */
-	if (old == NULL || link(path, keep) != 0 || rename(tmp, path) != 0) {
-		e = old == NULL ? EIO : errno;
+	in->old = file_read(path, &in->old_len);
+	unlink(in->keep);               /* left by a crash, or planted: never written */
+	if (in->old == NULL || link(path, in->keep) != 0 || rename(tmp, path) != 0) {
+		e = in->old == NULL ? EIO : errno;
 		reply_error(r, write_status(e), "cannot replace %s: %s", path,
-			    old == NULL ? "cannot read it" : strerror(e));
+			    in->old == NULL ? "cannot read it" : strerror(e));
 		unlink(tmp);
-		unlink(keep);
-		free(old);
+		unlink(in->keep);
+		free(in->old);
+		free(in);
 		return -1;
 	}
 	dir_sync(path);
-	if (weir_mgmt_reload(a) != 0) {
+	rc = weir_mgmt_reload_start(a, install_done, rq);
+	if (rc > 0) {
+		in->held = held;
+		rq->inst = in;
+		req_suspend(c, rq);
+		return 1;
+	}
+	return script_install_end(a, in, rc, r);
+}
+
+/* The switch of an upload ended (rc as weir_mgmt_reload): keep the new
+ * file, or put the old one back; make r. Frees in. 0, or -1. */
+static int
+script_install_end(struct weir_app *a, struct install *in, int rc, struct reply *r)
+{
+	char both[sizeof(a->reload_error) + 2 * sizeof(in->keep) + 256];
+	const char *path = in->path;
+	int e;
+
+	if (rc != 0) {
 		/* The script is fine but the switch is not (a change that needs a
 		 * restart, or the config file's own error): the old file goes back. */
-		if (rename(keep, path) == 0) {
+		if (rename(in->keep, path) == 0) {
 			dir_sync(path);
 			reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, a->reload_error);
 		} else {
@@ -1128,25 +1225,42 @@ script_install(struct weir_app *a, const char *text, size_t len, struct reply *r
 			if (snprintf(both, sizeof(both), "%s; and the previous script could not be "
 				     "put back (%s: %s), so %s was removed: the running policy is "
 				     "unchanged, but restore the file (from %s) before the next "
-				     "reload or restart", a->reload_error, keep, strerror(e), path,
-				     keep) >= (int)sizeof(both))
+				     "reload or restart", a->reload_error, in->keep, strerror(e), path,
+				     in->keep) >= (int)sizeof(both))
 				RTE_LOG(ERR, USER1, "rest: %s\n", both);       /* cut in the reply */
 			reply_policy_error(a, r, MHD_HTTP_INTERNAL_SERVER_ERROR, both);
 		}
-		free(old);
+		free(in->old);
+		if (in->held != NULL)
+			a->rest->prev = in->held;
+		free(in);
 		return -1;
 	}
-	if (rename(keep, prev) != 0)
-		RTE_LOG(WARNING, USER1, "rest: cannot write %s: %s\n", prev, strerror(errno));
+	if (rename(in->keep, in->prev) != 0)
+		RTE_LOG(WARNING, USER1, "rest: cannot write %s: %s\n", in->prev, strerror(errno));
 	dir_sync(path);
 	free(a->rest->prev);
-	a->rest->prev = old;
-	a->rest->prev_len = old_len;
+	a->rest->prev = in->old;
+	a->rest->prev_len = in->old_len;
+	free(in->held);
 	reply_json(r, json_pack("{s:I, s:o, s:o, s:I}",
 		"epoch", (json_int_t)a->cfg.policy->epoch, "script", weir_json_text(path),
-		"previous", weir_json_text(prev),
+		"previous", weir_json_text(in->prev),
 		"reloads", (json_int_t)a->reloads));
+	free(in);
 	return 0;
+}
+
+/* The switch of an upload or rollback a request started has ended. */
+static void
+install_done(struct weir_app *a, int rc, void *arg)
+{
+	struct req *rq = arg;
+	struct install *in = rq->inst;
+
+	rq->inst = NULL;
+	script_install_end(a, in, rc, &rq->answer);
+	req_resume(rq);
 }
 
 static bool
@@ -1185,7 +1299,9 @@ h_policy_put(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struc
 		reply_error(r, MHD_HTTP_BAD_REQUEST, "the body must be a Lua script, not empty");
 		return;
 	}
-	script_install(a, rq->body, rq->len, r);
+	if (switch_busy(a, r))
+		return;
+	script_install(a, c, rq, rq->body, rq->len, NULL, r);
 }
 
 static void
@@ -1193,8 +1309,12 @@ h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
 		  struct reply *r)
 {
 	char *text = a->rest->prev;
+	int rc;
 
 	if (!script_configured(a, r))
+		return;
+	/* First: a rollback under way holds the text (prev is NULL). */
+	if (switch_busy(a, r))
 		return;
 	if (text == NULL) {
 		reply_error(r, MHD_HTTP_CONFLICT, "no previous script to roll back to: none was "
@@ -1206,13 +1326,14 @@ h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
 		return;
 	}
 	/* Held here while installing: a success makes the replaced text the
-	 * next rollback's, so two rollbacks toggle. */
+	 * next rollback's, so two rollbacks toggle. Under way (1), the
+	 * install's end frees or puts it back. */
 	a->rest->prev = NULL;
-	if (script_install(a, text, a->rest->prev_len, r) == 0) {
+	rc = script_install(a, c, rq, text, a->rest->prev_len, text, r);
+	if (rc == 0)
 		free(text);
-		return;
-	}
-	a->rest->prev = text;
+	else if (rc < 0)
+		a->rest->prev = text;
 }
 
 /* ---- PATCH /api/v1/classes/{direction}/{name} ---- */
@@ -1370,6 +1491,8 @@ h_class_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 			    "(PUT /api/v1/policy)", a->cfg.policy_script);
 		return;
 	}
+	if (switch_busy(a, r))
+		return;
 	np = weir_policy_with_class(p, d, name + 1, &chg, 0, &perr);
 	if (np == NULL) {
 		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, perr.msg);
@@ -1900,6 +2023,34 @@ on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 	return same < REST_CONN_PER_IP ? MHD_YES : MHD_NO;
 }
 
+/* The handler's switch went to the compile job: no answer now, and no
+ * deadline while the build runs (MHD's own timeout stops for a suspended
+ * connection too). The answer comes from on_request once resumed. */
+static void
+req_suspend(struct MHD_Connection *c, struct req *rq)
+{
+	struct conn *k = conn_of(c);
+
+	if (k != NULL)
+		k->deadline_ms = UINT64_MAX;
+	rq->conn = c;
+	rq->suspended = true;
+	rq->answer.status = MHD_HTTP_OK;        /* as on_request's reply starts */
+	MHD_suspend_connection(c);
+}
+
+/* The switch ended with rq->answer made: MHD calls on_request again. */
+static void
+req_resume(struct req *rq)
+{
+	struct conn *k = conn_of(rq->conn);
+
+	if (k != NULL)
+		k->deadline_ms = mono_ms() + REST_REQUEST_TIMEOUT_MS;
+	rq->answered = true;
+	MHD_resume_connection(rq->conn);
+}
+
 /* MHD decodes %00 into a NUL that would end the name early ("gold%00x"
  * would be "gold"): remember it so the request is refused instead. */
 static size_t
@@ -1944,6 +2095,8 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 			return send_reply(c, &r, allow);
 		return MHD_YES;         /* the body, if any, comes in the next calls */
 	}
+	if (rq->answered)               /* resumed after its policy switch */
+		return send_reply(c, &rq->answer, NULL);
 	if (*upload_data_size != 0) {
 		/* Bodies without a Content-Length (chunked) are cut here. */
 		if (!rq->too_big && rq->len + *upload_data_size <= body_max(rq)) {
@@ -1965,6 +2118,8 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 			    body_max(rq));
 	else
 		rq->route->fn(a, c, rq, &r);
+	if (rq->suspended)              /* answered when its switch ends */
+		return MHD_YES;
 	return send_reply(c, &r, NULL);
 }
 
@@ -1986,6 +2141,7 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		k->nul_in_url = false;
 	}
 	if (rq != NULL) {
+		json_decref(rq->answer.json);   /* made but never sent */
 		free(rq->body);
 		free(rq);
 		*con_cls = NULL;
@@ -2073,7 +2229,9 @@ weir_rest_start(struct weir_app *a, char *err, size_t errlen)
 	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
 	struct sockaddr_in s4 = { .sin_family = AF_INET };
 	const struct sockaddr *sa;
-	unsigned int flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	/* Suspend and resume: a policy switch's request waits for its ACL
+	 * build off the loop (compile_job.h) while others are served. */
+	unsigned int flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
 	struct weir_rest *r;
 	const union MHD_DaemonInfo *info;
 	struct MHD_OptionItem tls[3] = {

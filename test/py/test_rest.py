@@ -399,14 +399,15 @@ def test_counters_reset(tmp_path):
         w.stop()
 
 
-def script_weir(d, tag):
-    """A weir whose policy is a copy of lua/policy.lua in d (uploads replace the copy)."""
+def script_weir(d, tag, policy_extra=""):
+    """A weir whose policy is a copy of lua/policy.lua in d (uploads replace the copy);
+    policy_extra: more settings of its policy group ("max_rules = 16384;")."""
     script = d / "policy.lua"
     script.write_text((REPO / "lua" / "policy.lua").read_text())
 
     def lua(text):
         return (text[:text.index("shaping = {")] + text[text.index("management = {"):] +
-                f'policy = {{ script = "{script}"; }};\n')
+                f'policy = {{ script = "{script}"; {policy_extra}}};\n')
 
     return Weir(d, tag, edit=lua), script
 

@@ -9,6 +9,8 @@
 #include <malloc.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1135,6 +1137,81 @@ test_undo_log_bounded(void)
 	weir_lua_close(e);
 }
 
+/* A thread that runs scripts beside another (the compile job beside the
+ * management lcore's hooks) keeps its time limit with its own clock, and
+ * neither thread's runs move the other's deadline: the watchdog's one
+ * deadline, shared, was cleared by whichever run ended first. */
+struct side {
+	const char *path;               /* what the side thread runs */
+	bool once;                      /* once (the runaway), or until `done` */
+	atomic_bool done;               /* set here: stop */
+	atomic_bool finished;           /* set by the thread once it stopped */
+	char err[512];
+	double took;
+	unsigned int runs;
+};
+
+static const struct weir_policy_lua_limits runaway_lim = {
+	.instructions = 10000000000ull, .time_ms = 300,
+};
+
+static void *
+side_main(void *arg)
+{
+	struct side *sd = arg;
+	double t0 = now_s();
+
+	weir_lua_thread_own_clock();
+	do {
+		weir_policy_free(weir_policy_lua_load(sd->path, 1, &runaway_lim, sd->err,
+						      sizeof(sd->err)));
+		sd->runs++;
+	} while (!sd->once && !atomic_load(&sd->done));
+	sd->took = now_s() - t0;
+	atomic_store(&sd->finished, true);
+	return NULL;
+}
+
+static void
+test_time_limits_on_two_threads(void)
+{
+	const char *runaway = script(LINK BULK "\nwhile true do end\n");
+	const char *quick = script(LINK BULK "local t = 0 for i = 1, 1000 do t = t + i end\n");
+	struct side sd = { .path = runaway, .once = true };
+	char err[512] = "";
+	pthread_t t;
+	double t0;
+	unsigned int quick_runs = 0;
+
+	/* The side thread's runaway, while this thread's runs start and end. */
+	atomic_init(&sd.done, false);
+	atomic_init(&sd.finished, false);
+	CHECK(pthread_create(&t, NULL, side_main, &sd) == 0, "thread");
+	t0 = now_s();
+	while (!atomic_load(&sd.finished) && now_s() - t0 < 5) {
+		weir_policy_free(weir_policy_lua_load(quick, 1, &runaway_lim, err, sizeof(err)));
+		quick_runs++;
+	}
+	pthread_join(t, NULL);
+	CHECK(strstr(sd.err, "time limit exceeded (300 ms)") != NULL, "side runaway: '%s'",
+	      sd.err);
+	CHECK(sd.took < 1.5, "side runaway stopped after %.3f s (%u runs here)", sd.took,
+	      quick_runs);
+
+	/* This thread's runaway (the watchdog's), while the side's runs come and go. */
+	sd = (struct side){ .path = quick };
+	atomic_init(&sd.done, false);
+	atomic_init(&sd.finished, false);
+	CHECK(pthread_create(&t, NULL, side_main, &sd) == 0, "thread");
+	t0 = now_s();
+	weir_policy_free(weir_policy_lua_load(runaway, 1, &runaway_lim, err, sizeof(err)));
+	t0 = now_s() - t0;
+	atomic_store(&sd.done, true);
+	pthread_join(t, NULL);
+	CHECK(strstr(err, "time limit exceeded (300 ms)") != NULL, "runaway: '%s'", err);
+	CHECK(t0 < 1.5, "runaway stopped after %.3f s (%u side runs)", t0, sd.runs);
+}
+
 int
 main(void)
 {
@@ -1153,6 +1230,7 @@ main(void)
 	test_lua_errors();
 	test_limits();
 	test_c_functions_bounded();
+	test_time_limits_on_two_threads();
 	test_shipped_policy();
 	/* weir.at and weir.date in a known time zone */
 	setenv("TZ", "UTC", 1);

@@ -28,6 +28,7 @@
 #include "unit.h"
 #include "app.h"
 #include "reload.h"
+#include "compile_job.h"
 #include "rebalance.h"
 #include "hooks.h"
 #include "worker_view.h"
@@ -215,6 +216,56 @@ test_reload_late_worker(void)
 	CHECK(app.retire.policy == NULL, "old policy not retired after the worker took it");
 }
 
+struct ended {
+	int calls;
+	int rc;
+};
+
+static void
+reload_ended(struct weir_app *a, int rc, void *arg)
+{
+	struct ended *e = arg;
+
+	(void)a;
+	e->calls++;
+	e->rc = rc;
+}
+
+/* The compile job: a reload is compiled off the loop and switched from a
+ * later wake; a second one meanwhile is refused, not queued; the first's
+ * done comes once, with the switch over. */
+static void
+test_reload_one_at_a_time(void)
+{
+	struct weir_worker *w = app.workers[0];
+	uint32_t epoch = app.cfg.policy->epoch;
+	struct ended first = { 0 }, second = { 0 };
+	int rc;
+
+	write_conf(conf_path, "{ name = \"c\"; rate = \"5mbit\"; }, { name = \"d\"; rate = \"5mbit\"; }",
+		   "c");
+	rc = weir_mgmt_reload_start(&app, reload_ended, &first);
+	CHECK(rc == 1 && weir_compile_job_busy(&app), "rc %d: not under way", rc);
+	CHECK(app.cfg.policy->epoch == epoch, "switched before the job ended");
+	rc = weir_mgmt_reload_start(&app, reload_ended, &second);
+	CHECK(rc == -1 && strstr(app.reload_error, "under way") != NULL, "rc %d, '%s'", rc,
+	      app.reload_error);
+	weir_compile_job_wait(&app);
+	CHECK(!weir_compile_job_busy(&app), "still busy");
+	CHECK(first.calls == 1 && first.rc == 0 && second.calls == 0, "done %d (rc %d), %d",
+	      first.calls, first.rc, second.calls);
+	CHECK(app.cfg.policy->epoch == epoch + 1 &&
+	      weir_policy_class_find(app.cfg.policy, WEIR_PORT_LAN, "d") >= 0, "epoch %u",
+	      app.cfg.policy->epoch);
+	/* The worker is never launched: it takes the switch here. */
+	CHECK(weir_worker_policy_take(w) == 1, "the worker had no switch to take");
+	weir_reload_retire(&app);
+	CHECK(app.retire.policy == NULL, "old policy not retired after the worker took it");
+	/* Polled with nothing under way: nothing happens. */
+	weir_compile_job_poll(&app);
+	CHECK(first.calls == 1, "done called again");
+}
+
 static const char HOOK_SCRIPT[] =
 	"weir.link{ dir = \"outbound\", rate = \"10mbit\", default = \"b\" }\n"
 	"weir.class{ dir = \"outbound\", name = \"a\", rate = \"4mbit\" }\n"
@@ -332,6 +383,7 @@ main(int argc, char **argv)
 	unit_eal_init(argv[0], "reload", "256");
 	app_start(NULL);
 	test_reload_late_worker();
+	test_reload_one_at_a_time();
 	app_stop();
 	app_start(HOOK_SCRIPT);
 	test_hook_change_kept_when_switch_fails();
