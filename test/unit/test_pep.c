@@ -269,6 +269,26 @@ rack(int v6, uint32_t off, uint16_t win)
 			     .win = win, .ts = 1, .tsval = 8000 + off / 1000, .tsecr = 200 };
 }
 
+/* The handshake, then R opens its window (2000 x 128 bytes). */
+static void
+opened(struct rig *r, uint64_t t0)
+{
+	handshake(r, 0, 1, t0);
+	feed_seg(r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
+				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
+}
+
+/* S's first n segments of 1000 bytes, all at `at`. */
+static void
+send_data(struct rig *r, uint32_t n, uint64_t at)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct seg s = data(0, i * 1000);
+
+		feed_seg(r, &s, at);
+	}
+}
+
 /* The p-ACKs (frames to the LAN, from R's port 80) caught so far. */
 static unsigned int
 packs(struct rig *r, struct seen *out, unsigned int max)
@@ -417,14 +437,8 @@ test_local_recovery(void)
 		CHECK(0, "rig");
 		return;
 	}
-	handshake(&r, 0, 1, t0);
-	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
-				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
-	for (uint32_t i = 0; i < 10; i++) {
-		struct seg s = data(0, i * 1000);
-
-		feed_seg(&r, &s, t0 + 50 * MS);
-	}
+	opened(&r, t0);
+	send_data(&r, 10, t0 + 50 * MS);
 	drain_up(&r, t0 + 50 * MS);
 	rig_emitted_free(&r);
 	st = weir_pep_stats(r.w);
@@ -490,14 +504,8 @@ test_rto_give_up(void)
 		CHECK(0, "rig");
 		return;
 	}
-	handshake(&r, 0, 1, t0);
-	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
-				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
-	for (uint32_t i = 0; i < 4; i++) {
-		struct seg s = data(0, i * 1000);
-
-		feed_seg(&r, &s, t0 + 50 * MS);
-	}
+	opened(&r, t0);
+	send_data(&r, 4, t0 + 50 * MS);
 	drain_up(&r, t0 + 50 * MS);
 	rig_emitted_free(&r);
 	st = weir_pep_stats(r.w);
@@ -547,14 +555,8 @@ test_rto_receiver_talks(void)
 		CHECK(0, "rig");
 		return;
 	}
-	handshake(&r, 0, 1, t0);
-	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
-				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
-	for (uint32_t i = 0; i < 4; i++) {
-		struct seg s = data(0, i * 1000);
-
-		feed_seg(&r, &s, t0 + 50 * MS);
-	}
+	opened(&r, t0);
+	send_data(&r, 4, t0 + 50 * MS);
 	drain_up(&r, t0 + 50 * MS);
 	st = weir_pep_stats(r.w);
 	for (now = t0 + 150 * MS; now < t0 + 30000 * MS; now += 10 * MS) {
@@ -653,14 +655,8 @@ test_end_with_packed(void)
 		CHECK(0, "rig");
 		return;
 	}
-	handshake(&r, 0, 1, t0);
-	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
-				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
-	for (uint32_t i = 0; i < 3; i++) {
-		struct seg s = data(0, i * 1000);
-
-		feed_seg(&r, &s, t0 + 50 * MS);
-	}
+	opened(&r, t0);
+	send_data(&r, 3, t0 + 50 * MS);
 	drain_up(&r, t0 + 50 * MS);
 	rig_emitted_free(&r);
 	st = weir_pep_stats(r.w);
@@ -699,14 +695,8 @@ test_mode_off(void)
 		CHECK(0, "rig");
 		return;
 	}
-	handshake(&r, 0, 1, t0);
-	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
-				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
-	for (uint32_t i = 0; i < 4; i++) {
-		struct seg s = data(0, i * 1000);
-
-		feed_seg(&r, &s, t0 + 50 * MS);
-	}
+	opened(&r, t0);
+	send_data(&r, 4, t0 + 50 * MS);
 	drain_up(&r, t0 + 50 * MS);
 	rig_emitted_free(&r);
 	st = weir_pep_stats(r.w);
@@ -863,14 +853,8 @@ four_packed(struct rig *r, const char *name, uint64_t t0)
 {
 	if (make(r, name) != 0)
 		return -1;
-	handshake(r, 0, 1, t0);
-	feed_seg(r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
-				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
-	for (uint32_t i = 0; i < 4; i++) {
-		struct seg s = data(0, i * 1000);
-
-		feed_seg(r, &s, t0 + 50 * MS);
-	}
+	opened(r, t0);
+	send_data(r, 4, t0 + 50 * MS);
 	drain_up(r, t0 + 50 * MS);
 	rig_emitted_free(r);
 	return 0;
@@ -983,14 +967,8 @@ test_packed_original_dropped(void)
 		CHECK(0, "rig");
 		return;
 	}
-	handshake(&r, 0, 1, t0);
-	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
-				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
-	for (uint32_t i = 0; i < 8; i++) {
-		struct seg s = data(0, i * 1000);
-
-		feed_seg(&r, &s, t0 + 50 * MS);
-	}
+	opened(&r, t0);
+	send_data(&r, 8, t0 + 50 * MS);
 	st = weir_pep_stats(r.w);
 	CHECK(st->packed == 8 && qlen(&r, 0, 1) == 8, "8 p-acked originals fill the leaf (%u)",
 	      qlen(&r, 0, 1));
@@ -1226,14 +1204,8 @@ test_class_drop_dups_reach_sender(void)
 		CHECK(0, "rig");
 		return;
 	}
-	handshake(&r, 0, 1, t0);
-	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
-				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
-	for (uint32_t i = 0; i < 10; i++) {
-		struct seg s = data(0, i * 1000);
-
-		feed_seg(&r, &s, t0 + 50 * MS);
-	}
+	opened(&r, t0);
+	send_data(&r, 10, t0 + 50 * MS);
 	st = weir_pep_stats(r.w);
 	CHECK(st->class_dropped >= 1, "the class refused a segment before its p-ACK (%" PRIu64 ")",
 	      st->class_dropped);
