@@ -21,24 +21,7 @@
 #define LINK "weir.link{ dir = \"outbound\", rate = \"30mbit\", default = \"bulk\" }\n"
 #define BULK "weir.class{ dir = \"outbound\", name = \"bulk\", rate = \"10mbit\" }\n"
 
-static char tmpdir[64];
-static unsigned int n_scripts;
-
-static const char *
-script(const char *text)
-{
-	static char paths[32][128];
-	char *path = paths[n_scripts++ % 32];
-	FILE *f;
-
-	snprintf(path, 128, "%s/p%u.lua", tmpdir, n_scripts);
-	f = fopen(path, "w");
-	if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) {
-		printf("cannot write %s\n", path);
-		exit(2);
-	}
-	return path;
-}
+#include "script_file.h"
 
 /* text must fail at `line` with needle in the message; the message is
  * returned for further checks. */

@@ -23,25 +23,7 @@
 #include "policy_lua.h"
 #include "unit.h"
 
-static char tmpdir[64];
-static unsigned int n_scripts;
-
-/* Write text to a new file in tmpdir; the path stays valid until exit. */
-static const char *
-script(const char *text)
-{
-	static char paths[64][128];
-	char *path = paths[n_scripts++ % 64];
-	FILE *f;
-
-	snprintf(path, 128, "%s/p%u.lua", tmpdir, n_scripts);
-	f = fopen(path, "w");
-	if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) {
-		printf("cannot write %s\n", path);
-		exit(2);
-	}
-	return path;
-}
+#include "script_file.h"
 
 /* Load text expecting failure at `line` with `needle` in the message. */
 static void
