@@ -72,6 +72,22 @@ num(const json_t *o, const char *key)
 static const char *const port_role[2] = { "lan", "wan" };
 static const char *const dir_name[2] = { "outbound", "inbound" };
 
+/* One family of per-worker counters kept per rx port (stats "workers"[i][key]). */
+static void
+worker_by_port(struct fam *f, FILE *out, const json_t *workers, const char *key,
+	       const char *name, const char *help)
+{
+	fam_begin(f, out, name, "counter", help);
+	for (size_t i = 0; i < json_array_size(workers); i++) {
+		const json_t *c = json_object_get(json_array_get(workers, i), key);
+		char id[24];
+
+		snprintf(id, sizeof(id), "%zu", i);
+		for (int r = 0; r < 2; r++)
+			sample(f, num(c, port_role[r]), "worker", id, "port", port_role[r], NULL, NULL);
+	}
+}
+
 static void
 port_metrics(FILE *out, const json_t *ports)
 {
@@ -292,26 +308,10 @@ worker_metrics(FILE *out, const json_t *workers)
 			       NULL, NULL, NULL, NULL);
 		}
 	}
-	fam_begin(&f, out, "weir_worker_tcp_signed_total", "counter",
-		  "Segments of TCP-MD5/AO connections a worker left untouched, by rx port.");
-	for (size_t i = 0; i < json_array_size(workers); i++) {
-		const json_t *ts = json_object_get(json_array_get(workers, i), "tcp_signed");
-		char id[24];
-
-		snprintf(id, sizeof(id), "%zu", i);
-		for (int r = 0; r < 2; r++)
-			sample(&f, num(ts, port_role[r]), "worker", id, "port", port_role[r], NULL, NULL);
-	}
-	fam_begin(&f, out, "weir_worker_flow_split_total", "counter",
-		  "Frames of TCP flows a worker received without having seen their SYN, by rx port.");
-	for (size_t i = 0; i < json_array_size(workers); i++) {
-		const json_t *fs = json_object_get(json_array_get(workers, i), "flow_split");
-		char id[24];
-
-		snprintf(id, sizeof(id), "%zu", i);
-		for (int r = 0; r < 2; r++)
-			sample(&f, num(fs, port_role[r]), "worker", id, "port", port_role[r], NULL, NULL);
-	}
+	worker_by_port(&f, out, workers, "tcp_signed", "weir_worker_tcp_signed_total",
+		       "Segments of TCP-MD5/AO connections a worker left untouched, by rx port.");
+	worker_by_port(&f, out, workers, "flow_split", "weir_worker_flow_split_total",
+		       "Frames of TCP flows a worker received without having seen their SYN, by rx port.");
 }
 
 /* A sample of one SA (or tunnel, `tunnel`) with every label its identity
