@@ -555,12 +555,36 @@ mbufs_reserved(const struct weir_config *cfg)
 	       lcores * (cfg->mbuf_cache + 2 * WEIR_BURST_MAX);
 }
 
+/* ACKs PostACK may keep as mbufs, all workers together. */
+static uint64_t
+postack_held(const struct weir_config *cfg)
+{
+	return cfg->postack_mbufs >= 0 ? (uint64_t)cfg->postack_mbufs * cfg->n_workers
+				       : cfg->mbufs / 8;
+}
+
+/* The least the class trees need: a few bursts each, two per worker. */
+static uint64_t
+trees_least(const struct weir_config *cfg)
+{
+	return (uint64_t)2 * cfg->n_workers * 2 * WEIR_BURST_MAX;
+}
+
 uint32_t
 weir_config_pep_copies(const struct weir_config *cfg)
 {
+	const uint64_t n = RTE_MAX(cfg->n_workers, 1u);
+	int64_t spare;
+
 	if (cfg->pep_copies >= 0)
 		return (uint32_t)cfg->pep_copies;
-	return RTE_MAX(cfg->mbufs / 8 / RTE_MAX(cfg->n_workers, 1u), 16u);
+	/* Auto: an eighth of the pool, less where a small pool has not
+	 * that much beside the rings, held ACKs and the trees (16 a worker
+	 * at the least: a pool that small holds next to nothing anyway). */
+	spare = (int64_t)cfg->mbufs - (int64_t)(mbufs_reserved(cfg) + postack_held(cfg) +
+						 trees_least(cfg));
+	spare = RTE_MIN(spare, (int64_t)cfg->mbufs / 8);
+	return (uint32_t)RTE_MAX(spare / (int64_t)n, (int64_t)16);
 }
 
 uint32_t
@@ -571,9 +595,7 @@ weir_config_tree_backlog(const struct weir_config *cfg)
 
 	/* ACKs PostACK keeps as mbufs and pep's copies (a policy may turn
 	 * either on later). */
-	held += cfg->postack_mbufs >= 0 ? (uint64_t)cfg->postack_mbufs * cfg->n_workers
-					: cfg->mbufs / 8;
-	held += (uint64_t)weir_config_pep_copies(cfg) * cfg->n_workers;
+	held += postack_held(cfg) + (uint64_t)weir_config_pep_copies(cfg) * cfg->n_workers;
 	spare = (int64_t)cfg->mbufs - (int64_t)held;
 	/* Two trees (one per direction) per worker share the rest. A pool
 	 * that barely covers the rings still lets each tree hold a few
@@ -595,14 +617,13 @@ check_mbuf_budget(struct loader *ld, const config_setting_t *root, const struct 
 			       "'mempool.mbufs' is %u but %u workers with %u rx and %u tx descriptors per "
 			       "queue on 2 ports need at least %llu", cfg->mbufs, cfg->n_workers,
 			       cfg->rx_desc, cfg->tx_desc, (unsigned long long)need);
-	/* What ACK holding and pep's copies may keep comes on top, and the
-	 * class trees still need a few bursts each: a pool that cannot hold
-	 * them all would starve receive while the check believed none held. */
-	{
-		uint64_t kept = (cfg->postack_mbufs >= 0 ?
-				 (uint64_t)cfg->postack_mbufs * cfg->n_workers : cfg->mbufs / 8) +
-				(uint64_t)weir_config_pep_copies(cfg) * cfg->n_workers;
-		uint64_t trees = (uint64_t)2 * cfg->n_workers * 2 * WEIR_BURST_MAX;
+	/* What ACK holding and pep's copies were told to keep comes on top,
+	 * and the class trees still need a few bursts each: a pool that
+	 * cannot hold them all would starve receive while the check believed
+	 * none held. (Auto budgets shrink to fit instead.) */
+	if (cfg->postack_mbufs >= 0 || cfg->pep_copies >= 0) {
+		uint64_t kept = postack_held(cfg) + (uint64_t)weir_config_pep_copies(cfg) * cfg->n_workers;
+		uint64_t trees = trees_least(cfg);
 
 		if (cfg->mbufs < need + kept + trees)
 			return cfg_fail(ld, s ? s : root,
