@@ -452,8 +452,8 @@ mgmt_file(struct loader *ld, const config_setting_t *g, const char *key,
 }
 
 /* management = { listen; port; token_file; tls_cert; tls_key; }: the REST
- * API (rest.c). The token is read now so a missing or empty file is a
- * config error; the TLS files are checked readable (rest.c reads them). */
+ * API (rest_http.c). The token is read now so a missing or empty file is a
+ * config error; the TLS files are checked readable (rest_http.c reads them). */
 static int
 load_management(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
