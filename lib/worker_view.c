@@ -21,6 +21,12 @@ weir_worker_policy_acked(const struct weir_worker *w)
 	return __atomic_load_n(&w->policy_acked, __ATOMIC_ACQUIRE);
 }
 
+void
+weir_worker_stop(struct weir_worker *w)
+{
+	w->stop = true;
+}
+
 bool
 weir_worker_switch_pending(const struct weir_worker *w)
 {
