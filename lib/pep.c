@@ -32,6 +32,7 @@
 #include "postack_store.h"
 #include "tcpwin.h"
 #include "worker.h"
+#include "worker_int.h"
 
 #define NONE UINT32_MAX
 #define POLL_BUDGET 32          /* flows one poll looks at */

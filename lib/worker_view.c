@@ -11,6 +11,7 @@
 #include "drr.h"
 #include "ipabr.h"
 #include "worker.h"
+#include "worker_int.h"
 #include "worker_view.h"
 
 uint32_t
