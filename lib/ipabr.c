@@ -12,6 +12,7 @@
 #include "postack_store.h"
 #include "tcpwin.h"
 #include "worker.h"
+#include "worker_int.h"
 
 static inline struct weir_ipabr *
 ipabr_of(const struct weir_worker *w)

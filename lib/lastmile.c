@@ -6,6 +6,7 @@
 #include "postack.h"
 #include "tcpwin.h"
 #include "worker.h"
+#include "worker_int.h"
 
 bool
 weir_lastmile_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,

@@ -32,6 +32,7 @@
 #include "postack_store.h"
 #include "tcpwin.h"
 #include "worker.h"
+#include "worker_int.h"
 
 #define NONE UINT32_MAX
 #define POLL_BUDGET 32          /* flows one poll looks at */
@@ -1472,12 +1473,15 @@ weir_pep_flush(struct weir_worker *w)
 	return (unsigned int)(st->st.flushed - before);
 }
 
-const struct weir_pep_stats *
-weir_pep_stats(const struct weir_worker *w)
+bool
+weir_pep_stats_copy(const struct weir_worker *w, struct weir_pep_stats *out)
 {
 	const struct pep *st = pep_of(w);
 
-	return st != NULL ? &st->st : NULL;
+	if (st == NULL)
+		return false;
+	*out = st->st;
+	return true;
 }
 
 size_t

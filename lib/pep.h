@@ -99,7 +99,10 @@ unsigned int weir_pep_give_up_all(struct weir_worker *w);
 /* Shutdown: every copy back to its pool; returns how many. */
 unsigned int weir_pep_flush(struct weir_worker *w);
 
-const struct weir_pep_stats *weir_pep_stats(const struct weir_worker *w);
+/* Copy w's counters into *out; false (out untouched) when pep has no
+ * state on w. The worker writes them meanwhile: counters a packet apart
+ * at worst. */
+bool weir_pep_stats_copy(const struct weir_worker *w, struct weir_pep_stats *out);
 /* Bytes of per-flow state and per-copy record (the copy's mbuf aside). */
 size_t weir_pep_bytes_per_flow(void);
 size_t weir_pep_bytes_per_copy(void);

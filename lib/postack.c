@@ -379,6 +379,7 @@ weir_postack_bytes_per_ack(void)
 #include "mode.h"
 #include "tcpwin.h"
 #include "worker.h"
+#include "worker_int.h"
 
 /*
  * How far each side is, from the handshake as the gateway sees it: the

@@ -43,6 +43,7 @@ weir_tcr_free(struct weir_tcr *t)
 #include "mode.h"
 #include "tcpwin.h"
 #include "worker.h"
+#include "worker_int.h"
 
 uint64_t
 weir_tcr_pace_gap(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t leaf)

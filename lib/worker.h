@@ -223,61 +223,9 @@ struct weir_class_counters {
 	uint64_t pace_next;
 };
 
-struct weir_worker {
-	struct weir_worker_conf conf;
-	struct weir_flow_table *flows;
-	/* Per direction (indexed by the rx port's role): NULL = bridged
-	 * unshaped. Needs flows: the flow's slot is its queue id. */
-	struct weir_cbq *shaper[WEIR_PORT__COUNT];
-	uint32_t unmanaged_qid;                /* = flow table capacity */
-	const struct weir_policy *policy;
-	uint16_t epoch16;                      /* the policy's epoch as flows store it */
-	struct weir_class_counters *cls_ctr[WEIR_PORT__COUNT];   /* [class], NULL if unshaped */
-	struct weir_postack *pa;               /* = conf.postack */
-	struct weir_tcr *tcr;                  /* with pa: TCR's per-flow state */
-	struct weir_sa_table *sa;              /* IPsec SAs' sequence tracking (lib/sa_seq.h) */
-	void *mode_state[WEIR_MODE__COUNT];    /* a mode's own per-worker state (lib/mode.h) */
-	bool prefetch_state;                    /* flow table too large for the caches */
-	uint64_t mode_wake;                    /* TSC a mode's timer wants the loop awake by */
-	uint64_t next_tsc[WEIR_PORT__COUNT];   /* a blocked shaper's next chance */
-	uint64_t tsc_per_us;
-	struct weir_worker_counters ctr;
-	volatile bool stop;                    /* set by the management lcore */
-	uint64_t stop_at;                      /* the stop drain's deadline (0: not begun) */
-	unsigned int lcore_id;
-	uint64_t tsc_hz;
-	uint32_t share_seq;                    /* the share box's seq last applied */
-	/* Policy switches: posted by the management lcore, taken between bursts. */
-	struct weir_policy_switch *pending;
-	uint32_t policy_acked;                 /* epoch of the policy in force */
-	uint8_t gen8;                          /* policy generation flows' class_gen refer to */
-	uint64_t policy_switches;
-	uint64_t requeued;                     /* packets moved into new trees by switches */
-	/* Flow events and hook commands. */
-	struct weir_tbucket ev_bucket;         /* conf.events_per_s */
-	struct weir_tbucket mal_bucket;        /* conf.malformed_pps */
-	uint64_t events_sent;
-	uint64_t events_dropped;               /* ring full or over events_per_s */
-	uint64_t cmds_applied;
-	uint64_t cmds_stale;                   /* the flow or the policy had changed */
-	/* DiffServ markers per direction (lib/marker.h; NULL: no class marks),
-	 * where frames leave the class tree. */
-	struct weir_markers *markers[WEIR_PORT__COUNT];
-	struct weir_markers_out mk_out[WEIR_PORT__COUNT];
-	uint64_t marker_fail;                  /* switches whose markers could not be built */
-	/* Per port role: what leaves through it next (weir_worker_tx). */
-	struct weir_out out[WEIR_PORT__COUNT];
-} __rte_cache_aligned;
-
-/* Bits per second the light flows of a class used in their last period
- * (bytes per period): the worker's max-min shares, and the rebalancer. */
-static inline uint64_t
-weir_class_light_bps(const struct weir_worker *w, const struct weir_class_counters *c)
-{
-	if (c->period_len == 0 || c->light_bytes == 0)
-		return 0;
-	return (uint64_t)(((unsigned __int128)c->light_bytes * 8 * w->tsc_hz) / c->period_len);
-}
+/* The worker itself is lib/'s own (worker_int.h): app/ holds a pointer
+ * and goes through the functions here and in worker_view.h. */
+struct weir_worker;
 
 /* Create a worker (allocated on `socket_id`); flows may be NULL (bridge
  * only). shaper[] may hold a class tree per direction built from
@@ -353,13 +301,13 @@ unsigned int weir_worker_postack_idle(struct weir_worker *w, uint64_t now);
  * out-arrays (shutdown), counted as dropped; returns how many. */
 unsigned int weir_worker_flush_queues(struct weir_worker *w);
 
-/* The loop was asked to stop (w->stop): true when it may end now. Until
+/* The loop was asked to stop (weir_worker_stop): true when it may end now. Until
  * then it keeps running: for up to conf.stop_drain_us while a mode owes a
  * receiver data its sender was told arrived, after which both ends of such
  * flows are reset (counted, frames sent). */
 bool weir_worker_stopping(struct weir_worker *w, uint64_t now);
 
-/* The lcore loop (rte_eal_remote_launch entry point); returns when w->stop
+/* The lcore loop (rte_eal_remote_launch entry point); returns when stopped
  * and weir_worker_stopping says so. */
 int weir_worker_main(void *arg);
 

@@ -2,13 +2,71 @@
  * weir: what lib/worker.c shares with the files beside it (worker_policy.c:
  * policy switches and hook commands; worker_active.c: rate shares;
  * worker_ack.c: the ACK modes' calls; worker_classify.c: classification and
- * admission): the worker's own, not an interface.
+ * admission), and lib/'s files that keep per-worker state (modes, pep,
+ * the ACK store, views): the worker's own, not an interface. Tests may
+ * include it.
  */
 #ifndef WEIR_WORKER_INT_H
 #define WEIR_WORKER_INT_H
 
 #include "mode.h"
 #include "worker.h"
+
+struct weir_worker {
+	struct weir_worker_conf conf;
+	struct weir_flow_table *flows;
+	/* Per direction (indexed by the rx port's role): NULL = bridged
+	 * unshaped. Needs flows: the flow's slot is its queue id. */
+	struct weir_cbq *shaper[WEIR_PORT__COUNT];
+	uint32_t unmanaged_qid;                /* = flow table capacity */
+	const struct weir_policy *policy;
+	uint16_t epoch16;                      /* the policy's epoch as flows store it */
+	struct weir_class_counters *cls_ctr[WEIR_PORT__COUNT];   /* [class], NULL if unshaped */
+	struct weir_postack *pa;               /* = conf.postack */
+	struct weir_tcr *tcr;                  /* with pa: TCR's per-flow state */
+	struct weir_sa_table *sa;              /* IPsec SAs' sequence tracking (lib/sa_seq.h) */
+	void *mode_state[WEIR_MODE__COUNT];    /* a mode's own per-worker state (lib/mode.h) */
+	bool prefetch_state;                    /* flow table too large for the caches */
+	uint64_t mode_wake;                    /* TSC a mode's timer wants the loop awake by */
+	uint64_t next_tsc[WEIR_PORT__COUNT];   /* a blocked shaper's next chance */
+	uint64_t tsc_per_us;
+	struct weir_worker_counters ctr;
+	volatile bool stop;                    /* set by the management lcore */
+	uint64_t stop_at;                      /* the stop drain's deadline (0: not begun) */
+	unsigned int lcore_id;
+	uint64_t tsc_hz;
+	uint32_t share_seq;                    /* the share box's seq last applied */
+	/* Policy switches: posted by the management lcore, taken between bursts. */
+	struct weir_policy_switch *pending;
+	uint32_t policy_acked;                 /* epoch of the policy in force */
+	uint8_t gen8;                          /* policy generation flows' class_gen refer to */
+	uint64_t policy_switches;
+	uint64_t requeued;                     /* packets moved into new trees by switches */
+	/* Flow events and hook commands. */
+	struct weir_tbucket ev_bucket;         /* conf.events_per_s */
+	struct weir_tbucket mal_bucket;        /* conf.malformed_pps */
+	uint64_t events_sent;
+	uint64_t events_dropped;               /* ring full or over events_per_s */
+	uint64_t cmds_applied;
+	uint64_t cmds_stale;                   /* the flow or the policy had changed */
+	/* DiffServ markers per direction (lib/marker.h; NULL: no class marks),
+	 * where frames leave the class tree. */
+	struct weir_markers *markers[WEIR_PORT__COUNT];
+	struct weir_markers_out mk_out[WEIR_PORT__COUNT];
+	uint64_t marker_fail;                  /* switches whose markers could not be built */
+	/* Per port role: what leaves through it next (weir_worker_tx). */
+	struct weir_out out[WEIR_PORT__COUNT];
+} __rte_cache_aligned;
+
+/* Bits per second the light flows of a class used in their last period
+ * (bytes per period): the worker's max-min shares, and the rebalancer. */
+static inline uint64_t
+weir_class_light_bps(const struct weir_worker *w, const struct weir_class_counters *c)
+{
+	if (c->period_len == 0 || c->light_bytes == 0)
+		return 0;
+	return (uint64_t)(((unsigned __int128)c->light_bytes * 8 * w->tsc_hz) / c->period_len);
+}
 
 uint16_t weir_wk_epoch16(uint32_t epoch);
 bool weir_wk_classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t *frame,

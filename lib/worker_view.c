@@ -11,6 +11,7 @@
 #include "drr.h"
 #include "ipabr.h"
 #include "worker.h"
+#include "worker_int.h"
 #include "worker_view.h"
 
 uint32_t
@@ -19,6 +20,12 @@ weir_worker_policy_acked(const struct weir_worker *w)
 	/* Release-stored by the worker after it freed the old trees and
 	 * stored the new ones: after this load they are visible. */
 	return __atomic_load_n(&w->policy_acked, __ATOMIC_ACQUIRE);
+}
+
+void
+weir_worker_stop(struct weir_worker *w)
+{
+	w->stop = true;
 }
 
 bool

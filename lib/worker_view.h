@@ -39,6 +39,9 @@ struct weir_worker;
 /* The epoch of the policy the worker runs (acquire: what it freed and
  * stored in taking that policy's switch is visible after this). */
 uint32_t weir_worker_policy_acked(const struct weir_worker *w);
+/* Management lcore: ask the worker's loop to stop (weir_worker_main then
+ * drains, see weir_worker_stopping, and returns). */
+void weir_worker_stop(struct weir_worker *w);
 /* Does the worker hold a posted switch it has not taken yet? */
 bool weir_worker_switch_pending(const struct weir_worker *w);
 

@@ -52,6 +52,7 @@
 #include "ipabr.h"
 #include "mbuf_meta.h"
 #include "worker.h"
+#include "worker_view.h"
 
 #define BURST 32
 #define FRAME_LEN 64
@@ -480,10 +481,11 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		r.backlog = weir_cbq_backlog(shaper[0]) + weir_cbq_backlog(shaper[1]);
 	}
 	r.mpps = (double)rte_get_tsc_hz() / r.cycles_per_pkt / 1e6;
-	if ((mode == MODE_POSTACK || mode == MODE_POSTACK_COPY) &&
-	    weir_postack_stats(w->pa)->held < done / 4)
-		rte_exit(EXIT_FAILURE, "postack mode held only %" PRIu64 " ACKs\n",
-			 weir_postack_stats(w->pa)->held);
+	struct weir_postack_stats pst;
+
+	weir_worker_postack_stats(w, &pst);     /* zeros without an ACK store */
+	if ((mode == MODE_POSTACK || mode == MODE_POSTACK_COPY) && pst.held < done / 4)
+		rte_exit(EXIT_FAILURE, "postack mode held only %" PRIu64 " ACKs\n", pst.held);
 	weir_worker_free(w);    /* frees what the shapers still hold, then them */
 	weir_policy_free(policy);
 	if (ft != NULL)

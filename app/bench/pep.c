@@ -205,9 +205,11 @@ run(uint8_t mode, uint32_t n_flows, uint32_t rounds)
 	}
 	r.data = (double)cd / (double)nd;
 	r.ack = (double)ca / (double)na;
-	if (weir_pep_stats(w) != NULL) {
-		r.packed = weir_pep_stats(w)->packed;
-		r.dropped = weir_pep_stats(w)->real_dropped;
+	struct weir_pep_stats ps;
+
+	if (weir_pep_stats_copy(w, &ps)) {
+		r.packed = ps.packed;
+		r.dropped = ps.real_dropped;
 	}
 	weir_worker_free(w);
 	rte_pktmbuf_free_bulk(sk.gone, sk.n);

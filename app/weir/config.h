@@ -105,7 +105,7 @@ struct weir_config {
 	char stats_file[4096];                  /* empty: none */
 	bool stats_print;                       /* one line per interval on stdout */
 
-	/* management = { ... }: the REST API and /metrics (rest.c). */
+	/* management = { ... }: the REST API and /metrics (rest_http.c). */
 	char mgmt_listen[64];                   /* IPv4 or IPv6 address */
 	uint16_t mgmt_port;                     /* 0 = no server */
 	char mgmt_token_file[4096];             /* resolved path; "" = no token asked */

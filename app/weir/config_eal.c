@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "config_loader.h"
+#include "config_eal.h"
 
 /* What a value must look like. */
 enum eal_val {

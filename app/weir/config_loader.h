@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: helpers shared by the config file's section loaders (config.c,
- * config_policy.c). Internal to the appliance.
+ * config_eal.c, config_policy.c), defined in config_loader.c. Internal to
+ * the appliance.
  *
  * Every getter reports its own error as "FILE:LINE: message" through
  * cfg_fail (the first error wins) and returns -1; an absent optional
@@ -41,11 +42,5 @@ int cfg_bool(struct loader *ld, const config_setting_t *grp, const char *name, b
 /* def NULL: required. */
 int cfg_str(struct loader *ld, const config_setting_t *grp, const char *name, const char *def,
 	    char *out, size_t outlen);
-
-/* The `eal` list (all strings): known options with values of their form,
- * no stray values (config_eal.c). */
-int cfg_check_eal(struct loader *ld, const config_setting_t *eal);
-/* The shaping trees and the classification rules (config_policy.c). */
-int cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_config *cfg);
 
 #endif /* WEIR_APP_CONFIG_LOADER_H */

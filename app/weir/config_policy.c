@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config_loader.h"
+#include "config_policy.h"
 #include "ipabr.h"
 #include "policy_limits.h"
 #include "policy_lua.h"

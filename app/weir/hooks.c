@@ -29,7 +29,7 @@
 
 #include "hooks.h"
 #include "policy_lua.h"
-#include "reload.h"
+#include "policy_switch.h"
 #include "text.h"
 #include "worker_view.h"
 

@@ -5,7 +5,7 @@
  * too large Content-Length, an HTTP version other than 1.0 and 1.1, a
  * head larger than its memory) with fixed HTML pages, and a head whose
  * parsed parameters do not fit its memory with no answer at all; it has
- * no hook to replace those. So rest.c peeks at each request head on the
+ * no hook to replace those. So rest_http.c peeks at each request head on the
  * socket before libmicrohttpd reads it, checks it here against weir's own
  * limits, which are smaller than libmicrohttpd's (WEIR_HTTP_MHD_MEMORY),
  * and answers a refusal itself in weir's JSON form.

@@ -33,6 +33,7 @@
 #include "telemetry.h"
 #include "mbuf_meta.h"
 #include "notify.h"
+#include "worker_view.h"
 
 static struct weir_app app;
 
@@ -241,7 +242,7 @@ static void
 stop_workers(struct weir_app *a)
 {
 	for (unsigned int i = 0; i < a->n_workers; i++)
-		a->workers[i]->stop = true;
+		weir_worker_stop(a->workers[i]);
 	rte_eal_mp_wait_lcore();
 }
 

@@ -433,9 +433,10 @@ pep_json(const struct weir_app *app)
 	bool any = false;
 
 	for (unsigned int i = 0; i < app->n_workers; i++) {
-		const struct weir_pep_stats *w = weir_pep_stats(app->workers[i]);
+		struct weir_pep_stats copy;
+		const struct weir_pep_stats *w = &copy;
 
-		if (w == NULL)
+		if (!weir_pep_stats_copy(app->workers[i], &copy))
 			continue;
 		any = true;
 		s.flows += w->flows;

@@ -19,6 +19,7 @@
 #include "mbuf_meta.h"
 #include "policy.h"
 #include "worker.h"
+#include "worker_int.h"
 
 static struct rte_mempool *mp;
 

@@ -204,6 +204,18 @@ look(struct rte_mbuf *m)
 }
 
 static const uint64_t *hzp;
+
+/* pep's counters as they are now: a copy taken at each call, in one
+ * buffer (NULL: pep has no state on w). */
+static const struct weir_pep_stats *
+pep_now(const struct weir_worker *w)
+{
+	static struct weir_pep_stats s;
+
+	return weir_pep_stats_copy(w, &s) ? &s : NULL;
+}
+/* In the tests below, on their rig r. */
+#define ST pep_now(r.w)
 #define MS (*hzp / 1000)
 
 /* A pep class of 8 Mbit/s (1 MB/s) for uploads; downloads unshaped. */
@@ -308,7 +320,6 @@ static void
 test_pack_basic(int v6)
 {
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	struct seen a[8];
 	struct rig r;
 	uint32_t wm;
@@ -318,8 +329,7 @@ test_pack_basic(int v6)
 		return;
 	}
 	handshake(&r, v6, 1, t0);
-	st = weir_pep_stats(r.w);
-	CHECK(st != NULL && st->flows == 1, "the flow is eligible (its SYN seen under pep)");
+	CHECK(ST != NULL && ST->flows == 1, "the flow is eligible (its SYN seen under pep)");
 	/* One segment: queued, and a p-ACK for it goes back to S at once. */
 	CHECK(feed_seg(&r, &(struct seg){ .v6 = v6, .flags = ACK, .seq = ISN_S, .ack = ISN_R,
 					  .win = 1000, .len = 1000, .ts = 1, .tsval = 200,
@@ -344,8 +354,8 @@ test_pack_basic(int v6)
 	CHECK(feed_seg(&r, &(struct seg){ .in = 1, .v6 = v6, .flags = ACK, .seq = ISN_R,
 					  .ack = ISN_S + 1000, .win = 500, .ts = 1, .tsval = 7040,
 					  .tsecr = 200 }, t0 + 92 * MS) == 0, "R's ACK dropped");
-	CHECK(weir_pep_buffered(r.w, 0, 0) == 0 && st->real_dropped == 1 && st->purged == 1 &&
-	      st->copies == 0, "copy purged (%u buffered)", weir_pep_buffered(r.w, 0, 0));
+	CHECK(weir_pep_buffered(r.w, 0, 0) == 0 && ST->real_dropped == 1 && ST->purged == 1 &&
+	      ST->copies == 0, "copy purged (%u buffered)", weir_pep_buffered(r.w, 0, 0));
 	rig_free(&r);
 }
 
@@ -353,7 +363,6 @@ static void
 test_watermark_release(void)
 {
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	struct seen a[128];
 	struct rig r;
 	unsigned int n;
@@ -378,11 +387,10 @@ test_watermark_release(void)
 		feed_seg(&r, &s, t0 + 50 * MS);
 		drain_up(&r, t0 + 50 * MS);
 	}
-	st = weir_pep_stats(r.w);
 	n = packs(&r, a, 128);
-	CHECK(n == 47 && a[n - 1].ack == ISN_S + 47000 && st->packed == 47 && st->withheld == 12 &&
-	      st->buf_full == 1, "47 p-acked, 12 withheld, 1 past the maximum (%u p-ACKs, last %u, withheld %" PRIu64 ")", n,
-	      n ? a[n - 1].ack - ISN_S : 0, st->withheld);
+	CHECK(n == 47 && a[n - 1].ack == ISN_S + 47000 && ST->packed == 47 && ST->withheld == 12 &&
+	      ST->buf_full == 1, "47 p-acked, 12 withheld, 1 past the maximum (%u p-ACKs, last %u, withheld %" PRIu64 ")", n,
+	      n ? a[n - 1].ack - ISN_S : 0, ST->withheld);
 	for (unsigned int i = 1; i < n; i++)
 		if (a[i].ack <= a[i - 1].ack)
 			CHECK(0, "p-ACKs in order");
@@ -396,7 +404,7 @@ test_watermark_release(void)
 		CHECK(feed_seg(&r, &s, t0 + 100 * MS) == 0, "real ACK for p-acked data dropped");
 	}
 	n = packs(&r, a, 128);
-	CHECK(n == 1 && a[0].ack == ISN_S + 57000 && st->packed == 57,
+	CHECK(n == 1 && a[0].ack == ISN_S + 57000 && ST->packed == 57,
 	      "withheld p-ACKs released as space frees (%u, ack %u)", n, n ? a[0].ack - ISN_S : 0);
 	CHECK(weir_pep_buffered(r.w, 0, 0) == 49000, "49 copies left");
 	rig_emitted_free(&r);
@@ -407,7 +415,7 @@ test_watermark_release(void)
 
 		CHECK(feed_seg(&r, &s, t0 + 110 * MS) == 1, "an ACK past what was p-acked goes on");
 	}
-	CHECK(weir_pep_buffered(r.w, 0, 0) == 0 && st->copies == 0, "buffer empty");
+	CHECK(weir_pep_buffered(r.w, 0, 0) == 0 && ST->copies == 0, "buffer empty");
 	rig_free(&r);
 }
 
@@ -430,7 +438,6 @@ static void
 test_local_recovery(void)
 {
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	struct rig r;
 
 	if (make(&r, "pep_rec") != 0) {
@@ -441,7 +448,6 @@ test_local_recovery(void)
 	send_data(&r, 10, t0 + 50 * MS);
 	drain_up(&r, t0 + 50 * MS);
 	rig_emitted_free(&r);
-	st = weir_pep_stats(r.w);
 	/* Segment 2 (offset 2000) was lost beyond the gateway: R acks 2000
 	 * and SACKs 3000-5000. The gateway retransmits 2000 from its copy at
 	 * once and drops the duplicates (it recovers; S never sees them). */
@@ -455,9 +461,9 @@ test_local_recovery(void)
 		s.sack[1] = ISN_S + 5000;
 		CHECK(feed_seg(&r, &s, t0 + 101 * MS) == 0, "duplicate with SACK dropped");
 	}
-	CHECK(retx_of(&r, 2000) == 1 && st->fast_retx == 1, "the hole retransmitted from the copy");
-	CHECK(st->sacked == 2 && weir_pep_buffered(r.w, 0, 0) == 6000,
-	      "SACKed copies freed (%" PRIu64 ", %u buffered)", st->sacked,
+	CHECK(retx_of(&r, 2000) == 1 && ST->fast_retx == 1, "the hole retransmitted from the copy");
+	CHECK(ST->sacked == 2 && weir_pep_buffered(r.w, 0, 0) == 6000,
+	      "SACKed copies freed (%" PRIu64 ", %u buffered)", ST->sacked,
 	      weir_pep_buffered(r.w, 0, 0));
 	for (unsigned int i = 0; i < r.n_emitted; i++)
 		if (r.emitted_to[i] == WEIR_PORT_WAN) {
@@ -495,7 +501,6 @@ static void
 test_rto_give_up(void)
 {
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	struct rig r;
 	uint64_t now, wake;
 	unsigned int rto = 0, rst_s = 0, rst_r = 0;
@@ -508,12 +513,11 @@ test_rto_give_up(void)
 	send_data(&r, 4, t0 + 50 * MS);
 	drain_up(&r, t0 + 50 * MS);
 	rig_emitted_free(&r);
-	st = weir_pep_stats(r.w);
 	/* R vanished. Nothing before the first timeout (>= 200 ms). */
 	wake = UINT64_MAX;
 	CHECK(weir_pep_poll(r.w, t0 + 150 * MS, &wake) == 0 && wake != UINT64_MAX,
 	      "no retransmission before the timeout, but a wake-up asked");
-	for (now = t0 + 150 * MS; now < t0 + 30000 * MS && st->give_ups == 0; now += 10 * MS) {
+	for (now = t0 + 150 * MS; now < t0 + 30000 * MS && ST->give_ups == 0; now += 10 * MS) {
 		wake = UINT64_MAX;
 		weir_pep_poll(r.w, now, &wake);
 		weir_worker_tx(r.w);
@@ -531,13 +535,13 @@ test_rto_give_up(void)
 		}
 		rig_emitted_free(&r);
 	}
-	CHECK(rto == WEIR_PEP_RETRIES && st->rto_retx == WEIR_PEP_RETRIES,
+	CHECK(rto == WEIR_PEP_RETRIES && ST->rto_retx == WEIR_PEP_RETRIES,
 	      "the head retransmitted on each timeout (%u)", rto);
-	CHECK(st->give_ups == 1 && rst_s == 1 && rst_r == 1,
+	CHECK(ST->give_ups == 1 && rst_s == 1 && rst_r == 1,
 	      "then given up: RST to S at its rcv_nxt, RST to R at its (%u %u)", rst_s, rst_r);
 	CHECK(now - t0 > 3000 * MS && now - t0 < 15000 * MS, "within 3-15 s (%.1f s)",
 	      (double)(now - t0) / (double)*hzp);
-	CHECK(st->copies == 0, "copies freed");
+	CHECK(ST->copies == 0, "copies freed");
 	rig_free(&r);
 }
 
@@ -547,7 +551,6 @@ static void
 test_rto_receiver_talks(void)
 {
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	struct rig r;
 	uint64_t now, wake;
 
@@ -558,7 +561,6 @@ test_rto_receiver_talks(void)
 	opened(&r, t0);
 	send_data(&r, 4, t0 + 50 * MS);
 	drain_up(&r, t0 + 50 * MS);
-	st = weir_pep_stats(r.w);
 	for (now = t0 + 150 * MS; now < t0 + 30000 * MS; now += 10 * MS) {
 		if ((now - t0) / MS % 500 == 0) {
 			struct seg s = rack(0, 0, 2000);
@@ -570,17 +572,17 @@ test_rto_receiver_talks(void)
 		weir_worker_tx(r.w);
 		rig_emitted_free(&r);
 	}
-	CHECK(st->give_ups == 0 && st->rto_retx > WEIR_PEP_RETRIES && st->copies == 4,
+	CHECK(ST->give_ups == 0 && ST->rto_retx > WEIR_PEP_RETRIES && ST->copies == 4,
 	      "30 s of timeouts while R answers: retried (%" PRIu64 "), not given up",
-	      st->rto_retx);
+	      ST->rto_retx);
 	/* Then R falls silent: given up within three longest timeouts and a few. */
-	for (; now < t0 + 45000 * MS && st->give_ups == 0; now += 10 * MS) {
+	for (; now < t0 + 45000 * MS && ST->give_ups == 0; now += 10 * MS) {
 		wake = UINT64_MAX;
 		weir_pep_poll(r.w, now, &wake);
 		weir_worker_tx(r.w);
 		rig_emitted_free(&r);
 	}
-	CHECK(st->give_ups == 1 && now < t0 + 40000 * MS, "given up once silent (%.1f s)",
+	CHECK(ST->give_ups == 1 && now < t0 + 40000 * MS, "given up once silent (%.1f s)",
 	      (double)(now - t0) / (double)*hzp);
 	rig_free(&r);
 }
@@ -589,7 +591,6 @@ static void
 test_limits(void)
 {
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	struct seen a[8];
 	struct rig r;
 
@@ -603,8 +604,7 @@ test_limits(void)
 
 		feed_seg(&r, &s, t0);
 	}
-	st = weir_pep_stats(r.w);
-	CHECK(packs(&r, a, 8) == 0 && st->flows == 0 && st->copied == 0,
+	CHECK(packs(&r, a, 8) == 0 && ST->flows == 0 && ST->copied == 0,
 	      "a flow begun before the mode: not touched");
 	rig_free(&r);
 
@@ -612,7 +612,6 @@ test_limits(void)
 		CHECK(0, "rig");
 		return;
 	}
-	st = weir_pep_stats(r.w);
 	handshake(&r, 0, 1, t0);
 	/* R's window closes: data past it is not p-acked. */
 	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 0,
@@ -622,8 +621,8 @@ test_limits(void)
 
 		feed_seg(&r, &s, t0 + 50 * MS);
 	}
-	CHECK(packs(&r, a, 8) == 0 && st->copied == 0, "zero window: no p-ACK, no copy (%u %u %" PRIu64 ")",
-	      r.n_emitted, packs(&r, a, 8), st->copied);
+	CHECK(packs(&r, a, 8) == 0 && ST->copied == 0, "zero window: no p-ACK, no copy (%u %u %" PRIu64 ")",
+	      r.n_emitted, packs(&r, a, 8), ST->copied);
 	/* It opens again: a FIN and an URG segment pass uncopied. */
 	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
 				   .ts = 1, .tsval = 7002, .tsecr = 101 }, t0 + 60 * MS);
@@ -636,7 +635,7 @@ test_limits(void)
 		s.flags = ACK | 0x20;
 		feed_seg(&r, &s, t0 + 61 * MS);
 	}
-	CHECK(packs(&r, a, 8) == 0 && st->copied == 0, "FIN and URG data never p-acked");
+	CHECK(packs(&r, a, 8) == 0 && ST->copied == 0, "FIN and URG data never p-acked");
 	drain_up(&r, t0 + 61 * MS);
 	rig_free(&r);
 }
@@ -647,7 +646,6 @@ static void
 test_end_with_packed(void)
 {
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	unsigned int rst = 0;
 	struct rig r;
 
@@ -659,8 +657,7 @@ test_end_with_packed(void)
 	send_data(&r, 3, t0 + 50 * MS);
 	drain_up(&r, t0 + 50 * MS);
 	rig_emitted_free(&r);
-	st = weir_pep_stats(r.w);
-	CHECK(st->copies == 3 && st->packed == 3, "three p-acked copies");
+	CHECK(ST->copies == 3 && ST->packed == 3, "three p-acked copies");
 	/* Established flows expire after 100 s idle here. */
 	weir_worker_expire(r.w, t0 + 200000 * MS, CAP);
 	weir_worker_tx(r.w);
@@ -669,7 +666,7 @@ test_end_with_packed(void)
 
 		rst += (s.flags & RST) && s.cksum_ok;
 	}
-	CHECK(rst == 2 && st->give_ups == 1 && st->copies == 0 && st->active == 0,
+	CHECK(rst == 2 && ST->give_ups == 1 && ST->copies == 0 && ST->active == 0,
 	      "RST to both sides, copies freed (%u RSTs)", rst);
 	rig_free(&r);
 }
@@ -684,7 +681,6 @@ test_mode_off(void)
 		.tree = { { .rate = 8000000, .mode = WEIR_MODE_PFQ }, { .rate = 0 } },
 	};
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	struct weir_policy_switch sw = { 0 };
 	struct weir_policy_err e;
 	struct weir_policy *np;
@@ -699,7 +695,6 @@ test_mode_off(void)
 	send_data(&r, 4, t0 + 50 * MS);
 	drain_up(&r, t0 + 50 * MS);
 	rig_emitted_free(&r);
-	st = weir_pep_stats(r.w);
 	np = weir_policy_build(&nc, 2, &e);
 	sw.policy = np;
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
@@ -725,7 +720,7 @@ test_mode_off(void)
 		feed_seg(&r, &s, t0 + 60 * MS);
 	}
 	drain_up(&r, t0 + 60 * MS);
-	CHECK(packs(&r, a, 8) == 0 && st->copied == 4, "no p-ACK once the mode is gone");
+	CHECK(packs(&r, a, 8) == 0 && ST->copied == 4, "no p-ACK once the mode is gone");
 	rig_emitted_free(&r);
 	/* R lost segment 1: the copy still recovers it, the duplicates S must
 	 * not see are dropped. */
@@ -747,8 +742,8 @@ test_mode_off(void)
 
 		CHECK(feed_seg(&r, &s, t0 + 150 * MS) == 1, "R's ACK past una goes on");
 	}
-	CHECK(st->active == 0 && st->copies == 0, "the flow drained (%u active, %u copies)",
-	      st->active, st->copies);
+	CHECK(ST->active == 0 && ST->copies == 0, "the flow drained (%u active, %u copies)",
+	      ST->active, ST->copies);
 	rig_free(&r);
 }
 
@@ -761,7 +756,6 @@ test_rto_long_path(void)
 {
 	static uint64_t hz3 = 3000000000ull;
 	const uint64_t *saved = hzp;
-	const struct weir_pep_stats *st;
 	uint64_t t0, now, wake;
 	struct rig r;
 	int ok;
@@ -786,7 +780,6 @@ test_rto_long_path(void)
 	drain_up(&r, t0 + 479 * MS);
 	feed_seg(&r, &(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S, .win = 2000,
 				   .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 480 * MS);
-	st = weir_pep_stats(r.w);
 	for (uint32_t k = 0; k < 10; k++) {
 		const uint64_t at = t0 + 500 * MS + k * 480 * MS;
 
@@ -808,9 +801,9 @@ test_rto_long_path(void)
 		}
 		rig_emitted_free(&r);
 	}
-	CHECK(st->packed == 40 && st->rto_retx == 0 && st->give_ups == 0 && st->copies == 0,
+	CHECK(ST->packed == 40 && ST->rto_retx == 0 && ST->give_ups == 0 && ST->copies == 0,
 	      "478 ms beyond at 3 GHz: 40 p-acked, no timeout fired (%" PRIu64 " retx, %" PRIu64
-	      " give-ups)", st->rto_retx, st->give_ups);
+	      " give-ups)", ST->rto_retx, ST->give_ups);
 	rig_free(&r);
 	hzp = saved;
 }
@@ -867,7 +860,6 @@ static void
 test_rst_from_sender(void)
 {
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	struct seen last = { 0 };
 	struct rig r;
 
@@ -875,16 +867,15 @@ test_rst_from_sender(void)
 		CHECK(0, "rig");
 		return;
 	}
-	st = weir_pep_stats(r.w);
-	CHECK(st->packed == 4 && st->copies == 4, "four p-acked copies");
+	CHECK(ST->packed == 4 && ST->copies == 4, "four p-acked copies");
 	/* Stale or spoofed: from R far left of S's window, from S far left of R's. */
 	feed_seg(&r, &(struct seg){ .in = 1, .flags = RST | ACK, .seq = ISN_R - 70000,
 				   .ack = ISN_S }, t0 + 60 * MS);
 	feed_seg(&r, &(struct seg){ .flags = RST, .seq = ISN_S - 100000 }, t0 + 61 * MS);
 	drain_up(&r, t0 + 61 * MS);
-	CHECK(st->copies == 4 && st->active == 1 && st->rst_ignored == 2,
+	CHECK(ST->copies == 4 && ST->active == 1 && ST->rst_ignored == 2,
 	      "out-of-window RSTs: copies and state kept (%u copies, %u active, %" PRIu64
-	      " ignored)", st->copies, st->active, st->rst_ignored);
+	      " ignored)", ST->copies, ST->active, ST->rst_ignored);
 	rig_emitted_free(&r);
 	/* R lost segment 2 beyond the gateway; then S resets (in R's window). */
 	{
@@ -893,9 +884,9 @@ test_rst_from_sender(void)
 		feed_seg(&r, &s, t0 + 100 * MS);
 	}
 	CHECK(feed_seg(&r, &(struct seg){ .flags = RST | ACK, .seq = ISN_S + 4000, .ack = ISN_R },
-		       t0 + 101 * MS) == 0 && st->rst_held == 1, "S's RST held back");
-	CHECK(wan_frames_with(&r, RST, t0 + 101 * MS, &last) == 0 && st->copies == 2,
-	      "no RST towards R while it lacks p-acked data (%u copies)", st->copies);
+		       t0 + 101 * MS) == 0 && ST->rst_held == 1, "S's RST held back");
+	CHECK(wan_frames_with(&r, RST, t0 + 101 * MS, &last) == 0 && ST->copies == 2,
+	      "no RST towards R while it lacks p-acked data (%u copies)", ST->copies);
 	rig_emitted_free(&r);
 	/* R's duplicates bring the hole back from the copy; R acks all. */
 	{
@@ -915,7 +906,7 @@ test_rst_from_sender(void)
 	}
 	CHECK(wan_frames_with(&r, RST, t0 + 200 * MS, &last) == 1 && last.seq == ISN_S + 4000 &&
 	      last.cksum_ok, "then R's RST at its next sequence number (%u)", last.seq - ISN_S);
-	CHECK(st->active == 0 && st->copies == 0, "state gone");
+	CHECK(ST->active == 0 && ST->copies == 0, "state gone");
 	rig_free(&r);
 }
 
@@ -925,7 +916,6 @@ static void
 test_rst_from_receiver(void)
 {
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	unsigned int to_s = 0;
 	struct rig r;
 
@@ -933,7 +923,6 @@ test_rst_from_receiver(void)
 		CHECK(0, "rig");
 		return;
 	}
-	st = weir_pep_stats(r.w);
 	CHECK(feed_seg(&r, &(struct seg){ .in = 1, .flags = RST | ACK, .seq = ISN_R,
 					  .ack = ISN_S + 1000 }, t0 + 60 * MS) == 1,
 	      "R's RST goes on");
@@ -943,7 +932,7 @@ test_rst_from_receiver(void)
 		to_s += r.emitted_to[i] == WEIR_PORT_LAN && (s.flags & RST) && s.seq == ISN_R &&
 			s.cksum_ok;
 	}
-	CHECK(to_s == 1 && st->give_ups == 1 && st->active == 0 && st->copies == 0,
+	CHECK(to_s == 1 && ST->give_ups == 1 && ST->active == 0 && ST->copies == 0,
 	      "S reset by the gateway too (%u), state gone", to_s);
 	rig_free(&r);
 }
@@ -959,7 +948,6 @@ test_packed_original_dropped(void)
 		.tree = { { .rate = 8000000, .mode = WEIR_MODE_PEP, .default_limit = 8 }, { .rate = 0 } },
 	};
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	struct rig r;
 	uint64_t wake = UINT64_MAX;
 
@@ -969,18 +957,17 @@ test_packed_original_dropped(void)
 	}
 	opened(&r, t0);
 	send_data(&r, 8, t0 + 50 * MS);
-	st = weir_pep_stats(r.w);
-	CHECK(st->packed == 8 && qlen(&r, 0, 1) == 8, "8 p-acked originals fill the leaf (%u)",
+	CHECK(ST->packed == 8 && qlen(&r, 0, 1) == 8, "8 p-acked originals fill the leaf (%u)",
 	      qlen(&r, 0, 1));
 	rig_emitted_free(&r);
 	/* Another flow's frame: the leaf evicts the pep flow's head (offset 0). */
 	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 77, 1000), 0, t0 + 51 * MS);
-	CHECK(st->class_dropped == 0 && st->copies == 8, "the p-acked copy kept");
+	CHECK(ST->class_dropped == 0 && ST->copies == 8, "the p-acked copy kept");
 	weir_pep_poll(r.w, t0 + 52 * MS, &wake);
 	weir_worker_tx(r.w);
-	CHECK(retx_of(&r, 0) == 1 && st->lost_resent == 1 && st->rto_retx == 0,
+	CHECK(retx_of(&r, 0) == 1 && ST->lost_resent == 1 && ST->rto_retx == 0,
 	      "resent from the copy at the next poll (%u, %" PRIu64 ")", retx_of(&r, 0),
-	      st->lost_resent);
+	      ST->lost_resent);
 	rig_emitted_free(&r);
 	drain_up(&r, t0 + 53 * MS);
 	/* R got 0 (the resend), lost 3 beyond the gateway: its duplicates
@@ -1001,7 +988,7 @@ test_packed_original_dropped(void)
 
 		feed_seg(&r, &s, t0 + 150 * MS);
 	}
-	CHECK(st->copies == 0 && st->give_ups == 0, "all delivered (%u copies)", st->copies);
+	CHECK(ST->copies == 0 && ST->give_ups == 0, "all delivered (%u copies)", ST->copies);
 	rig_free(&r);
 }
 
@@ -1012,7 +999,6 @@ static void
 test_stop_drains(void)
 {
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	unsigned int rst = 0;
 	struct rig r;
 
@@ -1020,7 +1006,6 @@ test_stop_drains(void)
 		CHECK(0, "rig");
 		return;
 	}
-	st = weir_pep_stats(r.w);
 	r.w->conf.stop_drain_us = 2000000;
 	{
 		struct seg s = rack(0, 2000, 2000);      /* segment 2 lost beyond */
@@ -1034,7 +1019,7 @@ test_stop_drains(void)
 		feed_seg(&r, &s, t0 + 102 * MS);
 		drain_up(&r, t0 + 102 * MS);
 	}
-	CHECK(st->copied == 4, "no copy once stopping (%" PRIu64 ")", st->copied);
+	CHECK(ST->copied == 4, "no copy once stopping (%" PRIu64 ")", ST->copied);
 	rig_emitted_free(&r);
 	{
 		struct seg s = rack(0, 2000, 2000);
@@ -1052,7 +1037,7 @@ test_stop_drains(void)
 
 		feed_seg(&r, &s, t0 + 200 * MS);
 	}
-	CHECK(weir_worker_stopping(r.w, t0 + 201 * MS) && st->give_ups == 0 && r.n_emitted == 0,
+	CHECK(weir_worker_stopping(r.w, t0 + 201 * MS) && ST->give_ups == 0 && r.n_emitted == 0,
 	      "delivered: the loop ends, nobody reset");
 	rig_free(&r);
 
@@ -1061,7 +1046,6 @@ test_stop_drains(void)
 		CHECK(0, "rig");
 		return;
 	}
-	st = weir_pep_stats(r.w);
 	r.w->conf.stop_drain_us = 2000000;
 	CHECK(!weir_worker_stopping(r.w, t0 + 100 * MS) &&
 	      !weir_worker_stopping(r.w, t0 + 2050 * MS), "within the drain time: goes on");
@@ -1071,10 +1055,10 @@ test_stop_drains(void)
 
 		rst += (s.flags & RST) && s.cksum_ok;
 	}
-	CHECK(rst == 2 && st->drain_resets == 1 && st->give_ups == 1 && st->copies == 0,
-	      "both ends reset (%u RSTs, %" PRIu64 " drain resets)", rst, st->drain_resets);
+	CHECK(rst == 2 && ST->drain_resets == 1 && ST->give_ups == 1 && ST->copies == 0,
+	      "both ends reset (%u RSTs, %" PRIu64 " drain resets)", rst, ST->drain_resets);
 	weir_worker_flush_queues(r.w);
-	CHECK(st->flushed_owed == 0, "nothing owed left for the flush");
+	CHECK(ST->flushed_owed == 0, "nothing owed left for the flush");
 	rig_free(&r);
 }
 
@@ -1122,7 +1106,6 @@ static void
 test_v6_ext_headers_not_copied(void)
 {
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	struct seen a[8];
 	struct rig r;
 
@@ -1134,7 +1117,6 @@ test_v6_ext_headers_not_copied(void)
 	feed_seg(&r, &(struct seg){ .in = 1, .v6 = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S,
 				   .win = 2000, .ts = 1, .tsval = 7001, .tsecr = 101 }, t0 + 42 * MS);
 	rig_emitted_free(&r);
-	st = weir_pep_stats(r.w);
 	{
 		struct seg s = data(1, 0);
 
@@ -1143,9 +1125,9 @@ test_v6_ext_headers_not_copied(void)
 		s = data(1, 1000);
 		feed_seg(&r, &s, t0 + 50 * MS);
 	}
-	CHECK(st->copied == 1 && packs(&r, a, 8) == 0,
+	CHECK(ST->copied == 1 && packs(&r, a, 8) == 0,
 	      "the segment with a destination options header passes uncopied, the next one "
-	      "is not p-acked past it (%" PRIu64 " copied)", st->copied);
+	      "is not p-acked past it (%" PRIu64 " copied)", ST->copied);
 	drain_up(&r, t0 + 50 * MS);
 	rig_free(&r);
 }
@@ -1196,7 +1178,6 @@ test_class_drop_dups_reach_sender(void)
 		.tree = { { .rate = 8000000, .mode = WEIR_MODE_PEP, .default_limit = 8 }, { .rate = 0 } },
 	};
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	unsigned int dups = 0;
 	struct rig r;
 
@@ -1206,9 +1187,8 @@ test_class_drop_dups_reach_sender(void)
 	}
 	opened(&r, t0);
 	send_data(&r, 10, t0 + 50 * MS);
-	st = weir_pep_stats(r.w);
-	CHECK(st->class_dropped >= 1, "the class refused a segment before its p-ACK (%" PRIu64 ")",
-	      st->class_dropped);
+	CHECK(ST->class_dropped >= 1, "the class refused a segment before its p-ACK (%" PRIu64 ")",
+	      ST->class_dropped);
 	drain_up(&r, t0 + 50 * MS);
 	rig_emitted_free(&r);
 	/* R has 0-7000, lacks 8000 (S's), then duplicates as S's later data come. */
@@ -1253,9 +1233,9 @@ test_flush(void)
 		CHECK(n == 5 && a[4].v6 && a[4].cksum_ok && !a[4].ts && a[4].ack == ISN_S + 5000,
 		      "IPv6 without timestamps: p-ACKs (%u)", n);
 	}
-	CHECK(weir_pep_stats(r.w)->copies == 5, "five copies");
+	CHECK(ST->copies == 5, "five copies");
 	weir_worker_flush_queues(r.w);
-	CHECK(weir_pep_stats(r.w)->copies == 0 && weir_pep_stats(r.w)->flushed == 5,
+	CHECK(ST->copies == 0 && ST->flushed == 5,
 	      "flushed at shutdown");
 	rig_free(&r);
 }
@@ -1269,7 +1249,6 @@ static void
 test_signed(void)
 {
 	const uint64_t t0 = *hzp;
-	const struct weir_pep_stats *st;
 	struct seen a[8];
 	struct rig r;
 	struct rte_mbuf *m, *ref;
@@ -1281,13 +1260,12 @@ test_signed(void)
 	}
 	sign_md5 = 1;
 	handshake(&r, 0, 1, t0);
-	st = weir_pep_stats(r.w);
-	CHECK(st != NULL && st->flows == 0, "a signed flow is not eligible (%lu)",
-	      st != NULL ? (unsigned long)st->flows : 0ul);
+	CHECK(ST != NULL && ST->flows == 0, "a signed flow is not eligible (%lu)",
+	      ST != NULL ? (unsigned long)ST->flows : 0ul);
 	CHECK(feed_seg(&r, &(struct seg){ .flags = ACK, .seq = ISN_S, .ack = ISN_R, .win = 1000,
 					  .len = 1000, .ts = 1, .tsval = 200, .tsecr = 7000 },
 		       t0 + 50 * MS) == 0, "data queued (shaped)");
-	CHECK(packs(&r, a, 8) == 0 && st->copied == 0, "no p-ACK, no copy (%u out)", r.n_emitted);
+	CHECK(packs(&r, a, 8) == 0 && ST->copied == 0, "no p-ACK, no copy (%u out)", r.n_emitted);
 	CHECK(drain_up(&r, t0 + 51 * MS) == 1, "the data goes on");
 	/* R's ACK with a window change: it passes, as R sent it. */
 	m = mk(&(struct seg){ .in = 1, .flags = ACK, .seq = ISN_R, .ack = ISN_S + 1000, .win = 3,
@@ -1301,7 +1279,7 @@ test_signed(void)
 	if (went == 1)
 		rte_pktmbuf_free(m);
 	rte_pktmbuf_free(ref);
-	CHECK(st->real_dropped == 0 && st->real_passed == 0, "pep never saw it");
+	CHECK(ST->real_dropped == 0 && ST->real_passed == 0, "pep never saw it");
 	CHECK(r.w->ctr.port[WEIR_PORT_LAN].tcp_signed > 0 && r.w->ctr.port[WEIR_PORT_WAN].tcp_signed > 0,
 	      "counted: %lu out, %lu in", (unsigned long)r.w->ctr.port[WEIR_PORT_LAN].tcp_signed,
 	      (unsigned long)r.w->ctr.port[WEIR_PORT_WAN].tcp_signed);
