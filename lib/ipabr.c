@@ -376,7 +376,7 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 	    2 * w->cls_ctr[d][leaf].young <= w->cls_ctr[d][leaf].active)
 		tf->flags |= WEIR_IPABR_LATE;
 	tf->flags |= WEIR_IPABR_ACK_SEEN;
-	/* The handshake's halves (lib/postack.c) start the averages. */
+	/* The handshake's halves (lib/postack_store.c) start the averages. */
 	if (tf->rtt_right == 0)
 		tf->rtt_right = w->pa->q[a][slot].rtt;
 	if (tf->rtt_left == 0)

@@ -46,7 +46,7 @@ enum weir_shape_mode {
 	WEIR_MODE_POSTACK = 0,          /* per-flow queues + ACKs held by the release rule (default) */
 	WEIR_MODE_PFQ = 1,              /* per-flow queues only: data waits at the gateway */
 	WEIR_MODE_FIFO = 2,             /* one queue for the class (the paper's "pure CBQ") */
-	WEIR_MODE_TCR = 3,              /* per-flow queues + window sizing and ACK pacing (lib/tcr.h) */
+	WEIR_MODE_TCR = 3,              /* per-flow queues + window sizing and ACK pacing (lib/tcr.c) */
 	WEIR_MODE_PACED = 4,            /* per-flow queues + PostACK as on-off ACK pacing (Fig. 4) */
 	WEIR_MODE_IPABR = 5,            /* per-flow queues + an explicit rate per flow by window (lib/ipabr.h) */
 	WEIR_MODE_PEP = 6,              /* per-flow queues + premature ACKs with a watermark (lib/pep.h) */

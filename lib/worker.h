@@ -27,7 +27,8 @@
 #include "postack.h"
 #include "sa_seq.h"
 #include "share.h"
-#include "tcr.h"
+
+struct weir_tcr;        /* the pacing state, lib/tcr_state.h */
 
 #define WEIR_BURST_MAX 64
 /* Frames one port's out-array holds before it is sent early: a loop's
@@ -234,7 +235,7 @@ struct weir_worker {
 	uint16_t epoch16;                      /* the policy's epoch as flows store it */
 	struct weir_class_counters *cls_ctr[WEIR_PORT__COUNT];   /* [class], NULL if unshaped */
 	struct weir_postack *pa;               /* = conf.postack */
-	struct weir_tcr *tcr;                  /* with pa: TCR's per-flow state */
+	struct weir_tcr *tcr;                  /* with pa: the pacing state (lib/tcr_state.h) */
 	struct weir_sa_table *sa;              /* IPsec SAs' sequence tracking (lib/sa_seq.h) */
 	void *mode_state[WEIR_MODE__COUNT];    /* a mode's own per-worker state (lib/mode.h) */
 	bool prefetch_state;                    /* flow table too large for the caches */
