@@ -52,6 +52,8 @@ enum weir_shape_mode {
 	WEIR_MODE_PEP = 6,              /* per-flow queues + premature ACKs with a watermark (lib/pep.h) */
 	WEIR_MODE__COUNT
 };
+/* The mode's name, from the modes table (lib/mode.c): the one place
+ * names are, for the config, Lua, the API and stats alike. */
 const char *weir_shape_mode_name(unsigned int mode);
 
 /* ---- what a front end (config file, Lua) describes ---- */

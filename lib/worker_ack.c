@@ -13,7 +13,6 @@
 #include "lastmile.h"
 #include "mbuf_meta.h"
 #include "mode.h"
-#include "pep.h"
 #include "postack_store.h"
 #include "tcpwin.h"
 #include "worker.h"
@@ -45,7 +44,7 @@ weir_wk_mode_end(struct weir_worker *w, struct weir_flow *f)
 	uint32_t slot = weir_flow_slot(w->flows, f);
 
 	if (unlikely(f->shape & WEIR_FSH_PEP))
-		weir_pep_end(w, f, slot);       /* its copies, whatever the class is now */
+		weir_mode_keeper->kept_end(w, f, slot); /* whatever the class is now */
 
 	if (w->pa != NULL)
 		for (int d = 0; d < WEIR_PORT__COUNT; d++)
@@ -228,10 +227,11 @@ weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf 
 	 * it. The one check for them all; it never held an ACK or had pep. */
 	if (unlikely(p->tcp_signed))
 		return false;
-	/* pep's state outlives its class (lib/pep.h): a flow it keeps copies
-	 * for has all its TCP packets looked at, and R's ACKs for data the
-	 * gateway already acknowledged are taken. */
-	if (unlikely(f->shape & WEIR_FSH_PEP) && weir_pep_packet(w, f, m, p, a, slot, now))
+	/* pep's state outlives its class (lib/mode.h, weir_mode_keeper): a
+	 * flow it keeps copies for has all its TCP packets looked at, and R's
+	 * ACKs for data the gateway already acknowledged are taken. */
+	if (unlikely(f->shape & WEIR_FSH_PEP) &&
+	    weir_mode_keeper->kept_packet(w, f, m, p, a, slot, now))
 		return true;
 	/* The flow entry says whether ACKs may be held: the store is not
 	 * touched for flows that never held any. */
