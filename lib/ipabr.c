@@ -12,6 +12,7 @@
 #include "postack_store.h"
 #include "tcpwin.h"
 #include "worker.h"
+#include "worker_view.h"
 
 static inline struct weir_ipabr *
 ipabr_of(const struct weir_worker *w)
@@ -625,6 +626,19 @@ ipabr_uncut(struct weir_worker *w, const struct weir_flow *f, const struct weir_
 	    uint32_t slot)
 {
 	weir_postack_note_seen(w->pa, f, p, a, slot);
+}
+
+/* The management side's view of the mode's counters (lib/worker_view.h):
+ * here, beside the state it reads, so the worker's files include no mode. */
+void
+weir_worker_ipabr_stats(const struct weir_worker *w, struct weir_ipabr_stats *out)
+{
+	const struct weir_ipabr *ia = w->mode_state[WEIR_MODE_IPABR];
+
+	if (ia == NULL)
+		memset(out, 0, sizeof(*out));
+	else
+		*out = ia->st;
 }
 
 const struct weir_mode_ops weir_mode_ipabr = {
