@@ -119,7 +119,8 @@ struct weir_flow {
 #define WEIR_FSH_HELD(d)        (0x08 << (d))  /* ACKs of data direction d may be held
 						* (set on hold, cleared when seen empty) */
 #define WEIR_FSH_PEP            0x80  /* pep keeps state (copies) for it, whatever its class
-				       * now: its TCP packets go to weir_pep_packet (lib/pep.h) */
+				       * now: its TCP packets go to the keeper's kept_packet
+				       * (lib/mode.h, weir_mode_keeper) */
 
 /* Idle timeouts in seconds, by state family. */
 struct weir_flow_timeouts {

@@ -13,6 +13,7 @@
 #include "tcpwin.h"
 #include "worker.h"
 #include "worker_int.h"
+#include "worker_view.h"
 
 static inline struct weir_ipabr *
 ipabr_of(const struct weir_worker *w)
@@ -377,7 +378,7 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 	    2 * w->cls_ctr[d][leaf].young <= w->cls_ctr[d][leaf].active)
 		tf->flags |= WEIR_IPABR_LATE;
 	tf->flags |= WEIR_IPABR_ACK_SEEN;
-	/* The handshake's halves (lib/postack.c) start the averages. */
+	/* The handshake's halves (lib/postack_store.c) start the averages. */
 	if (tf->rtt_right == 0)
 		tf->rtt_right = w->pa->q[a][slot].rtt;
 	if (tf->rtt_left == 0)
@@ -626,6 +627,19 @@ ipabr_uncut(struct weir_worker *w, const struct weir_flow *f, const struct weir_
 	    uint32_t slot)
 {
 	weir_postack_note_seen(w->pa, f, p, a, slot);
+}
+
+/* The management side's view of the mode's counters (lib/worker_view.h):
+ * here, beside the state it reads, so the worker's files include no mode. */
+void
+weir_worker_ipabr_stats(const struct weir_worker *w, struct weir_ipabr_stats *out)
+{
+	const struct weir_ipabr *ia = w->mode_state[WEIR_MODE_IPABR];
+
+	if (ia == NULL)
+		memset(out, 0, sizeof(*out));
+	else
+		*out = ia->st;
 }
 
 const struct weir_mode_ops weir_mode_ipabr = {

@@ -2,7 +2,9 @@
  * weir: last miles (seed 002 ch. 3; docs/lastmile.md). A flow whose policy
  * target has a last mile (lib/policy.h, struct weir_last_mile) has the
  * window its last-mile host advertises clamped to that link's pipe plus
- * its buffer; an exempt one is left out of weir's per-flow fairness.
+ * its buffer; an exempt one is left out of weir's per-flow fairness. The
+ * clamp itself is the worker's ACK control (lib/worker_ack.c, lm_clamp):
+ * it runs before any mode, on the ACK store's window cut.
  */
 #ifndef WEIR_LASTMILE_H
 #define WEIR_LASTMILE_H
@@ -14,8 +16,6 @@
 #include "flow.h"
 #include "parse.h"
 #include "policy.h"
-
-struct weir_worker;
 
 /*
  * Fairness exemption, for every per-flow fairness scheme of the worker:
@@ -31,20 +31,6 @@ weir_lastmile_exempt(const struct weir_policy *p, const struct weir_flow *f)
 {
 	return f->class_id < p->n_targets && (p->targets[f->class_id].lm_flags & WEIR_LM_EXEMPT);
 }
-
-/* The advertised-window clamp: a TCP segment travelling a of a flow of
- * target t (t->lm_flags != 0), sent by the last-mile host, gets its window
- * cut to the pipe plus the buffer, in segments (weir_lastmile_limit),
- * never raised, never left of an edge already shown
- * (weir_postack_cut_window). A SYN's (unscaled) window is cut too, so the
- * sender's first flight fits; later segments need the handshake (window
- * scale). Returns true when the window was rewritten. A SYN's cut is
- * counted here; an ACK's is marked (weir_pkt.lm_cut) and counted by the
- * worker once the ACK's mode had its say, only if no smaller cut of the
- * mode replaced it: the smallest limit wins, whatever the order. */
-bool weir_lastmile_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
-			 const struct weir_pkt *p, int a, uint32_t slot,
-			 const struct weir_policy_target *t);
 
 /* Bytes a full segment takes on the last hop beyond its MSS: IP and TCP
  * headers (40) and an allowance for link framing (Ethernet or PPP plus

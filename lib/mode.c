@@ -24,3 +24,11 @@ const struct weir_mode_ops *const weir_modes[WEIR_MODE__COUNT] = {
 	[WEIR_MODE_IPABR] = &weir_mode_ipabr,
 	[WEIR_MODE_PEP] = &weir_mode_pep,
 };
+
+const struct weir_mode_ops *const weir_mode_keeper = &weir_mode_pep;
+
+const char *
+weir_shape_mode_name(unsigned int mode)
+{
+	return mode < WEIR_MODE__COUNT ? weir_modes[mode]->name : "?";
+}

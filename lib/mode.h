@@ -24,12 +24,35 @@
  *             everything kept for it, to the out-array (sent on), never
  *             freed silently. A policy switch re-classifies flows lazily
  *             (flow->class_gen): a mode keeping per-flow state checks it
+ *   leave / uncut   see below
+ *
+ * and per worker, whatever its classes:
+ *
+ *   init/fini the worker is created / freed: per-worker state in
+ *             w->mode_state[its enum]
+ *   poll      each loop turn, for the modes that have it (the worker lists
+ *             them at create: the others cost the loop nothing): timers
+ *   drain_begin / owed / give_up_all   the worker stops: a mode that owes
+ *             a receiver data keeps the worker forwarding until it is
+ *             delivered or the drain's deadline ends it
+ *   flush     shutdown: what the mode keeps, back to its pool
+ *
+ * One mode's per-flow state may outlive its class (weir_mode_keeper, pep):
+ * its flows carry WEIR_FSH_PEP and the worker hands every TCP packet of
+ * them to its kept_packet hook, and their end to kept_end, whatever their
+ * class is now. Only flagged flows pay for it.
  *
  * Every hook is optional (NULL: the worker's default, which is plain
- * per-flow queueing). The ACK store (lib/postack.h) and its handshake
- * timing are the worker's, shared by the modes that hold ACKs; a mode with
- * state of its own finds it in w->mode_state[its enum], made by `init`
- * when the worker is created and freed by `fini`.
+ * per-flow queueing). The worker reaches a mode only through these hooks
+ * and the table below; it includes no mode's header.
+ *
+ * Services modes use, none of them a mode: the ACK store (lib/postack.h,
+ * its layout lib/postack_store.h: holds, orders and releases ACKs, times
+ * the handshake, keeps the window edges), the pacing state and its clocks
+ * (lib/tcr_state.h, lib/pace.h), and the worker's functions declared below
+ * (weir_worker_out in lib/worker.c; release, hold, young and data_qlen in
+ * lib/worker_ack.c). The worker makes, resets and frees the store and the
+ * pacing state; a mode's own state is made by its init and freed by fini.
  *
  * Frames a mode releases or creates never leave from inside it: it hands
  * them to the worker's out-array (weir_worker_out / weir_mode_release),
@@ -41,8 +64,11 @@
  * on (forwarded, queued, passed), every ACK the flow holds in that
  * direction is released ahead of it, so no mode can reorder a flow.
  *
- * Adding a mode: one file with a `const struct weir_mode_ops`, one line in
- * weir_modes[] (lib/mode.c), one name in lib/policy.c. docs/modes.md.
+ * Adding a mode: a value in enum weir_shape_mode (lib/policy.h), one file
+ * with a `const struct weir_mode_ops` declared below, one line in
+ * weir_modes[] (lib/mode.c). Its name is the ops' `name`: the config, Lua
+ * and the API look names up in the table (weir_shape_mode_name), nowhere
+ * else. docs/modes.md.
  */
 #ifndef WEIR_MODE_H
 #define WEIR_MODE_H
@@ -105,6 +131,30 @@ struct weir_mode_ops {
 	 * a SYN+ACK, a FIN): its window reaches direction d's sender uncut. */
 	void (*uncut)(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p,
 		      int a, uint32_t slot);
+
+	/* ---- per-flow state that outlives its class (weir_mode_keeper) ---- */
+	/* Every TCP packet (travelling a) of a flow flagged WEIR_FSH_PEP,
+	 * before any other mode sees it, whatever its class is now. True: the
+	 * mode took it (and freed or kept it). */
+	bool (*kept_packet)(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
+			    const struct weir_pkt *p, int a, uint32_t slot, uint64_t now);
+	/* Such a flow leaves the table: give back what is kept for it. */
+	void (*kept_end)(struct weir_worker *w, struct weir_flow *f, uint32_t slot);
+
+	/* ---- per worker: timers, stopping, shutdown ---- */
+	/* Each loop turn: the mode's own timers; returns frames handed out
+	 * and lowers *wake to when it wants the next call. */
+	unsigned int (*poll)(struct weir_worker *w, uint64_t now, uint64_t *wake);
+	/* The worker stops (weir_worker_stopping): drain_begin once, then it
+	 * forwards while any mode is `owed` (a receiver still lacks data its
+	 * sender was told arrived), up to the drain's deadline, when
+	 * give_up_all ends what is still owed (returns frames handed out). */
+	void (*drain_begin)(struct weir_worker *w);
+	bool (*owed)(const struct weir_worker *w);
+	unsigned int (*give_up_all)(struct weir_worker *w);
+	/* Shutdown (weir_worker_flush_queues): everything the mode keeps back
+	 * to its pool, counted by the mode; returns how many. */
+	unsigned int (*flush)(struct weir_worker *w);
 };
 
 extern const struct weir_mode_ops weir_mode_fifo, weir_mode_pfq, weir_mode_postack,
@@ -119,7 +169,14 @@ weir_mode(uint8_t mode)
 	return weir_modes[mode < WEIR_MODE__COUNT ? mode : WEIR_MODE_PFQ];
 }
 
-/* ---- what the worker offers modes (lib/worker.c) ---- */
+/* The one mode whose per-flow state may outlive its class (a policy
+ * reload that takes the mode away cannot take back what it promised a
+ * sender): the flows it keeps state for carry WEIR_FSH_PEP (lib/flow.h),
+ * and the worker hands them to its kept_packet and kept_end hooks. */
+extern const struct weir_mode_ops *const weir_mode_keeper;
+
+/* ---- what the worker offers modes (weir_worker_out: lib/worker.c; the
+ * rest: lib/worker_ack.c) ---- */
 
 /* Hand frame m to the out-array of port `to` (sent by the loop's transmit
  * point, after everything handed over before it), counted as forwarded

@@ -1526,4 +1526,11 @@ const struct weir_mode_ops weir_mode_pep = {
 	.queued = pep_queued,
 	.sent = pep_sent,
 	.dropped = pep_dropped,
+	.kept_packet = weir_pep_packet,
+	.kept_end = weir_pep_end,
+	.poll = weir_pep_poll,
+	.drain_begin = weir_pep_drain_begin,
+	.owed = weir_pep_owed,
+	.give_up_all = weir_pep_give_up_all,
+	.flush = weir_pep_flush,
 };

@@ -13,11 +13,12 @@
  *
  * Its state outlives its class: a flow whose data was p-acked still needs
  * its copies and its recovery when a policy reload takes the mode away.
- * Such a flow carries WEIR_FSH_PEP and the worker hands every TCP packet of
- * it to weir_pep_packet() whatever its class (the only mode with such a
- * flag); the worker also calls weir_pep_end() when the flow leaves the
- * table, weir_pep_poll() each turn (the per-flow retransmission timers)
- * and weir_pep_flush() at shutdown.
+ * Such a flow carries WEIR_FSH_PEP and pep is the modes' keeper
+ * (lib/mode.h, weir_mode_keeper): the worker hands every TCP packet of it
+ * to weir_pep_packet() (the kept_packet hook) whatever its class, and its
+ * end to weir_pep_end() (kept_end); the poll hook is weir_pep_poll() (the
+ * per-flow retransmission timers), the stop drain's hooks are below, and
+ * flush is weir_pep_flush().
  */
 #ifndef WEIR_PEP_H
 #define WEIR_PEP_H

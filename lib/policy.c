@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mode.h"
 #include "policy.h"
 
 static struct weir_policy *
@@ -29,12 +28,6 @@ fail(struct weir_policy *p, struct weir_policy_err *err, enum weir_policy_err_ki
 }
 
 static const char *const dir_name[WEIR_POLICY_DIRS] = { "outbound", "inbound" };
-
-const char *
-weir_shape_mode_name(unsigned int mode)
-{
-	return mode < WEIR_MODE__COUNT ? weir_modes[mode]->name : "?";
-}
 
 int
 weir_policy_class_find(const struct weir_policy *p, int dir, const char *name)

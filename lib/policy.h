@@ -46,12 +46,14 @@ enum weir_shape_mode {
 	WEIR_MODE_POSTACK = 0,          /* per-flow queues + ACKs held by the release rule (default) */
 	WEIR_MODE_PFQ = 1,              /* per-flow queues only: data waits at the gateway */
 	WEIR_MODE_FIFO = 2,             /* one queue for the class (the paper's "pure CBQ") */
-	WEIR_MODE_TCR = 3,              /* per-flow queues + window sizing and ACK pacing (lib/tcr.h) */
+	WEIR_MODE_TCR = 3,              /* per-flow queues + window sizing and ACK pacing (lib/tcr.c) */
 	WEIR_MODE_PACED = 4,            /* per-flow queues + PostACK as on-off ACK pacing (Fig. 4) */
 	WEIR_MODE_IPABR = 5,            /* per-flow queues + an explicit rate per flow by window (lib/ipabr.h) */
 	WEIR_MODE_PEP = 6,              /* per-flow queues + premature ACKs with a watermark (lib/pep.h) */
 	WEIR_MODE__COUNT
 };
+/* The mode's name, from the modes table (lib/mode.c): the one place
+ * names are, for the config, Lua, the API and stats alike. */
 const char *weir_shape_mode_name(unsigned int mode);
 
 /* ---- what a front end (config file, Lua) describes ---- */

@@ -14,10 +14,11 @@
  *
  * This module holds the ACK queues of one worker, for both data
  * directions: queue [d][slot] holds ACKs travelling opposite to data
- * direction d of flow-table slot `slot`. The first half of postack.c
- * stores, orders and releases; the second half is the two leaf modes
- * built on it, postack and postack-paced (lib/mode.h), which decide what
- * to hold and when it goes. TCR (lib/tcr.c) uses the same store.
+ * direction d of flow-table slot `slot`. It is a service, not a mode
+ * (lib/postack_store.c): it stores, orders and releases, times the
+ * handshake and keeps the window edges; the modes built on it decide what
+ * to hold and when it goes: postack (lib/postack_mode.c), postack-paced
+ * (lib/postack_paced.c), tcr, ipabr and pep.
  *
  * Compact storage: a held ACK is copied into a 128-byte record from a
  * fixed per-worker pool and its mbuf is freed at once, so thousands of
@@ -63,7 +64,7 @@ struct weir_postack_conf {
 				 * ceil x its round trip (postack_hold_window) */
 	uint32_t idle_us;       /* data idle this long past 2 x its round trip: release the flow's ACKs */
 	uint32_t rtt_unknown_us;        /* round trip assumed when no handshake was seen; 0 = 200 ms */
-	/* postack's share clamp (postack.c, weir_postack_share_window): every
+	/* postack's share clamp (postack_mode.c, weir_postack_share_window): every
 	 * ACK of a flow advertises at most its share x the path's round trip
 	 * x (1 + margin) plus a target of max(2 MSS, share x clamp_target_us);
 	 * a young flow at least its young budget over the active flows
@@ -190,7 +191,7 @@ void weir_postack_note_seen(struct weir_postack *pa, const struct weir_flow *f,
 
 /* Cut ACK m's window to `limit` bytes past its cumulative ACK, never left
  * of an edge already shown, never above the window on the frame (an
- * earlier cut's); see postack.c. True when rewritten. */
+ * earlier cut's); see postack_store.c. True when rewritten. */
 bool weir_postack_cut_window(struct weir_postack *pa, const struct weir_flow *f,
 			     struct rte_mbuf *m, const struct weir_pkt *p, int a, uint32_t slot,
 			     uint32_t limit);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: TCR's per-flow pacing state, its layout and inline updates
- * (lib/tcr.h). For the data plane only: the worker, the modes, white-box
- * tests.
+ * weir: the per-flow pacing state, its layout and inline updates: a
+ * service of the worker (made, reset and freed with the ACK store) shared
+ * by the modes that pace ACKs or time a flow's round trip: tcr (lib/tcr.c),
+ * postack and postack-paced; their clocks over it are lib/pace.h's. For
+ * the data plane only: the worker, the modes, white-box tests.
  */
 #ifndef WEIR_TCR_STATE_H
 #define WEIR_TCR_STATE_H
@@ -9,7 +11,6 @@
 #include <stdint.h>
 #include <rte_common.h>
 
-#include "tcr.h"
 
 struct weir_tcr_flow {
 	uint64_t next_release;  /* TSC the next ACK may go */
@@ -27,6 +28,16 @@ struct weir_tcr {
 	uint32_t n_flows;
 	uint64_t samples;               /* round-trip samples taken */
 };
+
+struct weir_tcr *weir_tcr_create(uint32_t n_flows, int socket_id);
+void weir_tcr_free(struct weir_tcr *t);
+
+/* A TCR window's headroom over the flow's BDP: two segments (in 1/16 of a
+ * segment), fewer where the class's queue is short against its flows, and
+ * at most what the flow's share sends in WEIR_TCR_MARGIN_MS (lib/tcr.c).
+ * The worker turns them into per-class figures (lib/worker_active.c). */
+#define WEIR_TCR_MARGIN16 32u
+#define WEIR_TCR_MARGIN_MS 40u
 
 static inline void
 weir_tcr_reset(struct weir_tcr *t, uint32_t slot)

@@ -11,7 +11,6 @@
 
 #include "mbuf_meta.h"
 #include "mode.h"
-#include "pep.h"
 #include "postack_store.h"
 #include "worker.h"
 #include "worker_int.h"
@@ -665,7 +664,9 @@ weir_worker_flush_queues(struct weir_worker *w)
 	 * O(1) a queue. Walking the flow table instead unlinked queues in slot
 	 * order, a walk of the list each: quadratic, and a million backlogged
 	 * flows never finished tearing down. */
-	weir_pep_flush(w);      /* copies of p-acked data (counted in pep's stats) */
+	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
+		if (weir_modes[m]->flush != NULL)
+			weir_modes[m]->flush(w);    /* what modes keep (counted in their stats) */
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		struct rte_mbuf *pkts[WEIR_BURST_MAX];
 		uint16_t leaf = 0;
@@ -707,7 +708,7 @@ sleep_cap_us(const struct weir_worker *w, uint64_t now)
 	/* Held ACKs need the watchdog to look now and then. */
 	if (w->pa != NULL && w->pa->ring_n > 0)
 		wake = RTE_MIN(wake, now + 1000 * w->tsc_per_us);
-	/* And pep's retransmission timers. */
+	/* And the modes' own timers (their poll hooks). */
 	if (w->mode_wake != UINT64_MAX)
 		wake = RTE_MIN(wake, w->mode_wake);
 	/* A TBQ's held frames and the rate controllers have their own times. */
@@ -761,7 +762,8 @@ weir_worker_main(void *arg)
 		got += weir_worker_dequeue(w, WEIR_PORT_WAN, now, w->conf.burst);
 		w->mode_wake = UINT64_MAX;
 		got += weir_worker_postack_idle(w, now);       /* tcr's next due ACK */
-		got += weir_pep_poll(w, now, &w->mode_wake);
+		for (unsigned int i = 0; i < w->n_polled; i++)     /* modes' own timers */
+			got += w->polled[i]->poll(w, now, &w->mode_wake);
 		if (unlikely(__atomic_load_n(&w->pending, __ATOMIC_ACQUIRE) != NULL))
 			weir_worker_policy_take(w);
 		if (w->conf.cmds != NULL && !rte_ring_empty(w->conf.cmds))

@@ -27,7 +27,8 @@
 #include "postack.h"
 #include "sa_seq.h"
 #include "share.h"
-#include "tcr.h"
+
+struct weir_tcr;        /* the pacing state, lib/tcr_state.h */
 
 #define WEIR_BURST_MAX 64
 /* Frames one port's out-array holds before it is sent early: a loop's

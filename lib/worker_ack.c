@@ -3,8 +3,9 @@
  * control ACKs: which mode a TCP packet's ACKs belong to, the ACK store's
  * hold and release into the out-arrays, the handshake's timing, the
  * watchdog's question to a mode, and a flow's end. The decisions are the
- * modes' (lib/postack.c, tcr.c, ipabr.c, pep.c, lastmile.c); this is where
- * the worker asks them.
+ * modes' (lib/postack_mode.c, postack_paced.c, tcr.c, ipabr.c, pep.c) and
+ * the last miles' (lib/lastmile.h, whose clamp is here); this is where the
+ * worker asks them.
  */
 #include <rte_common.h>
 
@@ -12,7 +13,6 @@
 #include "lastmile.h"
 #include "mbuf_meta.h"
 #include "mode.h"
-#include "pep.h"
 #include "postack_store.h"
 #include "tcpwin.h"
 #include "worker.h"
@@ -44,7 +44,7 @@ weir_wk_mode_end(struct weir_worker *w, struct weir_flow *f)
 	uint32_t slot = weir_flow_slot(w->flows, f);
 
 	if (unlikely(f->shape & WEIR_FSH_PEP))
-		weir_pep_end(w, f, slot);       /* its copies, whatever the class is now */
+		weir_mode_keeper->kept_end(w, f, slot); /* whatever the class is now */
 
 	if (w->pa != NULL)
 		for (int d = 0; d < WEIR_PORT__COUNT; d++)
@@ -60,6 +60,50 @@ weir_wk_mode_end(struct weir_worker *w, struct weir_flow *f)
 		if (ops->end != NULL && (d == 0 || ops != weir_mode(w->policy->targets[f->class_id].mode[0])))
 			ops->end(w, f, slot);
 	}
+}
+
+/* The advertised-window clamp: a TCP segment travelling a of a flow of
+ * target t (t->lm_flags != 0), sent by the last-mile host, gets its window
+ * cut to the pipe plus the buffer, in segments (weir_lastmile_limit),
+ * never raised, never left of an edge already shown
+ * (weir_postack_cut_window). A SYN's (unscaled) window is cut too, so the
+ * sender's first flight fits; later segments need the handshake (window
+ * scale). Returns true when the window was rewritten. A SYN's cut is
+ * counted here; an ACK's is marked (weir_pkt.lm_cut) and counted by the
+ * worker once the ACK's mode had its say (lm_settle), only if no smaller
+ * cut of the mode replaced it: the smallest limit wins, whatever the order. */
+static bool
+lm_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+	 const struct weir_pkt *p, int a, uint32_t slot, const struct weir_policy_target *t)
+{
+	/* The host behind the last mile sends its ACKs towards the other port:
+	 * from the LAN (travelling out) unless it is a WAN host. */
+	const int host_a = (t->lm_flags & WEIR_LM_WAN) ? WEIR_DIR_IN : WEIR_DIR_OUT;
+
+	const uint32_t limit = weir_lastmile_limit(t, f->mss[a]);
+
+	if (a != host_a || w->pa == NULL || (p->tcp_flags & WEIR_TCP_RST))
+		return false;
+	if (p->tcp_flags & WEIR_TCP_SYN) {
+		/* A SYN's window is never scaled (RFC 7323 2.2): cut it as it is,
+		 * so even the sender's first flight fits the last hop. No mode
+		 * cuts a SYN: this cut is final. */
+		if (p->win <= limit)
+			return false;
+		weir_ack_set_win(m, p, (uint16_t)RTE_MIN(limit, (uint32_t)UINT16_MAX));
+		w->ctr.port[a].lm_clamped++;
+		return true;
+	}
+	if (!(p->tcp_flags & WEIR_TCP_ACK) || !weir_postack_cut_unnoted(w->pa, f, m, p, a, slot, limit))
+		return false;
+	/* Not final: the mode's own cut may go lower (never higher: it starts
+	 * from the window on the frame). Every later reader of the ACK (the
+	 * mode's cut and notes) sees the last mile's window; the worker counts
+	 * it and notes its edge once the mode is done, if it is still the
+	 * window the ACK leaves with (weir_wk_lm_settle). */
+	weir_mbuf_meta(m)->pkt.win = weir_ack_win(m, p);
+	weir_mbuf_meta(m)->pkt.lm_cut = 1;
+	return true;
 }
 
 /* ACK m (travelling a) whose window a last mile cut (weir_pkt.lm_cut),
@@ -134,7 +178,7 @@ weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, u
 	       c->active > c->young;
 }
 
-/* A handshake packet: time both sides (lib/postack.c); once both are
+/* A handshake packet: time both sides (lib/postack_store.c); once both are
  * known, each direction's CoDel follows the flow's round trip. */
 static void
 handshake(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p, int a,
@@ -183,10 +227,11 @@ weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf 
 	 * it. The one check for them all; it never held an ACK or had pep. */
 	if (unlikely(p->tcp_signed))
 		return false;
-	/* pep's state outlives its class (lib/pep.h): a flow it keeps copies
-	 * for has all its TCP packets looked at, and R's ACKs for data the
-	 * gateway already acknowledged are taken. */
-	if (unlikely(f->shape & WEIR_FSH_PEP) && weir_pep_packet(w, f, m, p, a, slot, now))
+	/* pep's state outlives its class (lib/mode.h, weir_mode_keeper): a
+	 * flow it keeps copies for has all its TCP packets looked at, and R's
+	 * ACKs for data the gateway already acknowledged are taken. */
+	if (unlikely(f->shape & WEIR_FSH_PEP) &&
+	    weir_mode_keeper->kept_packet(w, f, m, p, a, slot, now))
 		return true;
 	/* The flow entry says whether ACKs may be held: the store is not
 	 * touched for flows that never held any. */
@@ -199,7 +244,7 @@ weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf 
 	/* A last mile: its host's windows clamped to its pipe + buffer. Its
 	 * cut of an ACK is settled once the mode had its say (lm_settle). */
 	if (unlikely(w->policy->targets[f->class_id].lm_flags != 0))
-		lm = weir_lastmile_clamp(w, f, m, p, a, slot, &w->policy->targets[f->class_id]);
+		lm = lm_clamp(w, f, m, p, a, slot, &w->policy->targets[f->class_id]);
 	if ((p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_FIN | WEIR_TCP_RST | WEIR_TCP_URG |
 			     WEIR_TCP_ACK)) != WEIR_TCP_ACK || p->payload_len > 0) {
 		if (held > 0)

@@ -8,6 +8,7 @@
 
 #include "cbq.h"
 #include "postack_store.h"
+#include "tcr_state.h"
 #include "worker.h"
 #include "worker_int.h"
 

@@ -23,9 +23,13 @@ struct weir_worker {
 	uint16_t epoch16;                      /* the policy's epoch as flows store it */
 	struct weir_class_counters *cls_ctr[WEIR_PORT__COUNT];   /* [class], NULL if unshaped */
 	struct weir_postack *pa;               /* = conf.postack */
-	struct weir_tcr *tcr;                  /* with pa: TCR's per-flow state */
+	struct weir_tcr *tcr;                  /* with pa: the pacing state (lib/tcr_state.h) */
 	struct weir_sa_table *sa;              /* IPsec SAs' sequence tracking (lib/sa_seq.h) */
 	void *mode_state[WEIR_MODE__COUNT];    /* a mode's own per-worker state (lib/mode.h) */
+	/* The modes with a poll hook, called each loop turn (only those: the
+	 * loop pays nothing for the others). */
+	const struct weir_mode_ops *polled[WEIR_MODE__COUNT];
+	uint8_t n_polled;
 	bool prefetch_state;                    /* flow table too large for the caches */
 	uint64_t mode_wake;                    /* TSC a mode's timer wants the loop awake by */
 	uint64_t next_tsc[WEIR_PORT__COUNT];   /* a blocked shaper's next chance */

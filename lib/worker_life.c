@@ -11,7 +11,6 @@
 #include <rte_malloc.h>
 
 #include "mode.h"
-#include "pep.h"
 #include "postack_store.h"
 #include "tcr_state.h"
 #include "worker_int.h"
@@ -102,6 +101,9 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 	w->tsc_hz = conf->tsc_hz ? conf->tsc_hz : rte_get_tsc_hz();
 	w->tsc_per_us = RTE_MAX(w->tsc_hz / 1000000, (uint64_t)1);
 	w->mal_bucket.tokens = (uint64_t)conf->malformed_pps << 20;    /* full at start */
+	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
+		if (weir_modes[m]->poll != NULL)
+			w->polled[w->n_polled++] = weir_modes[m];
 	/* An SA is a flow; records for a few thousand (lib/sa_seq.h). */
 	if (flows != NULL && (w->sa = weir_sa_table_create(weir_flow_table_capacity(flows),
 							   WEIR_SA_TABLE_CAP, socket_id)) == NULL) {
@@ -115,18 +117,32 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 	return w;
 }
 
+/* Does any mode still owe a receiver data (its owed hook)? */
+static bool
+stop_owed(const struct weir_worker *w)
+{
+	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
+		if (weir_modes[m]->owed != NULL && weir_modes[m]->owed(w))
+			return true;
+	return false;
+}
+
 bool
 weir_worker_stopping(struct weir_worker *w, uint64_t now)
 {
 	if (w->stop_at == 0) {
 		w->stop_at = now + (uint64_t)w->conf.stop_drain_us * w->tsc_per_us;
-		weir_pep_drain_begin(w);
+		for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
+			if (weir_modes[m]->drain_begin != NULL)
+				weir_modes[m]->drain_begin(w);
 	}
-	if (!weir_pep_owed(w))
+	if (!stop_owed(w))
 		return true;
 	if (now < w->stop_at)
 		return false;
-	weir_pep_give_up_all(w);
+	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
+		if (weir_modes[m]->give_up_all != NULL)
+			weir_modes[m]->give_up_all(w);
 	weir_worker_tx(w);
 	return true;
 }

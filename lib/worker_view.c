@@ -9,7 +9,6 @@
 #include <rte_cycles.h>
 
 #include "drr.h"
-#include "ipabr.h"
 #include "worker.h"
 #include "worker_int.h"
 #include "worker_view.h"
@@ -124,17 +123,6 @@ weir_worker_postack_stats(const struct weir_worker *w, struct weir_postack_stats
 	}
 	*out = *weir_postack_stats(w->pa);
 	return 0;
-}
-
-void
-weir_worker_ipabr_stats(const struct weir_worker *w, struct weir_ipabr_stats *out)
-{
-	const struct weir_ipabr *ia = w->mode_state[WEIR_MODE_IPABR];
-
-	if (ia == NULL)
-		memset(out, 0, sizeof(*out));
-	else
-		*out = ia->st;
 }
 
 void

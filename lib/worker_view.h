@@ -100,7 +100,8 @@ int weir_worker_sa_view(const struct weir_worker *w, uint32_t slot, const struct
 /* The worker's PostACK counters (a copy): 0, or -ENOENT without PostACK. */
 int weir_worker_postack_stats(const struct weir_worker *w, struct weir_postack_stats *out);
 
-/* The worker's ipabr counters (a copy; zeros when no worker state). */
+/* The worker's ipabr counters (a copy; zeros when no worker state;
+ * lib/ipabr.c). */
 struct weir_ipabr_stats;
 void weir_worker_ipabr_stats(const struct weir_worker *w, struct weir_ipabr_stats *out);
 

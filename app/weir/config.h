@@ -81,7 +81,7 @@ struct weir_config {
 	uint32_t postack_acks;                  /* ACK records per worker */
 	uint16_t postack_ack_limit;             /* ACKs one flow may hold */
 	uint32_t postack_idle_ms;               /* data idle this long: release the flow's ACKs */
-	bool postack_clamp;                     /* window <= share x path RTT + target (postack.c) */
+	bool postack_clamp;                     /* window <= share x path RTT + target (postack_mode.c) */
 	uint32_t postack_clamp_target_ms;       /* that target's time at the share (at least 2 MSS) */
 	double postack_clamp_margin;            /* share x RTT raised by this fraction of it */
 	bool ipabr_sws_credit;                  /* Eq. 5.4-5.6's credit in ipabr windows (ipabr.c) */

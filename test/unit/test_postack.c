@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests for PostACK: the ACK store alone (lib/postack.c: compact
+ * Unit tests for PostACK: the ACK store alone (lib/postack_store.c: compact
  * records round-trip bit-exactly, pool and per-flow limits, the idle
  * watchdog on a fake clock), then the worker's rule with synthetic TCP
  * exchanges (lib/worker.c): what is held, when the dequeue of the flow's
@@ -21,6 +21,7 @@
 #include "unit.h"
 #include "rig.h"
 #include "postack_store.h"
+#include "pace.h"
 #include "tcr_state.h"
 
 /* ---------------- the store ---------------- */
