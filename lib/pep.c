@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: the pep mode, premature ACKs with a dynamic watermark. See pep.h
- * and docs/pep.md.
+ * and docs/pep.md. This file: the state, the watermark, S's and R's frames
+ * and the mode's hooks; pep_frames.c makes and resends frames, pep_life.c
+ * runs the timers and ends flows and the worker (pep_int.h).
  *
  * Names: for one flow's pep state, d is the data direction; S is its
  * sender (its frames arrive on port d and leave through port d ^ 1), R the
@@ -28,143 +30,8 @@
 
 #include "mbuf_meta.h"
 #include "mode.h"
-#include "pep.h"
+#include "pep_int.h"
 #include "postack_store.h"
-#include "tcpwin.h"
-#include "worker.h"
-#include "worker_int.h"
-
-#define NONE UINT32_MAX
-#define POLL_BUDGET 32          /* flows one poll looks at */
-#define TMPL_L2_MAX 22          /* Ethernet + two VLAN tags */
-
-/* pep_rec.fl */
-#define R_PACKED 0x01           /* S was p-acked for it */
-#define R_RETX   0x02           /* retransmitted in the current recovery episode */
-#define R_SACKED 0x04           /* R SACKed it: mbuf freed, place kept */
-#define R_SENT   0x08           /* its original left the class tree (sent is exact) */
-#define R_EVER_RETX 0x10        /* retransmitted at all: no RTT sample (Karn) */
-#define R_GONE   0x20           /* the class dropped its original before a p-ACK: S's to resend */
-#define R_LOST   0x40           /* the class dropped its original after the p-ACK: weir's to resend */
-
-struct pep_rec {
-	struct rte_mbuf *m;     /* the copy; NULL once SACKed */
-	uint64_t sent;          /* TSC the original (or its last retransmission) left */
-	uint32_t seq;
-	uint32_t next;          /* record index, NONE at the tail */
-	uint16_t len;
-	uint8_t fl;
-	uint8_t _pad[5];
-};
-
-/* How to make frames between S and R: from S's own frames. */
-struct pep_tmpl {
-	uint8_t l2[TMPL_L2_MAX];        /* S's frame up to the IP header (MACs, tags, ethertype) */
-	uint8_t l2_len;
-	uint8_t v6;
-	uint8_t ts;                     /* the flow uses timestamps */
-	uint8_t s_addr[16], r_addr[16];
-	uint16_t s_port, r_port;        /* host order */
-	uint32_t s_ack;                 /* S's latest ACK: R's next sequence number */
-	uint32_t s_edge;                /* S's window's right edge (s_ack + its window) */
-	uint32_t s_tsval;               /* S's latest TSval (a p-ACK echoes it) */
-};
-
-/* pep_flow.flags */
-#define F_DRAIN    0x01         /* no more copies or p-ACKs: mode gone, given up, or never eligible */
-#define F_RECOVERY 0x02         /* a loss episode runs until real_una reaches `recover` */
-#define F_REDGE    0x04         /* redge is known */
-#define F_RTS      0x08         /* r_tsval is known */
-#define F_SEDGE    0x10         /* s_ack and s_edge are known (S has sent an ACK) */
-#define F_SRST     0x20         /* S reset while R still owed p-acked data: R's RST waits */
-#define F_LOST     0x40         /* has R_LOST records: on the lost list */
-#define F_ECE      0x80         /* R echoed congestion (ECE) since S's last CWR: p-ACKs carry it */
-#define F_RTSECR   0x100        /* r_tsecr is known */
-
-struct pep_flow {
-	uint32_t head, tail;    /* the chain */
-	uint32_t pk;            /* first record not p-acked, NONE: all are */
-	uint32_t stamp;         /* first record whose original has not been seen leaving */
-	uint32_t una;           /* the highest ACK S has been shown (p-ACK or R's) */
-	uint32_t real_una;      /* R's highest cumulative ACK */
-	uint32_t last_real;     /* R's previous ACK number (duplicates) */
-	uint32_t next_seq;      /* end of the chain */
-	uint32_t redge;         /* R's furthest right window edge */
-	uint32_t shown;         /* right edge shown to S (never moves left) */
-	uint32_t r_tsval;       /* R's latest TSval */
-	uint32_t r_tsecr;       /* R's highest TSecr: its TS.Recent, S's TSval it keeps */
-	uint32_t recover;       /* loss episode ends when R acks this */
-	uint32_t sack_hi;       /* highest SACKed sequence number in the episode */
-	uint16_t last_win;      /* R's previous raw window (a duplicate repeats it) */
-	uint16_t _pad16;
-	uint32_t unq;           /* the record whose original is being queued: not p-ackable yet */
-	uint32_t bytes;         /* bytes of the copies held (SACKed ones not) */
-	uint32_t packed_bytes;  /* bytes p-acked and not yet acked by R */
-	uint32_t wm, maxbuf;    /* watermark and maximum buffer, bytes */
-	/* gateway -> R -> gateway, TSC ticks: 64 bits, as every tick quantity
-	 * here (2 s is 4.6e9 ticks at 2.3 GHz, more than 32 bits hold). */
-	uint64_t srtt, rttvar, min_rtt;
-	uint64_t rto_at;        /* 0: timer off */
-	uint64_t heard;         /* TSC of R's latest ACK */
-	uint64_t first_to;      /* TSC of the first timeout without progress since */
-	uint32_t slot;
-	/* Records in the chain and those with an mbuf: up to the flow cap,
-	 * a quarter of shaping.pep.copies (up to 2^26): 16 bits wrapped. */
-	uint32_t n;
-	uint32_t copies;
-	uint16_t mss;
-	uint16_t pos;           /* in the active list */
-	uint16_t flags;
-	uint8_t d;
-	uint8_t dups;
-	uint8_t retries;
-	struct pep_tmpl t;
-};
-
-_Static_assert(sizeof(((struct pep_flow *)0)->copies) * 8 >= 24,
-	       "a flow's copies reach a quarter of shaping.pep.copies' 2^26");
-
-struct pep {
-	uint16_t *idx[2];               /* [d][slot]: flow index + 1, 0 = none */
-	struct pep_flow *fl;            /* WEIR_PEP_MAX_FLOWS */
-	uint16_t *free_fl;              /* stack of free flow indices */
-	uint16_t n_free;
-	uint16_t *active;               /* flow indices with state */
-	uint16_t n_active, rr;
-	uint16_t *lost;                 /* flow indices with F_LOST: resent first at the next poll */
-	uint16_t n_lost;
-	struct pep_rec *rec;
-	uint32_t n_rec, free_rec;
-	uint32_t flow_cap;              /* copies one flow may hold */
-	uint32_t n_flows;
-	struct rte_mempool *mp;
-	uint64_t rto_min, rto_max, rtt_unknown;
-	struct weir_pep_stats st;
-};
-
-static inline struct pep *
-pep_of(const struct weir_worker *w)
-{
-	return w->mode_state[WEIR_MODE_PEP];
-}
-
-static inline bool
-seq_le(uint32_t a, uint32_t b)
-{
-	return (int32_t)(a - b) <= 0;
-}
-
-static inline bool
-seq_gt(uint32_t a, uint32_t b)
-{
-	return (int32_t)(a - b) > 0;
-}
-
-static inline uint32_t
-rd32(const uint8_t *b)
-{
-	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-}
 
 /* ---- state ---- */
 
@@ -244,14 +111,6 @@ pep_fini(struct weir_worker *w)
 	w->mode_state[WEIR_MODE_PEP] = NULL;
 }
 
-static inline struct pep_flow *
-flow_get(const struct pep *st, int d, uint32_t slot)
-{
-	uint16_t i = st->idx[d][slot];
-
-	return i ? &st->fl[i - 1] : NULL;
-}
-
 /* Take flow index i off the lost list (rare: a flow ended with a resend due). */
 static void
 lost_unlist(struct pep *st, uint16_t i)
@@ -264,8 +123,8 @@ lost_unlist(struct pep *st, uint16_t i)
 }
 
 /* Give every copy of pf back; `why` counts them. */
-static void
-chain_free(struct pep *st, struct pep_flow *pf, uint64_t *why)
+void
+pep_chain_free(struct pep *st, struct pep_flow *pf, uint64_t *why)
 {
 	uint32_t r = pf->head;
 
@@ -294,13 +153,13 @@ chain_free(struct pep *st, struct pep_flow *pf, uint64_t *why)
 
 /* Forget pf (its copies first); the flow loses its flag when neither
  * direction has state. */
-static void
-flow_drop(struct pep *st, struct weir_flow *f, struct pep_flow *pf, uint64_t *why)
+void
+pep_flow_drop(struct pep *st, struct weir_flow *f, struct pep_flow *pf, uint64_t *why)
 {
 	uint16_t i = (uint16_t)(pf - st->fl);
 	uint16_t last;
 
-	chain_free(st, pf, why);
+	pep_chain_free(st, pf, why);
 	st->idx[pf->d][pf->slot] = 0;
 	last = st->active[--st->n_active];
 	st->active[pf->pos] = last;
@@ -322,16 +181,8 @@ pep_reset(struct weir_worker *w, uint32_t slot)
 		struct pep_flow *pf = flow_get(st, d, slot);
 
 		if (pf != NULL)         /* the worker ends flows first: only defensive */
-			flow_drop(st, NULL, pf, &st->st.ended_copies);
+			pep_flow_drop(st, NULL, pf, &st->st.ended_copies);
 	}
-}
-
-static uint64_t
-rto_of(const struct pep *st, const struct pep_flow *pf)
-{
-	uint64_t rto = pf->srtt + 4 * pf->rttvar;
-
-	return RTE_MIN(RTE_MAX(rto, st->rto_min), st->rto_max);
 }
 
 /* A SYN (or SYN+ACK) of S under pep: the flow is eligible from its start.
@@ -375,137 +226,6 @@ flow_new(struct weir_worker *w, struct pep *st, struct weir_flow *f, int d, uint
 	st->st.active = st->n_active;
 	f->shape |= WEIR_FSH_PEP;
 	return pf;
-}
-
-/* ---- made frames ---- */
-
-/*
- * A TCP segment between S and R made from the template: to S (from R) or
- * to R (from S), no payload, IPv4 without options (DF, TTL 64) or IPv6
- * (hop limit 64), checksums computed whole. A p-ACK to S carries a
- * timestamp option when the flow uses them: R's latest TSval, S's latest
- * TSval echoed (S times its round trip to the gateway: that is the point).
- */
-static struct rte_mbuf *
-make_frame(struct pep *st, const struct pep_flow *pf, bool to_s, uint32_t seq, uint32_t ack,
-	   uint8_t flags, uint16_t win)
-{
-	const struct pep_tmpl *t = &pf->t;
-	const bool ts = to_s && t->ts && !(flags & WEIR_TCP_RST);
-	const uint16_t tcp_len = (uint16_t)(20 + (ts ? 12 : 0));
-	const uint16_t ip_len = (uint16_t)((t->v6 ? 40 : 20) + tcp_len);
-	struct rte_mbuf *m = rte_pktmbuf_alloc(st->mp);
-	struct rte_tcp_hdr *tcp;
-	uint8_t *fr, *ip;
-
-	if (m == NULL) {
-		st->st.nombuf++;
-		return NULL;
-	}
-	fr = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(t->l2_len + ip_len));
-	if (fr == NULL) {
-		rte_pktmbuf_free(m);
-		st->st.nombuf++;
-		return NULL;
-	}
-	memcpy(fr, t->l2, t->l2_len);
-	if (to_s) {                     /* swap the MACs */
-		memcpy(fr, t->l2 + 6, 6);
-		memcpy(fr + 6, t->l2, 6);
-	}
-	ip = fr + t->l2_len;
-	memset(ip, 0, ip_len);
-	tcp = (struct rte_tcp_hdr *)(ip + (t->v6 ? 40 : 20));
-	if (t->v6) {
-		struct rte_ipv6_hdr *h = (struct rte_ipv6_hdr *)ip;
-
-		h->vtc_flow = rte_cpu_to_be_32(6u << 28);
-		h->payload_len = rte_cpu_to_be_16(tcp_len);
-		h->proto = IPPROTO_TCP;
-		h->hop_limits = 64;
-		memcpy(h->src_addr, to_s ? t->r_addr : t->s_addr, 16);
-		memcpy(h->dst_addr, to_s ? t->s_addr : t->r_addr, 16);
-	} else {
-		struct rte_ipv4_hdr *h = (struct rte_ipv4_hdr *)ip;
-
-		h->version_ihl = 0x45;
-		h->total_length = rte_cpu_to_be_16(ip_len);
-		h->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
-		h->time_to_live = 64;
-		h->next_proto_id = IPPROTO_TCP;
-		memcpy(&h->src_addr, to_s ? t->r_addr : t->s_addr, 4);
-		memcpy(&h->dst_addr, to_s ? t->s_addr : t->r_addr, 4);
-	}
-	tcp->src_port = rte_cpu_to_be_16(to_s ? t->r_port : t->s_port);
-	tcp->dst_port = rte_cpu_to_be_16(to_s ? t->s_port : t->r_port);
-	tcp->sent_seq = rte_cpu_to_be_32(seq);
-	tcp->recv_ack = rte_cpu_to_be_32(ack);
-	tcp->data_off = (uint8_t)((tcp_len / 4) << 4);
-	tcp->tcp_flags = flags;
-	tcp->rx_win = rte_cpu_to_be_16(win);
-	if (ts) {
-		uint8_t *o = (uint8_t *)(tcp + 1);
-		uint32_t v = rte_cpu_to_be_32(pf->r_tsval), e = rte_cpu_to_be_32(t->s_tsval);
-
-		o[0] = 1;       /* NOP NOP TS(10) */
-		o[1] = 1;
-		o[2] = 8;
-		o[3] = 10;
-		memcpy(o + 4, &v, 4);
-		memcpy(o + 8, &e, 4);
-	}
-	if (t->v6) {
-		tcp->cksum = rte_ipv6_udptcp_cksum((struct rte_ipv6_hdr *)ip, tcp);
-	} else {
-		struct rte_ipv4_hdr *h = (struct rte_ipv4_hdr *)ip;
-
-		h->hdr_checksum = rte_ipv4_cksum(h);
-		tcp->cksum = rte_ipv4_udptcp_cksum(h, tcp);
-	}
-	return m;
-}
-
-/* The window a p-ACK acknowledging `ack` shows S: up to R's own right
- * edge and no more than the maximum buffer past what R acknowledged (so
- * what S may send fits the gateway's buffer), never left of an edge
- * already shown (RFC 7323 sec. 2.4). Raw, in R's window scale. */
-static uint16_t
-pack_window(struct pep_flow *pf, uint32_t ack, int ws)
-{
-	uint32_t target = pf->redge, limit = pf->real_una + pf->maxbuf, raw;
-
-	if (seq_gt(target, limit))
-		target = limit;
-	if (seq_gt(pf->shown, target))
-		target = pf->shown;
-	if (!seq_gt(target, ack))
-		return 0;
-	raw = RTE_MIN((target - ack + (1u << ws) - 1) >> ws, 0xffffu);
-	if (seq_gt(ack + (raw << ws), pf->shown))
-		pf->shown = ack + (raw << ws);
-	return (uint16_t)raw;
-}
-
-static inline int
-ack_ws(const struct weir_flow *f, int d)
-{
-	int ws = weir_ack_wscale(f, d ^ 1);
-
-	return ws < 0 ? 0 : ws;
-}
-
-/* Send S an ACK for everything up to una (out of port d: towards S). */
-static void
-send_pack(struct weir_worker *w, struct pep *st, const struct weir_flow *f, struct pep_flow *pf)
-{
-	uint16_t win = pack_window(pf, pf->una, ack_ws(f, pf->d));
-	uint8_t fl = (uint8_t)(WEIR_TCP_ACK | ((pf->flags & F_ECE) ? WEIR_TCP_ECE : 0));
-	struct rte_mbuf *m = make_frame(st, pf, true, pf->t.s_ack, pf->una, fl, win);
-
-	if (m == NULL)
-		return;
-	weir_worker_out(w, pf->d, m);
-	st->st.pack_sent++;
 }
 
 /* ---- the watermark ---- */
@@ -565,91 +285,9 @@ release(struct weir_worker *w, struct pep *st, const struct weir_flow *f, struct
 	}
 	if (n > 0) {
 		st->st.packed += n;
-		send_pack(w, st, f, pf);
+		pep_send_pack(w, st, f, pf);
 	}
 	return n;
-}
-
-/* ---- retransmission from the copies ---- */
-
-/*
- * A retransmission carries the original's TSval, raised to R's TS.Recent
- * (its highest TSecr) when that is past it. It leaves straight to R, past
- * the originals still queued here and on the path: a TSval newer than
- * theirs would move TS.Recent past them once it filled the hole, and PAWS
- * (RFC 7323 sec. 5) would discard every one of them, each then a hole
- * recovered one a round trip (seen: 600 ms path, 3 % loss, 20 MB at one
- * segment a round trip). Below TS.Recent (S resent something itself with
- * a newer TSval) the copy itself would be discarded. The TCP checksum is
- * computed whole: rare, and the option may sit at any alignment.
- */
-static void
-restamp(struct rte_mbuf *m, const struct weir_pkt *p, uint32_t floor)
-{
-	uint8_t *fr = rte_pktmbuf_mtod(m, uint8_t *);
-	struct rte_tcp_hdr *tcp = (struct rte_tcp_hdr *)(fr + p->l4_off);
-	uint32_t be = rte_cpu_to_be_32(floor);
-
-	if (!(p->flags & WEIR_PF_TCP_TS) || !seq_gt(floor, rd32(fr + p->l4_off + p->ts_off)))
-		return;
-	memcpy(fr + p->l4_off + p->ts_off, &be, 4);
-	tcp->cksum = 0;
-	if (p->l3 == WEIR_L3_IPV6)
-		tcp->cksum = rte_ipv6_udptcp_cksum((struct rte_ipv6_hdr *)(fr + p->l3_off), tcp);
-	else
-		tcp->cksum = rte_ipv4_udptcp_cksum((struct rte_ipv4_hdr *)(fr + p->l3_off), tcp);
-}
-
-static bool
-retransmit(struct weir_worker *w, struct pep *st, const struct pep_flow *pf, struct pep_rec *r,
-	   uint64_t now)
-{
-	struct rte_mbuf *m;
-
-	if (r->m == NULL)
-		return false;
-	m = rte_pktmbuf_copy(r->m, st->mp, 0, UINT32_MAX);
-	if (m == NULL) {
-		st->st.nombuf++;
-		return false;
-	}
-	if (pf->flags & F_RTSECR)
-		restamp(m, &weir_mbuf_meta(r->m)->pkt, pf->r_tsecr);
-	r->fl |= R_RETX | R_EVER_RETX;
-	r->sent = now;
-	/* Straight to R, past the class queue: one frame per loss event,
-	 * and the original already paid its way through the class. */
-	weir_worker_out(w, pf->d ^ 1, m);
-	return true;
-}
-
-/* RSTs to both sides (S from R, R from S) and the copies dropped: R has
- * gone silent while S believes data was delivered. */
-static void
-give_up(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf)
-{
-	struct rte_mbuf *m;
-
-	/* Rare, and an operator wants to know which flow and where it stood. */
-	RTE_LOG(NOTICE, USER1, "pep: giving up on a flow (dir %d, port %u -> %u): R acked %u, "
-		"S told %u, copies %u..%u (%u, %u bytes p-acked), %u timeouts, srtt %" PRIu64 " us\n",
-		pf->d, pf->t.s_port, pf->t.r_port, pf->real_una, pf->una,
-		pf->head != NONE ? st->rec[pf->head].seq : 0, pf->next_seq, pf->n, pf->packed_bytes,
-		pf->retries, pf->srtt / w->tsc_per_us);
-	m = make_frame(st, pf, true, pf->t.s_ack, pf->una, WEIR_TCP_RST | WEIR_TCP_ACK, 0);
-	if (m != NULL) {
-		weir_worker_out(w, pf->d, m);
-		st->st.rst_sent++;
-	}
-	m = make_frame(st, pf, false, pf->real_una, pf->t.s_ack, WEIR_TCP_RST | WEIR_TCP_ACK, 0);
-	if (m != NULL) {
-		weir_worker_out(w, pf->d ^ 1, m);
-		st->st.rst_sent++;
-	}
-	st->st.give_ups++;
-	pf->flags |= F_DRAIN;
-	chain_free(st, pf, &st->st.ended_copies);
-	RTE_SET_USED(f);
 }
 
 /* ---- resets ----
@@ -667,13 +305,6 @@ give_up(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_f
  *   RST of the gateway's at its next sequence number beside R's own.
  */
 
-/* Owes R data S was told arrived. */
-static inline bool
-owed(const struct pep_flow *pf)
-{
-	return pf->packed_bytes > 0;
-}
-
 static bool
 sender_reset(struct pep *st, struct weir_flow *f, struct pep_flow *pf, const struct weir_pkt *p)
 {
@@ -684,7 +315,7 @@ sender_reset(struct pep *st, struct weir_flow *f, struct pep_flow *pf, const str
 		return false;
 	}
 	if (!owed(pf)) {
-		flow_drop(st, f, pf, &st->st.ended_copies);
+		pep_flow_drop(st, f, pf, &st->st.ended_copies);
 		return false;
 	}
 	if (!(pf->flags & F_SRST))
@@ -697,14 +328,14 @@ sender_reset(struct pep *st, struct weir_flow *f, struct pep_flow *pf, const str
 static void
 sender_reset_done(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf)
 {
-	struct rte_mbuf *m = make_frame(st, pf, false, pf->real_una, pf->t.s_ack,
+	struct rte_mbuf *m = pep_make_frame(st, pf, false, pf->real_una, pf->t.s_ack,
 					WEIR_TCP_RST | WEIR_TCP_ACK, 0);
 
 	if (m != NULL) {
 		weir_worker_out(w, pf->d ^ 1, m);
 		st->st.rst_sent++;
 	}
-	flow_drop(st, f, pf, &st->st.ended_copies);
+	pep_flow_drop(st, f, pf, &st->st.ended_copies);
 }
 
 static bool
@@ -717,8 +348,8 @@ receiver_reset(struct weir_worker *w, struct pep *st, struct weir_flow *f, struc
 		return false;
 	}
 	if (owed(pf))
-		give_up(w, st, f, pf);  /* S hears it from the gateway too, at its rcv_nxt */
-	flow_drop(st, f, pf, &st->st.ended_copies);
+		pep_give_up(w, st, f, pf);  /* S hears it from the gateway too, at its rcv_nxt */
+	pep_flow_drop(st, f, pf, &st->st.ended_copies);
 	return false;
 }
 
@@ -977,7 +608,7 @@ recover_one(struct weir_worker *w, struct pep *st, struct pep_flow *pf, bool sac
 			continue;
 		if (r->fl & R_RETX)
 			st->st.retx_again++;
-		if (retransmit(w, st, pf, r, now))
+		if (pep_retransmit(w, st, pf, r, now))
 			st->st.fast_retx++;
 		return;
 	}
@@ -1121,10 +752,10 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 		if (!(pf->flags & F_DRAIN) &&
 		    (seq_gt(target, pf->shown + pf->mss) || (pf->shown == shown_before &&
 							     seq_gt(target, pf->shown) && pf->n == 0))) {
-			send_pack(w, st, f, pf);
+			pep_send_pack(w, st, f, pf);
 			st->st.win_updates++;
 		} else if (ece_new) {
-			send_pack(w, st, f, pf);
+			pep_send_pack(w, st, f, pf);
 			st->st.ece_sent++;
 		}
 	}
@@ -1135,7 +766,7 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 	if ((pf->flags & F_SRST) && !owed(pf))
 		sender_reset_done(w, st, f, pf);
 	else if ((pf->flags & F_DRAIN) && pf->n == 0 && !seq_gt(pf->una, pf->real_una))
-		flow_drop(st, f, pf, &dummy);
+		pep_flow_drop(st, f, pf, &dummy);
 	return take;
 }
 
@@ -1285,192 +916,6 @@ pep_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint16
 			return;
 		}
 	}
-}
-
-void
-weir_pep_end(struct weir_worker *w, struct weir_flow *f, uint32_t slot)
-{
-	struct pep *st = pep_of(w);
-
-	if (st == NULL)
-		return;
-	for (int d = 0; d < 2; d++) {
-		struct pep_flow *pf = flow_get(st, d, slot);
-
-		if (pf == NULL)
-			continue;
-		if (pf->packed_bytes > 0)
-			give_up(w, st, f, pf);  /* S was told of data R never acknowledged */
-		flow_drop(st, f, pf, &st->st.ended_copies);
-	}
-	f->shape &= (uint8_t)~WEIR_FSH_PEP;
-}
-
-/* Copies whose p-acked originals the class dropped, straight to R as
- * every recovery is (sent counts as the original's departure), at most
- * `budget`; a flow with more stays listed. */
-static unsigned int
-resend_lost(struct weir_worker *w, struct pep *st, uint64_t now, unsigned int budget)
-{
-	unsigned int sent = 0;
-
-	while (st->n_lost > 0 && sent < budget) {
-		struct pep_flow *pf = &st->fl[st->lost[st->n_lost - 1]];
-		bool more = false;
-
-		for (uint32_t ri = pf->head; ri != NONE; ri = st->rec[ri].next) {
-			struct pep_rec *r = &st->rec[ri];
-
-			if (!(r->fl & R_LOST))
-				continue;
-			if (sent == budget) {
-				more = true;
-				break;
-			}
-			r->fl = (uint8_t)((r->fl & ~R_LOST) | R_SENT);
-			if (retransmit(w, st, pf, r, now)) {
-				st->st.lost_resent++;
-				sent++;
-			}
-		}
-		if (more)
-			break;
-		pf->flags &= (uint16_t)~F_LOST;
-		st->n_lost--;
-	}
-	return sent;
-}
-
-unsigned int
-weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake)
-{
-	struct pep *st = pep_of(w);
-	unsigned int sent = 0;
-
-	if (st == NULL || st->n_active == 0)
-		return 0;
-	if (unlikely(st->n_lost > 0))
-		sent += resend_lost(w, st, now, POLL_BUDGET);
-	for (unsigned int k = 0; k < POLL_BUDGET && st->n_active > 0; k++) {
-		struct pep_flow *pf;
-		struct weir_flow *f;
-
-		if (st->rr >= st->n_active)
-			st->rr = 0;
-		pf = &st->fl[st->active[st->rr++]];
-		f = weir_flow_by_slot(w->flows, pf->slot);
-		if (pf->n == 0 && (f->state == WEIR_FS_CLOSED || (pf->flags & F_DRAIN))) {
-			flow_drop(st, f, pf, &st->st.ended_copies);
-			continue;
-		}
-		if (pf->rto_at == 0 || now < pf->rto_at)
-			continue;
-		/* Give up only on a receiver that is silent: nothing from R
-		 * since the first of these timeouts. One that still sends
-		 * (duplicates: its path is congested, the copies are being
-		 * lost again) is retried at the longest timeout for as long
-		 * as it answers (a flow reset while R talked was seen with
-		 * cubic over a 0.5 Mbit/s trough). */
-		if (pf->retries >= WEIR_PEP_RETRIES && pf->heard < pf->first_to) {
-			if (pf->packed_bytes > 0) {
-				give_up(w, st, f, pf);
-				sent += 2;
-			} else {
-				/* Only stored copies: S still owns that data. */
-				pf->flags |= F_DRAIN;
-				chain_free(st, pf, &st->st.ended_copies);
-			}
-			continue;
-		}
-		if (pf->retries == 0)
-			pf->first_to = now;
-		if (pf->retries >= WEIR_PEP_RETRIES) {
-			/* R answered meanwhile: it must now stay silent for three
-			 * more (longest) timeouts before the flow is given up. */
-			pf->first_to = now;
-			pf->retries = WEIR_PEP_RETRIES - 3;
-		}
-		pf->retries++;
-		pf->flags |= F_RECOVERY;
-		pf->recover = pf->next_seq;
-		for (uint32_t ri = pf->head; ri != NONE; ri = st->rec[ri].next) {
-			if (st->rec[ri].m != NULL) {
-				if (retransmit(w, st, pf, &st->rec[ri], now)) {
-					st->st.rto_retx++;
-					sent++;
-				}
-				break;
-			}
-		}
-		pf->rto_at = now + RTE_MIN(rto_of(st, pf) << pf->retries, st->rto_max);
-	}
-	if (st->n_active > 0)
-		*wake = RTE_MIN(*wake, now + w->tsc_hz / 1000);
-	return sent;
-}
-
-void
-weir_pep_drain_begin(struct weir_worker *w)
-{
-	struct pep *st = pep_of(w);
-
-	for (uint16_t k = 0; st != NULL && k < st->n_active; k++)
-		st->fl[st->active[k]].flags |= F_DRAIN;
-}
-
-bool
-weir_pep_owed(const struct weir_worker *w)
-{
-	const struct pep *st = pep_of(w);
-
-	for (uint16_t k = 0; st != NULL && k < st->n_active; k++)
-		if (owed(&st->fl[st->active[k]]))
-			return true;
-	return false;
-}
-
-unsigned int
-weir_pep_give_up_all(struct weir_worker *w)
-{
-	struct pep *st = pep_of(w);
-	unsigned int n = 0;
-
-	for (uint16_t k = 0; st != NULL && k < st->n_active; k++) {
-		struct pep_flow *pf = &st->fl[st->active[k]];
-
-		if (!owed(pf))
-			continue;
-		give_up(w, st, weir_flow_by_slot(w->flows, pf->slot), pf);
-		st->st.drain_resets++;
-		n++;
-	}
-	return n;
-}
-
-unsigned int
-weir_pep_flush(struct weir_worker *w)
-{
-	struct pep *st = pep_of(w);
-	uint64_t before;
-
-	if (st == NULL)
-		return 0;
-	before = st->st.flushed;
-	while (st->n_active > 0) {
-		struct pep_flow *pf = &st->fl[st->active[0]];
-
-		/* Only when the worker never ran its stop drain (tests, a
-		 * failed start): the loop delivers or resets first. */
-		if (owed(pf)) {
-			st->st.flushed_owed++;
-			RTE_LOG(WARNING, USER1, "pep: a flow's p-acked data dropped at shutdown "
-				"without a reset (port %u -> %u, %u bytes)\n", pf->t.s_port,
-				pf->t.r_port, pf->packed_bytes);
-		}
-		flow_drop(st, w->flows != NULL ? weir_flow_by_slot(w->flows, pf->slot) : NULL, pf,
-			  &st->st.flushed);
-	}
-	return (unsigned int)(st->st.flushed - before);
 }
 
 bool
