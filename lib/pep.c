@@ -348,7 +348,7 @@ receiver_reset(struct weir_worker *w, struct pep *st, struct weir_flow *f, struc
 		return false;
 	}
 	if (owed(pf))
-		pep_give_up(w, st, f, pf);  /* S hears it from the gateway too, at its rcv_nxt */
+		pep_give_up(w, st, f, pf, &st->st.r_resets);  /* S hears it too, at its rcv_nxt */
 	pep_flow_drop(st, f, pf, &st->st.ended_copies);
 	return false;
 }

@@ -54,7 +54,9 @@ struct weir_pep_stats {
 	uint64_t fast_retx;     /* retransmissions from a copy on duplicate ACKs or a SACK hole */
 	uint64_t rto_retx;      /* retransmissions from a copy on the flow's timeout */
 	uint64_t retx_again;    /* of fast_retx: a resend lost too, found a round trip later */
-	uint64_t give_ups;      /* flows ended with RSTs to both sides (receiver silent) */
+	uint64_t give_ups;      /* flows ended with RSTs to both sides: R silent, or the flow
+				 * left the table, with p-acked data outstanding */
+	uint64_t r_resets;      /* R's in-window RSTs while S was owed data: S reset too */
 	uint64_t rst_sent;      /* RST frames made */
 	uint64_t rst_ignored;   /* RSTs outside the window of the end they were sent to: passed,
 				 * the state kept (the endpoint ignores them, RFC 5961) */
@@ -68,7 +70,8 @@ struct weir_pep_stats {
 	uint64_t lost_resent;   /* copies resent at once: the class dropped a p-acked original */
 	uint64_t ended_copies;  /* copies dropped because the flow ended (idle, evicted) */
 	uint64_t flushed;       /* copies dropped at shutdown */
-	uint64_t drain_resets;  /* flows reset at stop: R still lacked p-acked data at the deadline */
+	uint64_t drain_resets;  /* flows reset at stop (RSTs to both sides): R still lacked
+				 * p-acked data at the deadline */
 	uint64_t flushed_owed;  /* flows whose p-acked data was dropped without a reset (no drain ran) */
 	uint32_t copies;        /* mbufs held now */
 	uint32_t copy_cap;      /* the worker's cap */

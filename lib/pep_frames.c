@@ -191,9 +191,11 @@ pep_retransmit(struct weir_worker *w, struct pep *st, const struct pep_flow *pf,
 }
 
 /* RSTs to both sides (S from R, R from S) and the copies dropped: R has
- * gone silent while S believes data was delivered. */
+ * gone silent (or reset) while S believes data was delivered. `count` is
+ * the reason's counter. */
 void
-pep_give_up(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf)
+pep_give_up(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf,
+	    uint64_t *count)
 {
 	struct rte_mbuf *m;
 
@@ -213,7 +215,7 @@ pep_give_up(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct p
 		weir_worker_out(w, pf->d ^ 1, m);
 		st->st.rst_sent++;
 	}
-	st->st.give_ups++;
+	(*count)++;
 	pf->flags |= F_DRAIN;
 	pep_chain_free(st, pf, &st->st.ended_copies);
 	RTE_SET_USED(f);

@@ -190,6 +190,7 @@ void pep_send_pack(struct weir_worker *w, struct pep *st, const struct weir_flow
 		   struct pep_flow *pf);
 bool pep_retransmit(struct weir_worker *w, struct pep *st, const struct pep_flow *pf,
 		    struct pep_rec *r, uint64_t now);
-void pep_give_up(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf);
+void pep_give_up(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf,
+		 uint64_t *count);
 
 #endif /* WEIR_PEP_INT_H */

@@ -27,7 +27,7 @@ weir_pep_end(struct weir_worker *w, struct weir_flow *f, uint32_t slot)
 		if (pf == NULL)
 			continue;
 		if (pf->packed_bytes > 0)
-			pep_give_up(w, st, f, pf);  /* S was told of data R never acknowledged */
+			pep_give_up(w, st, f, pf, &st->st.give_ups);  /* S was told of data R never acked */
 		pep_flow_drop(st, f, pf, &st->st.ended_copies);
 	}
 	f->shape &= (uint8_t)~WEIR_FSH_PEP;
@@ -100,7 +100,7 @@ weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake)
 		 * cubic over a 0.5 Mbit/s trough). */
 		if (pf->retries >= WEIR_PEP_RETRIES && pf->heard < pf->first_to) {
 			if (pf->packed_bytes > 0) {
-				pep_give_up(w, st, f, pf);
+				pep_give_up(w, st, f, pf, &st->st.give_ups);
 				sent += 2;
 			} else {
 				/* Only stored copies: S still owns that data. */
@@ -167,8 +167,7 @@ weir_pep_give_up_all(struct weir_worker *w)
 
 		if (!owed(pf))
 			continue;
-		pep_give_up(w, st, weir_flow_by_slot(w->flows, pf->slot), pf);
-		st->st.drain_resets++;
+		pep_give_up(w, st, weir_flow_by_slot(w->flows, pf->slot), pf, &st->st.drain_resets);
 		n++;
 	}
 	return n;

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """The premature-ACK paper's Sec. IV (seed 003) with real Linux TCP in the testbed.
 
-    scripts/pep_experiments.py [--quick] [--out DIR] [--secs N] [--modes pep,none,...]
-                               [--cc paper,cubic,bbr] [--scenarios NAME,...]
+    scripts/pep_experiments.py [--quick] [--out DIR] [--secs N] [--reps N]
+                               [--modes pep,none,...] [--cc paper,cubic,bbr] [--scenarios NAME,...]
 
 One long flow from l1 (A) to w1 (B) through weir (C, the proxy at the ingress edge) and
 weir-wanemu (the bottleneck C-D plus the access D-B): the path's one-way delay is d + 10 ms,
@@ -17,8 +17,10 @@ shaping). Senders: "paper" = reno with its congestion window clamped at 20 segme
 initial window of 1 (ip route ... cwnd lock 20 initcwnd 1: the paper's NewReno, window 20,
 IW 1), then "cubic" and "bbr" with Linux defaults.
 
-Writes DIR/pep.csv, DIR/pep.png (goodput per second), DIR/pep.md (the table); --quick
-(CI, ~40 s) runs one short scenario with pep and none only, into a temporary DIR unless --out.
+Each cell runs --reps times (5; 3 with --quick), the modes alternating within a round; the
+table gives the median and the range. Writes DIR/pep.csv (one row per run), DIR/pep.png
+(goodput per second, every run), DIR/pep.md (the table); --quick (CI, ~80 s) runs one short
+scenario with pep and none only, into a temporary DIR unless --out.
 The A-C access delay (10 ms) is not emulated: l1 sits next to weir.
 """
 import argparse
@@ -30,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -92,11 +95,28 @@ def run_one(tb, cfg_dir, mode, cc, secs):
     return r, pep
 
 
+def run_row(tb, cfg_dir, name, cc, mode, rep, run_s):
+    d, _, k = SCENARIOS[name]
+    r, pep = run_one(tb, cfg_dir, mode, cc, run_s)
+    ivs = [b / 1e6 for b in r.interval_bps]
+    row = {"scenario": name, "d_ms": d, "k": k, "cc": cc, "mode": mode, "rep": rep,
+           "secs": run_s, "goodput_mbit": round(r.goodput_bps / 1e6, 3),
+           "first_s_mbit": round(sum(ivs[:SLOW_START_S]) / max(1, len(ivs[:SLOW_START_S])), 3),
+           "retransmits": r.retransmits, "packed": pep.get("packed", 0),
+           "pep_retx": pep.get("fast_retx", 0) + pep.get("rto_retx", 0),
+           "give_ups": pep.get("give_ups", 0),
+           "intervals": json.dumps([round(x, 3) for x in ivs])}
+    print(f"{name:15} {cc:6} {mode:8} run {rep}: {row['goodput_mbit']:6.3f} Mbit/s "
+          f"(first {SLOW_START_S} s {row['first_s_mbit']:.3f})", flush=True)
+    return row
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
     ap.add_argument("--secs", type=int, default=30, help="seconds per run (sine k=0.2: one period is 31 s)")
+    ap.add_argument("--reps", type=int, help="runs per cell (default 5, --quick 3)")
     ap.add_argument("--modes")
     ap.add_argument("--cc")
     ap.add_argument("--scenarios")
@@ -109,6 +129,7 @@ def main():
     ccs = a.cc.split(",") if a.cc else (["paper"] if a.quick else CCS)
     names = a.scenarios.split(",") if a.scenarios else (QUICK if a.quick else list(SCENARIOS))
     secs = 5 if a.quick else a.secs
+    reps = a.reps or (3 if a.quick else 5)
     out = Path(a.out) if a.out else (Path(tempfile.mkdtemp(prefix="pep-exp-")) if a.quick
                                       else REPO / "docs" / "results" / "pep")
     out.mkdir(parents=True, exist_ok=True)
@@ -120,6 +141,7 @@ def main():
         for r in rows:
             for k in ("goodput_mbit", "first_s_mbit"):
                 r[k] = float(r[k])
+            r.setdefault("rep", 0)
     for name in names:
         d, sched, k = SCENARIOS[name]
         # A slow sine's phase is the emulator's, not the run's: a run of one
@@ -131,21 +153,12 @@ def main():
         tb = weirtb.Testbed(lan=1, wan=1, paths=[path])
         tb.claim().up()
         try:
-            for cc in ccs:
-                for mode in modes:
-                    r, pep = run_one(tb, cfg_dir, mode, cc, run_s)
-                    ivs = [b / 1e6 for b in r.interval_bps]
-                    row = {"scenario": name, "d_ms": d, "k": k, "cc": cc, "mode": mode,
-                           "secs": run_s, "goodput_mbit": round(r.goodput_bps / 1e6, 3),
-                           "first_s_mbit": round(sum(ivs[:SLOW_START_S]) / max(1, len(ivs[:SLOW_START_S])), 3),
-                           "retransmits": r.retransmits, "packed": pep.get("packed", 0),
-                           "pep_retx": pep.get("fast_retx", 0) + pep.get("rto_retx", 0),
-                           "give_ups": pep.get("give_ups", 0),
-                           "intervals": json.dumps([round(x, 3) for x in ivs])}
-                    rows = [x for x in rows if (x["scenario"], x["cc"], x["mode"]) != (name, cc, mode)]
-                    rows.append(row)
-                    print(f"{name:15} {cc:6} {mode:8} {row['goodput_mbit']:6.3f} Mbit/s "
-                          f"(first {SLOW_START_S} s {row['first_s_mbit']:.3f})", flush=True)
+            rows = [x for x in rows if (x["scenario"], x["cc"], x["mode"]) not in
+                    {(name, cc, mode) for cc in ccs for mode in modes}]
+            for rep in range(reps):
+                for cc in ccs:
+                    for mode in modes:
+                        rows.append(run_row(tb, cfg_dir, name, cc, mode, rep, run_s))
         finally:
             tb.down()
             bad = tb.bad_weir_exits()
@@ -162,18 +175,24 @@ def write(out, rows, modes):
         w.writeheader()
         w.writerows(rows)
     keys = sorted({(r["scenario"], r["cc"]) for r in rows}, key=lambda x: (list(SCENARIOS).index(x[0]), x[1]))
-    get = {(r["scenario"], r["cc"], r["mode"]): r for r in rows}
-    lines = ["| scenario | sender | " + " | ".join(modes) + " | pep / none |",
+    runs = {}
+    for r in rows:
+        runs.setdefault((r["scenario"], r["cc"], r["mode"]), []).append(r)
+    lines = ["Median of the runs (lowest-highest, number of runs).", "",
+             "| scenario | sender | " + " | ".join(modes) + " | pep / none |",
              "|---|---|" + "---|" * (len(modes) + 1)]
     for what, col in (("mean goodput, Mbit/s", "goodput_mbit"),
                       (f"goodput in the first {SLOW_START_S} s, Mbit/s", "first_s_mbit")):
         lines.append(f"| **{what}** | | " + " | " * len(modes) + " |")
         for s, cc in keys:
-            vals = [get.get((s, cc, m), {}).get(col) for m in modes]
-            p, n = get.get((s, cc, "pep"), {}).get(col), get.get((s, cc, "none"), {}).get(col)
-            ratio = f"{p / n:.2f}x" if p and n else "-"
-            lines.append(f"| {s} | {cc} | " + " | ".join("-" if v is None else f"{v:.3f}" for v in vals)
-                         + f" | {ratio} |")
+            cells = []
+            for m in modes:
+                v = [float(x[col]) for x in runs.get((s, cc, m), [])]
+                cells.append(f"{median(v):.3f} ({min(v):.3f}-{max(v):.3f}, {len(v)})" if v else "-")
+            p = [float(x[col]) for x in runs.get((s, cc, "pep"), [])]
+            n = [float(x[col]) for x in runs.get((s, cc, "none"), [])]
+            ratio = f"{median(p) / median(n):.2f}x" if p and n and median(n) else "-"
+            lines.append(f"| {s} | {cc} | " + " | ".join(cells) + f" | {ratio} |")
     (out / "pep.md").write_text("\n".join(lines) + "\n")
     try:
         import matplotlib
@@ -185,11 +204,10 @@ def write(out, rows, modes):
     fig, axes = plt.subplots(len(keys), 1, figsize=(8, 2.2 * len(keys)), squeeze=False)
     for ax, (s, cc) in zip(axes[:, 0], keys):
         for m in modes:
-            r = get.get((s, cc, m))
-            if r:
+            for i, r in enumerate(runs.get((s, cc, m), [])):
                 iv = json.loads(r["intervals"])
-                ax.plot(range(1, len(iv) + 1), iv, label=m, color=COLORS.get(m),
-                        marker="." if m == "pep" else None)
+                ax.plot(range(1, len(iv) + 1), iv, label=m if i == 0 else None,
+                        color=COLORS.get(m), alpha=0.6, marker="." if m == "pep" else None)
         ax.set_title(f"{s}, sender {cc}", fontsize=9)
         ax.set_ylabel("Mbit/s")
         ax.set_ylim(0, 2)

@@ -453,6 +453,7 @@ pep_json(const struct weir_app *app)
 		s.fast_retx += w->fast_retx;
 		s.rto_retx += w->rto_retx;
 		s.give_ups += w->give_ups;
+		s.r_resets += w->r_resets;
 		s.rst_sent += w->rst_sent;
 		s.flow_cap += w->flow_cap;
 		s.pool_cap += w->pool_cap;
@@ -485,7 +486,7 @@ pep_json(const struct weir_app *app)
 		"sacked", (json_int_t)s.sacked, "fast_retx", (json_int_t)s.fast_retx,
 		"rto_retx", (json_int_t)s.rto_retx);
 	json_t *o2 = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-		"give_ups", (json_int_t)s.give_ups, "rst_sent", (json_int_t)s.rst_sent,
+		"give_ups", (json_int_t)s.give_ups, "r_resets", (json_int_t)s.r_resets, "rst_sent", (json_int_t)s.rst_sent,
 		"flow_cap", (json_int_t)s.flow_cap, "pool_cap", (json_int_t)s.pool_cap,
 		"buf_full", (json_int_t)s.buf_full, "not_packable", (json_int_t)s.not_packable,
 		"nombuf", (json_int_t)s.nombuf, "ended_copies", (json_int_t)s.ended_copies,
