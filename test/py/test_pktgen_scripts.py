@@ -349,7 +349,7 @@ def weir_counter_vocabulary():
     """Every key weir's stats file can hold (quoted names in stats.c, reasons in parse.c),
     and its config settings (config.c: a header may name flows.timeouts.udp)."""
     words = set()
-    for f in (REPO / "app" / "weir" / "stats.c", REPO / "lib" / "parse.c",
+    for f in (REPO / "app" / "weir" / "stats.c", REPO / "lib" / "net" / "parse.c",
               REPO / "app" / "weir" / "config.c"):
         words |= set(re.findall(r'"([a-z_][a-z0-9_]*)"', f.read_text()))
     return words
