@@ -21,7 +21,8 @@ Each cell runs --reps times (5; 3 with --quick), the modes alternating within a 
 table gives the median and the range. Writes DIR/pep.csv (one row per run), DIR/pep.png
 (goodput per second, every run), DIR/pep.md (the table); --quick (CI, ~80 s) runs one short
 scenario with pep and none only, into a temporary DIR unless --out.
-The A-C access delay (10 ms) is not emulated: l1 sits next to weir.
+The A-C access link is emulated too (--access-ms, 10 ms one way at 10 Mbit/s, as the paper's:
+a p-ACK reaches the sender in 20 ms); --access-ms 0 puts l1 next to weir.
 """
 import argparse
 import csv
@@ -116,6 +117,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
     ap.add_argument("--secs", type=int, default=30, help="seconds per run (sine k=0.2: one period is 31 s)")
+    ap.add_argument("--access-ms", type=float, default=10,
+                    help="one-way delay of the sender's access link to weir (paper: 10)")
     ap.add_argument("--reps", type=int, help="runs per cell (default 5, --quick 3)")
     ap.add_argument("--modes")
     ap.add_argument("--cc")
@@ -150,7 +153,8 @@ def main():
         path = PathSpec(delay=d + 10, limit=50, **({"sched": sched, "sched_dir": "to_path"}
                                                    if sched else {"rate": "1mbit"}))
         os.environ["WEIR_TESTBED_CFG"] = str(config(cfg_dir / "none.cfg", "none"))
-        tb = weirtb.Testbed(lan=1, wan=1, paths=[path])
+        access = [PathSpec(delay=a.access_ms, rate="10mbit", limit=50)] if a.access_ms else None
+        tb = weirtb.Testbed(lan=1, wan=1, paths=[path], lan_paths=access)
         tb.claim().up()
         try:
             rows = [x for x in rows if (x["scenario"], x["cc"], x["mode"]) not in

@@ -3,6 +3,10 @@
     wtb-l1..lN --eth0/lan-pI-- br0 (wtb-lan) --lan-up/gw-lan-- wtb-gw --gw-wan/emu-weir--
         wtb-emu (weir-wanemu or a bridge) --emu-pJ/eth0-- wtb-w1..wM
 
+With lan_paths (one PathSpec per LAN host: the senders' access links), wtb-lan
+runs a second weir-wanemu instead of br0 (role "lanemu": lan-up faces weir,
+lan-pI is host I's path); LAN hosts then reach weir only, not each other.
+
 LAN and WAN hosts share one L2 segment (10.77.0.0/16, fd77::/64); everything
 between them is a bridge, so weir and the emulator see real Ethernet frames.
 State (pids, mode, log files) lives in STATE_DIR so `down` can clean up after
@@ -103,7 +107,7 @@ class Testbed:
     __test__ = False  # not a pytest test class despite the name
 
     def __init__(self, lan=2, wan=3, gateway="weir", emu="wanemu", paths=None, seed=1,
-                 core=None):
+                 core=None, lan_paths=None):
         if gateway not in GATEWAYS:
             raise ValueError(f"gateway must be one of {GATEWAYS}")
         if emu not in EMULATORS:
@@ -115,6 +119,9 @@ class Testbed:
         self.paths = list(paths) if paths is not None else paper_paths(wan)
         if len(self.paths) != wan:
             raise ValueError("need one PathSpec per WAN host")
+        self.lan_paths = list(lan_paths) if lan_paths is not None else None
+        if self.lan_paths is not None and len(self.lan_paths) != lan:
+            raise ValueError("need one PathSpec per LAN host")
         self.seed = seed
         # weir-wanemu --core options (e.g. "rate=15mbit,limit=120,rio=..."): one
         # link every frame from weir crosses before its path; None = none.
@@ -169,7 +176,7 @@ class Testbed:
                 why.append(f"weir binary missing: {weir_binary()} (set WEIR_BUILD_DIR)")
             if not weir_config().is_file():
                 why.append(f"weir testbed config missing: {weir_config()}")
-        if self.emu == "wanemu" and not os.access(wanemu_binary(), os.X_OK):
+        if (self.emu == "wanemu" or self.lan_paths) and not os.access(wanemu_binary(), os.X_OK):
             why.append(f"WAN emulator missing: {wanemu_binary()} (set WEIR_BUILD_DIR)")
         return why
 
@@ -207,7 +214,8 @@ class Testbed:
         netns.veth("lan", "lan-up", "gw", "gw-lan")
         for p in ports + ["lan-up"]:
             netns.no_ipv6("lan", p)
-        netns.bridge("lan", "br0", ports + ["lan-up"])
+        if self.lan_paths is None:
+            netns.bridge("lan", "br0", ports + ["lan-up"])
         # WAN side: gw-wan == emu-weir, emu-pJ == eth0 of wtb-wJ
         netns.veth("gw", "gw-wan", "emu", "emu-weir")
         for d in ("gw-lan", "gw-wan"):
@@ -240,19 +248,26 @@ class Testbed:
         return True
 
     def _start_emulator(self):
+        if self.lan_paths is not None:
+            self._start_wanemu("lanemu", "lan", "lan-up",
+                               [p.arg(f"lan-p{i}") for i, p in enumerate(self.lan_paths, 1)])
         if self.emu == "bridge":
             netns.bridge("emu", "br0", ["emu-weir"] + [f"emu-p{j}" for j in range(1, self.nwan + 1)])
             return
-        argv = [str(wanemu_binary()), "--weir", "emu-weir"]
-        for j, p in enumerate(self.paths, 1):
-            argv += ["--path", p.arg(f"emu-p{j}")]
-        if self.core:
-            argv += ["--core", self.core]
-        argv += ["--seed", str(self.seed), "--stats", str(STATE_DIR / "wanemu-stats.json"),
+        self._start_wanemu("wanemu", "emu", "emu-weir",
+                           [p.arg(f"emu-p{j}") for j, p in enumerate(self.paths, 1)], self.core)
+
+    def _start_wanemu(self, role, ns, weir_if, path_args, core=None):
+        argv = [str(wanemu_binary()), "--weir", weir_if]
+        for a in path_args:
+            argv += ["--path", a]
+        if core:
+            argv += ["--core", core]
+        argv += ["--seed", str(self.seed), "--stats", str(STATE_DIR / f"{role}-stats.json"),
                  "--stats-interval", "1"]
-        self._spawn("wanemu", "emu", argv)
+        self._spawn(role, ns, argv)
         time.sleep(0.3)
-        self._check_alive("wanemu")
+        self._check_alive(role)
 
     def start_gateway(self, mode, wait=True, htb_spec=None):
         """Put `mode` ('weir', 'linux-bridge' or 'linux-htb' with htb_spec, see
@@ -363,7 +378,7 @@ class Testbed:
         return f"--- {role}.log (tail) ---\n" + "\n".join(text.splitlines()[-lines:])
 
     def _log_tails(self):
-        return "\n".join(self.log_tail(r) for r in ("weir", "wanemu") if (STATE_DIR / f"{r}.log").exists())
+        return "\n".join(self.log_tail(r) for r in ("weir", "wanemu", "lanemu") if (STATE_DIR / f"{r}.log").exists())
 
     def _save_state(self):
         STATE_DIR.mkdir(parents=True, exist_ok=True)
@@ -371,6 +386,7 @@ class Testbed:
             "owner_pid": self.owner_pid,
             "lan": self.nlan, "wan": self.nwan, "gateway": self.gateway_running or self.gateway,
             "emu": self.emu, "vlan_if": self.has_vlan_if, "paths": [asdict(p) for p in self.paths],
+            "lan_paths": [asdict(p) for p in self.lan_paths] if self.lan_paths else None,
             # p.args is `ip netns exec NS PROGRAM ...`; exec keeps the pid.
             "procs": {r: {"pid": p.pid, "exe": p.args[4], "cmd": " ".join(p.args)}
                       for r, p in self._procs.items() if p.poll() is None},
@@ -413,8 +429,9 @@ class Testbed:
         """weir's latest stats JSON; retries a torn read (weir rewrites it each second)."""
         return _read_json(self.weir_stats_path, timeout)
 
-    def wanemu_stats(self, timeout=3.0):
-        return _read_json(STATE_DIR / "wanemu-stats.json", timeout)
+    def wanemu_stats(self, timeout=3.0, role="wanemu"):
+        """The WAN emulator's stats (role="lanemu": the LAN access links')."""
+        return _read_json(STATE_DIR / f"{role}-stats.json", timeout)
 
     def ping(self, src, dst, count=3, v6=False, interval=0.2, timeout=20):
         from .traffic import ping

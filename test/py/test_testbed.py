@@ -107,3 +107,19 @@ def test_up_refuses_a_testbed_another_live_process_owns():
         owner.wait()
         weirtb.down()
     assert netns.list_ns() == []
+
+
+def test_lan_access_links_add_their_delay_per_host():
+    """lan_paths: each LAN host reaches weir over its own emulated access link
+    (the seeds' senders sit 10-20 ms from the gateway), through weir as usual."""
+    lan = [weirtb.PathSpec(delay=20), weirtb.PathSpec(delay=2)]
+    with weirtb.Testbed(lan=2, wan=1, gateway="linux-bridge", paths=[weirtb.PathSpec(delay=5)],
+                        lan_paths=lan) as tb:
+        far, near = tb.ping("l1", "w1", count=5), tb.ping("l2", "w1", count=5)
+        assert far.ok and near.ok, (far, near)
+        # Round trip = 2 x (access + path) one-way delays, plus a little.
+        assert 50 <= far.rtt_avg_ms < 65, far
+        assert 14 <= near.rtt_avg_ms < 29, near
+        assert 30 <= far.rtt_avg_ms - near.rtt_avg_ms < 42, (far, near)
+        st = tb.wanemu_stats(role="lanemu")
+        assert len(st["paths"]) == 2, st
