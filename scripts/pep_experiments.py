@@ -9,8 +9,10 @@ weir-wanemu (the bottleneck C-D plus the access D-B): the path's one-way delay i
 its rate from A to B is constant 1 Mbit/s or `1 + 0.5 sin(k t)` Mbit/s (wanemu sched=, k =
 0.2 and 33), its queue 50 frames. weir's link is the 10 Mbit/s access link with one class
 guaranteed 1 Mbit/s (the bottleneck's mean: what the paper's PEP is told is available; the
-class may borrow the whole link, so weir's shaper holds no mode back). The watermark does not
-follow the sine here: nothing tells weir the bottleneck's rate as it moves (docs/pep.md). Goodput is measured at the receiver (iperf3's server side, each second).
+class may borrow the whole link, so weir's shaper holds no mode back). With --follow, weir is
+told the sine's rate as it moves (the class's rate PATCHed each time the emulator's changes,
+read from its stats each second); without, nothing tells weir and the watermark stays at the
+mean. Goodput is measured at the receiver (iperf3's server side, each second).
 
 Modes, side by side: pep, postack, tcr, pfq (weir in that mode) and none (weir without
 shaping). Senders: "paper" = reno with its congestion window clamped at 20 segments and an
@@ -31,6 +33,7 @@ import math
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from statistics import median
@@ -65,6 +68,9 @@ AVAIL = "1mbit"         # the class's guaranteed rate: "the bandwidth available 
 CEIL = "10mbit"         # what it may borrow (--ceil 1mbit: weir shapes at the bottleneck's mean)
 
 
+MGMT_PORT = 8099
+
+
 def config(path, mode):
     """The access link (10 Mbit/s) with one class guaranteed the bottleneck's mean rate and
     allowed to borrow the whole link: no mode is held back by weir's shaper, and pep (and
@@ -72,6 +78,7 @@ def config(path, mode):
     tree = f"""{{ rate = "10mbit"; default = "exp";
     classes = ( {{ name = "exp"; rate = "{AVAIL}"; ceil = "{CEIL}"; mode = "{mode}"; }} ); }}"""
     body = "" if mode == "none" else f"shaping = {{ outbound = {tree}; inbound = {tree}; }};\n"
+    body += f"management = {{ port = {MGMT_PORT}; }};\n"
     path.write_text(weirtb.testbed_config_text(body))
     return path
 
@@ -83,29 +90,58 @@ def set_sender(tb, cc):
     tb.run("l1", ["ip", "route", "replace", "10.77.0.0/16", "dev", "eth0"] + extra)
 
 
-def run_one(tb, cfg_dir, mode, cc, secs):
+def follow_rate(tb, stop, told):
+    """Tell weir the bottleneck's rate as it moves (the paper's PEP asks an admission
+    control): each time the emulator's rate in force changes (its stats, each second),
+    PATCH the class's guaranteed rate, which pep's watermark follows."""
+    last = None
+    while not stop.wait(0.2):
+        try:
+            rate = next(iter(tb.wanemu_stats()["paths"].values()))["to_path"]["rate_bps"]
+        except (OSError, ValueError, KeyError, StopIteration):
+            continue
+        if rate and rate != last:
+            body = json.dumps({"rate": f"{int(rate)}bit"})
+            cp = tb.run("gw", ["curl", "-sf", "-X", "PATCH", "-H", "Content-Type: application/json",
+                               "-d", body, f"http://127.0.0.1:{MGMT_PORT}/api/v1/classes/outbound/exp"],
+                        check=False)
+            if cp.returncode == 0:
+                told.append(rate)
+            last = rate
+
+
+def run_one(tb, cfg_dir, mode, cc, secs, follow=False):
     os.environ["WEIR_TESTBED_CFG"] = str(config(cfg_dir / f"{mode}.cfg", mode))
     tb.start_gateway("weir")
     set_sender(tb, cc)
     time.sleep(0.5)
-    r = iperf_flows(tb, n=1, duration=secs, pairs=[("l1", "w1")], interval=1.0)[0]
-    pep = tb.weir_stats().get("pep") or {}
+    stop, told = threading.Event(), []
+    th = threading.Thread(target=follow_rate, args=(tb, stop, told), daemon=True)
+    if follow and mode != "none":
+        th.start()
+    try:
+        r = iperf_flows(tb, n=1, duration=secs, pairs=[("l1", "w1")], interval=1.0)[0]
+    finally:
+        stop.set()
+        if th.is_alive():
+            th.join(5)
+    pep = dict(tb.weir_stats().get("pep") or {}, told=len(told))
     tb.stop_gateway()
     if r.error:
         print(f"  {mode}/{cc}: iperf3 error {r.error}", flush=True)
     return r, pep
 
 
-def run_row(tb, cfg_dir, name, cc, mode, rep, run_s):
-    d, _, k = SCENARIOS[name]
-    r, pep = run_one(tb, cfg_dir, mode, cc, run_s)
+def run_row(tb, cfg_dir, name, cc, mode, rep, run_s, follow):
+    d, sched, k = SCENARIOS[name]
+    r, pep = run_one(tb, cfg_dir, mode, cc, run_s, follow=follow and sched is not None)
     ivs = [b / 1e6 for b in r.interval_bps]
     row = {"scenario": name, "d_ms": d, "k": k, "cc": cc, "mode": mode, "rep": rep,
            "secs": run_s, "goodput_mbit": round(r.goodput_bps / 1e6, 3),
            "first_s_mbit": round(sum(ivs[:SLOW_START_S]) / max(1, len(ivs[:SLOW_START_S])), 3),
            "retransmits": r.retransmits, "packed": pep.get("packed", 0),
            "pep_retx": pep.get("fast_retx", 0) + pep.get("rto_retx", 0),
-           "give_ups": pep.get("give_ups", 0),
+           "give_ups": pep.get("give_ups", 0), "told": pep.get("told", 0),
            "intervals": json.dumps([round(x, 3) for x in ivs])}
     print(f"{name:15} {cc:6} {mode:8} run {rep}: {row['goodput_mbit']:6.3f} Mbit/s "
           f"(first {SLOW_START_S} s {row['first_s_mbit']:.3f})", flush=True)
@@ -119,6 +155,8 @@ def main():
     ap.add_argument("--secs", type=int, default=30, help="seconds per run (sine k=0.2: one period is 31 s)")
     ap.add_argument("--access-ms", type=float, default=10,
                     help="one-way delay of the sender's access link to weir (paper: 10)")
+    ap.add_argument("--follow", action="store_true",
+                    help="sine scenarios: PATCH the class's rate to the bottleneck's as it moves")
     ap.add_argument("--reps", type=int, help="runs per cell (default 5, --quick 3)")
     ap.add_argument("--modes")
     ap.add_argument("--cc")
@@ -162,7 +200,7 @@ def main():
             for rep in range(reps):
                 for cc in ccs:
                     for mode in modes:
-                        rows.append(run_row(tb, cfg_dir, name, cc, mode, rep, run_s))
+                        rows.append(run_row(tb, cfg_dir, name, cc, mode, rep, run_s, a.follow))
         finally:
             tb.down()
             bad = tb.bad_weir_exits()
