@@ -19,6 +19,10 @@ Variants of weir per run:
   clamp         last_mile on the slow host (rate, rtt, buffer): window <= pipe + buffer
   clamp+exempt  the same and exempt from weir's per-flow fairness (no PostACK holding,
                 not counted in the class's share)
+  exempt        the exemption alone: the clamp told a buffer of 10,000 packets, so it never
+                binds (its `windows clamped` stays 0)
+  clamp1k       the thesis' Table 3.10 window of ~1 KB: the clamp told rtt 1 ms and buffer 4,
+                i.e. 4 segments of MSS 256 - 12 = 976 bytes, not exempt
 Senders use reno (the thesis' "standard" policy; see docs/results/lastmile/README.md for what
 does not carry over from its IBK/CR/CANIT senders).
 
@@ -38,6 +42,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -51,7 +56,10 @@ SETUPS = {
     "slow": {"rate": "56kbit", "bps": 56000, "delay": 125, "rtt": 310},
     "ltn": {"rate": "9600bit", "bps": 9600, "delay": 320, "rtt": 960},
 }
-VARIANTS = ["plain", "clamp", "clamp+exempt"]
+VARIANTS = ["plain", "clamp", "clamp+exempt", "exempt", "clamp1k"]
+# variant: (told rtt in ms or None for the setup's, told buffer or None for the hop's - 1, exempt)
+LM = {"clamp": (None, None, False), "clamp+exempt": (None, None, True),
+      "exempt": (None, 10000, True), "clamp1k": (1, 4, False)}
 SHARED = "1500kbit"
 MTU = 296
 
@@ -74,10 +82,11 @@ def weir_config(path, setup, variant, buffer, w3):
     s = SETUPS[setup]
     lm = ""
     if variant != "plain":
-        exempt = "true" if variant == "clamp+exempt" else "false"
+        rtt, told, exempt = LM[variant]
         # wanemu's limit counts the frame on the wire too: the hop queues limit - 1.
-        lm = (f' last_mile = {{ rate = "{s["rate"]}"; rtt = {s["rtt"]}; buffer = {buffer - 1}; '
-              f'exempt = {exempt}; side = "wan"; }};')
+        told = buffer - 1 if told is None else told
+        lm = (f' last_mile = {{ rate = "{s["rate"]}"; rtt = {rtt or s["rtt"]}; buffer = {told}; '
+              f'exempt = {"true" if exempt else "false"}; side = "wan"; }};')
     body = (f'shaping = {{\n  outbound = {{ rate = "{SHARED}"; default = "shared";\n'
             f'    classes = ( {{ name = "shared"; rate = "{SHARED}"; mode = "postack"; }} ); }};\n'
             f'  inbound = "{SHARED}";\n}};\n')
@@ -92,7 +101,7 @@ def path_counters(tb):
     return {name: p["to_path"] for name, p in st["paths"].items()}
 
 
-def run_one(tb, setup, variant, buffer, seconds, cfg_dir, cc):
+def run_one(tb, setup, variant, buffer, seconds, cfg_dir, cc, rep=0):
     w3 = tb.addr("w3")
     os.environ["WEIR_TESTBED_CFG"] = str(weir_config(cfg_dir / f"{setup}-{variant}-{buffer}.cfg",
                                                      setup, variant, buffer, w3))
@@ -112,7 +121,8 @@ def run_one(tb, setup, variant, buffer, seconds, cfg_dir, cc):
     lm = stats["ports"]["wan"].get("last_mile", {})
     lm_out = stats["ports"]["lan"].get("last_mile", {})
     return {
-        "setup": setup, "buffer": buffer, "variant": variant, "seconds": seconds, "cc": cc,
+        "setup": setup, "buffer": buffer, "variant": variant, "rep": rep, "seconds": seconds,
+        "cc": cc,
         "slow_goodput_kbps": round(slow.goodput_bps / 1e3, 2),
         "slow_loss_pct": round(100.0 * dropped / rx, 2) if rx else 0.0,
         "slow_lasthop_drops": dropped,
@@ -124,6 +134,22 @@ def run_one(tb, setup, variant, buffer, seconds, cfg_dir, cc):
         "lm_exempt": lm.get("exempt", 0) + lm_out.get("exempt", 0),
         "weir_dropped": stats["ports"]["lan"]["dropped"],
     }
+
+
+def summary(rows):
+    """Median (lowest-highest, runs) of goodput and loss per cell."""
+    cells = {}
+    for r in rows:
+        cells.setdefault((r["setup"], r["buffer"], r["variant"]), []).append(r)
+    out = ["| setup | buffer | variant | slow goodput kbit/s | last-hop loss % | windows clamped |",
+           "|---|---|---|---|---|---|"]
+
+    def mr(v):
+        return f"{median(v):g} ({min(v):g}-{max(v):g}, {len(v)})"
+    for (setup, buffer, variant), rs in cells.items():
+        out.append(f"| {setup} | {buffer} | {variant} | {mr([x['slow_goodput_kbps'] for x in rs])} | "
+                   f"{mr([x['slow_loss_pct'] for x in rs])} | {mr([x['lm_clamped'] for x in rs])} |")
+    return "\n".join(out) + "\n"
 
 
 def table(rows):
@@ -150,15 +176,16 @@ def plot(rows, png):
     for j, s in enumerate(setups):
         rs = [r for r in rows if r["setup"] == s]
         bufs = sorted({r["buffer"] for r in rs})
-        width = 0.8 / len(VARIANTS)
-        for k, v in enumerate(VARIANTS):
+        variants = [v for v in VARIANTS if any(r["variant"] == v for r in rs)]
+        width = 0.8 / len(variants)
+        for k, v in enumerate(variants):
             xs = [i + k * width for i in range(len(bufs))]
-            good = [next((r["slow_goodput_kbps"] for r in rs if r["buffer"] == b and r["variant"] == v), 0)
-                    for b in bufs]
-            loss = [next((r["slow_loss_pct"] for r in rs if r["buffer"] == b and r["variant"] == v), 0)
-                    for b in bufs]
-            axes[0][j].bar(xs, good, width, label=v)
-            axes[1][j].bar(xs, loss, width, label=v)
+            for row, key in ((0, "slow_goodput_kbps"), (1, "slow_loss_pct")):
+                vals = [[r[key] for r in rs if r["buffer"] == b and r["variant"] == v] for b in bufs]
+                med = [median(x) if x else 0 for x in vals]
+                err = [[m - min(x) if x else 0 for m, x in zip(med, vals)],
+                       [max(x) - m if x else 0 for m, x in zip(med, vals)]]
+                axes[row][j].bar(xs, med, width, yerr=err, capsize=2, label=v)
         for ax, what in ((axes[0][j], "slow flow goodput, kbit/s"), (axes[1][j], "last-hop loss, %")):
             ax.set_xticks([i + 0.4 - width / 2 for i in range(len(bufs))])
             ax.set_xticklabels([f"buffer {b}" for b in bufs])
@@ -176,11 +203,12 @@ def main():
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--seconds", type=int, default=45)
     ap.add_argument("--cc", default="reno")
+    ap.add_argument("--reps", type=int, default=1, help="runs per cell (variants alternate)")
     ap.add_argument("--quick", action="store_true",
-                    help="CI: slow link, buffer 3, plain and clamp+exempt, 8 s each")
+                    help="CI: slow link, buffer 3, plain, clamp1k and clamp+exempt, 8 s each")
     args = ap.parse_args()
     if args.quick:
-        args.setups, args.buffers, args.variants, args.seconds = "slow", "3", "plain,clamp+exempt", 8
+        args.setups, args.buffers, args.variants, args.seconds = "slow", "3", "plain,clamp1k,clamp+exempt", 8
     if os.geteuid() != 0:
         sys.exit("needs root (network namespaces)")
     out = Path(args.out)
@@ -199,10 +227,12 @@ def main():
                 try:
                     tb.claim().up(wait=False)
                     tb.run("w3", f"ip link set eth0 mtu {MTU}")
-                    for variant in args.variants.split(","):
-                        r = run_one(tb, setup, variant, buffer, args.seconds, Path(cfgs), args.cc)
-                        print(r, flush=True)
-                        rows.append(r)
+                    for rep in range(args.reps):
+                        for variant in args.variants.split(","):
+                            r = run_one(tb, setup, variant, buffer, args.seconds, Path(cfgs),
+                                        args.cc, rep)
+                            print(r, flush=True)
+                            rows.append(r)
                 finally:
                     tb.down()
     with open(out / "lastmile.csv", "w", newline="") as f:
@@ -212,7 +242,8 @@ def main():
     md = ("# Slow last miles through weir (seed 002, Sec. 3.3)\n\n"
           f"`scripts/lastmile_experiments.py {' '.join(sys.argv[1:])}`; {args.seconds} s per run, "
           f"senders {args.cc}, shared link {SHARED}, MTU {MTU} on the slow host.\n\n"
-          + table(rows) + "\n## The thesis' test-bed tables\n\n" + THESIS)
+          + summary(rows) + "\n## Every run\n\n" + table(rows)
+          + "\n## The thesis' test-bed tables\n\n" + THESIS)
     (out / "lastmile.md").write_text(md)
     plot(rows, out / "lastmile.png")
     print(md)
