@@ -115,15 +115,23 @@ class_unit(struct weir_ipabr_class *cs)
 
 /* Count flow tf (weight counted) heavy or light in the class's period,
  * from what the worker measured it to send in its last period (true:
- * heavy). Light: below half its allocation over that period. */
+ * heavy). Light: below half its allocation over that period, and never
+ * held back by its window since its last count. A flow that sent up to
+ * the edge its ACKs gave it sends what weir allows, not what it wants:
+ * on a long path with data queued at weir its rate is its window over a
+ * round trip the queue lengthens, below half its allocation, and counted
+ * light every flow's unit grew to the class (all 32 of the satellite
+ * case light: windows of the whole class each, seconds of queue). */
 static inline bool
 class_count_use(struct weir_worker *w, struct weir_ipabr_class *cs, struct weir_ipabr_flow *tf,
 		int d, uint32_t slot, uint16_t leaf)
 {
 	const struct weir_postack_q *q = &w->pa->q[d][slot];
 	const uint64_t len = w->cls_ctr[d][leaf].period_len;
+	const bool full = tf->flags & WEIR_IPABR_FULL;
 
-	if ((q->flags & WEIR_PAQ_USE_VALID) &&
+	tf->flags &= (uint8_t)~WEIR_IPABR_FULL;
+	if (!full && (q->flags & WEIR_PAQ_USE_VALID) &&
 	    q->use < (uint64_t)(((unsigned __int128)cs->unit_bpt * tf->weight * len) >> 33)) {
 		tf->flags |= WEIR_IPABR_LIGHT;
 		cs->light_cur += q->use;
@@ -517,6 +525,10 @@ ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint
 		tf->flags |= WEIR_IPABR_NOACK;  /* asymmetric routing: it stays pfq */
 		ia->st.no_ack++;
 	}
+	/* Up to its window's edge (within a segment): held back by it. */
+	if ((w->pa->q[d][slot].flags & WEIR_PAQ_RE_VALID) &&
+	    !weir_seq_lt(end + tf->seg, w->pa->q[d][slot].re_max))
+		tf->flags |= WEIR_IPABR_FULL;
 	if (!(tf->flags & WEIR_IPABR_SND_VALID)) {
 		tf->flags |= WEIR_IPABR_SND_VALID;
 		tf->snd_max = end;
