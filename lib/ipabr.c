@@ -472,6 +472,46 @@ order:
 }
 
 /*
+ * TCP data of direction d ending at `end` came from the sender: the sender
+ * side's answer to the ACK clock (the first data past the edge an ACK
+ * opened ends the sample), and a check that it sent within what weir saw.
+ * Called when the data reaches weir, not when it leaves: the time it then
+ * waits in weir's queue is no part of the sender's half of the round trip.
+ * Ended at the dequeue, a flow whose window had grown past its share's
+ * pipe (a first sample while data stood at weir) timed its own queue
+ * there, kept its window and so its queue: a runaway flow. A frame cut
+ * through arrives and leaves at once (the `sent` hook calls this too; a
+ * sample ended at arrival is not ended again).
+ */
+static void
+left_answer(struct weir_worker *w, struct weir_ipabr *ia, struct weir_ipabr_flow *tf, int d,
+	    uint32_t slot, uint32_t end, uint64_t now)
+{
+	/* Data past every edge weir saw: the sender was shown one it did not
+	 * see (the handshake's window, say), and may send up to it without
+	 * waiting for an ACK. The running sample is no answer; no sample
+	 * starts below it (seen_max). */
+	if (tf->flags & WEIR_IPABR_ACK_SEEN) {
+		struct weir_postack_q *q = &w->pa->q[d][slot];
+
+		if ((q->flags & WEIR_PAQ_RE_VALID) && weir_seq_lt(q->re_max, end) &&
+		    (!(q->flags & WEIR_PAQ_SEEN_VALID) || weir_seq_lt(q->seen_max, end))) {
+			q->seen_max = end;
+			q->flags |= WEIR_PAQ_SEEN_VALID;
+			if (tf->left_tsc != 0) {
+				tf->left_tsc = 0;
+				ia->st.left_unseen++;
+			}
+		}
+	}
+	if (tf->left_tsc != 0 && weir_seq_lt(tf->left_seq, end)) {
+		weir_ipabr_filter(&tf->rtt_left, now - tf->left_tsc);
+		tf->left_tsc = 0;
+		ia->st.rtt_left++;
+	}
+}
+
+/*
  * A frame of direction d left the tree (dequeued or cut through). It makes
  * its flow active in the class (its weight counted for the period), and a
  * TCP data segment is timed to its ACK (the receiver side) or ends the
@@ -543,32 +583,33 @@ ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint
 	} else {
 		tf->snd_max = end;
 	}
-	/* Data past every edge weir saw: the sender was shown one it did not
-	 * see (the handshake's window, say), and may send up to it without
-	 * waiting for an ACK. The running sample is no answer; no sample
-	 * starts below it (seen_max). */
-	if (tf->flags & WEIR_IPABR_ACK_SEEN) {
-		struct weir_postack_q *q = &w->pa->q[d][slot];
-
-		if ((q->flags & WEIR_PAQ_RE_VALID) && weir_seq_lt(q->re_max, end) &&
-		    (!(q->flags & WEIR_PAQ_SEEN_VALID) || weir_seq_lt(q->seen_max, end))) {
-			q->seen_max = end;
-			q->flags |= WEIR_PAQ_SEEN_VALID;
-			if (tf->left_tsc != 0) {
-				tf->left_tsc = 0;
-				ia->st.left_unseen++;
-			}
-		}
-	}
-	if (tf->left_tsc != 0 && weir_seq_lt(tf->left_seq, end)) {
-		weir_ipabr_filter(&tf->rtt_left, now - tf->left_tsc);
-		tf->left_tsc = 0;
-		ia->st.rtt_left++;
-	}
+	left_answer(w, ia, tf, d, slot, end, now);
 	if (tf->sample_tsc == 0) {
 		tf->sample_tsc = now;
 		tf->sample_seq = end;
 	}
+}
+
+/* A frame of direction d reached weir and is about to queue in `leaf`:
+ * new TCP data answers the ACK clock now (left_answer). A retransmission
+ * (below the highest sequence sent) answers nothing. */
+static enum weir_verdict
+ipabr_enqueue(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, int d,
+	      uint16_t leaf, uint64_t now)
+{
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+	struct weir_ipabr *ia = ipabr_of(w);
+	const uint32_t slot = weir_flow_slot(w->flows, f);
+	struct weir_ipabr_flow *tf;
+
+	RTE_SET_USED(leaf);
+	if (p->l4proto != IPPROTO_TCP || p->payload_len == 0)
+		return WEIR_V_PASS;
+	tf = &ia->f[d][slot];
+	if ((tf->flags & WEIR_IPABR_SND_VALID) && weir_seq_lt(p->seq, tf->snd_max))
+		return WEIR_V_PASS;
+	left_answer(w, ia, tf, d, slot, p->seq + p->payload_len, now);
+	return WEIR_V_PASS;
 }
 
 /* The watchdog's look at a paced flow's held ACKs: one per segment at its
@@ -662,6 +703,7 @@ const struct weir_mode_ops weir_mode_ipabr = {
 	.prepare = ipabr_prepare,
 	.reset = ipabr_reset,
 	.ack = ipabr_ack,
+	.enqueue = ipabr_enqueue,
 	.sent = ipabr_sent,
 	.tick = ipabr_tick,
 	.leave = ipabr_leave,
