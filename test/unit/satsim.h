@@ -5,7 +5,7 @@
  * window-limited bulk senders (slow start from IW10, additive increase,
  * halving on three duplicate ACKs, go-back-N after a loss or a 3 s
  * timeout); the receiver takes in-order data only and ACKs every segment
- * with a window of 8 MB (scale 7). Every frame is a whole Ethernet/IPv4/TCP
+ * with a window of 8 MB (scale 7; 64 KB at scale 0). Every frame is a whole Ethernet/IPv4/TCP
  * frame through weir_worker_process, so weir's mode sees what it would see
  * in the testbed, minus the hosts' jitter. The senders' smoothed round trip
  * (RFC 6298's 1/8 gain, one sample per ACK that advances) is what iperf3
@@ -23,6 +23,10 @@
 #define SIM_RX_WIN 65535u               /* the receiver's raw window, scale 7: 8 MB */
 #define SIM_SYNACK_WIN 64240u           /* its SYN+ACK's (not scaled) */
 #define SIM_WPORT 5201
+
+/* The receiver's window scale (its SYN+ACK's option): 7 unless a test sets
+ * it (0: windows in bytes, the thesis' NS-2 receivers). */
+static uint8_t sim_rx_ws = 7;
 
 struct sim_line {
 	struct rte_mbuf *m[SIM_LINE];
@@ -106,7 +110,8 @@ sim_frame(const struct sim_flow *fl, int in, uint8_t flags, uint32_t seq, uint32
 	f[48] = (uint8_t)(win >> 8);
 	f[49] = (uint8_t)win;
 	if (flags & SYN) {
-		const uint8_t opts[8] = { 2, 4, SIM_SEG >> 8, SIM_SEG & 0xff, 1, 3, 3, 7 };
+		const uint8_t opts[8] = { 2, 4, SIM_SEG >> 8, SIM_SEG & 0xff, 1, 3, 3,
+					  in ? sim_rx_ws : 7 };
 
 		memcpy(rte_pktmbuf_append(m, 8), opts, 8);
 		f = rte_pktmbuf_mtod(m, uint8_t *);
@@ -217,7 +222,7 @@ sim_sender_rx(struct sim *s, struct rte_mbuf *m)
 		fl->cwnd = fl->ssthresh;
 		fl->nxt = fl->una;      /* go back N */
 	}
-	fl->edge = ack + (win << 7);
+	fl->edge = ack + (win << sim_rx_ws);
 	sim_sender_send(s, fl);
 out:
 	rte_pktmbuf_free(m);
