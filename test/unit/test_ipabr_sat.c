@@ -11,6 +11,7 @@
  * docs/ipabr.md "Limits").
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,84 @@ test_sws_scale0(void)
 	CHECK(on > 0.85 && on > off + 0.25, "with it the class is nearly full (%.3f)", on);
 }
 
+/* Groups of 8 flows with rule weights w[g] (LAN ports 5000 + 8g ...) in one
+ * ipabr class of `bps` over `wan_ms` each way; each group's share of what
+ * the flows got acknowledged from `from` to `to` s. */
+static void
+weighted_run(const char *name, const uint8_t *wt, unsigned int groups, uint64_t bps,
+	     uint32_t wan_ms, unsigned int from, unsigned int to, double *share, double *flow_kbps)
+{
+	struct weir_policy_rule_conf rules[4];
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = bps, .mode = WEIR_MODE_IPABR, .young = WEIR_DRR_YOUNG_DEFAULT },
+			  { .rate = 0 } },
+		.n_rules = groups, .rules = rules,
+	};
+	struct sim *s = rte_zmalloc("sim", sizeof(*s), 64);
+	uint64_t a0[SIM_MAXF], a1[SIM_MAXF], tot = 0, g[4] = { 0 };
+
+	memset(rules, 0, sizeof(rules));
+	for (unsigned int k = 0; k < groups; k++) {
+		snprintf(rules[k].class_name, sizeof(rules[k].class_name), "default");
+		rules[k].weight = wt[k];
+		rules[k].match.port[WEIR_CLS_LAN] =
+			(struct weir_cls_ports){ (uint16_t)(5000 + 8 * k), (uint16_t)(5007 + 8 * k) };
+	}
+	if (s == NULL || sim_init(s, &pc, name, 8 * groups, 5000, wan_ms) != 0) {
+		CHECK(0, "sim");
+		return;
+	}
+	/* The thesis' start: 8 flows every 0.5 s, the groups interleaved. */
+	for (unsigned int i = 0; i < 8 * groups; i++)
+		s->f[i].start = s->hz + ((i % 8) * groups + i / 8) / 8 * (s->hz / 2);
+	sim_run_until(s, s->hz + from * s->hz);
+	trace_line(s, name);
+	acked_now(s, a0);
+	sim_run_until(s, s->hz + to * s->hz);
+	trace_line(s, name);
+	acked_now(s, a1);
+	for (unsigned int i = 0; i < 8 * groups; i++) {
+		g[i / 8] += a1[i] - a0[i];
+		tot += a1[i] - a0[i];
+	}
+	for (unsigned int k = 0; k < groups; k++) {
+		share[k] = tot ? (double)g[k] / (double)tot : 0;
+		flow_kbps[k] = (double)g[k] * 8 / 8 / (to - from) / 1e3;
+	}
+	sim_free(s);
+	rte_free(s);
+}
+
+/* Weights from the start (Sec. 7.4.2; issue: 24 flows 1:3:6 on 2 Mbit/s
+ * over 600 ms got 0.21 / 0.31 / 0.48 from 20 to 60 s, every flow alike
+ * for the first 30 s while a queue of 1,500-2,900 packets stood at weir),
+ * and 1:2:4:8 over the satellite path (the weight-1 flows below one
+ * segment per round trip: 1 : 1.46 : 2.87 : 5.89 in the testbed). Both
+ * hold here with the code before the two fixes as well: the model senders
+ * do not reproduce those runs (no delayed ACKs, no cubic, no jitter), so
+ * this guards the weights on a fake clock; the testbed runs decide. */
+static void
+test_weights_early(void)
+{
+	const uint8_t w136[3] = { 1, 3, 6 }, w1248[4] = { 1, 2, 4, 8 };
+	double sh[4], kb[4];
+
+	weighted_run("w136", w136, 3, 2000000, 600, 20, 40, sh, kb);
+	if (trace)
+		printf("1:3:6 from 20 to 40 s: %.3f / %.3f / %.3f\n", sh[0], sh[1], sh[2]);
+	/* Measured 0.083 / 0.315 / 0.603 (the weight-1 flows' 2.5-segment
+	 * windows lose a little to whole segments; DRR gives it to the rest) */
+	CHECK(sh[0] > 0.07 && sh[0] < 0.12 && fabs(sh[1] - 0.3) < 0.03 && fabs(sh[2] - 0.6) < 0.04,
+	      "1:3:6 from 20 s on: %.3f / %.3f / %.3f", sh[0], sh[1], sh[2]);
+	weighted_run("w1248", w1248, 4, 1536000, 450, 20, 60, sh, kb);
+	if (trace)
+		printf("1:2:4:8 from 20 to 60 s, kbit/s a flow: %.1f / %.1f / %.1f / %.1f"
+		       " (1 : %.2f : %.2f : %.2f)\n", kb[0], kb[1], kb[2], kb[3],
+		       kb[1] / kb[0], kb[2] / kb[0], kb[3] / kb[0]);
+	CHECK(kb[1] / kb[0] > 1.7 && kb[2] / kb[1] > 1.8 && kb[3] / kb[2] > 1.8,
+	      "1:2:4:8 (1 : %.2f : %.2f : %.2f)", kb[1] / kb[0], kb[2] / kb[0], kb[3] / kb[0]);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -210,6 +289,7 @@ main(int argc, char **argv)
 	rig_flow_limit = 128;           /* weir's default (shaping.flow_limit) */
 	test_satellite_queue();
 	test_sws_scale0();
+	test_weights_early();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
 	      rte_mempool_in_use_count(mp));
 	return unit_report();
