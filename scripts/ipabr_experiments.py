@@ -863,7 +863,7 @@ def report(out):
                   "ESDL mean / max ms, >= drain % | retx segs | drops gw / emu | sender srtt ms |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in dt:
-            f = {k: float(v) if isinstance(v, (str, float)) and k not in ("case", "mode") and v != ""
+            f = {k: float(v) if isinstance(v, (str, float)) and k not in ("case", "mode", "commit") and v != ""
                  else v for k, v in r.items()}
             f.setdefault("class_kbps", float("nan"))
             if f["class_kbps"] == "":
