@@ -116,8 +116,8 @@ class_unit(struct weir_ipabr_class *cs)
 /* Count flow tf (weight counted) heavy or light in the class's period,
  * from what the worker measured it to send in its last period (true:
  * heavy). Light: below half its allocation over that period, and never
- * held back by its window since its last count. A flow that sent up to
- * the edge its ACKs gave it sends what weir allows, not what it wants:
+ * held back by weir's window since its last count. A flow that sent up to
+ * the edge weir's cut ACKs gave it sends what weir allows, not what it wants:
  * on a long path with data queued at weir its rate is its window over a
  * round trip the queue lengthens, below half its allocation, and counted
  * light every flow's unit grew to the class (all 32 of the satellite
@@ -402,7 +402,7 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 		else
 			ia->st.unknown++;
 		weir_postack_note_edge(w->pa, f, p, a, slot);
-		tf->flags &= (uint8_t)~WEIR_IPABR_SUB_MSS;
+		tf->flags &= (uint8_t)~(WEIR_IPABR_SUB_MSS | WEIR_IPABR_CUT);
 		goto order;
 	}
 	seg = flow_seg(tf, f, a);
@@ -448,6 +448,9 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 	if (weir_postack_cut_window(w->pa, f, m, p, a, slot, (uint32_t)RTE_MIN(opt, (uint64_t)INT32_MAX))) {
 		ia->st.cut++;
 		w->ctr.port[a].win_clamped++;
+		tf->flags |= WEIR_IPABR_CUT;
+	} else {
+		tf->flags &= (uint8_t)~WEIR_IPABR_CUT;  /* the receiver's own window holds it */
 	}
 	/* The ACK clock: this ACK moved the edge the sender sees past
 	 * old_edge; the first data beyond old_edge is the sender's answer to
@@ -565,8 +568,9 @@ ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint
 		tf->flags |= WEIR_IPABR_NOACK;  /* asymmetric routing: it stays pfq */
 		ia->st.no_ack++;
 	}
-	/* Up to its window's edge (within a segment): held back by it. */
-	if ((w->pa->q[d][slot].flags & WEIR_PAQ_RE_VALID) &&
+	/* Up to the edge weir's cut gave it (within a segment): held back by
+	 * weir, not by its receiver or its application. */
+	if ((tf->flags & WEIR_IPABR_CUT) && (w->pa->q[d][slot].flags & WEIR_PAQ_RE_VALID) &&
 	    !weir_seq_lt(end + tf->seg, w->pa->q[d][slot].re_max))
 		tf->flags |= WEIR_IPABR_FULL;
 	if (!(tf->flags & WEIR_IPABR_SND_VALID)) {
