@@ -374,7 +374,10 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 				  q->seen_max : q->re_max;
 	const uint8_t weight = w->policy->targets[f->class_id].weight;
 	uint32_t seg = 0, ratio16 = 0;     /* set before use: the fallback is never paced */
-	uint64_t rtt, alloc = 0, opt;
+	/* How far it moves the flow's cumulative ACK (the ACK store's record of
+	 * a held ACK then reads 0: ipabr paces by this, not by the record). */
+	const uint32_t adv = weir_postack_ack_adv(w->pa, d, slot, p->ack);
+	uint64_t rtt, alloc = 0, opt, extra;
 
 	class_roll(w, cs, now);
 	/* Its first ACK: did it start beside grown-up flows, the young ones
@@ -467,10 +470,17 @@ order:
 			weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
 		return WEIR_V_PASS;
 	}
+	/* An ACK for more than a segment spaces the next one by its bytes: a
+	 * one-segment window rounded up to the receiver's scale unit (1448 ->
+	 * 2048 at scale 10) was filled with a 1448- and a 600-byte segment, one
+	 * delayed ACK covered both, and pacing one segment per ACK gave the
+	 * weight-1 flows of 1:2:4:8 1.35 x their allocation. */
+	extra = adv > seg ? sub_gap(w, alloc, adv - seg, ratio16) : 0;
 	if (held == 0 && now >= tf->next_release) {
-		tf->next_release = now + sub_gap(w, alloc, seg, ratio16);
+		tf->next_release = now + sub_gap(w, alloc, seg, ratio16) + extra;
 		return WEIR_V_PASS;
 	}
+	tf->next_release += extra;      /* held: its extra bytes wait before it */
 	return weir_mode_hold(w, f, d, slot, m, now);
 }
 

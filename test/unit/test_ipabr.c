@@ -825,6 +825,16 @@ test_sub_mss(void)
 	CHECK(n == 1 && r.n_emitted == 1 && rig_tag(r.emitted[0]) == 7 && cksum4_ok(r.emitted[0]),
 	      "then released, one segment's time after the last (%u)", n);
 	rig_emitted_free(&r);
+	/* An ACK for two segments' worth (a window rounded up to the scale
+	 * unit, filled with a second, smaller segment): the next release
+	 * waits two segments' time, not one. Released at 1.2 s, the next
+	 * was due at ~2.25 s; this one is held and moves it to ~3.3 s. */
+	CHECK(ack_win(&r, ack_of(4000, 3101, 65535), t + 1300 * ms, NULL) == -1, "held");
+	n = rig_watchdog(&r, t + 2400 * ms);
+	CHECK(n == 0, "not after one segment's time: it acknowledged two (%u)", n);
+	n = rig_watchdog(&r, t + 3400 * ms);
+	CHECK(n == 1, "after two (%u)", n);
+	rig_emitted_free(&r);
 	rig_free(&r);
 }
 
