@@ -55,6 +55,22 @@ import weirtb  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
 import paper_experiments as pe  # noqa: E402
 
+def repo_commit():
+    """The commit the results come from (short hash, "-dirty" with uncommitted changes)."""
+    import subprocess
+    try:
+        h = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--",
+                                "lib", "app", "scripts", "conf"],
+                               capture_output=True, text=True).stdout.strip()
+        return h + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+COMMIT = repo_commit()
+STAGGER = (8, 0.5)          # seed 000 starts 8 flows every 0.5 s (Sec. 5.2.2)
 LINK_BPS = 1536000
 DELAY_MS = 450
 FLOWS = 32
@@ -374,7 +390,8 @@ def run(tb, cfgdir, mode, case, secs, limit, skip, rtt_s, weights=None, cbr_at=N
         for t in extra:
             t.start()
         t_iperf, t_mono = smp.now(), time.monotonic()
-        flows = pe.iperf_cport(tb, pairs, secs, SENDER_CC, None, kill_after=KILL_AFTER)
+        flows = pe.iperf_cport(tb, pairs, secs, SENDER_CC, None, kill_after=KILL_AFTER,
+                               stagger=STAGGER)
         stop.set()
     ports = [base + i for i in range(n)]
     fill_from_rx(flows, rx, ports, t_mono, secs)
@@ -480,12 +497,14 @@ def case_runs(args, out, case, limit, ms, **kw):
     tb = testbed(limit, args.delay, kw.pop("sched", ""))
     rows, series, es = [], [], []
     try:
-        for m in ms:
-            r, s, e = run(tb, CAPDIR, m, case, args.secs, limit, args.skip, 2 * args.delay / 1e3,
-                          **kw)
-            rows.append(r)
-            series += s
-            es += e
+        for k in range(args.runs):
+            for m in ms:
+                r, s, e = run(tb, CAPDIR, m, case, args.secs, limit, args.skip,
+                              2 * args.delay / 1e3, **kw)
+                r["run"], r["commit"] = k, COMMIT
+                rows.append(r)
+                series += s
+                es += e
     finally:
         if tb.gateway_running:
             tb.stop_gateway()
@@ -562,62 +581,70 @@ def sws_runs(args, out):
     try:
         for h in tb.lan_hosts + tb.wan_hosts:
             tb.set_cc(h, SENDER_CC)
-        for mss in msss:
-            for credit in ([True, False] if args.sws_credit == "both" else
-                           [args.sws_credit == "on"]):
-                cfg = sws_config(CAPDIR / f"sws-{mss}-{int(credit)}.cfg", credit, pe.CPORT_SPAN)
-                os.environ["WEIR_TESTBED_CFG"] = str(cfg)
-                tb.start_gateway("weir")
-                pairs = [(tb.lan_hosts[i % tb.nlan], tb.wan_hosts[i % tb.nwan]) for i in range(n)]
-                smp = pe.Sampler(tb, counters=exp_counters(10))
-                if pe._next_cport[0] + n > pe.CPORT_SPAN:
-                    pe._next_cport[0] = 0
-                ports = [CPORT + pe._next_cport[0] + i for i in range(n)]
-                rx = pe.RxBytes(tb, tb.wan_hosts, CPORT, CPORT + pe.CPORT_SPAN - 1)
-                with smp, rx:
-                    t_iperf, t_mono = smp.now(), time.monotonic()
-                    flows = pe.iperf_cport(tb, pairs, args.secs, SENDER_CC, None,
-                                           extra_args=["-M", str(sws_payload(mss) + 12)])
-                fill_from_rx(flows, rx, ports, t_mono, args.secs)
-                rx_all = rx_total(flows, rx, ports, t_mono, args.skip, args.secs)
-                st = tb.weir_stats()
-                ia = st.get("ipabr") or {}
-                tb.stop_gateway()
-                pay = sws_payload(mss)
-                share_pay = LINK_BPS / n * pay / (pay + WIRE_HDR)
-                per = []
-                for f in flows:
-                    rtt = rtts[f.flow % tb.nwan]
-                    iv = f.interval_bps[args.skip:args.secs]
-                    g = sum(iv) / max(1, args.secs - args.skip)
-                    per.append((rtt, g))
-                    flows_out.append(["sws", mss, "on" if credit else "off", f.flow, rtt,
-                                      round(g / 1e3, 3), round(n * g / LINK_BPS, 4),
-                                      round(g / share_pay, 4)])
-                total = sum(g for _, g in per)
-                for rtt in rtts + ["all"]:
-                    gs = [g for r, g in per if rtt == "all" or r == rtt]
-                    row = {
-                        "case": "sws", "mss": mss, "payload": pay, "credit": "on" if credit else "off",
-                        "rtt_ms": rtt, "flows": len(gs), "secs": args.secs,
-                        "flow_kbps": statistics.mean(gs) / 1e3 if gs else float("nan"),
-                        "util_link": statistics.mean(n * g / LINK_BPS for g in gs) if gs else float("nan"),
-                        "util_share": statistics.mean(g / share_pay for g in gs) if gs else float("nan"),
-                        "util_share_min": min(g / share_pay for g in gs) if gs else float("nan"),
-                        "util_share_max": max(g / share_pay for g in gs) if gs else float("nan"),
-                        "model_share_nocredit": sws_model(mss, rtt, n) if rtt != "all"
-                        else statistics.mean(sws_model(mss, r, n) for r, _ in per),
-                        "total_kbps": rx_all / 1e3 if rtt == "all" else float("nan"),
-                        "total_iperf_kbps": total / 1e3 if rtt == "all" else float("nan"),
-                        "class_kbps": smp.rate_between(t_iperf + args.skip, t_iperf + args.secs)
-                        * 8 / 1e3 if rtt == "all" else float("nan"),
-                        "unfinished": sum(1 for f in flows if getattr(f, "rx_source", "client")
-                                          != "client" or f.error) if rtt == "all" else "",
-                        "sub_mss_acks": ia.get("sub_mss", "") if rtt == "all" else "",
-                    }
-                    rows.append(row)
-                print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v)
-                                  for k, v in rows[-1].items()}), flush=True)
+        cells = [(k, ws, mss, credit) for k in range(args.runs)
+                 for ws in args.sws_wscale.split(",") for mss in msss
+                 for credit in ([True, False] if args.sws_credit == "both" else
+                                [args.sws_credit == "on"])]
+        for run_k, wscale, mss, credit in cells:
+            for h in tb.wan_hosts:      # the receivers' window scaling (per namespace)
+                tb.run(h, ["sysctl", "-qw", "net.ipv4.tcp_window_scaling="
+                           + ("1" if wscale == "on" else "0")])
+            cfg = sws_config(CAPDIR / f"sws-{mss}-{int(credit)}.cfg", credit, pe.CPORT_SPAN)
+            os.environ["WEIR_TESTBED_CFG"] = str(cfg)
+            tb.start_gateway("weir")
+            pairs = [(tb.lan_hosts[i % tb.nlan], tb.wan_hosts[i % tb.nwan]) for i in range(n)]
+            smp = pe.Sampler(tb, counters=exp_counters(10))
+            if pe._next_cport[0] + n > pe.CPORT_SPAN:
+                pe._next_cport[0] = 0
+            ports = [CPORT + pe._next_cport[0] + i for i in range(n)]
+            rx = pe.RxBytes(tb, tb.wan_hosts, CPORT, CPORT + pe.CPORT_SPAN - 1)
+            with smp, rx:
+                t_iperf, t_mono = smp.now(), time.monotonic()
+                flows = pe.iperf_cport(tb, pairs, args.secs, SENDER_CC, None,
+                                       extra_args=["-M", str(sws_payload(mss) + 12)],
+                                       stagger=STAGGER)
+            fill_from_rx(flows, rx, ports, t_mono, args.secs)
+            rx_all = rx_total(flows, rx, ports, t_mono, args.skip, args.secs)
+            st = tb.weir_stats()
+            ia = st.get("ipabr") or {}
+            tb.stop_gateway()
+            pay = sws_payload(mss)
+            share_pay = LINK_BPS / n * pay / (pay + WIRE_HDR)
+            per = []
+            for f in flows:
+                rtt = rtts[f.flow % tb.nwan]
+                iv = f.interval_bps[args.skip:args.secs]
+                g = sum(iv) / max(1, args.secs - args.skip)
+                per.append((rtt, g))
+                flows_out.append(["sws", mss, "on" if credit else "off", wscale, run_k,
+                                  f.flow, rtt,
+                                  round(g / 1e3, 3), round(n * g / LINK_BPS, 4),
+                                  round(g / share_pay, 4)])
+            total = sum(g for _, g in per)
+            for rtt in rtts + ["all"]:
+                gs = [g for r, g in per if rtt == "all" or r == rtt]
+                row = {
+                    "case": "sws", "mss": mss, "payload": pay, "credit": "on" if credit else "off",
+                    "wscale": wscale, "run": run_k, "commit": COMMIT,
+                    "rtt_ms": rtt, "flows": len(gs), "secs": args.secs,
+                    "flow_kbps": statistics.mean(gs) / 1e3 if gs else float("nan"),
+                    "util_link": statistics.mean(n * g / LINK_BPS for g in gs) if gs else float("nan"),
+                    "util_share": statistics.mean(g / share_pay for g in gs) if gs else float("nan"),
+                    "util_share_min": min(g / share_pay for g in gs) if gs else float("nan"),
+                    "util_share_max": max(g / share_pay for g in gs) if gs else float("nan"),
+                    "model_share_nocredit": sws_model(mss, rtt, n) if rtt != "all"
+                    else statistics.mean(sws_model(mss, r, n) for r, _ in per),
+                    "total_kbps": rx_all / 1e3 if rtt == "all" else float("nan"),
+                    "total_iperf_kbps": total / 1e3 if rtt == "all" else float("nan"),
+                    "class_kbps": smp.rate_between(t_iperf + args.skip, t_iperf + args.secs)
+                    * 8 / 1e3 if rtt == "all" else float("nan"),
+                    "unfinished": sum(1 for f in flows if getattr(f, "rx_source", "client")
+                                      != "client" or f.error) if rtt == "all" else "",
+                    "sub_mss_acks": ia.get("sub_mss", "") if rtt == "all" else "",
+                }
+                rows.append(row)
+            print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v)
+                              for k, v in rows[-1].items()}), flush=True)
     finally:
         if tb.gateway_running:
             tb.stop_gateway()
@@ -630,7 +657,8 @@ def sws_runs(args, out):
             w.writerow([round(r[k], 4) if isinstance(r[k], float) else r[k] for k in keys])
     with open(out / "sws_flows.csv", "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["case", "mss", "credit", "flow", "rtt_ms", "goodput_kbps", "util_link",
+        w.writerow(["case", "mss", "credit", "wscale", "run", "flow", "rtt_ms", "goodput_kbps",
+                    "util_link",
                     "util_share"])
         w.writerows(flows_out)
     plot_sws(out, flows_out)
@@ -642,18 +670,18 @@ def plot_sws(out, flows_out):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    msss = sorted({r[1] for r in flows_out})
-    if not msss:
+    panels = sorted({(r[3], r[1]) for r in flows_out}, key=lambda x: (x[0] != "on", x[1]))
+    if not panels:
         return
-    fig, axes = plt.subplots(1, len(msss), figsize=(4 * len(msss), 3.4), squeeze=False,
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.4), squeeze=False,
                              sharey=True)
-    for ax, mss in zip(axes[0], msss):
+    for ax, (ws, mss) in zip(axes[0], panels):
         for credit, mk in (("off", "x"), ("on", "o")):
-            pts = [(r[4], r[7]) for r in flows_out if r[1] == mss and r[2] == credit]
+            pts = [(r[6], r[9]) for r in flows_out if (r[3], r[1], r[2]) == (ws, mss, credit)]
             if pts:
                 ax.scatter([x for x, _ in pts], [y for _, y in pts], marker=mk, s=14,
                            label=f"credit {credit}")
-        ax.set_title(f"MSS {mss}", fontsize=9)
+        ax.set_title(f"MSS {mss}, receivers' window scaling {ws}", fontsize=9)
         ax.set_xlabel("path RTT ms")
         ax.set_ylabel("goodput / share's payload")
         ax.legend(fontsize=7)
@@ -662,7 +690,7 @@ def plot_sws(out, flows_out):
     plt.close(fig)
 
 
-KEYS = ["case", "mode", "queue", "flows", "secs", "flow_mean_kbps", "flow_std_kbps_median",
+KEYS = ["case", "mode", "queue", "run", "commit", "flows", "secs", "flow_mean_kbps", "flow_std_kbps_median",
         "flow_std_kbps_max", "total_kbps", "jain", "esdl_mean_ms", "esdl_std_ms", "esdl_max_ms",
         "esdl_over_pct", "over117_pct", "steady_esdl_mean_ms", "steady_esdl_max_ms",
         "steady_over_drain_pct", "cum_esdl_mean_ms", "cum_over_drain_pct", "segments", "retx_segments", "gw_drops", "emu_drops", "iperf_errors",
@@ -714,10 +742,88 @@ def plot_series(out, name, series):
     plt.close(fig)
 
 
+def med_range(vals, fmt="{:.2f}"):
+    """"median [min-max] (n)" of the numbers in vals (blanks and NaN left out)."""
+    v = []
+    for x in vals:
+        try:
+            f = float(x)
+        except (TypeError, ValueError):
+            continue
+        if f == f:
+            v.append(f)
+    if not v:
+        return "-"
+    m = statistics.median(v)
+    if len(v) == 1:
+        return fmt.format(m) + " (1 run)"
+    return f"{fmt.format(m)} [{fmt.format(min(v))}-{fmt.format(max(v))}] ({len(v)})"
+
+
+# Per case, the columns the summary gives (CSV key, heading, format).
+SUMMARY_COLS = [("flow_std_kbps_median", "flow std kbit/s (median of flows)", "{:.2f}"),
+                ("jain", "Jain", "{:.3f}"),
+                ("sender_rtt_ms", "senders' RTT ms", "{:.0f}"),
+                ("steady_esdl_mean_ms", "ESDL mean ms from 20 s", "{:.0f}"),
+                ("steady_over_drain_pct", "ESDL >= drain % from 20 s", "{:.2f}"),
+                ("retx_segments", "retransmitted segments", "{:.0f}"),
+                ("total_kbps", "total kbit/s", "{:.0f}")]
+
+
+def summary(out):
+    """The medians and ranges over runs, per case and cell, and the commits they come from."""
+    lines, commits = [], set()
+    for name in ("droptail", "weighted", "variation", "cbr"):
+        p = out / f"{name}.csv"
+        rows = list(csv.DictReader(open(p))) if p.exists() else []
+        if not rows:
+            continue
+        commits |= {r.get("commit") or "before the commit column" for r in rows}
+        cols = list(SUMMARY_COLS)
+        if name == "weighted":
+            cols += [(f"w{w}_kbps", f"w{w} kbit/s a flow", "{:.1f}") for w in (1, 2, 4, 8)]
+        if name == "cbr":
+            cols += [("before_kbps", "bulk before CBR", "{:.0f}"),
+                     ("after_kbps", "bulk after", "{:.0f}")]
+        lines += [f"### {name}", "", "| queue | mode | " + " | ".join(h for _, h, _ in cols) + " |",
+                  "|---|---|" + "---|" * len(cols)]
+        cells = []
+        for r in rows:
+            if (r["queue"], r["mode"]) not in cells:
+                cells.append((r["queue"], r["mode"]))
+        for q, m in cells:
+            g = [r for r in rows if (r["queue"], r["mode"]) == (q, m)]
+            lines.append(f"| {q} | {m} | " + " | ".join(med_range([r.get(k) for r in g], f)
+                                                      for k, _, f in cols) + " |")
+        lines.append("")
+    p = out / "sws.csv"
+    sw = [r for r in csv.DictReader(open(p)) if r["rtt_ms"] == "all"] if p.exists() else []
+    if sw:
+        commits |= {r.get("commit") or "before the commit column" for r in sw}
+        lines += ["### sws (every flow)", "", "| receivers' window scaling | MSS | credit | "
+                  "utilisation of the link (Eq. 5.3) | of the share's payload |",
+                  "|---|---|---|---|---|"]
+        cells = []
+        for r in sw:
+            k = (r.get("wscale") or "on", r["mss"], r["credit"])
+            if k not in cells:
+                cells.append(k)
+        for ws, mss, cr in cells:
+            g = [r for r in sw if ((r.get("wscale") or "on"), r["mss"], r["credit"]) == (ws, mss, cr)]
+            lines.append(f"| {ws} | {mss} | {cr} | {med_range([r['util_link'] for r in g], '{:.3f}')} "
+                         f"| {med_range([r['util_share'] for r in g], '{:.3f}')} |")
+        lines.append("")
+    head = ["## Medians over runs: median [min-max] (runs)", "",
+            "Commit(s) the rows come from: " + ", ".join(sorted(commits)) + ".", ""]
+    return head + lines if lines else []
+
+
 def report(out):
     """README-table.md: weir's figures with the thesis' beside them."""
     lines = ["# IP-ABR (seed 000, chapter 7) in the testbed: the tables", "",
              "Generated by `scripts/ipabr_experiments.py` from the CSVs here (see README.md).", ""]
+    lines += summary(out)
+    lines += ["## Every run", ""]
 
     def load(name):
         p = out / f"{name}.csv"
@@ -757,7 +863,7 @@ def report(out):
                   "ESDL mean / max ms, >= drain % | retx segs | drops gw / emu | sender srtt ms |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in dt:
-            f = {k: float(v) if isinstance(v, (str, float)) and k not in ("case", "mode") and v != ""
+            f = {k: float(v) if isinstance(v, (str, float)) and k not in ("case", "mode", "commit") and v != ""
                  else v for k, v in r.items()}
             f.setdefault("class_kbps", float("nan"))
             if f["class_kbps"] == "":
@@ -872,20 +978,29 @@ def report(out):
 
 
 def main():
-    global FLOWS, KILL_AFTER
+    global FLOWS, KILL_AFTER, STAGGER
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("case", choices=["droptail", "weighted", "variation", "cbr", "sws", "all",
                                      "report"])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--secs", type=int, help="s per run (default 120; sws: 100, the thesis' T)")
     ap.add_argument("--skip", type=int, default=20, help="s of each run left out of mean/std")
-    ap.add_argument("--queues", default="15,30")
+    ap.add_argument("--queues", default="15,30,1000",
+                    help="the emulator's drop-tail queue, packets (1000: its default, the "
+                         "case a user meets; weir's own limits are always its defaults)")
+    ap.add_argument("--runs", type=int, default=5, help="runs per cell (median and range)")
+    ap.add_argument("--stagger", default="8/0.5",
+                    help="start N flows every S s (N/S; 0: all at once)")
     ap.add_argument("--modes")
     ap.add_argument("--delay", type=float, default=DELAY_MS, help="ms one way")
     ap.add_argument("--flows", type=int, help=f"flows (default {FLOWS}; sws: {SWS_FLOWS})")
     ap.add_argument("--sws-mss", default=",".join(map(str, SWS_MSS)))
     ap.add_argument("--sws-rtts", default=",".join(map(str, SWS_RTT_MS)), help="ms, one WAN host each")
     ap.add_argument("--sws-credit", choices=["both", "on", "off"], default="both")
+    ap.add_argument("--sws-wscale", default="on,off",
+                    help="the receivers' window scaling: on (Linux's default, scale 10 here), "
+                         "off (net.ipv4.tcp_window_scaling=0: windows to the byte, where the "
+                         "credit should matter), or both")
     ap.add_argument("--kill-flow-at", type=float, metavar="S",
                     help="kill flow 0's iperf3 client S s into each run: a flow that never "
                          "reports (tests that the total still counts it)")
@@ -897,10 +1012,13 @@ def main():
     if args.case == "report":
         report(out)
         return
+    STAGGER = None if args.stagger in ("0", "") else \
+        (int(args.stagger.split("/")[0]), float(args.stagger.split("/")[1]))
     if args.kill_flow_at is not None:
         KILL_AFTER = (0, args.kill_flow_at)
     if args.quick:
-        FLOWS, args.secs, args.skip, args.delay, args.queues = 4, 12, 4, 50, "30"
+        FLOWS, args.secs, args.skip, args.delay, args.queues = 4, 12, 4, 50, "1000"
+        args.runs, args.sws_wscale = 1, "on"
         args.modes = args.modes or "ipabr,htb"
         args.flows = args.flows or 4
         if args.sws_rtts == ",".join(map(str, SWS_RTT_MS)):

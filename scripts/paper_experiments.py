@@ -337,14 +337,17 @@ _next_cport = [0]
 CPORT_SPAN = 100    # client ports CPORT..CPORT+CPORT_SPAN-1 (a caller's rules must cover them)
 
 
-def iperf_cport(tb, pairs, duration, cc, probe_thread, extra_args=None, kill_after=None):
+def iperf_cport(tb, pairs, duration, cc, probe_thread, extra_args=None, kill_after=None,
+                stagger=None):
     """Like weirtb.iperf_flows, with each client's data connection on a port of
     the class's range CPORT..CPORT+99. Each run takes the next ports of the range:
     a connection its client closed first holds its port in TIME_WAIT for 60 s, and
     a run reusing it at once failed to bind ("Address already in use").
     extra_args: more iperf3 client arguments (e.g. ["-M", "548"]). kill_after = (i, s):
     SIGKILL client i s seconds after the start, a client that never reports (tests of
-    what a run makes of such a flow)."""
+    what a run makes of such a flow). stagger = (n, s): start the clients n at a time, s
+    seconds apart (seed 000 starts 8 flows every 0.5 s); each runs `duration` from its own
+    start."""
     from weirtb.traffic import _dst_addr, _wait_listening, _parse_flow
     servers, clients, out = [], [], []
     if _next_cport[0] + len(pairs) > CPORT_SPAN:
@@ -358,6 +361,8 @@ def iperf_cport(tb, pairs, duration, cc, probe_thread, extra_args=None, kill_aft
             _wait_listening(tb, wan, 5201 + i)
         t0 = time.monotonic()
         for i, (lan, wan) in enumerate(pairs):
+            if stagger and i and i % stagger[0] == 0:
+                time.sleep(stagger[1])
             argv = ["iperf3", "-c", _dst_addr(tb, wan), "-p", str(5201 + i), "--cport",
                     str(base + i), "-t", str(duration), "-i", "1", "-J", "--get-server-output"]
             if cc:

@@ -115,15 +115,23 @@ class_unit(struct weir_ipabr_class *cs)
 
 /* Count flow tf (weight counted) heavy or light in the class's period,
  * from what the worker measured it to send in its last period (true:
- * heavy). Light: below half its allocation over that period. */
+ * heavy). Light: below half its allocation over that period, and never
+ * held back by weir's window since its last count. A flow that sent up to
+ * the edge weir's cut ACKs gave it sends what weir allows, not what it wants:
+ * on a long path with data queued at weir its rate is its window over a
+ * round trip the queue lengthens, below half its allocation, and counted
+ * light every flow's unit grew to the class (all 32 of the satellite
+ * case light: windows of the whole class each, seconds of queue). */
 static inline bool
 class_count_use(struct weir_worker *w, struct weir_ipabr_class *cs, struct weir_ipabr_flow *tf,
 		int d, uint32_t slot, uint16_t leaf)
 {
 	const struct weir_postack_q *q = &w->pa->q[d][slot];
 	const uint64_t len = w->cls_ctr[d][leaf].period_len;
+	const bool full = tf->flags & WEIR_IPABR_FULL;
 
-	if ((q->flags & WEIR_PAQ_USE_VALID) &&
+	tf->flags &= (uint8_t)~WEIR_IPABR_FULL;
+	if (!full && (q->flags & WEIR_PAQ_USE_VALID) &&
 	    q->use < (uint64_t)(((unsigned __int128)cs->unit_bpt * tf->weight * len) >> 33)) {
 		tf->flags |= WEIR_IPABR_LIGHT;
 		cs->light_cur += q->use;
@@ -366,7 +374,10 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 				  q->seen_max : q->re_max;
 	const uint8_t weight = w->policy->targets[f->class_id].weight;
 	uint32_t seg = 0, ratio16 = 0;     /* set before use: the fallback is never paced */
-	uint64_t rtt, alloc = 0, opt;
+	/* How far it moves the flow's cumulative ACK (the ACK store's record of
+	 * a held ACK then reads 0: ipabr paces by this, not by the record). */
+	const uint32_t adv = weir_postack_ack_adv(w->pa, d, slot, p->ack);
+	uint64_t rtt, alloc = 0, opt, extra;
 
 	class_roll(w, cs, now);
 	/* Its first ACK: did it start beside grown-up flows, the young ones
@@ -394,7 +405,7 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 		else
 			ia->st.unknown++;
 		weir_postack_note_edge(w->pa, f, p, a, slot);
-		tf->flags &= (uint8_t)~WEIR_IPABR_SUB_MSS;
+		tf->flags &= (uint8_t)~(WEIR_IPABR_SUB_MSS | WEIR_IPABR_CUT);
 		goto order;
 	}
 	seg = flow_seg(tf, f, a);
@@ -440,6 +451,9 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 	if (weir_postack_cut_window(w->pa, f, m, p, a, slot, (uint32_t)RTE_MIN(opt, (uint64_t)INT32_MAX))) {
 		ia->st.cut++;
 		w->ctr.port[a].win_clamped++;
+		tf->flags |= WEIR_IPABR_CUT;
+	} else {
+		tf->flags &= (uint8_t)~WEIR_IPABR_CUT;  /* the receiver's own window holds it */
 	}
 	/* The ACK clock: this ACK moved the edge the sender sees past
 	 * old_edge; the first data beyond old_edge is the sender's answer to
@@ -456,11 +470,58 @@ order:
 			weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
 		return WEIR_V_PASS;
 	}
+	/* An ACK for more than a segment spaces the next one by its bytes: a
+	 * one-segment window rounded up to the receiver's scale unit (1448 ->
+	 * 2048 at scale 10) was filled with a 1448- and a 600-byte segment, one
+	 * delayed ACK covered both, and pacing one segment per ACK gave the
+	 * weight-1 flows of 1:2:4:8 1.35 x their allocation. */
+	extra = adv > seg ? sub_gap(w, alloc, adv - seg, ratio16) : 0;
 	if (held == 0 && now >= tf->next_release) {
-		tf->next_release = now + sub_gap(w, alloc, seg, ratio16);
+		tf->next_release = now + sub_gap(w, alloc, seg, ratio16) + extra;
 		return WEIR_V_PASS;
 	}
+	tf->next_release += extra;      /* held: its extra bytes wait before it */
 	return weir_mode_hold(w, f, d, slot, m, now);
+}
+
+/*
+ * TCP data of direction d ending at `end` came from the sender: the sender
+ * side's answer to the ACK clock (the first data past the edge an ACK
+ * opened ends the sample), and a check that it sent within what weir saw.
+ * Called when the data reaches weir, not when it leaves: the time it then
+ * waits in weir's queue is no part of the sender's half of the round trip.
+ * Ended at the dequeue, a flow whose window had grown past its share's
+ * pipe (a first sample while data stood at weir) timed its own queue
+ * there, kept its window and so its queue: a runaway flow. A frame cut
+ * through arrives and leaves at once (the `sent` hook calls this too; a
+ * sample ended at arrival is not ended again).
+ */
+static void
+left_answer(struct weir_worker *w, struct weir_ipabr *ia, struct weir_ipabr_flow *tf, int d,
+	    uint32_t slot, uint32_t end, uint64_t now)
+{
+	/* Data past every edge weir saw: the sender was shown one it did not
+	 * see (the handshake's window, say), and may send up to it without
+	 * waiting for an ACK. The running sample is no answer; no sample
+	 * starts below it (seen_max). */
+	if (tf->flags & WEIR_IPABR_ACK_SEEN) {
+		struct weir_postack_q *q = &w->pa->q[d][slot];
+
+		if ((q->flags & WEIR_PAQ_RE_VALID) && weir_seq_lt(q->re_max, end) &&
+		    (!(q->flags & WEIR_PAQ_SEEN_VALID) || weir_seq_lt(q->seen_max, end))) {
+			q->seen_max = end;
+			q->flags |= WEIR_PAQ_SEEN_VALID;
+			if (tf->left_tsc != 0) {
+				tf->left_tsc = 0;
+				ia->st.left_unseen++;
+			}
+		}
+	}
+	if (tf->left_tsc != 0 && weir_seq_lt(tf->left_seq, end)) {
+		weir_ipabr_filter(&tf->rtt_left, now - tf->left_tsc);
+		tf->left_tsc = 0;
+		ia->st.rtt_left++;
+	}
 }
 
 /*
@@ -517,6 +578,11 @@ ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint
 		tf->flags |= WEIR_IPABR_NOACK;  /* asymmetric routing: it stays pfq */
 		ia->st.no_ack++;
 	}
+	/* Up to the edge weir's cut gave it (within a segment): held back by
+	 * weir, not by its receiver or its application. */
+	if ((tf->flags & WEIR_IPABR_CUT) && (w->pa->q[d][slot].flags & WEIR_PAQ_RE_VALID) &&
+	    !weir_seq_lt(end + tf->seg, w->pa->q[d][slot].re_max))
+		tf->flags |= WEIR_IPABR_FULL;
 	if (!(tf->flags & WEIR_IPABR_SND_VALID)) {
 		tf->flags |= WEIR_IPABR_SND_VALID;
 		tf->snd_max = end;
@@ -531,32 +597,33 @@ ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint
 	} else {
 		tf->snd_max = end;
 	}
-	/* Data past every edge weir saw: the sender was shown one it did not
-	 * see (the handshake's window, say), and may send up to it without
-	 * waiting for an ACK. The running sample is no answer; no sample
-	 * starts below it (seen_max). */
-	if (tf->flags & WEIR_IPABR_ACK_SEEN) {
-		struct weir_postack_q *q = &w->pa->q[d][slot];
-
-		if ((q->flags & WEIR_PAQ_RE_VALID) && weir_seq_lt(q->re_max, end) &&
-		    (!(q->flags & WEIR_PAQ_SEEN_VALID) || weir_seq_lt(q->seen_max, end))) {
-			q->seen_max = end;
-			q->flags |= WEIR_PAQ_SEEN_VALID;
-			if (tf->left_tsc != 0) {
-				tf->left_tsc = 0;
-				ia->st.left_unseen++;
-			}
-		}
-	}
-	if (tf->left_tsc != 0 && weir_seq_lt(tf->left_seq, end)) {
-		weir_ipabr_filter(&tf->rtt_left, now - tf->left_tsc);
-		tf->left_tsc = 0;
-		ia->st.rtt_left++;
-	}
+	left_answer(w, ia, tf, d, slot, end, now);
 	if (tf->sample_tsc == 0) {
 		tf->sample_tsc = now;
 		tf->sample_seq = end;
 	}
+}
+
+/* A frame of direction d reached weir and is about to queue in `leaf`:
+ * new TCP data answers the ACK clock now (left_answer). A retransmission
+ * (below the highest sequence sent) answers nothing. */
+static enum weir_verdict
+ipabr_enqueue(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, int d,
+	      uint16_t leaf, uint64_t now)
+{
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+	struct weir_ipabr *ia = ipabr_of(w);
+	const uint32_t slot = weir_flow_slot(w->flows, f);
+	struct weir_ipabr_flow *tf;
+
+	RTE_SET_USED(leaf);
+	if (p->l4proto != IPPROTO_TCP || p->payload_len == 0)
+		return WEIR_V_PASS;
+	tf = &ia->f[d][slot];
+	if ((tf->flags & WEIR_IPABR_SND_VALID) && weir_seq_lt(p->seq, tf->snd_max))
+		return WEIR_V_PASS;
+	left_answer(w, ia, tf, d, slot, p->seq + p->payload_len, now);
+	return WEIR_V_PASS;
 }
 
 /* The watchdog's look at a paced flow's held ACKs: one per segment at its
@@ -650,6 +717,7 @@ const struct weir_mode_ops weir_mode_ipabr = {
 	.prepare = ipabr_prepare,
 	.reset = ipabr_reset,
 	.ack = ipabr_ack,
+	.enqueue = ipabr_enqueue,
 	.sent = ipabr_sent,
 	.tick = ipabr_tick,
 	.leave = ipabr_leave,

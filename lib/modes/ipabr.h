@@ -40,6 +40,8 @@
 #define WEIR_IPABR_SUB_MSS 0x08         /* allocation below one segment per RTT: paced */
 #define WEIR_IPABR_LATE 0x10            /* at its first ACK, young beside grown-up flows */
 #define WEIR_IPABR_LIGHT 0x20           /* counted light in its class's period (max-min) */
+#define WEIR_IPABR_FULL 0x40            /* sent up to weir's edge since its last count */
+#define WEIR_IPABR_CUT 0x80             /* its last ACK's window was weir's (cut) */
 
 /* One flow's data direction: one cache line. */
 struct weir_ipabr_flow {

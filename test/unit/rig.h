@@ -140,6 +140,8 @@ static uint32_t rig_pa_clamp_margin16;  /* its margin, << 16 */
 static uint32_t rig_malformed_pps;
 /* The fake clock's ticks a second for workers made while set (0: the TSC's). */
 static uint64_t rig_tsc_hz;
+/* Packets a flow's queue holds in workers made while set (0: 16; weir's default is 128). */
+static uint16_t rig_flow_limit;
 
 static inline uint64_t
 rig_hz(void)
@@ -172,7 +174,8 @@ rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, 
 		struct weir_cbq_class_conf cc[WEIR_CBQ_MAX_CLASSES];
 		struct weir_cbq_conf conf = {
 			.socket_id = SOCKET_ID_ANY, .tsc_hz = rig_hz(), .classes = cc,
-			.n_queues = CAP + 1 + WEIR_POLICY_QUEUES_EXTRA(r->p), .flow_limit = 16,
+			.n_queues = CAP + 1 + WEIR_POLICY_QUEUES_EXTRA(r->p),
+			.flow_limit = rig_flow_limit ? rig_flow_limit : 16,
 		};
 
 		conf.n_classes = weir_policy_cbq_classes(r->p, d, 1, 1, cc);

@@ -375,6 +375,43 @@ test_left(void)
 	rig_free(&r);
 }
 
+/* The sender side's sample ends when the answer reaches weir, not when it
+ * leaves: the time the data then waits in weir's queue is weir's, not the
+ * path's. Timed at the dequeue, a flow with data standing at weir (its
+ * window past its share's pipe) measured its own queue, kept its window
+ * and so its queue (the runaway flow of the satellite case, queue 15). */
+static void
+test_left_queued(void)
+{
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 8000000, .mode = WEIR_MODE_IPABR }, { .rate = 0 } },
+	};
+	struct rig r;
+	const uint64_t hz = rte_get_tsc_hz(), ms = hz / 1000, t0 = hz;
+	const struct weir_ipabr_flow *tf;
+	uint64_t t = t0 + 100 * ms;
+	int64_t w;
+
+	if (rig_make_pa(&r, &pc, "ia_leftq", 64) != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	open_flow(&r, 4000, t0, 40);
+	tf = &ia_of(&r)->f[0][0];
+	send_data(&r, 4000, 1, 1000, t);
+	w = ack_win(&r, ack_of(4000, 1001, 65535), t + 40 * ms, NULL);
+	ack_win(&r, ack_of(4000, 3001, 65535), t + 41 * ms, NULL);
+	CHECK(tf->left_tsc == t + 41 * ms, "sample started");
+	/* The answer arrives 1 ms after the ACK and leaves 100 ms later. */
+	feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1001 + (uint32_t)w - 500, 1000), 0, t + 42 * ms);
+	CHECK(ia_of(&r)->st.rtt_left == 1 && tf->left_tsc == 0, "ended on arrival (%" PRIu64 ")",
+	      ia_of(&r)->st.rtt_left);
+	drain_out(&r, t + 142 * ms);
+	CHECK(ia_of(&r)->st.rtt_left == 1 && tf->rtt_left <= ms / 10 + (2 * ms) / 512,
+	      "a 1 ms sample, not 101 ms: %.4f ms", (double)tf->rtt_left / (double)ms);
+	rig_free(&r);
+}
+
 /* The ACK clock must not take data the sender could send before the ACK
  * for its answer: a window the modes never cut (a reply carrying an ACK,
  * the SYN+ACK's) lets it send ahead of the cut ACKs' edge. At 10 ms,
@@ -788,6 +825,16 @@ test_sub_mss(void)
 	CHECK(n == 1 && r.n_emitted == 1 && rig_tag(r.emitted[0]) == 7 && cksum4_ok(r.emitted[0]),
 	      "then released, one segment's time after the last (%u)", n);
 	rig_emitted_free(&r);
+	/* An ACK for two segments' worth (a window rounded up to the scale
+	 * unit, filled with a second, smaller segment): the next release
+	 * waits two segments' time, not one. Released at 1.2 s, the next
+	 * was due at ~2.25 s; this one is held and moves it to ~3.3 s. */
+	CHECK(ack_win(&r, ack_of(4000, 3101, 65535), t + 1300 * ms, NULL) == -1, "held");
+	n = rig_watchdog(&r, t + 2400 * ms);
+	CHECK(n == 0, "not after one segment's time: it acknowledged two (%u)", n);
+	n = rig_watchdog(&r, t + 3400 * ms);
+	CHECK(n == 1, "after two (%u)", n);
+	rig_emitted_free(&r);
 	rig_free(&r);
 }
 
@@ -912,6 +959,7 @@ main(int argc, char **argv)
 	test_window_no_credit();
 	test_rtt();
 	test_left();
+	test_left_queued();
 	test_left_unseen();
 	test_young();
 	test_weights();
