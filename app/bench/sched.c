@@ -208,7 +208,7 @@ weir_burst(struct weir_cbq *c, struct rte_mbuf **pkts, const uint32_t *fl, const
 	unsigned int n = 0;
 
 	for (int k = 0; k < BURST; k++) {
-		uint16_t leaf = 1 + (lookup ? flow_class[fl[k]] : cl[k]);
+		uint32_t leaf = 1 + (lookup ? flow_class[fl[k]] : cl[k]);
 
 		if (unlikely(weir_cbq_enqueue(c, leaf, fl[k], pkts[k], now) != WEIR_CBQ_OK)) {
 			(*drops)++;

@@ -273,7 +273,7 @@ rig_watchdog(struct rig *r, uint64_t now)
 }
 
 static inline uint32_t
-qlen(struct rig *r, int d, uint16_t cls)
+qlen(struct rig *r, int d, uint32_t cls)
 {
 	struct weir_cbq_stats st;
 
