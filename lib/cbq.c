@@ -47,6 +47,7 @@ struct cbq_class {
 	uint32_t gnext, gprev;  /* of those, the green ones (own rate bucket >= 0) */
 	uint32_t hpos;          /* index in the wait heap, WEIR_CBQ_NONE when not in it */
 	uint64_t hkey;          /* its key there (TSC) */
+	uint64_t hseq;          /* ties of hkey leave in the order they came (DRR's) */
 	uint8_t  prio;
 	uint8_t  is_leaf;
 	uint8_t  state;         /* LS_* (leaves) */
@@ -93,6 +94,7 @@ struct weir_cbq {
 	uint32_t hn;
 	uint8_t  rewake;        /* rates changed: every heap key may be late */
 	uint64_t visits;        /* leaves looked at by dequeue */
+	uint64_t hseq;          /* heap entries so far */
 	struct weir_drr_qtab *qt;
 	struct cbq_class cls[];
 };
@@ -374,6 +376,13 @@ weir_cbq_free(struct weir_cbq *c)
  * The wait heap: a binary min-heap of leaf ids by hkey, each leaf's
  * position kept in it (hpos) so a leaf can leave it from anywhere.
  */
+/* a before b in the heap: earlier key, or the same key and in first. */
+static inline bool
+heap_lt(const struct cbq_class *a, const struct cbq_class *b)
+{
+	return a->hkey < b->hkey || (a->hkey == b->hkey && a->hseq < b->hseq);
+}
+
 static inline void
 heap_set(struct weir_cbq *c, uint32_t pos, uint32_t id)
 {
@@ -385,12 +394,12 @@ static void
 heap_up(struct weir_cbq *c, uint32_t pos)
 {
 	uint32_t id = c->heap[pos];
-	uint64_t key = c->cls[id].hkey;
+	const struct cbq_class *k = &c->cls[id];
 
 	while (pos > 0) {
 		uint32_t up = (pos - 1) / 2;
 
-		if (c->cls[c->heap[up]].hkey <= key)
+		if (!heap_lt(k, &c->cls[c->heap[up]]))
 			break;
 		heap_set(c, pos, c->heap[up]);
 		pos = up;
@@ -402,15 +411,15 @@ static void
 heap_down(struct weir_cbq *c, uint32_t pos)
 {
 	uint32_t id = c->heap[pos];
-	uint64_t key = c->cls[id].hkey;
+	const struct cbq_class *k = &c->cls[id];
 
 	for (;;) {
 		uint32_t l = 2 * pos + 1, m;
 
 		if (l >= c->hn)
 			break;
-		m = l + 1 < c->hn && c->cls[c->heap[l + 1]].hkey < c->cls[c->heap[l]].hkey ? l + 1 : l;
-		if (c->cls[c->heap[m]].hkey >= key)
+		m = l + 1 < c->hn && heap_lt(&c->cls[c->heap[l + 1]], &c->cls[c->heap[l]]) ? l + 1 : l;
+		if (!heap_lt(&c->cls[c->heap[m]], k))
 			break;
 		heap_set(c, pos, c->heap[m]);
 		pos = m;
@@ -422,6 +431,7 @@ static void
 heap_push(struct weir_cbq *c, uint32_t id, uint64_t key)
 {
 	c->cls[id].hkey = key;
+	c->cls[id].hseq = c->hseq++;
 	heap_set(c, c->hn++, id);
 	heap_up(c, c->hn - 1);
 }
@@ -578,6 +588,8 @@ wake_due(struct weir_cbq *c, uint64_t now)
 		c->rewake = 0;
 		for (uint32_t x = 0; x < c->hn; x++)
 			c->cls[c->heap[x]].hkey = 0;
+		for (uint32_t x = c->hn / 2; x-- > 0;)
+			heap_down(c, x);        /* ties go by arrival: heapify again */
 	}
 	while (c->hn != 0 && c->cls[c->heap[0]].hkey <= now) {
 		uint32_t i = c->heap[0];
