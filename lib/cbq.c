@@ -1006,13 +1006,15 @@ weir_cbq_set_rate(struct weir_cbq *c, uint32_t cls, uint64_t rate, uint64_t ceil
 	if (!rate_ok(rate, ceil, WEIR_CBQ_SHARE_MIN))
 		return -EINVAL;
 	k = &c->cls[cls];
+	/* Only a faster bucket can make a heap key late. */
+	if (rate > k->rate_bps || ceil > k->ceil_bps)
+		c->rewake = 1;
 	/* Tokens held now are kept (re-scaled, clamped); the ticks since the
 	 * class's last refill are credited at the new rate. */
 	class_set_buckets(c, k, rate, ceil, 1);
 	leaf_set_bdp(c, k);
 	if (k->qm != NULL)
 		weir_qm_set_rate(k->qm, ceil);
-	c->rewake = 1;          /* a higher rate makes heap keys late */
 	return 0;
 }
 

@@ -768,6 +768,8 @@ weir_worker_main(void *arg)
 			weir_worker_policy_take(w);
 		if (w->conf.cmds != NULL && !rte_ring_empty(w->conf.cmds))
 			got += weir_worker_cmds(w);
+		if (w->conf.class_cmds != NULL && !rte_ring_empty(w->conf.class_cmds))
+			got += weir_worker_class_cmds(w);
 		if (w->conf.share_box != NULL &&
 		    __atomic_load_n(&w->conf.share_box->seq, __ATOMIC_ACQUIRE) != w->share_seq)
 			weir_worker_share_apply(w);

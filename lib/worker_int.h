@@ -11,6 +11,7 @@
 
 #include "mode.h"
 #include "worker.h"
+#include "class_cmd.h"
 
 struct weir_worker {
 	struct weir_worker_conf conf;
@@ -52,6 +53,7 @@ struct weir_worker {
 	uint64_t events_sent;
 	uint64_t events_dropped;               /* ring full or over events_per_s */
 	uint64_t cmds_applied;
+	struct weir_class_cmd_stats class_cmd_st;      /* lib/worker_classcmd.c */
 	uint64_t cmds_stale;                   /* the flow or the policy had changed */
 	/* DiffServ markers per direction (lib/marker.h; NULL: no class marks),
 	 * where frames leave the class tree. */
