@@ -181,7 +181,7 @@ static void
 test_idle_leaves_cost_nothing(void)
 {
 	static struct load big, small;
-	uint64_t T = 2 * HZ, vb, vs;
+	uint64_t T = HZ, vb, vs;
 	double eb, es;
 	struct load *l[2] = { &big, &small };
 
@@ -193,7 +193,7 @@ test_idle_leaves_cost_nothing(void)
 		add_flow(&small, NODES + g);
 	}
 	for (int x = 0; x < 2; x++) {
-		run(l[x], 0, HZ / 2);
+		run(l[x], 0, HZ / 4);
 		reset_window(l[x]);
 	}
 	vb = weir_cbq_visits(big.c);
