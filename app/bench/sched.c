@@ -86,7 +86,7 @@ static struct rte_mbuf *stack[POOL_SIZE];   /* free packets, LIFO like a mempool
 static unsigned int n_free;
 static int tag_off;                         /* dynfield: flow << 32 | sequence number */
 static uint32_t *next_seq, *expect;         /* per flow: next number to give, to see */
-static uint16_t *flow_class;                /* per flow: class, as a flow entry holds it */
+static uint32_t *flow_class;                /* per flow: class, as a flow entry holds it */
 static uint64_t order_errors;
 
 static inline uint64_t *
@@ -140,8 +140,8 @@ write_frame(struct rte_mbuf *m, uint32_t flow)
 
 /* Untimed: the next burst's packets, flows and (harness-computed) classes. */
 static void
-prepare(struct rte_mbuf **pkts, uint32_t *fl, uint16_t *cl, uint64_t *state, uint32_t n_flows,
-	uint16_t n_classes)
+prepare(struct rte_mbuf **pkts, uint32_t *fl, uint32_t *cl, uint64_t *state, uint32_t n_flows,
+	uint32_t n_classes)
 {
 	if (n_free < BURST)
 		rte_exit(EXIT_FAILURE, "backlog reached %u packets: the scheduler falls behind\n",
@@ -154,7 +154,7 @@ prepare(struct rte_mbuf **pkts, uint32_t *fl, uint16_t *cl, uint64_t *state, uin
 		*tag(m) = (uint64_t)f << 32 | next_seq[f]++;
 		pkts[k] = m;
 		fl[k] = f;
-		cl[k] = (uint16_t)(f % n_classes);
+		cl[k] = f % n_classes;
 	}
 }
 
@@ -176,39 +176,43 @@ collect(struct rte_mbuf **out, unsigned int n)
 /* ---- weir ---- */
 
 static struct weir_cbq *
-weir_side_create(uint32_t n_flows, uint16_t n_classes)
+weir_side_create(uint32_t n_flows, uint32_t n_classes)
 {
-	static struct weir_cbq_class_conf cls[WEIR_CBQ_MAX_CLASSES];
+	struct weir_cbq_class_conf *cls = calloc(n_classes + 1, sizeof(*cls));
+	struct weir_cbq *c;
 	struct weir_cbq_conf cc = {
 		.socket_id = (int)rte_socket_id(), .tsc_hz = rte_get_tsc_hz(),
-		.n_classes = (uint16_t)(n_classes + 1), .classes = cls,
+		.n_classes = n_classes + 1, .classes = cls,
 		.n_queues = n_flows + 1, .flow_limit = 64, .overhead = OVERHEAD,
 	};
 
 	/* Each leaf is guaranteed an even share of the line and may borrow up
 	 * to all of it; the traffic is spread evenly, so every leaf stays
 	 * green (no borrowing path) and nothing waits for tokens. */
-	memset(cls, 0, sizeof(cls));
+	if (cls == NULL)
+		return NULL;
 	cls[0].rate = cls[0].ceil = LINE_BPS;
-	for (uint16_t i = 1; i <= n_classes; i++) {
+	for (uint32_t i = 1; i <= n_classes; i++) {
 		cls[i].parent = 0;
-		cls[i].rate = LINE_BPS / n_classes;
+		cls[i].rate = RTE_MAX(LINE_BPS / n_classes, WEIR_CBQ_RATE_MIN);
 		cls[i].ceil = LINE_BPS;
 	}
-	return weir_cbq_create(&cc);
+	c = weir_cbq_create(&cc);
+	free(cls);
+	return c;
 }
 
 /* Timed: one burst in, then (if deq) up to one burst out. Returns packets
  * dequeued; refused ones are counted in *drops and go back to the stack. */
 static inline unsigned int
-weir_burst(struct weir_cbq *c, struct rte_mbuf **pkts, const uint32_t *fl, const uint16_t *cl,
+weir_burst(struct weir_cbq *c, struct rte_mbuf **pkts, const uint32_t *fl, const uint32_t *cl,
 	   int lookup, int deq, struct rte_mbuf **out, uint64_t *drops)
 {
 	uint64_t now = rte_rdtsc();
 	unsigned int n = 0;
 
 	for (int k = 0; k < BURST; k++) {
-		uint16_t leaf = 1 + (lookup ? flow_class[fl[k]] : cl[k]);
+		uint32_t leaf = 1 + (lookup ? flow_class[fl[k]] : cl[k]);
 
 		if (unlikely(weir_cbq_enqueue(c, leaf, fl[k], pkts[k], now) != WEIR_CBQ_OK)) {
 			(*drops)++;
@@ -229,7 +233,7 @@ weir_burst(struct weir_cbq *c, struct rte_mbuf **pkts, const uint32_t *fl, const
 /* ---- librte_sched ---- */
 
 static struct rte_sched_port *
-rte_side_create(uint16_t n_classes)
+rte_side_create(uint32_t n_classes)
 {
 	/* librte_sched wants a power-of-two number of pipes per subport. */
 	uint32_t n_pipes = rte_align32pow2(n_classes);
@@ -258,7 +262,10 @@ rte_side_create(uint16_t n_classes)
 	for (int i = 0; i < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; i++)
 		spp.tc_rate[i] = rate;
 	pipe.tc_rate[RTE_SCHED_TRAFFIC_CLASS_BE] = rate;
-	sp.qsize[RTE_SCHED_TRAFFIC_CLASS_BE] = SCHED_QSIZE;
+	/* Past 16K pipes its queue memory (4 x qsize mbuf pointers a pipe and
+	 * more) no longer fits a few GB: shorter queues there, still far
+	 * above the standing queue of these runs (--backlog 0). */
+	sp.qsize[RTE_SCHED_TRAFFIC_CLASS_BE] = n_pipes > 16384 ? 64 : SCHED_QSIZE;
 
 	port = rte_sched_port_config(&pp);
 	if (port == NULL)
@@ -276,7 +283,7 @@ fail:
 
 static inline unsigned int
 rte_burst(struct rte_sched_port *port, struct rte_mbuf **pkts, const uint32_t *fl,
-	  const uint16_t *cl, int lookup, int deq, struct rte_mbuf **out, uint64_t *drops)
+	  const uint32_t *cl, int lookup, int deq, struct rte_mbuf **out, uint64_t *drops)
 {
 	int in;
 
@@ -311,7 +318,7 @@ cmp_u64(const void *a, const void *b)
 }
 
 static struct result
-run(enum kind kd, uint32_t n_flows, uint16_t n_classes, uint64_t n_pkts, uint64_t prefill)
+run(enum kind kd, uint32_t n_flows, uint32_t n_classes, uint64_t n_pkts, uint64_t prefill)
 {
 	const int is_weir = kd == K_WEIR || kd == K_WEIR_LOOKUP;
 	const int lookup = kd == K_RTE_LOOKUP || kd == K_WEIR_LOOKUP;
@@ -319,7 +326,7 @@ run(enum kind kd, uint32_t n_flows, uint16_t n_classes, uint64_t n_pkts, uint64_
 	struct rte_sched_port *port = NULL;
 	struct rte_mbuf *pkts[BURST], *out[BURST];
 	uint32_t fl[BURST];
-	uint16_t cl[BURST];
+	uint32_t cl[BURST];
 	uint64_t state = 1, cycles = 0, drops = 0, in = 0, outn = 0, t0, t1;
 	uint64_t warm = RTE_ALIGN_CEIL((uint64_t)n_flows + 8 * CHUNK + prefill, BURST);
 	size_t before = heap_bytes();
@@ -343,7 +350,7 @@ run(enum kind kd, uint32_t n_flows, uint16_t n_classes, uint64_t n_pkts, uint64_
 	memset(next_seq, 0, n_flows * sizeof(*next_seq));
 	memset(expect, 0, n_flows * sizeof(*expect));
 	for (uint32_t f = 0; f < n_flows; f++)
-		flow_class[f] = (uint16_t)(f % n_classes);
+		flow_class[f] = f % n_classes;
 	order_errors = 0;
 
 	/* Warm up with as many packets as flows (and some) untimed, so every
@@ -463,8 +470,8 @@ main(int argc, char **argv)
 		max_flows = RTE_MAX(max_flows, flows[i]);
 	}
 	for (unsigned int i = 0; i < n_classes; i++)
-		if (classes[i] == 0 || classes[i] >= WEIR_CBQ_MAX_CLASSES)
-			rte_exit(EXIT_FAILURE, "classes must be 1..%d\n", WEIR_CBQ_MAX_CLASSES - 1);
+		if (classes[i] == 0 || classes[i] >= WEIR_CBQ_CAPACITY_MAX)
+			rte_exit(EXIT_FAILURE, "classes must be 1..%u\n", WEIR_CBQ_CAPACITY_MAX - 1);
 
 	tag_off = rte_mbuf_dynfield_register(&tag_desc);
 	if (tag_off < 0)
@@ -496,7 +503,7 @@ main(int argc, char **argv)
 			 * amounts of work: each ratio compares runs made close
 			 * together on this shared machine. */
 			for (int k = 0; k < K__COUNT; k++)
-				r[k] = run((enum kind)k, flows[i], (uint16_t)classes[j], n_pkts,
+				r[k] = run((enum kind)k, flows[i], classes[j], n_pkts,
 					   backlog);
 			for (int k = 0; k < K__COUNT; k++) {
 				int w = k == K_WEIR || k == K_WEIR_LOOKUP;

@@ -175,7 +175,7 @@ flow_of_event(const struct weir_app *a, const struct weir_flow_event *ev, double
 	memcpy(f->wan, ev->wan, 16);
 	if (ev->epoch == p->epoch && ev->target < p->n_targets)
 		for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
-			uint16_t leaf = p->targets[ev->target].leaf[d];
+			uint32_t leaf = p->targets[ev->target].leaf[d];
 
 			if (leaf != WEIR_CBQ_NONE)
 				snprintf(f->cls[d], sizeof(f->cls[d]), "%s", p->tree[d].classes[leaf].name);

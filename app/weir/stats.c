@@ -95,7 +95,7 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 /* A class's marker (docs/markers.md): its settings and colour counters,
  * summed over the workers. */
 static json_t *
-marker_json(const struct weir_app *app, int dir, uint16_t cls)
+marker_json(const struct weir_app *app, int dir, uint32_t cls)
 {
 	const struct weir_marker_conf *mc = &app->cfg.policy->tree[dir].classes[cls].marker;
 	static const char *const colour[WEIR_COLOURS] = { "green", "yellow", "red" };
@@ -144,7 +144,7 @@ marker_json(const struct weir_app *app, int dir, uint16_t cls)
  * (worker_view.h); a worker that has not taken the policy in force yet is
  * left out until it has. */
 static json_t *
-class_json(const struct weir_app *app, int dir, uint16_t cls)
+class_json(const struct weir_app *app, int dir, uint32_t cls)
 {
 	const struct weir_policy_class *pk = &app->cfg.policy->tree[dir].classes[cls];
 	struct weir_cbq_stats sum = { 0 };

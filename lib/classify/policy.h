@@ -145,7 +145,7 @@ struct weir_policy_err {
 #define WEIR_TARGET_DEFAULT 0           /* targets[0]: both directions' default classes */
 
 struct weir_policy_target {
-	uint16_t leaf[WEIR_POLICY_DIRS];        /* cbq class index; WEIR_CBQ_NONE if unshaped */
+	uint32_t leaf[WEIR_POLICY_DIRS];        /* cbq class index; WEIR_CBQ_NONE if unshaped */
 	uint8_t mode[WEIR_POLICY_DIRS];         /* the leaf's enum weir_shape_mode (copied: one read) */
 	uint8_t weight;
 	uint8_t lm_flags;                       /* WEIR_LM_ON | WEIR_LM_EXEMPT | WEIR_LM_WAN, 0: none */
@@ -173,7 +173,7 @@ struct weir_policy_class {
 
 struct weir_policy_tree {
 	uint16_t n_classes;                     /* including the root; 0 = unshaped */
-	uint16_t default_leaf;
+	uint32_t default_leaf;
 	struct weir_policy_class *classes;
 	struct weir_qm_params qm_params;        /* fifo leaves' queue managers (cbq conf) */
 };

@@ -124,7 +124,7 @@ class_unit(struct weir_ipabr_class *cs)
  * case light: windows of the whole class each, seconds of queue). */
 static inline bool
 class_count_use(struct weir_worker *w, struct weir_ipabr_class *cs, struct weir_ipabr_flow *tf,
-		int d, uint32_t slot, uint16_t leaf)
+		int d, uint32_t slot, uint32_t leaf)
 {
 	const struct weir_postack_q *q = &w->pa->q[d][slot];
 	const uint64_t len = w->cls_ctr[d][leaf].period_len;
@@ -278,7 +278,7 @@ ipabr_look(struct weir_worker *w, struct weir_ipabr *ia, int d, uint64_t now)
 }
 
 static inline struct weir_ipabr_class *
-class_of(struct weir_worker *w, struct weir_ipabr *ia, int d, uint16_t leaf, uint64_t now)
+class_of(struct weir_worker *w, struct weir_ipabr *ia, int d, uint32_t leaf, uint64_t now)
 {
 	struct weir_ipabr_dir *ds = &ia->dir[d];
 
@@ -360,7 +360,7 @@ sub_gap(const struct weir_worker *w, uint64_t alloc_bpt, uint32_t seg, uint32_t 
  */
 static enum weir_verdict
 ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
-	  int a, uint32_t slot, uint16_t leaf, uint32_t held, uint64_t now)
+	  int a, uint32_t slot, uint32_t leaf, uint32_t held, uint64_t now)
 {
 	const int d = a ^ 1;
 	struct weir_ipabr *ia = ipabr_of(w);
@@ -533,7 +533,7 @@ left_answer(struct weir_worker *w, struct weir_ipabr *ia, struct weir_ipabr_flow
  * nothing, and abandons a sample it may be a copy of (Sec. 4.2.1, Karn).
  */
 static void
-ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint16_t leaf,
+ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t leaf,
 	   uint32_t qlen, uint64_t now)
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
@@ -629,7 +629,7 @@ ipabr_enqueue(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, in
 /* The watchdog's look at a paced flow's held ACKs: one per segment at its
  * allocation; all of them once it is no longer below a segment per RTT. */
 static uint32_t
-ipabr_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
+ipabr_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
 	   uint64_t now, uint32_t held, enum weir_postack_why *why)
 {
 	struct weir_ipabr *ia = ipabr_of(w);
@@ -653,7 +653,7 @@ ipabr_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
  * finished one for a period and took 888 ms against pfq's 452. */
 static void
 ipabr_leave(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
-	    uint16_t leaf)
+	    uint32_t leaf)
 {
 	struct weir_ipabr *ia = ipabr_of(w);
 	struct weir_ipabr_flow *tf;

@@ -109,24 +109,24 @@ struct weir_mode_ops {
 	int (*prepare)(struct weir_worker *w, const struct weir_policy *p);
 	void (*reset)(struct weir_worker *w, uint32_t slot);
 	enum weir_verdict (*ack)(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
-				 const struct weir_pkt *p, int a, uint32_t slot, uint16_t leaf,
+				 const struct weir_pkt *p, int a, uint32_t slot, uint32_t leaf,
 				 uint32_t held, uint64_t now);
 	enum weir_verdict (*enqueue)(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
-				     int d, uint16_t leaf, uint64_t now);
+				     int d, uint32_t leaf, uint64_t now);
 	void (*queued)(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
 		       int d, uint32_t slot);
 	void (*sent)(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot,
-		     uint16_t leaf, uint32_t qlen, uint64_t now);
+		     uint32_t leaf, uint32_t qlen, uint64_t now);
 	void (*dropped)(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
 			int d);
 	uint32_t (*tick)(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
-			 uint16_t leaf, uint64_t now, uint32_t held, enum weir_postack_why *why);
+			 uint32_t leaf, uint64_t now, uint32_t held, enum weir_postack_why *why);
 	void (*end)(struct weir_worker *w, const struct weir_flow *f, uint32_t slot);
 	/* Flow f no longer takes a share of leaf `leaf` of direction d (it
 	 * ended, expired, or moved): a mode that divides the class among its
 	 * active flows by its own count takes it out now, not a period later. */
 	void (*leave)(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
-		      uint16_t leaf);
+		      uint32_t leaf);
 	/* A packet travelling a carries an ACK that `ack` never sees (data,
 	 * a SYN+ACK, a FIN): its window reaches direction d's sender uncut. */
 	void (*uncut)(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p,
@@ -194,7 +194,7 @@ enum weir_verdict weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int
  * lib/drr.h) beside an active flow that is not? DRR serves it ahead of bulk
  * flows; a mode that holds or paces ACKs lets it run too, or the head start
  * would be taken back. Among young flows only, nobody is ahead. */
-bool weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t leaf);
+bool weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t leaf);
 /* Frames of slot waiting in direction d's class tree (for a fifo leaf, any
  * frame in its shared queue: the flow's own cannot be told apart). */
 uint32_t weir_mode_data_qlen(const struct weir_worker *w, const struct weir_flow *f, int d,

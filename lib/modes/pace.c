@@ -8,7 +8,7 @@
 #include "worker_int.h"
 
 uint64_t
-weir_tcr_pace_gap(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t leaf)
+weir_tcr_pace_gap(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t leaf)
 {
 	uint64_t gap = ((uint64_t)(f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460) *
 			w->cls_ctr[d][leaf].share_ticks_per_byte) >> 16;
@@ -26,7 +26,7 @@ weir_tcr_pace_gap(const struct weir_worker *w, const struct weir_flow *f, int d,
  * the share is small; a stopped clock (0) starts a gap from now. */
 uint32_t
 weir_tcr_pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
-		  uint16_t leaf, uint64_t now, uint32_t starving)
+		  uint32_t leaf, uint64_t now, uint32_t starving)
 {
 	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
 	uint64_t gap = weir_tcr_pace_gap(w, f, d, leaf);
@@ -58,7 +58,7 @@ weir_tcr_pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint3
  */
 uint32_t
 weir_tcr_pace_owed(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
-		   uint16_t leaf, uint64_t now, uint32_t held)
+		   uint32_t leaf, uint64_t now, uint32_t held)
 {
 	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
 	const uint64_t gap = RTE_MAX(weir_tcr_pace_gap(w, f, d, leaf), (uint64_t)1);

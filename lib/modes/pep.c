@@ -238,7 +238,7 @@ flow_new(struct weir_worker *w, struct pep *st, struct weir_flow *f, int d, uint
  * maximum buffer is twice that. Both are bounded by the flow's copy cap.
  */
 static void
-update_wm(const struct weir_worker *w, const struct pep *st, struct pep_flow *pf, uint16_t leaf)
+update_wm(const struct weir_worker *w, const struct pep *st, struct pep_flow *pf, uint32_t leaf)
 {
 	uint64_t rate = w->cls_ctr[pf->d][leaf].share_bytes_per_tick;
 	uint64_t rtt = pf->min_rtt ? pf->min_rtt : pf->srtt ? pf->srtt : st->rtt_unknown;
@@ -394,7 +394,7 @@ from_sender(struct pep *st, struct weir_flow *f, struct pep_flow *pf, struct rte
  * p-ACK up to the maximum, let it pass uncopied beyond. */
 static void
 copy_segment(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf,
-	     struct rte_mbuf *m, const struct weir_pkt *p, uint16_t leaf, uint64_t now)
+	     struct rte_mbuf *m, const struct weir_pkt *p, uint32_t leaf, uint64_t now)
 {
 	const uint32_t seq = p->seq, len = p->payload_len, end = seq + len;
 	struct pep_rec *r;
@@ -617,7 +617,7 @@ recover_one(struct weir_worker *w, struct pep *st, struct pep_flow *pf, bool sac
 /* Is the mode still pep for the flow's data direction? (A reload may have
  * taken it away: then the flow drains.) */
 static inline bool
-mode_on(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t *leaf)
+mode_on(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t *leaf)
 {
 	const struct weir_policy_target *t;
 
@@ -647,7 +647,7 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 	const uint8_t *tcp = rte_pktmbuf_mtod_offset(m, const uint8_t *, p->l4_off);
 	const uint32_t r = p->ack;
 	uint32_t edge, shown_before;
-	uint16_t leaf = WEIR_CBQ_NONE;
+	uint32_t leaf = WEIR_CBQ_NONE;
 	bool take = false, ece_new = false;
 	uint64_t dummy = 0;
 
@@ -793,7 +793,7 @@ weir_pep_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
 /* ---- the mode's hooks ---- */
 
 static enum weir_verdict
-pep_enqueue(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, int d, uint16_t leaf,
+pep_enqueue(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, int d, uint32_t leaf,
 	    uint64_t now)
 {
 	struct pep *st = pep_of(w);
@@ -889,7 +889,7 @@ pep_dropped(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m
 
 /* S's segment left the class tree: the exact time for its round trip. */
 static void
-pep_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint16_t leaf,
+pep_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t leaf,
 	 uint32_t qlen, uint64_t now)
 {
 	struct pep *st = pep_of(w);

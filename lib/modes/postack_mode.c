@@ -43,7 +43,7 @@ postack_path_rtt(const struct weir_postack *pa, int d, uint32_t slot)
  */
 static uint32_t
 postack_hold_window(const struct weir_worker *w, const struct weir_flow *f, int a, uint32_t slot,
-		    uint16_t leaf)
+		    uint32_t leaf)
 {
 	const int d = a ^ 1;
 	const uint64_t rtt = postack_path_rtt(w->pa, d, slot);
@@ -58,7 +58,7 @@ postack_hold_window(const struct weir_worker *w, const struct weir_flow *f, int 
  * window. */
 void
 weir_postack_mode_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
-	      const struct weir_pkt *p, int a, uint32_t slot, uint16_t leaf)
+	      const struct weir_pkt *p, int a, uint32_t slot, uint32_t leaf)
 {
 	if (weir_postack_cut_window(w->pa, f, m, p, a, slot, postack_hold_window(w, f, a, slot, leaf)))
 		w->ctr.port[a].win_clamped++;
@@ -91,7 +91,7 @@ weir_postack_mode_clamp(struct weir_worker *w, const struct weir_flow *f, struct
  */
 static bool
 postack_share_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
-		    const struct weir_pkt *p, int a, uint32_t slot, uint16_t leaf)
+		    const struct weir_pkt *p, int a, uint32_t slot, uint32_t leaf)
 {
 	struct weir_postack *pa = w->pa;
 	const int d = a ^ 1;
@@ -230,7 +230,7 @@ weir_postack_mode_sack_news(struct weir_worker *w, const struct weir_flow *f, co
  */
 static inline bool
 postack_over(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
-	     uint16_t leaf, uint32_t qlen, uint64_t now)
+	     uint32_t leaf, uint32_t qlen, uint64_t now)
 {
 	const uint64_t seg = f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460;
 	const uint64_t bdp = weir_postack_mode_bdp(w, d, slot, leaf);
@@ -252,7 +252,7 @@ postack_over(const struct weir_worker *w, const struct weir_flow *f, int d, uint
  */
 static enum weir_verdict
 postack_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
-	    const struct weir_pkt *p, int a, uint32_t slot, uint16_t leaf, uint32_t held,
+	    const struct weir_pkt *p, int a, uint32_t slot, uint32_t leaf, uint32_t held,
 	    uint64_t now)
 {
 	const int d = a ^ 1;
@@ -288,7 +288,7 @@ pass:
  * while what is queued behind it (less one) and on its way is within its
  * room (postack_over). */
 static void
-postack_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint16_t leaf,
+postack_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t leaf,
 	     uint32_t qlen, uint64_t now)
 {
 	RTE_SET_USED(m);
@@ -301,7 +301,7 @@ postack_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, ui
  * the data has stopped, one per fair-share gap while its data queue is
  * empty and the sender still sends. */
 static uint32_t
-postack_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
+postack_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
 	     uint64_t now, uint32_t held, enum weir_postack_why *why)
 {
 	if (weir_mode_data_qlen(w, f, d, slot) != 0) {

@@ -17,7 +17,7 @@
 /* PostACK's window clamp with the share clamp off: ACK m cut to the hold
  * window. */
 void weir_postack_mode_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
-			     const struct weir_pkt *p, int a, uint32_t slot, uint16_t leaf);
+			     const struct weir_pkt *p, int a, uint32_t slot, uint32_t leaf);
 /* The tree dropped data frame m of direction d: remember the hole (the
  * own-drop mark) so the SACK that reports it is not taken for news. */
 void weir_postack_mode_dropped(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
@@ -31,7 +31,7 @@ bool weir_postack_mode_sack_news(struct weir_worker *w, const struct weir_flow *
 /* The sender's BDP for flow f in data direction d: its share x the
  * sender's round trip (the handshake's; 0 when unknown), bytes. */
 static inline uint64_t
-weir_postack_mode_bdp(const struct weir_worker *w, int d, uint32_t slot, uint16_t leaf)
+weir_postack_mode_bdp(const struct weir_worker *w, int d, uint32_t slot, uint32_t leaf)
 {
 	return (w->cls_ctr[d][leaf].share_bytes_per_tick * (uint64_t)w->pa->q[d][slot].rtt) >> 32;
 }

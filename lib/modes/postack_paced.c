@@ -57,7 +57,7 @@ paced_backlogged(uint32_t qlen, uint64_t ms_ticks, uint64_t cgap, int64_t extra,
  * The pace does not follow borrowing. Returns 1 when an ACK may go now.
  */
 static uint32_t
-paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
+paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
 	   uint64_t now, bool arrival)
 {
 	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
@@ -130,7 +130,7 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
  * in the ACK store, window clamped as PostACK's, for the watchdog's ticks. */
 static enum weir_verdict
 paced_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
-	  int a, uint32_t slot, uint16_t leaf, uint32_t held, uint64_t now)
+	  int a, uint32_t slot, uint32_t leaf, uint32_t held, uint64_t now)
 {
 	const int d = a ^ 1;
 
@@ -167,7 +167,7 @@ paced_queued(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *
 
 static uint32_t
 paced_tick_op(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
-	      uint16_t leaf, uint64_t now, uint32_t held, enum weir_postack_why *why)
+	      uint32_t leaf, uint64_t now, uint32_t held, enum weir_postack_why *why)
 {
 	RTE_SET_USED(held);
 	*why = WEIR_PA_PACED;

@@ -62,7 +62,7 @@ tcr_rtt(const struct weir_worker *w, const struct weir_tcr_flow *tf, int d, uint
  */
 static enum weir_verdict
 tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
-	int a, uint32_t slot, uint16_t leaf, uint32_t held, uint64_t now)
+	int a, uint32_t slot, uint32_t leaf, uint32_t held, uint64_t now)
 {
 	const int d = a ^ 1;
 	const struct weir_class_counters *c = &w->cls_ctr[d][leaf];
@@ -130,7 +130,7 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 
 /* A data segment left: time it to its ACK (the round-trip sample). */
 static void
-tcr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint16_t leaf,
+tcr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t leaf,
 	 uint32_t qlen, uint64_t now)
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
@@ -142,7 +142,7 @@ tcr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint16
 }
 
 static uint32_t
-tcr_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint16_t leaf,
+tcr_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
 	 uint64_t now, uint32_t held, enum weir_postack_why *why)
 {
 	*why = WEIR_PA_PACED;

@@ -28,25 +28,47 @@ struct weir_tb {
 	uint32_t shift;
 };
 
+/* Where a backlogged leaf is (docs/cbq.md, "Only backlogged leaves"). */
+enum {
+	LS_IDLE = 0,    /* nothing queued: on no list, not in the wait heap */
+	LS_LISTED,      /* on its priority's list (and the green list when green);
+			 * in the heap when yellow, keyed by when it turns green */
+	LS_PARKED,      /* blocked: on no list, in the heap keyed by the earliest
+			 * time its path might let it send */
+};
+
 struct cbq_class {
 	/* Hot: read on every dequeue that looks at this class or a descendant. */
 	struct weir_tb tb;      /* guaranteed rate */
 	struct weir_tb ctb;     /* ceil */
 	uint64_t last;          /* TSC of the last refill */
-	uint16_t parent;        /* WEIR_CBQ_NONE for the root */
-	uint16_t anext, aprev;  /* active list of its priority (leaves) */
+	uint32_t parent;        /* WEIR_CBQ_NONE for the root */
+	uint32_t anext, aprev;  /* its priority's list of unblocked backlogged leaves */
+	uint32_t gnext, gprev;  /* of those, the green ones (own rate bucket >= 0) */
+	uint32_t hpos;          /* index in the wait heap, WEIR_CBQ_NONE when not in it */
+	uint64_t hkey;          /* its key there (TSC) */
+	uint64_t hseq;          /* ties of hkey leave in the order they came (DRR's) */
 	uint8_t  prio;
 	uint8_t  is_leaf;
-	uint8_t  active;        /* on an active list */
+	uint8_t  state;         /* LS_* (leaves) */
+	uint8_t  green;         /* on the green list */
 	uint8_t  depth;
+	uint8_t  used;          /* the id is a class (weir_cbq_class_add/remove) */
+	uint8_t  evict;         /* a full leaf drops from its longest flow queue (not a fifo) */
+	uint8_t  boosted;       /* its ceiling is boost_ceil until boost_end */
 	int32_t  deficit;       /* DRR among leaves of one priority */
 	uint32_t quantum;
 	uint32_t limit;
-	uint8_t  evict;         /* a full leaf drops from its longest flow queue (not a fifo) */
+	uint32_t nchild;
+	uint64_t boost_end;     /* TSC the boost ends (boosted) */
 	struct weir_drr drr;    /* leaves only */
 	struct weir_qm *qm;     /* a fifo leaf's queue manager, or NULL */
 	/* Cold. */
 	uint64_t rate_bps, ceil_bps;
+	uint32_t burst, cburst; /* configured depths in bytes, 0 = from burst_us */
+	uint64_t boost_ceil;
+	uint64_t boost_ticks, boost_idle; /* TSC ticks */
+	uint64_t idle_since;    /* TSC its queues last emptied */
 	struct weir_cbq_stats st;
 } __rte_cache_aligned;
 
@@ -55,14 +77,24 @@ struct weir_cbq {
 	uint32_t burst_us;
 	uint32_t maxpkt;        /* mtu + overhead: the most one packet costs */
 	uint16_t overhead;
-	uint16_t n;
+	uint32_t n;             /* ids 0..n-1 have been used (a high-water mark) */
+	uint32_t cap;           /* ids the tree can hold */
+	uint32_t free_head;     /* free ids below n, chained through anext */
 	uint32_t backlog;       /* packets in all leaves */
 	uint32_t backlog_soft;  /* past this, only leaves under their equal part queue */
 	uint32_t backlog_hard;  /* at this, nobody (UINT32_MAX: no bound) */
 	uint32_t leaf_part;     /* a leaf's equal part of backlog_soft */
+	uint32_t fq;            /* per-flow quantum */
 	struct weir_codel_params aqm;   /* CoDel's, for leaves with aqm */
-	uint16_t alast[WEIR_CBQ_NUM_PRIO];     /* tail of each priority's active list */
-	uint16_t acount[WEIR_CBQ_NUM_PRIO];
+	uint32_t alast[WEIR_CBQ_NUM_PRIO];     /* tail of each priority's list */
+	uint32_t acount[WEIR_CBQ_NUM_PRIO];
+	uint32_t glast[WEIR_CBQ_NUM_PRIO];     /* tail of each priority's green list */
+	uint32_t gcount[WEIR_CBQ_NUM_PRIO];
+	uint32_t *heap;         /* wait heap of leaf ids, min hkey first */
+	uint32_t hn;
+	uint8_t  rewake;        /* rates changed: every heap key may be late */
+	uint64_t visits;        /* leaves looked at by dequeue */
+	uint64_t hseq;          /* heap entries so far */
 	struct weir_drr_qtab *qt;
 	struct cbq_class cls[];
 };
@@ -77,7 +109,8 @@ tb_bytes(int64_t fp, uint32_t shift)
 /* Set up (or re-set, keeping earned tokens) a bucket for `bps` bit/s.
  * Cold path: the divisions here run once per configuration change. */
 static void
-tb_setup(struct weir_tb *b, uint64_t bps, uint64_t hz, uint32_t burst_us, uint32_t maxpkt, int keep)
+tb_setup(struct weir_tb *b, uint64_t bps, uint64_t hz, uint32_t burst_us, uint32_t maxpkt, int keep,
+	 uint32_t depth)
 {
 	uint64_t burst_bytes, range;
 	int64_t old_bytes = keep ? tb_bytes(b->tokens, b->shift) : 0;
@@ -86,7 +119,7 @@ tb_setup(struct weir_tb *b, uint64_t bps, uint64_t hz, uint32_t burst_us, uint32
 
 	/* Depth: burst_us of traffic at this rate, at least one full packet
 	 * (so even 8 kbit/s can pass a 1518-byte frame), see docs/cbq.md. */
-	burst_bytes = (uint64_t)(((unsigned __int128)bps * burst_us) / 8000000u);
+	burst_bytes = depth ? depth : (uint64_t)(((unsigned __int128)bps * burst_us) / 8000000u);
 	if (burst_bytes < maxpkt)
 		burst_bytes = maxpkt;
 	range = 2 * burst_bytes + 2 * (uint64_t)maxpkt;
@@ -163,8 +196,9 @@ class_set_buckets(struct weir_cbq *c, struct cbq_class *k, uint64_t rate, uint64
 {
 	k->rate_bps = rate;
 	k->ceil_bps = ceil;
-	tb_setup(&k->tb, rate, c->tsc_hz, c->burst_us, c->maxpkt, keep);
-	tb_setup(&k->ctb, ceil, c->tsc_hz, c->burst_us, c->maxpkt, keep);
+	tb_setup(&k->tb, rate, c->tsc_hz, c->burst_us, c->maxpkt, keep, k->burst);
+	tb_setup(&k->ctb, k->boosted ? RTE_MAX(ceil, k->boost_ceil) : ceil, c->tsc_hz, c->burst_us,
+		 c->maxpkt, keep, k->cburst);
 }
 
 /* A leaf's per-flow queues may hold a bandwidth-delay product at its
@@ -187,18 +221,58 @@ rate_ok(uint64_t rate, uint64_t ceil, uint64_t min)
 	return rate >= min && rate <= WEIR_CBQ_RATE_MAX && ceil >= rate && ceil <= WEIR_CBQ_RATE_MAX;
 }
 
+/* Fill class k from conf: its buckets and, for a leaf, its scheduler.
+ * fq: the per-flow quantum. -EINVAL on figures out of range. */
+static int
+class_init(struct weir_cbq *c, struct cbq_class *k, const struct weir_cbq_class_conf *cc,
+	   uint64_t ceil, uint32_t fq)
+{
+	if (!rate_ok(cc->rate, ceil, WEIR_CBQ_RATE_MIN) || cc->prio >= WEIR_CBQ_NUM_PRIO ||
+	    (cc->boost_ceil != 0 && cc->boost_ceil > WEIR_CBQ_RATE_MAX))
+		return -EINVAL;
+	k->is_leaf = 1;         /* until a child names it */
+	k->used = 1;
+	k->prio = cc->prio;
+	k->limit = cc->limit;
+	k->quantum = cc->quantum ? cc->quantum : c->maxpkt;
+	if (k->quantum < c->maxpkt)
+		return -EINVAL;
+	k->anext = k->aprev = k->gnext = k->gprev = WEIR_CBQ_NONE;
+	k->hpos = WEIR_CBQ_NONE;
+	k->burst = cc->burst;
+	k->cburst = cc->cburst;
+	k->boost_ceil = cc->boost_ceil;
+	k->boost_ticks = (uint64_t)cc->boost_ms * (c->tsc_hz / 1000);
+	k->boost_idle = (uint64_t)cc->boost_idle_ms * (c->tsc_hz / 1000);
+	class_set_buckets(c, k, cc->rate, ceil, 0);
+	weir_drr_init(&k->drr, c->qt, fq, c->overhead);
+	if (cc->fifo)
+		k->drr.limit = UINT16_MAX;
+	k->evict = !cc->fifo;
+	k->drr.sparse = !cc->plain;
+	if (cc->new_quanta)
+		k->drr.new_quanta = RTE_MIN(cc->new_quanta, WEIR_DRR_NEW_QUANTA_MAX);
+	k->drr.young = cc->plain || cc->fifo ? 0 : RTE_MIN(cc->young, WEIR_DRR_YOUNG_MAX);
+	if (cc->aqm) {
+		k->drr.codel = c->qt->codel;
+		k->drr.aqm = &c->aqm;
+	}
+	return 0;
+}
+
 struct weir_cbq *
 weir_cbq_create(const struct weir_cbq_conf *conf)
 {
 	struct weir_cbq *c;
-	uint16_t i, n = conf->n_classes;
+	uint32_t i, n = conf->n_classes;
+	uint32_t cap = conf->capacity ? conf->capacity : n;
 	uint32_t mtu = conf->mtu ? conf->mtu : 1518;
 	uint32_t fq;
 
-	if (n == 0 || n > WEIR_CBQ_MAX_CLASSES || conf->classes == NULL ||
+	if (n == 0 || cap < n || cap > WEIR_CBQ_CAPACITY_MAX || conf->classes == NULL ||
 	    conf->tsc_hz < 1000000 || conf->flow_limit == 0)
 		return NULL;
-	c = rte_zmalloc_socket("weir_cbq", sizeof(*c) + (size_t)n * sizeof(c->cls[0]),
+	c = rte_zmalloc_socket("weir_cbq", sizeof(*c) + (size_t)cap * sizeof(c->cls[0]),
 			       RTE_CACHE_LINE_SIZE, conf->socket_id);
 	if (c == NULL)
 		return NULL;
@@ -207,14 +281,21 @@ weir_cbq_create(const struct weir_cbq_conf *conf)
 	c->overhead = conf->overhead;
 	c->maxpkt = mtu + conf->overhead;
 	c->n = n;
+	c->cap = cap;
+	c->free_head = WEIR_CBQ_NONE;
 	for (i = 0; i < WEIR_CBQ_NUM_PRIO; i++)
-		c->alast[i] = WEIR_CBQ_NONE;
+		c->alast[i] = c->glast[i] = WEIR_CBQ_NONE;
+	c->heap = rte_malloc_socket("weir_cbq_heap", (size_t)cap * sizeof(*c->heap), 0,
+				    conf->socket_id);
+	if (c->heap == NULL)
+		goto fail;
 	c->qt = weir_drr_qtab_create(conf->n_queues, conf->flow_limit, conf->socket_id);
 	if (c->qt == NULL)
 		goto fail;
 	fq = conf->flow_quantum ? conf->flow_quantum : c->maxpkt;
 	if (fq < c->maxpkt)
 		goto fail;      /* a round must let any packet through */
+	c->fq = fq;
 	/* RFC 8289's defaults: 5 ms target, 100 ms interval. */
 	c->aqm.target = conf->tsc_hz / 200;
 	c->aqm.interval = conf->tsc_hz / 10;
@@ -243,29 +324,10 @@ weir_cbq_create(const struct weir_cbq_conf *conf)
 			if (k->depth >= WEIR_CBQ_MAX_DEPTH)
 				goto fail;
 			c->cls[cc->parent].is_leaf = 0;
+			c->cls[cc->parent].nchild++;
 		}
-		if (!rate_ok(cc->rate, ceil, WEIR_CBQ_RATE_MIN) || cc->prio >= WEIR_CBQ_NUM_PRIO)
+		if (class_init(c, k, cc, ceil, fq) != 0)
 			goto fail;
-		k->is_leaf = 1;         /* until a child names it */
-		k->prio = cc->prio;
-		k->limit = cc->limit;
-		k->quantum = cc->quantum ? cc->quantum : c->maxpkt;
-		if (k->quantum < c->maxpkt)
-			goto fail;
-		k->anext = k->aprev = WEIR_CBQ_NONE;
-		class_set_buckets(c, k, cc->rate, ceil, 0);
-		weir_drr_init(&k->drr, c->qt, fq, c->overhead);
-		if (cc->fifo)
-			k->drr.limit = UINT16_MAX;
-		k->evict = !cc->fifo;
-		k->drr.sparse = !cc->plain;
-		if (cc->new_quanta)
-			k->drr.new_quanta = RTE_MIN(cc->new_quanta, WEIR_DRR_NEW_QUANTA_MAX);
-		k->drr.young = cc->plain || cc->fifo ? 0 : RTE_MIN(cc->young, WEIR_DRR_YOUNG_MAX);
-		if (cc->aqm) {
-			k->drr.codel = c->qt->codel;
-			k->drr.aqm = &c->aqm;
-		}
 	}
 	/* Queue managers once the tree is known: only a fifo leaf has one. */
 	for (i = 1; i < n; i++) {
@@ -303,67 +365,268 @@ weir_cbq_free(struct weir_cbq *c)
 {
 	if (c == NULL)
 		return;
-	for (uint16_t i = 0; i < c->n; i++)
+	for (uint32_t i = 0; i < c->n; i++)
 		weir_qm_free(c->cls[i].qm);
 	weir_drr_qtab_free(c->qt);
+	rte_free(c->heap);
 	rte_free(c);
 }
 
-/* Append leaf i to its priority's circular active list. */
-static inline void
-active_add(struct weir_cbq *c, uint16_t i)
+/*
+ * The wait heap: a binary min-heap of leaf ids by hkey, each leaf's
+ * position kept in it (hpos) so a leaf can leave it from anywhere.
+ */
+/* a before b in the heap: earlier key, or the same key and in first. */
+static inline bool
+heap_lt(const struct cbq_class *a, const struct cbq_class *b)
 {
-	struct cbq_class *k = &c->cls[i];
-	uint16_t last = c->alast[k->prio];
-
-	if (last == WEIR_CBQ_NONE) {
-		k->anext = k->aprev = i;
-	} else {
-		uint16_t first = c->cls[last].anext;
-
-		k->aprev = last;
-		k->anext = first;
-		c->cls[last].anext = i;
-		c->cls[first].aprev = i;
-	}
-	c->alast[k->prio] = i;
-	c->acount[k->prio]++;
-	k->active = 1;
+	return a->hkey < b->hkey || (a->hkey == b->hkey && a->hseq < b->hseq);
 }
 
 static inline void
-active_del(struct weir_cbq *c, uint16_t i)
+heap_set(struct weir_cbq *c, uint32_t pos, uint32_t id)
+{
+	c->heap[pos] = id;
+	c->cls[id].hpos = pos;
+}
+
+static void
+heap_up(struct weir_cbq *c, uint32_t pos)
+{
+	uint32_t id = c->heap[pos];
+	const struct cbq_class *k = &c->cls[id];
+
+	while (pos > 0) {
+		uint32_t up = (pos - 1) / 2;
+
+		if (!heap_lt(k, &c->cls[c->heap[up]]))
+			break;
+		heap_set(c, pos, c->heap[up]);
+		pos = up;
+	}
+	heap_set(c, pos, id);
+}
+
+static void
+heap_down(struct weir_cbq *c, uint32_t pos)
+{
+	uint32_t id = c->heap[pos];
+	const struct cbq_class *k = &c->cls[id];
+
+	for (;;) {
+		uint32_t l = 2 * pos + 1, m;
+
+		if (l >= c->hn)
+			break;
+		m = l + 1 < c->hn && heap_lt(&c->cls[c->heap[l + 1]], &c->cls[c->heap[l]]) ? l + 1 : l;
+		if (!heap_lt(&c->cls[c->heap[m]], k))
+			break;
+		heap_set(c, pos, c->heap[m]);
+		pos = m;
+	}
+	heap_set(c, pos, id);
+}
+
+static void
+heap_push(struct weir_cbq *c, uint32_t id, uint64_t key)
+{
+	c->cls[id].hkey = key;
+	c->cls[id].hseq = c->hseq++;
+	heap_set(c, c->hn++, id);
+	heap_up(c, c->hn - 1);
+}
+
+static void
+heap_del(struct weir_cbq *c, uint32_t id)
+{
+	uint32_t pos = c->cls[id].hpos, last;
+
+	c->cls[id].hpos = WEIR_CBQ_NONE;
+	last = c->heap[--c->hn];
+	if (pos == c->hn)
+		return;
+	heap_set(c, pos, last);
+	heap_up(c, pos);
+	heap_down(c, c->cls[last].hpos);
+}
+
+/* Append leaf i to a circular list (prio list or green list). */
+#define LIST_ADD(c, i, nx, pv, tail, count) do {                               \
+	struct cbq_class *k_ = &(c)->cls[i];                                   \
+	uint32_t last_ = (c)->tail[k_->prio];                                  \
+	if (last_ == WEIR_CBQ_NONE) {                                          \
+		k_->nx = k_->pv = (i);                                         \
+	} else {                                                               \
+		uint32_t first_ = (c)->cls[last_].nx;                          \
+		k_->pv = last_;                                                \
+		k_->nx = first_;                                               \
+		(c)->cls[last_].nx = (i);                                      \
+		(c)->cls[first_].pv = (i);                                     \
+	}                                                                      \
+	(c)->tail[k_->prio] = (i);                                             \
+	(c)->count[k_->prio]++;                                                \
+} while (0)
+
+#define LIST_DEL(c, i, nx, pv, tail, count) do {                               \
+	struct cbq_class *k_ = &(c)->cls[i];                                   \
+	if (k_->nx == (i)) {                                                   \
+		(c)->tail[k_->prio] = WEIR_CBQ_NONE;                           \
+	} else {                                                               \
+		(c)->cls[k_->pv].nx = k_->nx;                                  \
+		(c)->cls[k_->nx].pv = k_->pv;                                  \
+		if ((c)->tail[k_->prio] == (i))                                \
+			(c)->tail[k_->prio] = k_->pv;                          \
+	}                                                                      \
+	k_->nx = k_->pv = WEIR_CBQ_NONE;                                       \
+	(c)->count[k_->prio]--;                                                \
+} while (0)
+
+static inline void
+green_add(struct weir_cbq *c, uint32_t i)
+{
+	LIST_ADD(c, i, gnext, gprev, glast, gcount);
+	c->cls[i].green = 1;
+}
+
+static inline void
+green_del(struct weir_cbq *c, uint32_t i)
+{
+	LIST_DEL(c, i, gnext, gprev, glast, gcount);
+	c->cls[i].green = 0;
+}
+
+/* A listed leaf's colour from its own rate bucket as of its last refill:
+ * green goes on the green list; yellow waits in the heap for the tick its
+ * bucket turns non-negative (exact: a yellow leaf's own bucket is charged
+ * only by its own sends, and it sends only by borrowing, which does not). */
+static void
+leaf_colour(struct weir_cbq *c, uint32_t i)
 {
 	struct cbq_class *k = &c->cls[i];
 
-	if (k->anext == i) {
-		c->alast[k->prio] = WEIR_CBQ_NONE;
+	if (k->tb.tokens >= 0) {
+		if (k->hpos != WEIR_CBQ_NONE)
+			heap_del(c, i);
+		if (!k->green)
+			green_add(c, i);
 	} else {
-		c->cls[k->aprev].anext = k->anext;
-		c->cls[k->anext].aprev = k->aprev;
-		if (c->alast[k->prio] == i)
-			c->alast[k->prio] = k->aprev;
+		if (k->green)
+			green_del(c, i);
+		if (k->hpos == WEIR_CBQ_NONE)
+			heap_push(c, i, k->last + tb_wait(&k->tb));
 	}
-	k->anext = k->aprev = WEIR_CBQ_NONE;
-	c->acount[k->prio]--;
-	k->active = 0;
 }
 
-/* A packet joined leaf `leaf`: count it, and activate the leaf. */
+/* Put backlogged leaf i on its lists (it was idle or parked). */
+static void
+leaf_list(struct weir_cbq *c, uint32_t i)
+{
+	struct cbq_class *k = &c->cls[i];
+
+	LIST_ADD(c, i, anext, aprev, alast, acount);
+	k->state = LS_LISTED;
+	leaf_colour(c, i);
+}
+
+/* Take leaf i off every list and out of the heap. */
+static void
+leaf_unlist(struct weir_cbq *c, uint32_t i)
+{
+	struct cbq_class *k = &c->cls[i];
+
+	if (k->hpos != WEIR_CBQ_NONE)
+		heap_del(c, i);
+	if (k->state == LS_LISTED) {
+		if (k->green)
+			green_del(c, i);
+		LIST_DEL(c, i, anext, aprev, alast, acount);
+	}
+	k->state = LS_IDLE;
+}
+
+/* Leaf i emptied at `now`. */
 static inline void
-leaf_queued(struct weir_cbq *c, uint16_t leaf)
+leaf_emptied(struct weir_cbq *c, uint32_t i, uint64_t now)
+{
+	leaf_unlist(c, i);
+	c->cls[i].idle_since = now;
+}
+
+/* Leaf i cannot send now: off the lists until `at`, the earliest its path
+ * might let it (a lower bound: other leaves' sends only take tokens). */
+static void
+leaf_park(struct weir_cbq *c, uint32_t i, uint64_t at)
+{
+	struct cbq_class *k = &c->cls[i];
+
+	if (k->green)
+		green_del(c, i);
+	LIST_DEL(c, i, anext, aprev, alast, acount);
+	k->state = LS_PARKED;
+	if (k->hpos != WEIR_CBQ_NONE)
+		heap_del(c, i);
+	heap_push(c, i, at);
+}
+
+/* Its time boost ends or begins (a leaf that idled long enough). Cold. */
+static void
+leaf_boost(struct weir_cbq *c, struct cbq_class *k, uint8_t on, uint64_t now)
+{
+	k->boosted = on;
+	k->boost_end = now + k->boost_ticks;
+	class_set_buckets(c, k, k->rate_bps, k->ceil_bps, 1);
+	leaf_set_bdp(c, k);
+}
+
+/* Heap entries due at `now`: parked leaves go back on their lists, yellow
+ * ones that turned green on the green list. After a rate change every key
+ * may be late, so all are due once. */
+static void
+wake_due(struct weir_cbq *c, uint64_t now)
+{
+	if (unlikely(c->rewake)) {
+		c->rewake = 0;
+		for (uint32_t x = 0; x < c->hn; x++)
+			c->cls[c->heap[x]].hkey = 0;
+		for (uint32_t x = c->hn / 2; x-- > 0;)
+			heap_down(c, x);        /* ties go by arrival: heapify again */
+	}
+	while (c->hn != 0 && c->cls[c->heap[0]].hkey <= now) {
+		uint32_t i = c->heap[0];
+		struct cbq_class *k = &c->cls[i];
+
+		heap_del(c, i);
+		class_refill(k, now);
+		if (k->state == LS_PARKED)
+			leaf_list(c, i);
+		else
+			leaf_colour(c, i);
+	}
+}
+
+/* A packet joined leaf `leaf`: count it, and list the leaf. */
+static inline void
+leaf_queued(struct weir_cbq *c, uint32_t leaf, uint64_t now)
 {
 	struct cbq_class *k = &c->cls[leaf];
 
 	c->backlog++;
-	if (!k->active) {
+	if (k->state == LS_IDLE) {
 		k->deficit = (int32_t)k->quantum;
-		active_add(c, leaf);
+		if (now != 0) {
+			if (unlikely(k->boosted) && now >= k->boost_end)
+				leaf_boost(c, k, 0, now);
+			if (unlikely(k->boost_ticks != 0) && !k->boosted &&
+			    now - k->idle_since >= k->boost_idle)
+				leaf_boost(c, k, 1, now);
+			class_refill(k, now);
+		}
+		leaf_list(c, leaf);
 	}
 }
 
 int
-weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m,
+weir_cbq_enqueue(struct weir_cbq *c, uint32_t leaf, uint32_t queue_id, struct rte_mbuf *m,
 		 uint64_t now)
 {
 	return weir_cbq_enqueue_young(c, leaf, queue_id, m, now, UINT64_MAX);
@@ -373,14 +636,14 @@ weir_cbq_enqueue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rt
 #define WEIR_CBQ_EVICT_SCAN 32
 
 int
-weir_cbq_enqueue_young(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m,
+weir_cbq_enqueue_young(struct weir_cbq *c, uint32_t leaf, uint32_t queue_id, struct rte_mbuf *m,
 		       uint64_t now, uint64_t attained)
 {
 	return weir_cbq_enqueue_evict(c, leaf, queue_id, m, now, attained, NULL, NULL);
 }
 
 int
-weir_cbq_enqueue_evict(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m,
+weir_cbq_enqueue_evict(struct weir_cbq *c, uint32_t leaf, uint32_t queue_id, struct rte_mbuf *m,
 		       uint64_t now, uint64_t attained, struct rte_mbuf **evicted,
 		       uint32_t *evicted_qid)
 {
@@ -435,19 +698,19 @@ weir_cbq_enqueue_evict(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, str
 	}
 	if (k->qm != NULL)
 		weir_qm_queued(k->qm, m);
-	leaf_queued(c, leaf);
+	leaf_queued(c, leaf, now);
 	return WEIR_CBQ_OK;
 }
 
 int
-weir_cbq_requeue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf *m)
+weir_cbq_requeue(struct weir_cbq *c, uint32_t leaf, uint32_t queue_id, struct rte_mbuf *m)
 {
 	if (unlikely(leaf >= c->n || !c->cls[leaf].is_leaf || queue_id >= c->qt->n))
 		return WEIR_CBQ_DROP_BADCLASS;
 	weir_drr_append(&c->cls[leaf].drr, queue_id, m);
 	if (c->cls[leaf].qm != NULL)
 		weir_qm_queued(c->cls[leaf].qm, m);
-	leaf_queued(c, leaf);
+	leaf_queued(c, leaf, 0);
 	return WEIR_CBQ_OK;
 }
 
@@ -456,11 +719,11 @@ weir_cbq_requeue(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rt
  * the nearest green ancestor; WEIR_CBQ_NONE when a class on the path is red
  * (ceil spent) or nobody on it is green. Refills the path's buckets.
  */
-static inline uint16_t
-find_lender(struct weir_cbq *c, uint16_t i, uint64_t now)
+static inline uint32_t
+find_lender(struct weir_cbq *c, uint32_t i, uint64_t now)
 {
-	uint16_t lender = WEIR_CBQ_NONE;
-	uint16_t j;
+	uint32_t lender = WEIR_CBQ_NONE;
+	uint32_t j;
 
 	for (j = i; j != WEIR_CBQ_NONE; j = c->cls[j].parent) {
 		struct cbq_class *k = &c->cls[j];
@@ -479,10 +742,10 @@ find_lender(struct weir_cbq *c, uint16_t i, uint64_t now)
  * use up the guarantee); the lender and everything above it are. Every
  * class pays in its ceil bucket. */
 static inline void
-charge_path(struct weir_cbq *c, uint16_t i, uint16_t lender, uint32_t wl)
+charge_path(struct weir_cbq *c, uint32_t i, uint32_t lender, uint32_t wl)
 {
 	int below = i != lender;
-	uint16_t j;
+	uint32_t j;
 
 	for (j = i; j != WEIR_CBQ_NONE; j = c->cls[j].parent) {
 		struct cbq_class *k = &c->cls[j];
@@ -504,10 +767,10 @@ charge_path(struct weir_cbq *c, uint16_t i, uint16_t lender, uint32_t wl)
 
 /* Earliest TSC leaf i might send: no red class on its path, and some green. */
 static uint64_t
-leaf_ready_at(struct weir_cbq *c, uint16_t i, uint64_t now)
+leaf_ready_at(struct weir_cbq *c, uint32_t i, uint64_t now)
 {
 	uint64_t red = 0, green = UINT64_MAX;
-	uint16_t j;
+	uint32_t j;
 
 	for (j = i; j != WEIR_CBQ_NONE; j = c->cls[j].parent) {
 		const struct cbq_class *k = &c->cls[j];
@@ -528,9 +791,9 @@ weir_cbq_empty(const struct weir_cbq *c)
 }
 
 bool
-weir_cbq_cut_through(struct weir_cbq *c, uint16_t leaf, uint32_t pkt_len, uint64_t now)
+weir_cbq_cut_through(struct weir_cbq *c, uint32_t leaf, uint32_t pkt_len, uint64_t now)
 {
-	uint16_t lender;
+	uint32_t lender;
 
 	/* An empty tree has no other leaf to serve first, no deficit to honour
 	 * and no flow of this leaf ahead: enqueue + dequeue would pick this
@@ -551,13 +814,13 @@ weir_cbq_cut_through(struct weir_cbq *c, uint16_t leaf, uint32_t pkt_len, uint64
  * (NULL). With out->dropped[] full a victim is sent after all (rare: eight
  * victims in a row). */
 static struct rte_mbuf *
-skip_victims(struct weir_cbq *c, uint16_t i, struct rte_mbuf *m, uint64_t now,
+skip_victims(struct weir_cbq *c, uint32_t i, struct rte_mbuf *m, uint64_t now,
 	     struct weir_cbq_deq *out, uint32_t *qid, uint32_t *qlen)
 {
 	struct cbq_class *k = &c->cls[i];
 
 	while (weir_qm_left(k->qm, m, now) && out->n_dropped < WEIR_CBQ_AQM_MAX) {
-		uint16_t j = out->n_dropped++;
+		uint32_t j = out->n_dropped++;
 
 		out->dropped[j] = m;
 		out->dropped_qid[j] = *qid;
@@ -571,121 +834,170 @@ skip_victims(struct weir_cbq *c, uint16_t i, struct rte_mbuf *m, uint64_t now,
 	return m;
 }
 
+/* Take the next packet of leaf i, which may send with `lender` paying.
+ * NULL when CoDel or CHOKe emptied it (the leaf is then idle). */
+static struct rte_mbuf *
+leaf_send(struct weir_cbq *c, uint32_t i, uint32_t lender, uint64_t now, struct weir_cbq_deq *out)
+{
+	struct cbq_class *k = &c->cls[i];
+	struct rte_mbuf *m;
+	uint32_t qid, qlen, wl;
+
+	if (k->drr.aqm != NULL) {
+		unsigned int nd, j = out->n_dropped;
+
+		m = weir_drr_dequeue_aqm(&k->drr, now, &qid, &qlen, out->dropped + j,
+					 out->dropped_qid + j, &nd, WEIR_CBQ_AQM_MAX - j);
+		if (unlikely(nd != 0)) {
+			for (; nd > 0; nd--, j++)
+				out->dropped_leaf[j] = i;
+			k->st.drops_aqm += j - out->n_dropped;
+			c->backlog -= j - out->n_dropped;
+			out->n_dropped = (uint16_t)j;
+		}
+	} else {
+		m = weir_drr_dequeue(&k->drr, &qid, &qlen);
+		if (k->qm != NULL)
+			m = skip_victims(c, i, m, now, out, &qid, &qlen);
+	}
+	if (m == NULL) {
+		leaf_emptied(c, i, now);
+		return NULL;
+	}
+	wl = rte_pktmbuf_pkt_len(m) + c->overhead;
+	k->deficit -= (int32_t)wl;
+	charge_path(c, i, lender, wl);
+	c->backlog--;
+	if (k->drr.pkts == 0)
+		leaf_emptied(c, i, now);
+	else if (k->green && k->tb.tokens < 0)
+		leaf_colour(c, i);      /* it spent its own rate: yellow */
+	if (unlikely(k->boosted) && now >= k->boost_end)
+		leaf_boost(c, k, 0, now);
+	out->leaf = i;
+	out->queue_id = qid;
+	out->qlen = qlen;
+	out->next_tsc = now;
+	return m;
+}
+
+/* Leaf i got a quantum: to the tail of its lists, both, so the green list
+ * keeps the order of the whole one (one DRR order for both passes). */
+static inline void
+leaf_rotate(struct weir_cbq *c, uint32_t i)
+{
+	struct cbq_class *k = &c->cls[i];
+
+	if (k->anext != i) {
+		LIST_DEL(c, i, anext, aprev, alast, acount);
+		LIST_ADD(c, i, anext, aprev, alast, acount);
+	}
+	if (k->green && k->gnext != i) {
+		LIST_DEL(c, i, gnext, gprev, glast, gcount);
+		LIST_ADD(c, i, gnext, gprev, glast, gcount);
+	}
+}
+
+/*
+ * One pass over a priority's list: pass 0 walks the green list (leaves
+ * within their own rate), pass 1 the whole list (leaves that may borrow).
+ * DRR among the leaves walked: one whose deficit is spent gets a quantum
+ * and goes to the tail. A leaf that cannot send at all is parked in the
+ * heap until its path could let it, so it is not looked at again before;
+ * a leaf found yellow in pass 0 leaves the green list. Each leaf is met at
+ * most twice before one sends or all are parked.
+ */
+static struct rte_mbuf *
+prio_pass(struct weir_cbq *c, unsigned int pass, unsigned int p, uint64_t now,
+	  struct weir_cbq_deq *out)
+{
+	uint32_t *tail = pass == 0 ? &c->glast[p] : &c->alast[p];
+	uint32_t steps = 2u * (pass == 0 ? c->gcount[p] : c->acount[p]) + 1;
+
+	while (*tail != WEIR_CBQ_NONE && steps-- > 0) {
+		uint32_t i = pass == 0 ? c->cls[*tail].gnext : c->cls[*tail].anext;
+		struct cbq_class *k = &c->cls[i];
+		uint32_t lender;
+		struct rte_mbuf *m;
+
+		c->visits++;
+		lender = find_lender(c, i, now);
+		if (lender == WEIR_CBQ_NONE) {
+			leaf_park(c, i, leaf_ready_at(c, i, now));
+			continue;
+		}
+		if (pass == 0 && lender != i) {
+			leaf_colour(c, i);      /* its own rate is spent (a re-rate) */
+			continue;
+		}
+		if (k->deficit <= 0) {
+			k->deficit += (int32_t)k->quantum;
+			leaf_rotate(c, i);
+			continue;
+		}
+		m = leaf_send(c, i, lender, now, out);
+		if (m != NULL)
+			return m;
+	}
+	return NULL;
+}
+
 struct rte_mbuf *
 weir_cbq_dequeue(struct weir_cbq *c, uint64_t now, struct weir_cbq_deq *out)
 {
-	unsigned int pass, p, steps;
-	uint64_t next = UINT64_MAX;
+	struct cbq_class *root = &c->cls[0];
+	unsigned int pass, p;
+	uint64_t next;
 
 	out->n_dropped = 0;
 	if (c->backlog == 0) {
 		out->next_tsc = UINT64_MAX;
 		return NULL;
 	}
+	/* The link's ceiling is on every path: while it is spent nothing may
+	 * go, and no leaf is looked at. */
+	class_refill(root, now);
+	if (root->ctb.tokens < 0) {
+		out->next_tsc = now + RTE_MAX(tb_wait(&root->ctb), (uint64_t)1);
+		return NULL;
+	}
+	wake_due(c, now);
 	/* Pass 0 serves leaves within their own rate, pass 1 lets them borrow;
 	 * so every guarantee is met before any excess is shared. */
-	for (pass = 0; pass < 2; pass++) {
+	for (pass = 0; pass < 2; pass++)
 		for (p = 0; p < WEIR_CBQ_NUM_PRIO; p++) {
-			uint16_t i, lender;
+			struct rte_mbuf *m;
 
-			if (c->alast[p] == WEIR_CBQ_NONE)
+			if ((pass == 0 ? c->glast[p] : c->alast[p]) == WEIR_CBQ_NONE)
 				continue;
-			i = c->cls[c->alast[p]].anext;
-			/* Each leaf may be met twice: once to refill its
-			 * deficit (then it moves to the tail), once to send. */
-			for (steps = 2u * c->acount[p] + 1; steps > 0; steps--) {
-				struct cbq_class *k = &c->cls[i];
-				uint16_t nx = k->anext;
-
-				lender = find_lender(c, i, now);
-				if (lender == WEIR_CBQ_NONE || (pass == 0 && lender != i)) {
-					i = nx;
-					continue;
-				}
-				if (k->deficit <= 0) {
-					k->deficit += (int32_t)k->quantum;
-					if (nx != i) {
-						active_del(c, i);
-						active_add(c, i);
-					}
-					i = nx;
-					continue;
-				}
-				{
-					struct rte_mbuf *m;
-					uint32_t qid, qlen, wl;
-
-					if (k->drr.aqm != NULL) {
-						unsigned int nd, j = out->n_dropped;
-
-						m = weir_drr_dequeue_aqm(&k->drr, now, &qid, &qlen,
-							out->dropped + j, out->dropped_qid + j, &nd,
-							WEIR_CBQ_AQM_MAX - j);
-						if (unlikely(nd != 0)) {
-							for (; nd > 0; nd--, j++)
-								out->dropped_leaf[j] = i;
-							k->st.drops_aqm += j - out->n_dropped;
-							c->backlog -= j - out->n_dropped;
-							out->n_dropped = (uint16_t)j;
-						}
-						if (m == NULL) {
-							/* CoDel emptied the leaf. */
-							active_del(c, i);
-							i = nx;
-							continue;
-						}
-					} else {
-						m = weir_drr_dequeue(&k->drr, &qid, &qlen);
-						if (k->qm != NULL)
-							m = skip_victims(c, i, m, now, out, &qid, &qlen);
-						if (m == NULL) {
-							/* Only CHOKe's victims were left. */
-							active_del(c, i);
-							i = nx;
-							continue;
-						}
-					}
-					wl = rte_pktmbuf_pkt_len(m) + c->overhead;
-					k->deficit -= (int32_t)wl;
-					charge_path(c, i, lender, wl);
-					c->backlog--;
-					if (k->drr.pkts == 0)
-						active_del(c, i);
-					out->leaf = i;
-					out->queue_id = qid;
-					out->qlen = qlen;
-					out->next_tsc = now;
-					return m;
-				}
-			}
+			m = prio_pass(c, pass, p, now, out);
+			if (m != NULL)
+				return m;
 		}
-	}
-	/* Nothing may go now: find when something could (cold, once per
-	 * blocked call, not per packet). */
-	for (p = 0; p < WEIR_CBQ_NUM_PRIO; p++) {
-		uint16_t i, first;
-
-		if (c->alast[p] == WEIR_CBQ_NONE)
-			continue;
-		first = i = c->cls[c->alast[p]].anext;
-		do {
-			uint64_t t = leaf_ready_at(c, i, now);
-
-			if (t < next)
-				next = t;
-			i = c->cls[i].anext;
-		} while (i != first);
-	}
+	/* Nothing may go now: every listed leaf was parked, so the heap's
+	 * first key is when something could. */
+	next = UINT64_MAX;
+	for (p = 0; p < WEIR_CBQ_NUM_PRIO; p++)
+		if (c->alast[p] != WEIR_CBQ_NONE)
+			next = now + 1;         /* CoDel emptied some: look again */
+	if (c->hn != 0 && c->cls[c->heap[0]].hkey < next)
+		next = c->cls[c->heap[0]].hkey;
 	out->next_tsc = next > now ? next : now + 1;
 	return NULL;
 }
 
+static inline bool
+class_ok(const struct weir_cbq *c, uint32_t cls)
+{
+	return cls < c->n && c->cls[cls].used;
+}
+
 int
-weir_cbq_set_rate(struct weir_cbq *c, uint16_t cls, uint64_t rate, uint64_t ceil)
+weir_cbq_set_rate(struct weir_cbq *c, uint32_t cls, uint64_t rate, uint64_t ceil)
 {
 	struct cbq_class *k;
 
-	if (cls >= c->n)
+	if (!class_ok(c, cls))
 		return -EINVAL;
 	if (ceil == 0 || cls == 0)
 		ceil = rate;
@@ -694,6 +1006,9 @@ weir_cbq_set_rate(struct weir_cbq *c, uint16_t cls, uint64_t rate, uint64_t ceil
 	if (!rate_ok(rate, ceil, WEIR_CBQ_SHARE_MIN))
 		return -EINVAL;
 	k = &c->cls[cls];
+	/* Only a faster bucket can make a heap key late. */
+	if (rate > k->rate_bps || ceil > k->ceil_bps)
+		c->rewake = 1;
 	/* Tokens held now are kept (re-scaled, clamped); the ticks since the
 	 * class's last refill are credited at the new rate. */
 	class_set_buckets(c, k, rate, ceil, 1);
@@ -703,11 +1018,148 @@ weir_cbq_set_rate(struct weir_cbq *c, uint16_t cls, uint64_t rate, uint64_t ceil
 	return 0;
 }
 
+int
+weir_cbq_class_set(struct weir_cbq *c, uint32_t cls, const struct weir_cbq_class_conf *cc)
+{
+	struct cbq_class *k;
+	uint64_t ceil;
+
+	if (!class_ok(c, cls) || cc == NULL || cc->prio >= WEIR_CBQ_NUM_PRIO ||
+	    (cc->quantum != 0 && cc->quantum < c->maxpkt) || cc->boost_ceil > WEIR_CBQ_RATE_MAX)
+		return -EINVAL;
+	ceil = cls == 0 || cc->ceil == 0 ? cc->rate : cc->ceil;
+	if (!rate_ok(cc->rate, ceil, WEIR_CBQ_SHARE_MIN))
+		return -EINVAL;
+	k = &c->cls[cls];
+	/* A new priority: the leaf goes to the tail of the other list (its
+	 * packets and flows' order untouched). */
+	if (cc->prio != k->prio && k->state == LS_LISTED) {
+		leaf_unlist(c, cls);
+		k->prio = cc->prio;
+		leaf_list(c, cls);
+	}
+	k->prio = cc->prio;
+	k->limit = cc->limit;
+	k->quantum = cc->quantum ? cc->quantum : c->maxpkt;
+	k->burst = cc->burst;
+	k->cburst = cc->cburst;
+	k->boost_ceil = cc->boost_ceil;
+	k->boost_ticks = (uint64_t)cc->boost_ms * (c->tsc_hz / 1000);
+	k->boost_idle = (uint64_t)cc->boost_idle_ms * (c->tsc_hz / 1000);
+	if (k->boost_ticks == 0)
+		k->boosted = 0;
+	return weir_cbq_set_rate(c, cls, cc->rate, ceil);
+}
+
+int
+weir_cbq_class_add(struct weir_cbq *c, uint32_t cls, const struct weir_cbq_class_conf *cc)
+{
+	struct cbq_class *k, *pk;
+	uint64_t ceil;
+	int rc;
+
+	if (cc == NULL || cls == 0 || cls >= c->cap || !class_ok(c, cc->parent))
+		return -EINVAL;
+	if (cls < c->n && c->cls[cls].used)
+		return -EEXIST;
+	if (cc->fifo || cc->qm != WEIR_QM_NONE || (cc->aqm && c->qt->codel == NULL))
+		return -ENOTSUP;
+	pk = &c->cls[cc->parent];
+	if (pk->depth + 1 >= WEIR_CBQ_MAX_DEPTH)
+		return -EINVAL;
+	if (pk->is_leaf && (pk->drr.pkts != 0 || cc->parent == 0 || pk->qm != NULL))
+		return -EBUSY;
+	ceil = cc->ceil ? cc->ceil : cc->rate;
+	k = &c->cls[cls];
+	/* Out of the free chain (ids below n) before it is overwritten. */
+	if (cls < c->n) {
+		uint32_t *pp = &c->free_head;
+
+		while (*pp != cls)
+			pp = &c->cls[*pp].anext;
+		*pp = k->anext;
+	}
+	memset(k, 0, sizeof(*k));
+	rc = class_init(c, k, cc, ceil, c->fq);
+	if (rc != 0) {
+		k->used = 0;
+		k->is_leaf = 0;
+		if (cls < c->n) {
+			k->anext = c->free_head;
+			c->free_head = cls;
+		}
+		return rc;
+	}
+	k->parent = cc->parent;
+	k->depth = pk->depth + 1;
+	k->last = pk->last;
+	pk->is_leaf = 0;
+	pk->nchild++;
+	if (cls >= c->n) {
+		/* Ids between the old high-water mark and cls are free. */
+		for (uint32_t x = c->n; x < cls; x++) {
+			c->cls[x].anext = c->free_head;
+			c->cls[x].hpos = WEIR_CBQ_NONE;
+			c->free_head = x;
+		}
+		c->n = cls + 1;
+	}
+	leaf_set_bdp(c, k);
+	return 0;
+}
+
+int
+weir_cbq_class_remove(struct weir_cbq *c, uint32_t cls)
+{
+	struct cbq_class *k;
+
+	if (cls == 0 || !class_ok(c, cls) || !c->cls[cls].is_leaf)
+		return -EINVAL;
+	k = &c->cls[cls];
+	if (k->drr.pkts != 0 || k->state != LS_IDLE)
+		return -EBUSY;
+	if (--c->cls[k->parent].nchild == 0)
+		c->cls[k->parent].is_leaf = 1;  /* a class without children is a leaf */
+	weir_qm_free(k->qm);
+	memset(k, 0, sizeof(*k));
+	k->hpos = WEIR_CBQ_NONE;
+	k->anext = c->free_head;
+	c->free_head = cls;
+	return 0;
+}
+
+uint32_t
+weir_cbq_class_free_id(const struct weir_cbq *c)
+{
+	if (c->free_head != WEIR_CBQ_NONE)
+		return c->free_head;
+	return c->n < c->cap ? c->n : WEIR_CBQ_NONE;
+}
+
+uint32_t
+weir_cbq_capacity(const struct weir_cbq *c)
+{
+	return c->cap;
+}
+
+size_t
+weir_cbq_bytes_per_class(void)
+{
+	/* The class and its wait-heap slot. */
+	return sizeof(struct cbq_class) + sizeof(uint32_t);
+}
+
+uint64_t
+weir_cbq_visits(const struct weir_cbq *c)
+{
+	return c->visits;
+}
+
 unsigned int
-weir_cbq_drain_next(struct weir_cbq *c, uint16_t *leaf, uint32_t *queue_id, struct rte_mbuf **out,
+weir_cbq_drain_next(struct weir_cbq *c, uint32_t *leaf, uint32_t *queue_id, struct rte_mbuf **out,
 		    unsigned int max)
 {
-	for (uint16_t i = *leaf; i < c->n; i++) {
+	for (uint32_t i = *leaf; i < c->n; i++) {
 		struct cbq_class *k = &c->cls[i];
 		uint32_t qid;
 
@@ -721,7 +1173,7 @@ weir_cbq_drain_next(struct weir_cbq *c, uint16_t *leaf, uint32_t *queue_id, stru
 }
 
 unsigned int
-weir_cbq_drain(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_mbuf **out,
+weir_cbq_drain(struct weir_cbq *c, uint32_t leaf, uint32_t queue_id, struct rte_mbuf **out,
 	       unsigned int max)
 {
 	struct cbq_class *k;
@@ -735,13 +1187,13 @@ weir_cbq_drain(struct weir_cbq *c, uint16_t leaf, uint32_t queue_id, struct rte_
 	/* Keep CHOKe's ring in step (a victim drained goes with the rest). */
 	for (unsigned int x = 0; k->qm != NULL && x < n; x++)
 		(void)weir_qm_left(k->qm, out[x], 0);
-	if (k->active && k->drr.pkts == 0)
-		active_del(c, leaf);
+	if (k->state != LS_IDLE && k->drr.pkts == 0)
+		leaf_emptied(c, leaf, k->last);
 	return n;
 }
 
 int
-weir_cbq_move(struct weir_cbq *c, uint32_t queue_id, uint16_t from, uint16_t to)
+weir_cbq_move(struct weir_cbq *c, uint32_t queue_id, uint32_t from, uint32_t to)
 {
 	struct cbq_class *kf, *kt;
 	uint64_t bytes;
@@ -755,21 +1207,21 @@ weir_cbq_move(struct weir_cbq *c, uint32_t queue_id, uint16_t from, uint16_t to)
 	n = weir_drr_move(&kf->drr, &kt->drr, queue_id, &bytes);
 	if (n == 0)
 		return 0;
-	if (kf->active && kf->drr.pkts == 0)
-		active_del(c, from);
-	if (!kt->active) {
+	if (kf->state != LS_IDLE && kf->drr.pkts == 0)
+		leaf_emptied(c, from, kf->last);
+	if (kt->state == LS_IDLE) {
 		kt->deficit = (int32_t)kt->quantum;
-		active_add(c, to);
+		leaf_list(c, to);
 	}
 	return (int)n;
 }
 
 int
-weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats *out)
+weir_cbq_stats(const struct weir_cbq *c, uint32_t cls, struct weir_cbq_stats *out)
 {
 	const struct cbq_class *k;
 
-	if (cls >= c->n)
+	if (cls >= c->n || !c->cls[cls].used)
 		return -EINVAL;
 	k = &c->cls[cls];
 	*out = k->st;
@@ -787,7 +1239,7 @@ weir_cbq_stats(const struct weir_cbq *c, uint16_t cls, struct weir_cbq_stats *ou
 }
 
 int
-weir_cbq_qm_stats(const struct weir_cbq *c, uint16_t cls, struct weir_qm_stats *out)
+weir_cbq_qm_stats(const struct weir_cbq *c, uint32_t cls, struct weir_qm_stats *out)
 {
 	if (cls >= c->n || c->cls[cls].qm == NULL)
 		return -ENOENT;
@@ -796,7 +1248,7 @@ weir_cbq_qm_stats(const struct weir_cbq *c, uint16_t cls, struct weir_qm_stats *
 }
 
 uint64_t
-weir_cbq_rate(const struct weir_cbq *c, uint16_t cls)
+weir_cbq_rate(const struct weir_cbq *c, uint32_t cls)
 {
 	return cls < c->n ? c->cls[cls].rate_bps : 0;
 }
@@ -804,7 +1256,7 @@ weir_cbq_rate(const struct weir_cbq *c, uint16_t cls)
 /* The most cls may send when it borrows: its ceil (at least its rate), at
  * most the root's, the link. */
 uint64_t
-weir_cbq_ceil(const struct weir_cbq *c, uint16_t cls)
+weir_cbq_ceil(const struct weir_cbq *c, uint32_t cls)
 {
 	if (cls >= c->n)
 		return 0;
@@ -813,7 +1265,7 @@ weir_cbq_ceil(const struct weir_cbq *c, uint16_t cls)
 }
 
 int
-weir_cbq_is_leaf(const struct weir_cbq *c, uint16_t cls)
+weir_cbq_is_leaf(const struct weir_cbq *c, uint32_t cls)
 {
 	return cls < c->n && c->cls[cls].is_leaf;
 }
@@ -825,26 +1277,26 @@ weir_cbq_backlog(const struct weir_cbq *c)
 }
 
 uint32_t
-weir_cbq_leaf_qlen(const struct weir_cbq *c, uint16_t leaf)
+weir_cbq_leaf_qlen(const struct weir_cbq *c, uint32_t leaf)
 {
 	return leaf < c->n && c->cls[leaf].is_leaf ? c->cls[leaf].drr.pkts : 0;
 }
 
 uint32_t
-weir_cbq_leaf_backlogged(const struct weir_cbq *c, uint16_t leaf)
+weir_cbq_leaf_backlogged(const struct weir_cbq *c, uint32_t leaf)
 {
 	return leaf < c->n && c->cls[leaf].is_leaf ? weir_drr_backlogged(&c->cls[leaf].drr) : 0;
 }
 
 bool
-weir_cbq_young(const struct weir_cbq *c, uint16_t leaf, uint32_t qid, uint64_t attained)
+weir_cbq_young(const struct weir_cbq *c, uint32_t leaf, uint32_t qid, uint64_t attained)
 {
 	return leaf < c->n && c->cls[leaf].is_leaf && attained < c->cls[leaf].drr.young &&
 	       qid < c->qt->n && !weir_drr_youth_spent(c->qt, qid);
 }
 
 bool
-weir_cbq_youth_age(struct weir_cbq *c, uint16_t leaf, uint32_t qid, uint32_t periods)
+weir_cbq_youth_age(struct weir_cbq *c, uint32_t leaf, uint32_t qid, uint32_t periods)
 {
 	if (leaf >= c->n || !c->cls[leaf].is_leaf || qid >= c->qt->n ||
 	    !weir_drr_youth_age(c->qt, qid, periods))
@@ -855,13 +1307,13 @@ weir_cbq_youth_age(struct weir_cbq *c, uint16_t leaf, uint32_t qid, uint32_t per
 }
 
 uint32_t
-weir_cbq_leaf_limit(const struct weir_cbq *c, uint16_t leaf)
+weir_cbq_leaf_limit(const struct weir_cbq *c, uint32_t leaf)
 {
 	return leaf < c->n && c->cls[leaf].is_leaf ? c->cls[leaf].limit : 0;
 }
 
 uint32_t
-weir_cbq_young_budget(const struct weir_cbq *c, uint16_t leaf)
+weir_cbq_young_budget(const struct weir_cbq *c, uint32_t leaf)
 {
 	return leaf < c->n && c->cls[leaf].is_leaf ? (uint32_t)c->cls[leaf].drr.young : 0;
 }

@@ -291,7 +291,7 @@ part(uint64_t rate, uint64_t num, uint64_t den)
 }
 
 int
-weir_markers_set_share(struct weir_markers *ms, const struct weir_policy_tree *t, uint16_t cls,
+weir_markers_set_share(struct weir_markers *ms, const struct weir_policy_tree *t, uint32_t cls,
 		       uint64_t num, uint64_t den, uint64_t now)
 {
 	const struct weir_marker_conf *c;
@@ -442,7 +442,7 @@ from_rte(enum rte_color c)
 }
 
 void
-weir_markers_pass(struct weir_markers *ms, uint16_t cls, struct rte_mbuf *m, uint64_t now,
+weir_markers_pass(struct weir_markers *ms, uint32_t cls, struct rte_mbuf *m, uint64_t now,
 		  const struct weir_markers_out *out)
 {
 	struct weir_marker *k;
@@ -530,7 +530,7 @@ weir_markers_held(const struct weir_markers *ms)
 }
 
 int
-weir_markers_counters(const struct weir_markers *ms, uint16_t cls,
+weir_markers_counters(const struct weir_markers *ms, uint32_t cls,
 		      struct weir_marker_counters *out)
 {
 	memset(out, 0, sizeof(*out));

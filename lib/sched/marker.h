@@ -109,7 +109,7 @@ struct weir_markers *weir_markers_create(const struct weir_policy_tree *t, uint6
  * multi-worker rebalancer moved the class's rate on this worker): the
  * meters' and buckets' rates follow, their tokens kept; a controller keeps
  * its token rate in proportion. 0, or -1 for a class without a marker. */
-int weir_markers_set_share(struct weir_markers *ms, const struct weir_policy_tree *t, uint16_t cls,
+int weir_markers_set_share(struct weir_markers *ms, const struct weir_policy_tree *t, uint32_t cls,
 			   uint64_t num, uint64_t den, uint64_t now);
 /* Release every held frame red (in order) through out, then free. */
 void weir_markers_free(struct weir_markers *ms, const struct weir_markers_out *out);
@@ -117,7 +117,7 @@ void weir_markers_free(struct weir_markers *ms, const struct weir_markers_out *o
 /* Frame m of class cls left the class tree at `now`: colour and send it,
  * hold it (tbq), or drop it (capped tbq). A class without a marker sends
  * it untouched. */
-void weir_markers_pass(struct weir_markers *ms, uint16_t cls, struct rte_mbuf *m, uint64_t now,
+void weir_markers_pass(struct weir_markers *ms, uint32_t cls, struct rte_mbuf *m, uint64_t now,
 		       const struct weir_markers_out *out);
 /* Every loop turn: release held frames whose tokens have accrued, run the
  * controllers that are due. Returns frames released. */
@@ -128,7 +128,7 @@ uint64_t weir_markers_next(const struct weir_markers *ms);
 /* Frames held by every class (for the worker's flush). */
 uint32_t weir_markers_held(const struct weir_markers *ms);
 /* Counters of class cls (zeros for a class without a marker): 0 or -1. */
-int weir_markers_counters(const struct weir_markers *ms, uint16_t cls,
+int weir_markers_counters(const struct weir_markers *ms, uint32_t cls,
 			  struct weir_marker_counters *out);
 
 /* Write DSCP `dscp` into the outermost IP header of m (parse result p):

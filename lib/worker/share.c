@@ -82,7 +82,7 @@ ewma(double *v, double sample)
 }
 
 void
-weir_share_sample(struct weir_share *s, unsigned int w, uint16_t leaf, uint32_t backlogged)
+weir_share_sample(struct weir_share *s, unsigned int w, uint32_t leaf, uint32_t backlogged)
 {
 	if (w >= s->n_workers || leaf >= s->n_classes)
 		return;
@@ -90,7 +90,7 @@ weir_share_sample(struct weir_share *s, unsigned int w, uint16_t leaf, uint32_t 
 }
 
 void
-weir_share_sample_use(struct weir_share *s, unsigned int w, uint16_t leaf, uint32_t heavy,
+weir_share_sample_use(struct weir_share *s, unsigned int w, uint32_t leaf, uint32_t heavy,
 		      uint32_t light, double light_bps)
 {
 	size_t i;
@@ -115,7 +115,7 @@ weir_share_sample_use(struct weir_share *s, unsigned int w, uint16_t leaf, uint3
  * a bulk flow on worker A.
  */
 static void
-use_weights(const struct weir_share *s, uint16_t cls, double xs, double *xe)
+use_weights(const struct weir_share *s, uint32_t cls, double xs, double *xe)
 {
 	const unsigned int nw = s->n_workers;
 	const size_t nc = s->n_classes;
@@ -163,7 +163,7 @@ use_weights(const struct weir_share *s, uint16_t cls, double xs, double *xe)
 }
 
 static void
-set_split(struct weir_share *s, uint16_t cls, const double *frac)
+set_split(struct weir_share *s, uint32_t cls, const double *frac)
 {
 	const struct weir_cbq_class_conf *k = &s->tree->classes[cls].cbq;
 	uint64_t ceil = k->ceil != 0 ? k->ceil : k->rate;

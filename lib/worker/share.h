@@ -77,25 +77,25 @@ struct weir_share *weir_share_create(const struct weir_policy_tree *t, unsigned 
 void weir_share_free(struct weir_share *s);
 
 /* One sample of leaf `leaf`'s backlogged flows on worker w. */
-void weir_share_sample(struct weir_share *s, unsigned int w, uint16_t leaf, uint32_t backlogged);
+void weir_share_sample(struct weir_share *s, unsigned int w, uint32_t leaf, uint32_t backlogged);
 
 /* One sample of how leaf `leaf`'s sending flows on worker w used their
  * shares in its last period: `heavy` of them used at least half, the
  * `light` others used `light_bps` together. Kept for by_use leaves only. */
-void weir_share_sample_use(struct weir_share *s, unsigned int w, uint16_t leaf, uint32_t heavy,
+void weir_share_sample_use(struct weir_share *s, unsigned int w, uint32_t leaf, uint32_t heavy,
 			   uint32_t light, double light_bps);
 
 /* Recompute every class's per-worker rate and ceiling from the samples. */
 void weir_share_split(struct weir_share *s);
 
 static inline uint64_t
-weir_share_rate(const struct weir_share *s, unsigned int w, uint16_t cls)
+weir_share_rate(const struct weir_share *s, unsigned int w, uint32_t cls)
 {
 	return s->rate[(size_t)w * s->n_classes + cls];
 }
 
 static inline uint64_t
-weir_share_ceil(const struct weir_share *s, unsigned int w, uint16_t cls)
+weir_share_ceil(const struct weir_share *s, unsigned int w, uint32_t cls)
 {
 	return s->ceil[(size_t)w * s->n_classes + cls];
 }

@@ -173,7 +173,7 @@ frame_mode(struct weir_worker *w, uint8_t mode, struct rte_mbuf *m, enum weir_po
  * of its queue still waiting: its mode hears of it (PostACK's release
  * rule, TCR's round-trip sample). */
 static inline void
-on_sent(struct weir_worker *w, enum weir_port_role dir, struct rte_mbuf *m, uint16_t leaf,
+on_sent(struct weir_worker *w, enum weir_port_role dir, struct rte_mbuf *m, uint32_t leaf,
 	uint32_t qid, uint32_t qlen, uint64_t now)
 {
 	const struct weir_mode_ops *ops;
@@ -188,7 +188,7 @@ on_sent(struct weir_worker *w, enum weir_port_role dir, struct rte_mbuf *m, uint
 /* Frame m left leaf `leaf` of direction dir's class tree: to the
  * out-array, through the leaf's marker if the tree has any. */
 static inline void
-tree_out(struct weir_worker *w, enum weir_port_role dir, uint16_t leaf, struct rte_mbuf *m,
+tree_out(struct weir_worker *w, enum weir_port_role dir, uint32_t leaf, struct rte_mbuf *m,
 	 uint64_t now)
 {
 	if (likely(w->markers[dir] == NULL)) {
@@ -213,7 +213,7 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	const struct weir_policy_target *t = &w->policy->targets[f ? f->class_id : 0];
 	const struct weir_mode_ops *ops;
 	uint32_t qid = weir_wk_shaped_qid(w, t, from, f);
-	uint16_t leaf = t->leaf[from];  /* targets[0]: the default class */
+	uint32_t leaf = t->leaf[from];  /* targets[0]: the default class */
 
 	/* A last mile's exempt flow: out of the class's per-flow share, and
 	 * no mode but pfq/fifo acts on it (lib/lastmile.h). */
@@ -592,7 +592,7 @@ drain_queue(struct weir_worker *w, const struct weir_flow *f, bool forward)
 	uint32_t qid = f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
 
 	for (int dir = 0; dir < WEIR_PORT__COUNT; dir++) {
-		uint16_t leaf;
+		uint32_t leaf;
 
 		if (w->shaper[dir] == NULL)
 			continue;
@@ -669,7 +669,7 @@ weir_worker_flush_queues(struct weir_worker *w)
 			weir_modes[m]->flush(w);    /* what modes keep (counted in their stats) */
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		struct rte_mbuf *pkts[WEIR_BURST_MAX];
-		uint16_t leaf = 0;
+		uint32_t leaf = 0;
 		uint32_t qid;
 		unsigned int n;
 
@@ -768,6 +768,8 @@ weir_worker_main(void *arg)
 			weir_worker_policy_take(w);
 		if (w->conf.cmds != NULL && !rte_ring_empty(w->conf.cmds))
 			got += weir_worker_cmds(w);
+		if (w->conf.class_cmds != NULL && !rte_ring_empty(w->conf.class_cmds))
+			got += weir_worker_class_cmds(w);
 		if (w->conf.share_box != NULL &&
 		    __atomic_load_n(&w->conf.share_box->seq, __ATOMIC_ACQUIRE) != w->share_seq)
 			weir_worker_share_apply(w);

@@ -121,6 +121,9 @@ struct weir_worker_conf {
 	 * events (there is an on_flow hook); events_per_s caps them. */
 	struct rte_ring *events;
 	struct rte_ring *cmds;
+	/* Run-time class changes (struct weir_class_cmd, lib/class_cmd.h):
+	 * single producer, the management lcore; NULL = none. */
+	struct rte_ring *class_cmds;
 	bool new_flow_events;
 	bool end_flow_events;
 	uint32_t events_per_s;
@@ -288,6 +291,12 @@ unsigned int weir_worker_expire(struct weir_worker *w, uint64_t now, unsigned in
 /* Take hook commands (struct weir_flow_cmd) from conf.cmds and apply them;
  * the loop calls it. Returns commands taken. */
 unsigned int weir_worker_cmds(struct weir_worker *w);
+
+/* Take class commands (lib/class_cmd.h) from conf.class_cmds and apply them
+ * to this worker's trees; the loop calls it. Returns commands taken. */
+unsigned int weir_worker_class_cmds(struct weir_worker *w);
+struct weir_class_cmd_stats;
+void weir_worker_class_cmd_stats(const struct weir_worker *w, struct weir_class_cmd_stats *out);
 
 /* Apply new class rates from the share box if the management lcore
  * posted any (called by the loop; returns classes changed). */

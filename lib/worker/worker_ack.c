@@ -51,7 +51,7 @@ weir_wk_mode_end(struct weir_worker *w, struct weir_flow *f)
 			if (weir_postack_len(w->pa, d, slot) > 0)
 				weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		uint16_t leaf = weir_wk_flow_leaf(w, f, d);
+		uint32_t leaf = weir_wk_flow_leaf(w, f, d);
 		const struct weir_mode_ops *ops;
 
 		if (leaf == WEIR_CBQ_NONE)
@@ -150,7 +150,7 @@ weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot,
 uint32_t
 weir_mode_data_qlen(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot)
 {
-	uint16_t leaf;
+	uint32_t leaf;
 
 	if (w->shaper[d] == NULL)
 		return 0;
@@ -169,7 +169,7 @@ weir_mode_data_qlen(const struct weir_worker *w, const struct weir_flow *f, int 
  * ACK modes left TCR and postack-paced without control: 51-55 % of
  * segments retransmitted at limit 27 (2-5 % before the young budget). */
 bool
-weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, uint16_t leaf)
+weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t leaf)
 {
 	const struct weir_class_counters *c = &w->cls_ctr[d][leaf];
 
@@ -216,7 +216,7 @@ weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf 
 	const struct weir_mode_ops *ops;
 	enum weir_verdict v = WEIR_V_PASS;
 	bool lm = false;
-	uint16_t leaf;
+	uint32_t leaf;
 	uint32_t held;
 
 	/* Only handshake packets time anything: no call for the rest. */
@@ -279,7 +279,7 @@ weir_wk_ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held
 {
 	struct weir_worker *w = arg;
 	const struct weir_flow *f = weir_flow_by_slot(w->flows, slot);
-	uint16_t leaf = weir_wk_flow_leaf(w, f, d);
+	uint32_t leaf = weir_wk_flow_leaf(w, f, d);
 	const struct weir_mode_ops *ops;
 
 	if (leaf != WEIR_CBQ_NONE) {

@@ -47,7 +47,7 @@ water_level(const struct weir_class_counters *c, uint64_t rate, uint64_t light)
  * and once a period, not per ACK. A share is at least 1 bit/s; the
  * pacing arithmetic stays bounded by the gap clamp in tcr.c. */
 void
-weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf)
+weir_wk_share_update(struct weir_worker *w, int d, uint32_t leaf)
 {
 	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
 	const uint64_t rate = weir_cbq_rate(w->shaper[d], leaf);
@@ -124,7 +124,7 @@ carried_less_one(uint32_t carried, uint32_t cur)
 #define WEIR_YOUNG_PERIODS 4u
 
 static uint8_t
-young_periods(struct weir_worker *w, int d, uint16_t leaf, uint64_t p)
+young_periods(struct weir_worker *w, int d, uint32_t leaf, uint64_t p)
 {
 	const uint64_t rate = weir_cbq_rate(w->shaper[d], leaf);
 	const uint64_t young = weir_cbq_young_budget(w->shaper[d], leaf);
@@ -140,7 +140,7 @@ young_periods(struct weir_worker *w, int d, uint16_t leaf, uint64_t p)
 }
 
 void
-weir_wk_period_roll(struct weir_worker *w, struct weir_class_counters *c, int d, uint16_t leaf,
+weir_wk_period_roll(struct weir_worker *w, struct weir_class_counters *c, int d, uint32_t leaf,
 	    uint64_t now)
 {
 	const uint64_t p = RTE_MIN(RTE_MAX(w->tsc_hz / 1000 * WEIR_ACTIVE_PERIOD_MS, 2 * c->rtt_max),
@@ -220,7 +220,7 @@ count_grew(uint32_t cur, uint32_t carried)
  * current period (weir_wk_note_active's slow path: twice a flow and period). */
 void
 weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct weir_flow *f,
-		    int d, uint16_t leaf)
+		    int d, uint32_t leaf)
 {
 	/* A flow's first data frame in a period only marks it; the second
 	 * counts it. One frame (a DNS query, an ICMPv6 router solicitation, a
@@ -286,7 +286,7 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
  * took half the class for its first 200 ms (658 against pfq's 590 ms at
  * 40 ms, issue 23 item 2). */
 void
-weir_wk_active_forget(struct weir_worker *w, struct weir_flow *f, int d, uint16_t leaf)
+weir_wk_active_forget(struct weir_worker *w, struct weir_flow *f, int d, uint32_t leaf)
 {
 	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
 	const uint8_t m = f->active_mark[d];

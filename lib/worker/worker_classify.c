@@ -18,7 +18,7 @@ static void
 flow_count(struct weir_worker *w, const struct weir_flow *f, int32_t delta)
 {
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		uint16_t leaf = weir_wk_flow_leaf(w, f, d);
+		uint32_t leaf = weir_wk_flow_leaf(w, f, d);
 
 		if (leaf == WEIR_CBQ_NONE)
 			continue;
@@ -35,7 +35,7 @@ weir_wk_flow_uncount(struct weir_worker *w, struct weir_flow *f)
 		if (f->class_gen == w->gen8) {  /* else counted in counters since replaced */
 			flow_count(w, f, -1);
 			for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-				uint16_t leaf = weir_wk_flow_leaf(w, f, d);
+				uint32_t leaf = weir_wk_flow_leaf(w, f, d);
 
 				const struct weir_mode_ops *ops;
 
@@ -55,7 +55,7 @@ weir_wk_flow_uncount(struct weir_worker *w, struct weir_flow *f)
  * the class's flow_min? The class's rate here is this worker's share of it
  * (what its tree is set to), so (n + 1) x flow_min <= rate: no division. */
 static inline bool
-leaf_admits(const struct weir_worker *w, int d, uint16_t leaf)
+leaf_admits(const struct weir_worker *w, int d, uint32_t leaf)
 {
 	const struct weir_policy_class *k = &w->policy->tree[d].classes[leaf];
 
@@ -72,11 +72,11 @@ weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 {
 	const struct weir_policy *pol = w->policy;
 	uint32_t slot = weir_flow_slot(w->flows, f);
-	uint16_t old[WEIR_PORT__COUNT] = { weir_wk_flow_leaf(w, f, 0), weir_wk_flow_leaf(w, f, 1) };
+	uint32_t old[WEIR_PORT__COUNT] = { weir_wk_flow_leaf(w, f, 0), weir_wk_flow_leaf(w, f, 1) };
 	bool refused = false;
 
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		uint16_t leaf = pol->targets[target].leaf[d];
+		uint32_t leaf = pol->targets[target].leaf[d];
 		const struct weir_policy_class *k;
 
 		if (leaf == WEIR_CBQ_NONE || leaf_admits(w, d, leaf))
@@ -99,7 +99,7 @@ weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 	 * its queue lives in the leaf its class names (drain, expiry and the
 	 * next move look there). ACKs held against its old class go now. */
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		uint16_t leaf = weir_wk_flow_leaf(w, f, d);
+		uint32_t leaf = weir_wk_flow_leaf(w, f, d);
 
 		if (leaf == WEIR_CBQ_NONE || old[d] == leaf || old[d] == WEIR_CBQ_NONE)
 			continue;
@@ -114,7 +114,7 @@ weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target)
 	f->shape = (uint8_t)((f->shape & ~WEIR_FSH_REFUSED) | WEIR_FSH_COUNTED);
 	flow_count(w, f, 1);
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		uint16_t leaf = weir_wk_flow_leaf(w, f, d);
+		uint32_t leaf = weir_wk_flow_leaf(w, f, d);
 
 		if (leaf == WEIR_CBQ_NONE)
 			continue;

@@ -11,6 +11,7 @@
 
 #include "mode.h"
 #include "worker.h"
+#include "class_cmd.h"
 
 struct weir_worker {
 	struct weir_worker_conf conf;
@@ -52,6 +53,7 @@ struct weir_worker {
 	uint64_t events_sent;
 	uint64_t events_dropped;               /* ring full or over events_per_s */
 	uint64_t cmds_applied;
+	struct weir_class_cmd_stats class_cmd_st;      /* lib/worker_classcmd.c */
 	uint64_t cmds_stale;                   /* the flow or the policy had changed */
 	/* DiffServ markers per direction (lib/marker.h; NULL: no class marks),
 	 * where frames leave the class tree. */
@@ -89,7 +91,7 @@ weir_wk_shaped_qid(const struct weir_worker *w, const struct weir_policy_target 
 /* The flow's leaf in direction d; WEIR_CBQ_NONE when it was classified
  * under an earlier policy (its packets were moved at the switch, and the
  * flow is re-classified on its next packet). */
-static inline uint16_t
+static inline uint32_t
 weir_wk_flow_leaf(const struct weir_worker *w, const struct weir_flow *f, int d)
 {
 	if (unlikely(f->class_gen != w->gen8 || f->class_id >= w->policy->n_targets))
@@ -99,7 +101,7 @@ weir_wk_flow_leaf(const struct weir_worker *w, const struct weir_flow *f, int d)
 
 void weir_wk_flow_uncount(struct weir_worker *w, struct weir_flow *f);
 bool weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target);
-void weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf);
+void weir_wk_share_update(struct weir_worker *w, int d, uint32_t leaf);
 
 /* lib/worker_active.c: the flows a class's per-flow share divides among
  * (issue 17 item 4b: those that sent data in the last activity period or
@@ -108,15 +110,15 @@ void weir_wk_share_update(struct weir_worker *w, int d, uint16_t leaf);
 /* Periods count 1..127; a flow's mark with this bit: one frame seen in the period. */
 #define WEIR_ACTIVE_ONCE 0x80
 void weir_wk_period_roll(struct weir_worker *w, struct weir_class_counters *c, int d,
-			 uint16_t leaf, uint64_t now);
+			 uint32_t leaf, uint64_t now);
 void weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c,
-			 struct weir_flow *f, int d, uint16_t leaf);
-void weir_wk_active_forget(struct weir_worker *w, struct weir_flow *f, int d, uint16_t leaf);
+			 struct weir_flow *f, int d, uint32_t leaf);
+void weir_wk_active_forget(struct weir_worker *w, struct weir_flow *f, int d, uint32_t leaf);
 
 /* A data frame of flow f in leaf `leaf` of direction d: one compare per
  * frame, the period rolled on the first frame after it ends. */
 static inline void
-weir_wk_note_active(struct weir_worker *w, struct weir_flow *f, int d, uint16_t leaf,
+weir_wk_note_active(struct weir_worker *w, struct weir_flow *f, int d, uint32_t leaf,
 		    uint64_t now)
 {
 	struct weir_class_counters *c = &w->cls_ctr[d][leaf];

@@ -96,7 +96,7 @@ static void
 requeue_tree(struct weir_worker *w, int d, struct weir_cbq *old)
 {
 	struct rte_mbuf *pkts[WEIR_BURST_MAX];
-	uint16_t leaf = 0;
+	uint32_t leaf = 0;
 	uint32_t qid;
 	unsigned int n;
 

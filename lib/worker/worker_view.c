@@ -41,7 +41,7 @@ weir_worker_view_current(const struct weir_worker *w, const struct weir_policy *
 
 int
 weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p, int dir,
-		       uint16_t cls, struct weir_class_view *out)
+		       uint32_t cls, struct weir_class_view *out)
 {
 	const struct weir_class_counters *cc;
 
@@ -70,7 +70,7 @@ weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p,
 
 int
 weir_worker_marker_view(const struct weir_worker *w, const struct weir_policy *p, int dir,
-			uint16_t cls, struct weir_marker_counters *out)
+			uint32_t cls, struct weir_marker_counters *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!weir_worker_view_current(w, p))
@@ -93,7 +93,7 @@ weir_worker_flow_view(const struct weir_worker *w, const struct weir_policy *p, 
 	 * of one the worker may have been rewriting. */
 	if (f->class_gen != 0 && f->class_gen == w->gen8 && f->class_id < p->n_targets &&
 	    p->tree[dir].n_classes != 0) {
-		uint16_t leaf = p->targets[f->class_id].leaf[dir];
+		uint32_t leaf = p->targets[f->class_id].leaf[dir];
 
 		if (leaf < p->tree[dir].n_classes) {
 			out->leaf = leaf;

@@ -66,11 +66,11 @@ struct weir_class_view {
  * taken p yet (see the lifetime rule); -ENOENT: dir is unshaped or cls is
  * not one of p's classes there. */
 int weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p, int dir,
-			   uint16_t cls, struct weir_class_view *out);
+			   uint32_t cls, struct weir_class_view *out);
 /* The marker counters of class cls (lib/marker.h) on this worker: -ENOENT
  * when the class has none, -EAGAIN while the worker runs another policy. */
 int weir_worker_marker_view(const struct weir_worker *w, const struct weir_policy *p, int dir,
-			    uint16_t cls, struct weir_marker_counters *out);
+			    uint32_t cls, struct weir_marker_counters *out);
 
 /* Data direction dir of the flow in `slot`, whose entry the caller read
  * (*f, a copy: see weir_flow_read). */

@@ -138,6 +138,8 @@ static bool rig_pa_share_clamp;        /* postack's share clamp (off: the tests 
 static uint32_t rig_pa_clamp_margin16;  /* its margin, << 16 */
 /* weir_worker_conf.malformed_pps of workers made while set (0: no limit). */
 static uint32_t rig_malformed_pps;
+/* Class ids each tree of workers made while set can hold (0: its classes). */
+static uint32_t rig_class_capacity;
 /* The fake clock's ticks a second for workers made while set (0: the TSC's). */
 static uint64_t rig_tsc_hz;
 /* Packets a flow's queue holds in workers made while set (0: 16; weir's default is 128). */
@@ -179,6 +181,7 @@ rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, 
 		};
 
 		conf.n_classes = weir_policy_cbq_classes(r->p, d, 1, 1, cc);
+		conf.capacity = RTE_MAX(rig_class_capacity, conf.n_classes);
 		if (conf.n_classes && (sh[d] = weir_cbq_create(&conf)) == NULL)
 			return -1;
 	}
@@ -276,7 +279,7 @@ rig_watchdog(struct rig *r, uint64_t now)
 }
 
 static inline uint32_t
-qlen(struct rig *r, int d, uint16_t cls)
+qlen(struct rig *r, int d, uint32_t cls)
 {
 	struct weir_cbq_stats st;
 

@@ -70,7 +70,7 @@ sim_push(struct sim *s, uint32_t f)
 }
 
 static void
-sim_flow(struct sim *s, uint32_t f, uint16_t leaf, uint16_t size, int busy)
+sim_flow(struct sim *s, uint32_t f, uint32_t leaf, uint16_t size, int busy)
 {
 	unsigned int i;
 
@@ -572,7 +572,7 @@ test_cut_through(void)
 	int same = 1;
 
 	for (unsigned int round = 0; round < 2000; round++) {
-		uint16_t leaf = 1 + (uint16_t)(round % 3 == 0);
+		uint32_t leaf = 1 + (uint16_t)(round % 3 == 0);
 		uint16_t len = SIZES[round % RTE_DIM(SIZES)];
 		unsigned int na = 0, nb = 0;
 		struct weir_cbq_deq d;

@@ -97,7 +97,7 @@ test_two_classes(void)
 	CHECK(bulk->mode == WEIR_MODE_FIFO && gold->mode == WEIR_MODE_POSTACK, "modes");
 	CHECK(bulk->flow_min == 1000000 && bulk->admit == WEIR_ADMIT_FALLBACK,
 	      "flow_min as a number; fallback implies admission = fallback");
-	CHECK(p->tree[0].default_leaf == b, "default leaf is bulk");
+	CHECK(p->tree[0].default_leaf == (uint32_t)b, "default leaf is bulk");
 	CHECK(p->tree[1].classes[1].mode == WEIR_MODE_PFQ, "inbound link's mode");
 	CHECK(p->tree[1].classes[0].cbq.rate == 30000000, "inbound link rate from a float");
 	CHECK(weir_classifier_n_rules(p->classifier) == 4, "4 rules: %u",
@@ -128,7 +128,7 @@ test_nested(void)
 	v = weir_policy_class_find(p, 0, "voip");
 	CHECK(s == 1 && v == 2, "staff %d voip %d", s, v);
 	if (s == 1 && v == 2) {
-		CHECK(p->tree[0].classes[v].cbq.parent == s, "voip's parent is staff");
+		CHECK(p->tree[0].classes[v].cbq.parent == (uint32_t)s, "voip's parent is staff");
 		CHECK(!p->tree[0].classes[s].is_leaf && p->tree[0].classes[v].is_leaf,
 		      "staff inner, voip leaf");
 		CHECK(p->tree[0].classes[v].cbq.ceil == 2000000, "voip ceil");

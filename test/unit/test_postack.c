@@ -913,7 +913,7 @@ static void
 young_beside_grown(struct rig *r)
 {
 	const struct weir_flow *f0 = weir_flow_by_slot(r->w->flows, 0);
-	uint16_t lf = r->w->policy->targets[f0->class_id].leaf[0];
+	uint32_t lf = r->w->policy->targets[f0->class_id].leaf[0];
 
 	r->w->cls_ctr[0][lf].active = 2;
 	r->w->cls_ctr[0][lf].young = 1;

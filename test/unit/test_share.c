@@ -158,7 +158,7 @@ struct use_model {
 };
 
 static double
-use_rounds(struct weir_share *s, uint16_t leaf, const uint32_t *flows, const double *want,
+use_rounds(struct weir_share *s, uint32_t leaf, const uint32_t *flows, const double *want,
 	   struct use_model *m, int rounds)
 {
 	const double eff = 0.97, dt = 0.01, burst = 2 * 1448;
@@ -211,7 +211,7 @@ test_split_by_use(void)
 	const double bulk = 1e12;
 	struct use_model m = { 0 };
 	double r0;
-	uint16_t leaf;
+	uint32_t leaf;
 
 	if (s == NULL) {
 		CHECK(0, "share: %s", p ? "" : e.msg);

@@ -210,7 +210,7 @@ test_flow_events_and_moves(void)
 	CHECK(rte_ring_sc_dequeue_elem(ev, &e, sizeof(e)) == 0 && e.type == WEIR_FEV_NEW &&
 	      e.lan_port == 4321 && e.wan_port == 80 && e.proto == IPPROTO_TCP && e.family == 4 &&
 	      e.lan[0] == 10 && e.lan[3] == 7 && e.wan[0] == 192 && e.wan[3] == 9 &&
-	      e.init_dir == WEIR_DIR_OUT && r.p->targets[e.target].leaf[0] == web,
+	      e.init_dir == WEIR_DIR_OUT && r.p->targets[e.target].leaf[0] == (uint32_t)web,
 	      "the event: LAN/WAN sides, ports, its class");
 	CHECK(qlen(&r, 0, (uint16_t)web) == 3, "3 packets in web");
 	{
@@ -265,7 +265,7 @@ test_flow_events_and_moves(void)
 			if (e.type == WEIR_FEV_END && e.lan_port == 4321 && e.wan_port == 80 &&
 			    e.lan[3] == 7 && e.wan[3] == 9 && e.pkts[WEIR_DIR_OUT] == 4 &&
 			    e.bytes[WEIR_DIR_OUT] == 4 * 154 && e.pkts[WEIR_DIR_IN] == 0 &&
-			    r.p->targets[e.target].leaf[0] == web)
+			    r.p->targets[e.target].leaf[0] == (uint32_t)web)
 				found++;
 		}
 		CHECK(found == 1, "the moved flow's end: LAN/WAN sides, 4 packets out, back in web "

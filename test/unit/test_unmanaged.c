@@ -148,7 +148,7 @@ test_l2_control_ahead(void)
 	const struct weir_port_counters *lan;
 	struct rig r;
 	const uint64_t now = rte_get_tsc_hz();
-	uint16_t leaf;
+	uint32_t leaf;
 	unsigned int went = 0;
 
 	if (rig_make(&r, &pc, "um_l2") != 0) {
@@ -302,7 +302,7 @@ test_malformed_rate(void)
 	const uint64_t hz = rte_get_tsc_hz(), now = 10 * hz;
 	struct rte_mbuf *o[64];
 	unsigned int n;
-	uint16_t leaf;
+	uint32_t leaf;
 
 	for (int limited = 1; limited >= 0; limited--) {
 		rig_malformed_pps = limited ? 10 : 0;
