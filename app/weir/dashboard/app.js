@@ -254,6 +254,7 @@
       $(id).textContent = fmtBps(v);
       $(id).dataset.bps = v === null ? "" : v.toFixed(0);
     }
+    if (st.firstRatesAt === undefined && out !== null) st.firstRatesAt = performance.now();
     if (out !== null) pushPt(st.link.out, t, out);
     if (inb !== null) pushPt(st.link.in, t, inb);
     for (const dir of ["outbound", "inbound"]) {
@@ -636,6 +637,7 @@
     try {
       if (st.polls === 0) await detect();
       await poll();
+      if (st.firstDataAt === undefined) st.firstDataAt = performance.now();
       $("banner").hidden = true;
       $("hdr-state").textContent = "live";
       $("hdr-state").className = "state live";
