@@ -11,6 +11,8 @@ namespace (`scripts/testbed exec gw scripts/dashboard_browser.py ...`).
   --class DIR/NAME    the class whose rate is sampled and set (outbound/gold)
   --set-rate RATE     type RATE into that class's row and press "set"
   --screenshot PNG    a full-page screenshot at the end
+  --dwell S           let the page run (and chart) S seconds: half before the rate
+                      is set, half after
 Used by test/py/test_dashboard.py and scripts/dashboard_screenshot.
 """
 import argparse
@@ -79,6 +81,8 @@ def main():
     ap.add_argument("--class", dest="cls", default="outbound/gold")
     ap.add_argument("--set-rate")
     ap.add_argument("--screenshot")
+    ap.add_argument("--dwell", type=float, default=0,
+                    help="seconds the page runs before the rate is set (half) and the screenshot (half)")
     ap.add_argument("--width", type=int, default=1280)
     ap.add_argument("--height", type=int, default=1000)
     a = ap.parse_args()
@@ -125,6 +129,7 @@ def main():
                             - c0["shaping"][d]["classes"][name]["bytes"]) * 8 / dt,
             }
             out["samples"] = samples
+        time.sleep(a.dwell / 2)
         if a.set_rate:
             row = f'tr[data-key="{a.cls}"]'
             drv.find_element(By.CSS_SELECTOR, row + " input.rate").send_keys(a.set_rate)
@@ -137,6 +142,7 @@ def main():
             WebDriverWait(drv, 10).until(
                 lambda d: d.find_element(By.CSS_SELECTOR, row + " td.cfg-rate").text != "")
             out["set"]["row_rate"] = drv.find_element(By.CSS_SELECTOR, row + " td.cfg-rate").text
+        time.sleep(a.dwell / 2)
         if a.screenshot:
             h = drv.execute_script("return document.documentElement.scrollHeight")
             drv.set_window_size(a.width, max(a.height, h + 20))
