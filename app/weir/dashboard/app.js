@@ -19,8 +19,11 @@
   const TOKEN_KEY = "weir.token";
   const COLOURS = ["#2f6fd6", "#d6542f", "#2a9d55", "#9b59b6", "#c9a227", "#17a2b8",
                    "#e83e8c", "#6c757d", "#8b4513", "#20c997"];
-  const RTT_RE = /rtt/i;
-  const RETX_RE = /retr|retx/i;
+  // Field names of TCP measurement: round trips in ms, retransmissions; sample
+  // counts are not figures to rank by.
+  const RTT_RE = /rtt(?!.*(samples|count))/i;
+  const RETX_RE = /(retr|retx)(?!.*(samples|count))/i;
+  const MAX_TCP_COLS = 6;
 
   const st = {
     polls: 0, prev: null, counters: null, status: null, tree: null, policy: null,
@@ -405,11 +408,19 @@
       ? `(of the first ${fl.flows.length} of ${fl.total} flows)` : `(${fl.total} flows)`;
   }
 
-  function tcpCols(rows, src) {
+  // The order in which fields are worth a column: round trips in ms before
+  // their minima and smoothed forms, retransmitted segments before bytes.
+  function tcpRank(k) {
+    return (RTT_RE.test(k) ? 0 : 10) + (/min|srtt/.test(k) ? 2 : 0) + (/_ms$/.test(k) ? 0 : 1) +
+           (/segs|ratio/.test(k) ? 0 : 1);
+  }
+
+  function tcpCols(rows) {
     // The RTT and retransmission fields this weir reports, by name.
     const keys = new Set();
     for (const r of rows) for (const k in r.m) if (RTT_RE.test(k) || RETX_RE.test(k)) keys.add(k);
-    return [...keys].sort().map((k) => ({ h: k, f: (r) => fmtNum(r.m[k]), cls: "num" }));
+    return [...keys].sort((a, b) => tcpRank(a) - tcpRank(b) || a.localeCompare(b))
+      .slice(0, MAX_TCP_COLS).map((k) => ({ h: k, f: (r) => fmtNum(r.m[k]), cls: "num" }));
   }
 
   function drawFlows() {
@@ -441,8 +452,7 @@
       const m = flat(h);
       const bytes = sumBytes(m);
       map.set(k, bytes);
-      const p = prev && prev.map.get(k);
-      return { k, m, h, total: p !== undefined && p !== null ? rate(bytes, p, t - prev.t) : rateOf(m) };
+      return { k, m, h, total: entryRate(bytes, prev && prev.map.get(k), prev ? t - prev.t : 0, m) };
     });
     st.hostPrev = { t, map };
   }
@@ -461,15 +471,27 @@
     }
     return JSON.stringify(o).slice(0, 60);
   }
+  // Bytes carried, both ways: bytes, bytes_in/bytes_out, in.bytes/out.bytes
+  // (not queued or retransmitted bytes).
   function sumBytes(m) {
     let s = null;
-    for (const k in m) if (/(^|\.)(bytes|\w+_bytes)$/.test(k) && !/queue/.test(k)) s = (s || 0) + m[k];
+    for (const k in m) if (/(^|\.)bytes(_in|_out)?$/.test(k) && !/queue|retr|retx/.test(k)) s = (s || 0) + m[k];
     return s;
   }
+  // A measured rate in the entry itself, for entries without byte counters
+  // (rate_bps and ceil_bps are configured rates in weir's API, not measured).
   function rateOf(m) {
     let s = null;
-    for (const k in m) if (/rate.*bps|bps$/.test(k) && !/ceil|limit|max|min|cfg|conf/.test(k)) s = (s || 0) + m[k];
+    for (const k in m)
+      if (/bps/.test(k) && !/(^|\.)(rate|ceil)_bps$|ceil|limit|max|min|guarant|cfg|conf/.test(k)) s = (s || 0) + m[k];
     return s;
+  }
+
+  // bit/s of an entry between two polls: from its byte counters when it has
+  // them (none at the first poll), else from a measured rate it carries.
+  function entryRate(bytes, prevBytes, dt, m) {
+    if (bytes === null) return rateOf(m);
+    return prevBytes === undefined || prevBytes === null ? null : rate(bytes, prevBytes, dt);
   }
 
   function drawHosts() {
@@ -511,11 +533,12 @@
     st.subList = listOf(res.body).map((s) => {
       const k = idOf(s), m = flat(s), bytes = sumBytes(m);
       map.set(k, bytes);
-      const p = prev && prev.map.get(k);
-      const v = p !== undefined && p !== null ? rate(bytes, p, t - prev.t) : rateOf(m);
+      const v = entryRate(bytes, prev && prev.map.get(k), prev ? t - prev.t : 0, m);
       st.subs[k] = st.subs[k] || [];
       if (v !== null) pushPt(st.subs[k], t, v);
-      return { k, m, s, total: v };
+      // The path names a subscriber by its id where it has one, its name otherwise.
+      const pid = s.id !== undefined && s.id !== null ? String(s.id) : k;
+      return { k, pid, m, s, total: v };
     });
     st.subPrev = { t, map };
   }
@@ -529,7 +552,7 @@
       ev.preventDefault();
       const v = inp.value.trim();
       if (!v) return;
-      const path = st.features.subPatch.replace(/\{[^}]+\}/, encodeURIComponent(r.k));
+      const path = st.features.subPatch.replace(/\{[^}]+\}/, encodeURIComponent(r.pid));
       const msg = $("class-msg");
       try {
         const res = await api("PATCH", path, { rate: /^\d+$/.test(v) ? Number(v) : v });
@@ -564,8 +587,15 @@
     const worst = (re) => {
       const out = [];
       for (const r of all) {
+        // The row's most telling field of the kind (tcpRank), the largest of those.
         let best = null, key = null;
-        for (const k in r.m) if (re.test(k) && (best === null || r.m[k] > best)) { best = r.m[k]; key = k; }
+        for (const k in r.m) {
+          if (!re.test(k)) continue;
+          if (best === null || tcpRank(k) < tcpRank(key) || (tcpRank(k) === tcpRank(key) && r.m[k] > best)) {
+            best = r.m[k];
+            key = k;
+          }
+        }
         if (best !== null) out.push({ r, v: best, key });
       }
       return out.sort((a, b) => b.v - a.v).slice(0, TOP);
