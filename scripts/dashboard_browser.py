@@ -146,6 +146,7 @@ def main():
         if a.screenshot:
             h = drv.execute_script("return document.documentElement.scrollHeight")
             drv.set_window_size(a.width, max(a.height, h + 20))
+            drv.execute_script("window.scrollTo(0, 0)")   # typing in a row scrolled it
             time.sleep(0.5)
             drv.save_screenshot(a.screenshot)
             out["screenshot"] = a.screenshot

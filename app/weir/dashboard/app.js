@@ -28,7 +28,7 @@
   const st = {
     polls: 0, prev: null, counters: null, status: null, tree: null, policy: null,
     features: { hosts: null, subscribers: null, subPatch: null },
-    link: { out: [], in: [] }, cls: {}, subs: {},
+    link: { out: [], in: [] }, queue: { outbound: [], inbound: [] }, drops: [], cls: {}, subs: {},
     flowPrev: null, flows: [], hostPrev: null, hosts: [], subPrev: null, subList: [],
     timer: null, busy: false, lastError: "",
   };
@@ -260,6 +260,15 @@
     if (st.firstRatesAt === undefined && out !== null) st.firstRatesAt = performance.now();
     if (out !== null) pushPt(st.link.out, t, out);
     if (inb !== null) pushPt(st.link.in, t, inb);
+    // Queues now (packets held by the class trees) and frames dropped a second.
+    for (const dir of ["outbound", "inbound"]) {
+      const q = ((c.shaping || {})[dir] || {}).queued_pkts;
+      if (typeof q === "number") pushPt(st.queue[dir], t, q);
+    }
+    const dropped = (ps) => ["lan", "wan"].reduce((a, r) => a + ["dropped", "tx_full", "refused"]
+      .reduce((b, k) => b + (((ps || {})[r] || {})[k] || 0), 0), 0);
+    const dr = rate(dropped(ports), dropped(pp), dt);
+    if (dr !== null) pushPt(st.drops, t, dr / 8);
     for (const dir of ["outbound", "inbound"]) {
       const now = ((c.shaping || {})[dir] || {}).classes || {};
       const then = ((p.c.shaping || {})[dir] || {}).classes || {};
@@ -278,6 +287,11 @@
       { name: "outbound", colour: COLOURS[0], pts: st.link.out },
       { name: "inbound", colour: COLOURS[1], pts: st.link.in },
     ], fmtBps);
+    drawChart($("chart-queues"), [
+      { name: "queued outbound (pkts)", colour: COLOURS[0], pts: st.queue.outbound },
+      { name: "queued inbound (pkts)", colour: COLOURS[1], pts: st.queue.inbound },
+      { name: "dropped (frames/s)", colour: COLOURS[3], pts: st.drops },
+    ], (v) => fmtNum(v === null || v === undefined ? v : Math.round(v)));
   }
 
   function classRows(tree, dir) {
