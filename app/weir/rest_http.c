@@ -121,6 +121,9 @@ static const struct route routes[] = {
 	{ "/api/v1/policy/rollback", "POST", h_policy_rollback, NULL },
 	{ "/api/v1/openapi.json", "GET", h_openapi, NULL },
 	{ "/metrics", "GET", h_metrics, NULL },
+	{ "/dashboard", "GET", h_dashboard, NULL },
+	{ "/dashboard/", "GET", h_dashboard, NULL },
+	{ "/dashboard/", "GET", h_dashboard, NULL, 0, true },
 };
 
 static enum MHD_Result
@@ -150,8 +153,17 @@ send_reply(struct MHD_Connection *c, struct reply *r, const char *allow)
 		free(r->text);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->ctype);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (r->status != MHD_HTTP_NOT_MODIFIED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->ctype);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+				r->cache_control != NULL ? r->cache_control : "no-store");
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	if (r->etag != NULL)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, r->etag);
+	if (r->csp != NULL) {
+		MHD_add_response_header(resp, "Content-Security-Policy", r->csp);
+		MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+	}
 	if (allow != NULL)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
 	if (r->status == MHD_HTTP_UNAUTHORIZED)
@@ -304,7 +316,13 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 	struct query_check qc = { 0 };
 	uint64_t n;
 
-	if (a->cfg.mgmt_token[0] != '\0' &&
+	/* The dashboard's files are the page's code, the same for everyone:
+	 * a browser cannot send a bearer token when it opens a URL, and the
+	 * page sends it with every API request it makes. */
+	bool page_file = dashboard_path(url) &&
+		      (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0);
+
+	if (a->cfg.mgmt_token[0] != '\0' && !page_file &&
 	    !token_ok(a->cfg.mgmt_token, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 								      MHD_HTTP_HEADER_AUTHORIZATION))) {
 		reply_error(r, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token");

@@ -105,6 +105,11 @@ struct reply {
 	const char *ctype;
 	const char *persistent;         /* static body (the OpenAPI document) */
 	size_t persistent_len;
+	/* The dashboard's files (rest_dashboard.c); NULL: none, and the
+	 * default Cache-Control: no-store. */
+	const char *etag;
+	const char *cache_control;
+	const char *csp;                /* Content-Security-Policy */
 };
 
 /* One request as MHD hands it over in several calls (headers, body
@@ -166,6 +171,10 @@ bool switch_busy(struct weir_app *a, struct reply *r);
 /* rest_flows.c: GET flows. */
 void h_flows(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
 bool parse_uint(const char *s, uint64_t max, uint64_t *out);
+
+/* rest_dashboard.c: GET /dashboard/ and its files, served without the token. */
+void h_dashboard(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
+bool dashboard_path(const char *url);
 
 /* rest_script.c: PUT policy, POST policy/rollback: installing a script. */
 void h_policy_put(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);

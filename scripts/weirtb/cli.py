@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from . import topology, traffic
+from . import netns, topology, traffic
 from .topology import Testbed, TestbedError, weir_config
 
 
@@ -56,18 +56,63 @@ def cmd_exec(a):
 DEMO_COUNTERS = ("rx", "tx", "forwarded", "managed", "non_ip", "malformed", "dropped", "tx_full")
 
 
-def weir_counter_lines(stats):
+def weirctl():
+    """scripts/weirctl as a module: its tables, the same as the command prints."""
+    from importlib.machinery import SourceFileLoader
+    import types
+    path = str(topology.REPO / "scripts" / "weirctl")
+    mod = types.ModuleType("weirctl")
+    mod.__file__ = path
+    SourceFileLoader("weirctl", path).exec_module(mod)
+    return mod
+
+
+def classes_table(stats):
+    """The stats file's classes as `weirctl classes` prints them (the stats file has
+    their counters and rates; a class's parent is not in it)."""
+    tree = {}
+    for direction, sh in (stats.get("shaping") or {}).items():
+        if sh:
+            tree[direction] = {"classes": [{"name": n, **c} for n, c in (sh.get("classes") or {}).items()]}
+    return weirctl().class_rows(tree) if tree else ""
+
+
+def api_table(tb):
+    """`weirctl classes` run against weir's API in its namespace; None without one."""
+    cp = tb.run("gw", [sys.executable, str(topology.REPO / "scripts" / "weirctl"), "classes"],
+                check=False, timeout=20)
+    return cp.stdout.rstrip("\n") if cp.returncode == 0 and cp.stdout.strip() else None
+
+
+def weir_counter_lines(stats, table=None):
     lines = []
     for port, c in sorted((stats.get("ports") or {}).items()):
         shown = [k for k in DEMO_COUNTERS if k in c] or [k for k, v in c.items() if isinstance(v, int)]
         lines.append(f"  port {port}: " + " ".join(f"{k}={c[k]}" for k in shown))
-    for direction, sh in sorted((stats.get("shaping") or {}).items()):
-        if sh:
-            lines.append(f"  shaping {direction}: rate={sh['rate_bps'] / 1e6:g}Mbit/s "
-                         + " ".join(f"{k}={v}" for k, v in sh.items() if k != "rate_bps"))
     if "flows" in stats:
         lines.append("  flows: " + " ".join(f"{k}={v}" for k, v in stats["flows"].items()))
+    table = table or classes_table(stats)
+    if table:
+        lines += ["", "classes (as `weirctl classes` shows them):"] + ["  " + l for l in table.splitlines()]
     return lines
+
+
+def try_while_running(port=8080):
+    return f"""
+Try it while weir runs (the testbed stays up until `scripts/testbed down`):
+  scripts/testbed up                                 # weir in the testbed, left running
+  scripts/testbed exec w1 iperf3 -s -D               # a server on a WAN host ...
+  scripts/testbed exec l1 iperf3 -c {Testbed.addr('w1')} -t 120 &  # ... and traffic through weir
+  scripts/testbed dashboard                          # then open http://127.0.0.1:{port}/dashboard/
+  scripts/testbed exec gw scripts/weirctl status
+  scripts/testbed exec gw scripts/weirctl classes
+  scripts/testbed exec gw scripts/weirctl top --interval 1
+  scripts/testbed exec gw scripts/weirctl flows --proto tcp
+  scripts/testbed exec gw scripts/weirctl class set outbound default --rate 20mbit
+  scripts/testbed down
+The dashboard (docs/dashboard.md) is weir's own page: http://127.0.0.1:{port}/dashboard/ where
+weir's API listens; `scripts/testbed dashboard` forwards port {port} of this host into
+weir's namespace."""
 
 
 def cmd_demo(a):
@@ -82,11 +127,25 @@ def cmd_demo(a):
         print(traffic.format_flows(res))
         if tb.gateway_running == "weir":
             print("weir counters (stats file):")
-            print("\n".join(weir_counter_lines(tb.weir_stats())))
+            print("\n".join(weir_counter_lines(tb.weir_stats(), api_table(tb))))
             rc = tb.stop_gateway()
             print(f"weir exited with {rc} on SIGTERM")
     print("testbed down")
+    if a.gateway == "weir":
+        print(try_while_running())
     return 0 if all(r.error is None and r.bytes_received > 0 for r in res) else 1
+
+
+def cmd_dashboard(a):
+    from . import forward
+    print(f"forwarding {a.listen}:{a.port} to weir's API in {netns.ns_name('gw')} "
+          f"(127.0.0.1:{a.to}): open http://{a.listen}:{a.port}/dashboard/  (Ctrl-C ends it)",
+          flush=True)
+    try:
+        forward.serve("gw", a.listen, a.port, a.to)
+    except KeyboardInterrupt:
+        pass
+    return 0
 
 
 def main(argv=None):
@@ -109,13 +168,17 @@ def main(argv=None):
     d.add_argument("--flows", type=int, default=4)
     d.add_argument("--time", type=int, default=10)
     d.add_argument("--cc", choices=("reno", "cubic", "bbr"), default=None)
+    f = sub.add_parser("dashboard", help="forward a port of this host to weir's API and dashboard")
+    f.add_argument("--port", type=int, default=8080, help="port on this host (default 8080)")
+    f.add_argument("--listen", default="127.0.0.1")
+    f.add_argument("--to", type=int, default=8080, help="weir's management.port (default 8080)")
     e = sub.add_parser("exec", help="run CMD in HOST's namespace (l1, w2, gw, emu, lan)")
     e.add_argument("host")
     e.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
     try:
         return {"up": cmd_up, "down": cmd_down, "status": cmd_status, "exec": cmd_exec,
-                "demo": cmd_demo}[a.command](a)
+                "demo": cmd_demo, "dashboard": cmd_dashboard}[a.command](a)
     except TestbedError as e:
         print(f"testbed: {e}", file=sys.stderr)
         return 2
