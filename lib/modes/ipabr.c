@@ -609,7 +609,7 @@ ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint
  * (below the highest sequence sent) answers nothing. */
 static enum weir_verdict
 ipabr_enqueue(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, int d,
-	      uint16_t leaf, uint64_t now)
+	      uint32_t leaf, uint64_t now)
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
 	struct weir_ipabr *ia = ipabr_of(w);
