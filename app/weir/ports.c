@@ -4,6 +4,7 @@
 
 #include <rte_bus.h>
 #include <rte_dev.h>
+#include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_flow.h>
 #include <rte_log.h>
@@ -304,6 +305,26 @@ weir_ports_init(const struct weir_config *cfg, struct rte_mempool *mp, struct we
 		if (setup_port(cfg, r, mp, ports, err, errlen) < 0)
 			return -1;
 	return 0;
+}
+
+void
+weir_ports_links_down(struct weir_ports *ports)
+{
+	static const char *const names[WEIR_PORT__COUNT] = { "lan", "wan" };
+
+	for (int r = 0; r < WEIR_PORT__COUNT; r++) {
+		int rc;
+
+		if (!ports->started[r])
+			continue;
+		rc = rte_eth_dev_set_link_down(ports->id[r]);
+		if (rc == 0)
+			RTE_LOG(NOTICE, USER1, "fail-closed: %s port's link set down\n", names[r]);
+		else
+			RTE_LOG(WARNING, USER1, "fail-closed: the %s port's PMD cannot set its link "
+				"down (%s); the stop hook or a bypass card must\n", names[r],
+				rte_strerror(-rc));
+	}
 }
 
 void

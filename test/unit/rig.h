@@ -138,6 +138,9 @@ static bool rig_pa_share_clamp;        /* postack's share clamp (off: the tests 
 static uint32_t rig_pa_clamp_margin16;  /* its margin, << 16 */
 /* weir_worker_conf.malformed_pps of workers made while set (0: no limit). */
 static uint32_t rig_malformed_pps;
+/* weir_worker_conf.l3_control and l3_control_pps of workers made while set. */
+static bool rig_l3_control;
+static uint32_t rig_l3_control_pps;
 /* The fake clock's ticks a second for workers made while set (0: the TSC's). */
 static uint64_t rig_tsc_hz;
 
@@ -158,7 +161,9 @@ rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, 
 	};
 	struct weir_cbq *sh[WEIR_PORT__COUNT] = { NULL, NULL };
 	struct weir_worker_conf wc = { .burst = 32, .cut_through = rig_cut_through,
-				       .malformed_pps = rig_malformed_pps, .tsc_hz = rig_tsc_hz };
+				       .malformed_pps = rig_malformed_pps, .tsc_hz = rig_tsc_hz,
+				       .l3_control = rig_l3_control,
+				       .l3_control_pps = rig_l3_control_pps };
 
 	memset(r, 0, sizeof(*r));
 	r->p = weir_policy_build(pc, 1, &e);
