@@ -349,7 +349,7 @@ main(int argc, char **argv)
 	/* An HA box that stops must look gone to the routers at once, not
 	 * once its queues have drained. */
 	if (app.cfg.fail_closed)
-		weir_ports_links_down(&app.ports);
+		weir_ports_links_down(&app.ports, &app.cfg);
 
 	stop_workers(&app);
 	weir_reload_shutdown(&app);     /* a late switch ends here */
