@@ -39,12 +39,12 @@ PPS = 1000
 def start_streams(f, seconds, conns=8, port=7000):
     """UDP both ways and TCP connections l1 -> srv; returns the processes."""
     p = {"rx_up": f.popen("srv", [PY, PROBE, "udp-recv", "--port", str(port + 1),
-                                   "--seconds", str(seconds + 1.5)]),
+                                   "--seconds", str(seconds + 3)]),
          "rx_down": f.popen("l1", [PY, PROBE, "udp-recv", "--port", str(port + 2),
-                                    "--seconds", str(seconds + 1.5)])}
+                                    "--seconds", str(seconds + 3)])}
     if conns:
         p["tcp_srv"] = f.popen("srv", [PY, PROBE, "tcp-serve", "--port", str(port + 3),
-                                        "--seconds", str(seconds + 1.5)])
+                                        "--seconds", str(seconds + 3)])
     for k in list(p):
         line = p[k].stdout.readline().strip()
         if line != "READY":
@@ -78,28 +78,35 @@ def forwarded(f, box):
 
 def one_kill(f, kill_at=2.0, after=4.0, hook=True, conns=8):
     """Kill A under traffic; the figures of this failover."""
-    b0 = forwarded(f, "b")
+    a0, b0 = forwarded(f, "a"), forwarded(f, "b")
+    active_before = f.active_box()
     p = start_streams(f, kill_at + after, conns)
     time.sleep(kill_at)
+    a_fwd = forwarded(f, "a") - a0
     t_kill = f.kill_weir("a", signal.SIGKILL)
     if hook:
         f.hook("a", "open")             # ExecStopPost: fail-closed, both links down
     t_hook = time.monotonic()
     r = collect(p)
     kill_ns = int(t_kill * 1e9)
-    up_ms, up_lost = failover_ms(r["rx_up"], kill_ns, PPS, r["tx_up"]["sent"])
-    down_ms, down_lost = failover_ms(r["rx_down"], kill_ns, PPS, r["tx_down"]["sent"])
+    up_ms, up_lost = failover_ms(r["rx_up"], kill_ns, PPS)
+    down_ms, down_lost = failover_ms(r["rx_down"], kill_ns, PPS)
     res = {"up_ms": up_ms, "down_ms": down_ms, "up_lost": up_lost, "down_lost": down_lost,
            "failover_ms": None if up_ms is None or down_ms is None else max(up_ms, down_ms),
            "hook_ms": round((t_hook - t_kill) * 1000, 1),
-           "b_forwarded": forwarded(f, "b") - b0, "active_after": f.active_box()}
+           "a_forwarded": a_fwd, "b_forwarded": forwarded(f, "b") - b0,
+           "active_before": active_before, "active_after": f.active_box()}
+    (f.state / f"kill-{time.time():.0f}.json").write_text(json.dumps({"kill_ns": kill_ns, **r}))
     if conns:
+        # Survived: the server kept receiving on it for the last second of the run, after
+        # the failover, and it ended with the client's FIN or not at all, no reset.
+        t_end = kill_ns + after * 1e9
         end_ok = [c for c in r["tcp_srv"].values()
-                  if c["last_ns"] and c["last_ns"] > kill_ns + (res["failover_ms"] or 0) * 1e6
-                  and (c["end"] in (None, "fin"))]
+                  if c["last_ns"] and c["last_ns"] > t_end - 1e9 and c["end"] in (None, "fin")]
         res["tcp_conns"] = conns
         res["tcp_survived"] = len(end_ok)
         res["tcp_client_errors"] = len(r["tcp_cli"]["errors"])
+        res["tcp_soft_errors"] = sum(r["tcp_cli"]["soft_errors"].values())
     return res
 
 
@@ -130,7 +137,8 @@ def failover(a):
             rows.append(res)
             print(json.dumps(res), flush=True)
     keys = ["kill", "failover_ms", "up_ms", "down_ms", "up_lost", "down_lost", "hook_ms",
-            "tcp_conns", "tcp_survived", "tcp_client_errors", "b_forwarded", "active_after",
+            "tcp_conns", "tcp_survived", "tcp_client_errors", "tcp_soft_errors", "a_forwarded",
+            "b_forwarded", "active_before", "active_after",
             "back_s", "restore_lost"]
     name = "failover-nohook.csv" if a.no_hook else "failover.csv"
     with open(out / name, "w", newline="") as fh:

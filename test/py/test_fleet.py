@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -223,3 +224,24 @@ def test_hook_fail_open_default(tmp_path):
     p = subprocess.run([str(hook), "open", str(cfg)], capture_output=True, text=True,
                        env={**env, "WEIR_ON_FAILURE": "sideways"})
     assert p.returncode == 2 and "expected open or closed" in p.stderr
+
+
+def test_config_settings(tmp_path):
+    """ports.on_failure and worker.l3_control(_pps) are checked as every setting is:
+    FILE:LINE and the problem."""
+    weir = Path(os.environ.get("WEIR_BUILD_DIR", REPO / "build")) / "app" / "weir" / "weir"
+    if not os.access(weir, os.X_OK):
+        pytest.skip(f"{weir} not built")
+    base = ('ports = {\n  lan = { device = "net_null0"; };\n  wan = { device = "net_null1"; };\n'
+            '  on_failure = "%s";\n};\nworker = { l3_control = %s; l3_control_pps = %s; };\n')
+    cfg = tmp_path / "w.cfg"
+
+    def check(*vals):
+        cfg.write_text(base % vals)
+        return subprocess.run([str(weir), "--", "--config", str(cfg), "--check"],
+                              capture_output=True, text=True)
+    assert check("closed", "false", "0").returncode == 0
+    p = check("sideways", "true", "10")
+    assert p.returncode != 0 and f"{cfg}:4:" in p.stderr and "on_failure" in p.stderr, p.stderr
+    p = check("open", "true", "-1")
+    assert p.returncode != 0 and f"{cfg}:6:" in p.stderr and "l3_control_pps" in p.stderr, p.stderr
