@@ -157,6 +157,18 @@ def iperf_intervals(j):
     return [iv["sum"]["bits_per_second"] for iv in j["intervals"]]
 
 
+def class_sample(f, box):
+    """(weir's uptime, {subscriber: inbound class bytes}) from box's stats file."""
+    s = f.stats(box)
+    cl = s["shaping"]["inbound"]["classes"]
+    return s["uptime_s"], {h: cl[h]["bytes"] for h in fl.PLANS}
+
+
+def class_rates(s0, s1):
+    dt = s1[0] - s0[0]
+    return {h: (s1[1][h] - s0[1][h]) * 8 / dt for h in fl.PLANS}
+
+
 def plans(a):
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -166,9 +178,19 @@ def plans(a):
         time.sleep(0.5)
         cli = [f.popen(h, ["iperf3", "-c", fl.HOSTS["srv"], "-p", str(5201 + i), "-R", "-t",
                            str(T), "-i", "1", "-J"]) for i, h in enumerate(fl.PLANS)]
-        time.sleep(kill_at + 0.2)
+        # Each box's own account of each subscriber's class, on the wire (bytes of the
+        # frames it sent, by its uptime): A from 2 s to the kill, B from 3 s after it.
+        time.sleep(2.2)
+        a0 = class_sample(f, "a")
+        time.sleep(kill_at - 2.2)
+        a1 = class_sample(f, "a")
         f.kill_weir("a", signal.SIGKILL)
         f.hook("a", "open")
+        time.sleep(3)
+        b0 = class_sample(f, "b")
+        time.sleep(T - kill_at - 5)
+        b1 = class_sample(f, "b")
+        wire_a, wire_b = class_rates(a0, a1), class_rates(b0, b1)
         res = [json.loads(c.communicate(timeout=T + 30)[0]) for c in cli]
         for s in srv:
             s.kill()
@@ -182,6 +204,9 @@ def plans(a):
         rows.append({"subscriber": h, "plan_bps": plan, "on_a_bps": round(on_a),
                      "on_b_bps": round(on_b), "b_over_a": round(on_b / on_a, 4),
                      "a_over_plan": round(on_a / plan, 4), "b_over_plan": round(on_b / plan, 4),
+                     "class_a_bps": round(wire_a[h]), "class_b_bps": round(wire_b[h]),
+                     "class_a_over_plan": round(wire_a[h] / plan, 4),
+                     "class_b_over_plan": round(wire_b[h] / plan, 4),
                      "intervals": " ".join(f"{x / 1e6:.2f}" for x in iv)})
     with open(out / "plans.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -189,7 +214,9 @@ def plans(a):
         w.writerows(rows)
     for r in rows:
         print(f"{r['subscriber']}: plan {r['plan_bps'] / 1e6:g} Mbit/s, goodput on A "
-              f"{r['on_a_bps'] / 1e6:.2f}, on B {r['on_b_bps'] / 1e6:.2f} (B/A {r['b_over_a']:.4f})")
+              f"{r['on_a_bps'] / 1e6:.2f}, on B {r['on_b_bps'] / 1e6:.2f} (B/A {r['b_over_a']:.4f});"
+              f" class on the wire A {r['class_a_over_plan']:.4f}, B {r['class_b_over_plan']:.4f} "
+              f"of the plan")
     print(f"routes through box {active} at the end")
 
 
