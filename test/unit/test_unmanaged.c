@@ -392,6 +392,49 @@ ip4_ttl(uint8_t proto, uint8_t ttl, uint16_t sport, uint16_t dport)
 	return m;
 }
 
+/* The same in IPv6, fe80::1 -> ff02::5 with hop limit hl. */
+static struct rte_mbuf *
+ip6_hl(uint8_t proto, uint8_t hl, uint16_t sport, uint16_t dport)
+{
+	const uint16_t l4 = proto == 6 ? 20 : proto == 17 ? 8 : 0;
+	const uint16_t plen = (uint16_t)(l4 + 20);
+	struct rte_mbuf *m = raw_frame((uint16_t)(14 + 40 + plen));
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	uint8_t *ip = f + 14, *t = ip + 40;
+
+	f[0] = 0x33;
+	f[1] = 0x33;
+	f[5] = 5;
+	f[6] = 0x02;
+	f[11] = 1;
+	f[12] = 0x86;
+	f[13] = 0xdd;
+	ip[0] = 0x60;
+	ip[4] = (uint8_t)(plen >> 8);
+	ip[5] = (uint8_t)plen;
+	ip[6] = proto;
+	ip[7] = hl;
+	ip[8] = 0xfe;
+	ip[9] = 0x80;
+	ip[23] = 1;
+	ip[24] = 0xff;
+	ip[25] = 0x02;
+	ip[39] = 5;
+	if (l4 != 0) {
+		t[0] = (uint8_t)(sport >> 8);
+		t[1] = (uint8_t)sport;
+		t[2] = (uint8_t)(dport >> 8);
+		t[3] = (uint8_t)dport;
+	}
+	if (proto == 6) {
+		t[12] = 0x50;
+		t[13] = ACK;
+	} else if (proto == 17) {
+		t[5] = 8 + 20;
+	}
+	return m;
+}
+
 /* Routers' link-local control (lib/l3ctl.h) goes on at once, ahead of a
  * full default class, counted; the same protocols with a routed TTL are
  * ordinary traffic; a budget bounds it in a shaped direction; off, nothing
@@ -440,11 +483,16 @@ test_l3_control(void)
 	CHECK(went == 0 && lan->l3_control == 7 && lan->managed == 4,
 	      "the same ports with a routed TTL, and other ports, are ordinary traffic (%u went, "
 	      "managed %" PRIu64 ")", went, lan->managed);
-	/* The budget: 10 a second, 7 taken; within the same instant 3 more. */
+	/* IPv6: OSPFv3 hellos (hop limit 1), BFD (255); BGP with a routed hop limit is not. */
+	went = feed(&r, ip6_hl(89, 1, 0, 0), 0, now) + feed(&r, ip6_hl(17, 255, 49153, 3784), 0, now);
+	CHECK(went == 2 && lan->l3_control == 9, "IPv6 control by its hop limit (%u went)", went);
+	CHECK(feed(&r, ip6_hl(6, 64, 40002, 179), 0, now) == 0 && lan->l3_control == 9 &&
+	      lan->managed == 5, "IPv6 BGP with a routed hop limit is ordinary traffic");
+	/* The budget: 10 a second, 9 taken; within the same instant 1 more. */
 	went = 0;
 	for (int i = 0; i < 6; i++)
 		went += feed(&r, ip4_ttl(17, 255, 49152, 3784), 0, now);
-	CHECK(went == 3 && lan->l3_control == 13 && lan->l3_control_dropped == 3,
+	CHECK(went == 1 && lan->l3_control == 15 && lan->l3_control_dropped == 5,
 	      "over worker.l3_control_pps: dropped, counted (%u went, %" PRIu64 " dropped)", went,
 	      lan->l3_control_dropped);
 	CHECK(feed(&r, ip4_ttl(17, 255, 49152, 3784), 0, now + rte_get_tsc_hz()) == 1,
