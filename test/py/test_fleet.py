@@ -131,6 +131,9 @@ def test_weirctl_fleet_status_and_top(two_boxes):
     t = json.loads(run(WEIRCTL, "--url", urls, "--json", "top", "--count", "1",
                        "--interval", "0.3").stdout)
     assert len(t["boxes"]) == 2 and all("classes" in b for b in t["boxes"])
+    p = run(WEIRCTL, "--url", urls, "top", "--count", "1", "--interval", "0.3")
+    assert "weir top, 2 boxes" in p.stdout and p.stdout.count("MEASURED") == 1
+    assert all(u in p.stdout for u in urls.split(",")), p.stdout
     # Commands that change or list one box take one --url.
     assert run(WEIRCTL, "--url", urls, "classes", ok=(2,)).returncode == 2
 
