@@ -12,6 +12,7 @@ per-round ratios) and its min-max over rounds. Build both the same way (e.g. bot
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -47,7 +48,7 @@ def main():
     for r in range(args.rounds):
         order = ("a", "b") if r % 2 == 0 else ("b", "a")
         res = {k: run(getattr(args, k), args.flows, args.packets, getattr(args, k + "_args"),
-                      args.huge, "bench-" + k)
+                      args.huge, f"bench-{os.getpid()}-{k}")   # apart from other benches
                for k in order}
         rounds.append(res)
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)

@@ -16,7 +16,7 @@
  *
  * Usage: weir-bench [EAL args] -- [--flows 1000,65536,1048576] [--packets N]
  *                   [--workers N] [--plain-drr] [--no-newflows] [--no-codel]
- *                   [--modes M,M] [--esp] [--depth P] [--json]
+ *                   [--modes M,M] [--esp] [--depth P] [--l3-control] [--json]
  * (--plain-drr: per-flow queues without the new-flows list and CoDel, the
  *  other two without one of them, to tell their costs apart; --modes:
  *  only these modes and the baseline, e.g. under cachegrind.
@@ -27,7 +27,10 @@
  *  the timed part, so flows stay backlogged and are listed far less often
  *  than once a frame; "+pfq" reports the new-flows list's entries per
  *  frame and the backlog it ended with. Without it every burst empties the
- *  tree, the worst case for the lists.)
+ *  tree, the worst case for the lists.
+ *  --l3-control: the workers look for routers' control traffic as the
+ *  appliance's do by default (lib/l3ctl.h; the frames are ordinary TCP, so
+ *  this is the check's cost on every frame).)
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -221,6 +224,9 @@ bench_sink_free(struct bench_sink *s)
  * --no-codel: without one of them. */
 static uint8_t plain_list, no_codel;
 
+/* --l3-control: weir_worker_conf.l3_control (the appliance's default). */
+static bool l3_control;
+
 /* --depth: frames left standing in "+pfq"'s trees (half each way). */
 static uint32_t depth;
 
@@ -272,6 +278,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	 * the timed part). */
 	struct weir_worker_conf wc = { .burst = BURST, .expire_budget = 0,
 				       .cut_through = mode == MODE_SHAPE_CUT,
+				       .l3_control = l3_control,
 				       .emit = bench_emit, .emit_arg = &sink_out };
 	struct weir_flow_table *ft = NULL;
 	struct weir_worker *w;
@@ -569,6 +576,7 @@ main(int argc, char **argv)
 		{ "modes", required_argument, NULL, 'm' },
 		{ "esp", no_argument, NULL, 'e' },
 		{ "depth", required_argument, NULL, 'd' },
+		{ "l3-control", no_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -612,6 +620,7 @@ main(int argc, char **argv)
 			break;
 		}
 		case 'e': esp_frames = 1; break;
+		case 'L': l3_control = true; break;
 		case 'd': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 0);
@@ -627,7 +636,7 @@ main(int argc, char **argv)
 		default:
 			fprintf(stderr, "usage: weir-bench [EAL] -- [--flows N,N] [--packets N] "
 					"[--workers N] [--plain-drr] [--no-newflows] [--no-codel] [--modes M,M] [--esp] "
-					"[--depth P] [--json]\n");
+					"[--depth P] [--l3-control] [--json]\n");
 			return 2;
 		}
 	}

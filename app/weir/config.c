@@ -118,7 +118,7 @@ load_lcores(struct loader *ld, const config_setting_t *root, struct weir_config 
 static int
 load_ports(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
-	static const char *const keys[] = { "lan", "wan", "distribution", NULL };
+	static const char *const keys[] = { "lan", "wan", "distribution", "on_failure", NULL };
 	static const char *const port_keys[] = { "device", NULL };
 	static const char *const names[WEIR_PORT__COUNT] = { "lan", "wan" };
 	const config_setting_t *g = cfg_group(ld, root, "ports", true);
@@ -141,6 +141,19 @@ load_ports(struct loader *ld, const config_setting_t *root, struct weir_config *
 	else
 		return cfg_fail(ld, dist, "'ports.distribution' is \"%s\"; expected \"rss\" or "
 				"\"kernel-fanout\"", dname);
+	/* What the links do when weir stops (docs/fleet.md): "open" (bridged
+	 * by the hook, the standalone default) or "closed" (down, so an HA
+	 * pair's routers see the box gone and steer to the other). */
+	if (cfg_str(ld, g, "on_failure", "open", dname, sizeof(dname)) < 0)
+		return -1;
+	if (strcmp(dname, "open") == 0)
+		cfg->fail_closed = false;
+	else if (strcmp(dname, "closed") == 0)
+		cfg->fail_closed = true;
+	else
+		return cfg_fail(ld, config_setting_get_member(g, "on_failure"),
+				"'ports.on_failure' is \"%s\"; expected \"open\" or \"closed\"",
+				dname);
 	for (int r = 0; r < WEIR_PORT__COUNT; r++) {
 		const config_setting_t *p = cfg_group(ld, g, names[r], true);
 
@@ -167,7 +180,8 @@ load_sizes(struct loader *ld, const config_setting_t *root, struct weir_config *
 	static const char *const mp_keys[] = { "mbufs", "cache", NULL };
 	static const char *const ring_keys[] = { "rx_desc", "tx_desc", NULL };
 	static const char *const wk_keys[] = { "burst", "idle_sleep_us", "cut_through",
-					       "malformed_pps", NULL };
+					       "malformed_pps", "l3_control", "l3_control_pps",
+					       NULL };
 	const config_setting_t *mp = cfg_group(ld, root, "mempool", false);
 	const config_setting_t *rings = cfg_group(ld, root, "rings", false);
 	const config_setting_t *wk = cfg_group(ld, root, "worker", false);
@@ -203,6 +217,14 @@ load_sizes(struct loader *ld, const config_setting_t *root, struct weir_config *
 	if (cfg_int(ld, wk, "malformed_pps", 1000, 0, 100000000, &v) < 0)
 		return -1;
 	cfg->malformed_pps = (uint32_t)v;
+	/* Routers' hellos, BFD and BGP cross ahead of shaping (lib/l3ctl.h);
+	 * 10000 a second carries a BGP full table in seconds and BFD for
+	 * hundreds of sessions, and is a small share of a link. */
+	if (cfg_bool(ld, wk, "l3_control", true, &cfg->l3_control) < 0)
+		return -1;
+	if (cfg_int(ld, wk, "l3_control_pps", 10000, 0, 100000000, &v) < 0)
+		return -1;
+	cfg->l3_control_pps = (uint32_t)v;
 	return 0;
 }
 

@@ -50,6 +50,10 @@ struct weir_config {
 	struct weir_port_config port[WEIR_PORT__COUNT];
 	enum weir_distribution distribution;
 	int dist_line;
+	/* ports.on_failure = "closed": the ports' links go down when weir
+	 * stops (ports.c at a clean stop, dist/weir-failopen after any stop),
+	 * so routers see an HA box gone; "open" (false): bridged instead. */
+	bool fail_closed;
 
 	uint32_t mbufs;
 	uint32_t mbuf_cache;
@@ -60,6 +64,8 @@ struct weir_config {
 	uint32_t idle_sleep_us;
 	bool cut_through;               /* worker.cut_through: see weir_worker_conf */
 	uint32_t malformed_pps;         /* worker.malformed_pps: see weir_worker_conf */
+	bool l3_control;                /* worker.l3_control: see weir_worker_conf */
+	uint32_t l3_control_pps;        /* worker.l3_control_pps */
 
 	uint32_t flow_capacity;
 	struct weir_flow_timeouts timeouts;

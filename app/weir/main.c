@@ -168,6 +168,8 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 			.cut_through = a->cfg.cut_through,
 			.count_split = a->cfg.n_workers > 1,
 			.malformed_pps = a->cfg.malformed_pps,
+			.l3_control = a->cfg.l3_control,
+			.l3_control_pps = a->cfg.l3_control_pps,
 			.expire_budget = 64,
 			.policy = a->cfg.policy,
 			.share_box = a->share_box[i],
@@ -344,6 +346,10 @@ main(int argc, char **argv)
 
 	weir_mgmt_loop(&app);
 	weir_notify_stopping();
+	/* An HA box that stops must look gone to the routers at once, not
+	 * once its queues have drained. */
+	if (app.cfg.fail_closed)
+		weir_ports_links_down(&app.ports, &app.cfg);
 
 	stop_workers(&app);
 	weir_reload_shutdown(&app);     /* a late switch ends here */

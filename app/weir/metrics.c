@@ -97,9 +97,11 @@ port_metrics(FILE *out, const json_t *ports)
 	} drops[] = {
 		{ "tx_full", "tx_full" }, { "dropped", "queue_full" }, { "refused", "admission" },
 		{ "malformed_dropped", "malformed_over_rate" },
+		{ "l3_control_dropped", "l3_control_over_rate" },
 		{ "pmd_rx_missed", "pmd_rx_missed" }, { "pmd_rx_nombuf", "pmd_rx_nombuf" },
 	}, unmanaged[] = {
-		{ "non_ip", "non_ip" }, { "l2_control", "l2_control" }, { "fragments", "fragment" },
+		{ "non_ip", "non_ip" }, { "l2_control", "l2_control" },
+		{ "l3_control", "l3_control" }, { "fragments", "fragment" },
 		{ "malformed", "malformed" },
 		{ "flow_full", "flow_table_full" },
 	};
@@ -145,7 +147,7 @@ port_metrics(FILE *out, const json_t *ports)
 		       port_role[r], NULL, NULL, NULL, NULL);
 	fam_begin(&f, out, "weir_port_unmanaged_total", "counter",
 		  "Frames not tracked as a connection, by kind (fragment: shaped per host pair; "
-		  "l2_control: sent ahead of shaping; the rest: the default class).");
+		  "l2_control, l3_control: sent ahead of shaping; the rest: the default class).");
 	for (int r = 0; r < 2; r++) {
 		const json_t *p = json_object_get(ports, port_role[r]);
 

@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <rte_bus.h>
 #include <rte_dev.h>
+#include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_flow.h>
 #include <rte_log.h>
@@ -304,6 +310,62 @@ weir_ports_init(const struct weir_config *cfg, struct rte_mempool *mp, struct we
 		if (setup_port(cfg, r, mp, ports, err, errlen) < 0)
 			return -1;
 	return 0;
+}
+
+/* A vdev bound to a kernel interface (net_af_packet, net_af_xdp: "iface=NAME"):
+ * that interface set down, as `ip link set NAME down` does. 0, or -errno. */
+static int
+iface_down(const char *device)
+{
+	const char *p = strstr(device, "iface=");
+	struct ifreq ifr;
+	size_t n;
+	int fd, rc = 0;
+
+	if (p == NULL)
+		return -ENOTSUP;
+	p += strlen("iface=");
+	n = strcspn(p, ",");
+	if (n == 0 || n >= sizeof(ifr.ifr_name))
+		return -EINVAL;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, p, n);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
+		rc = -errno;
+	} else {
+		ifr.ifr_flags &= ~IFF_UP;
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+			rc = -errno;
+	}
+	close(fd);
+	return rc;
+}
+
+void
+weir_ports_links_down(struct weir_ports *ports, const struct weir_config *cfg)
+{
+	static const char *const names[WEIR_PORT__COUNT] = { "lan", "wan" };
+
+	for (int r = 0; r < WEIR_PORT__COUNT; r++) {
+		int rc;
+
+		if (!ports->started[r])
+			continue;
+		/* The PMD's own (a NIC's PHY off); a kernel interface's flag
+		 * where the PMD has none (af_packet). */
+		rc = rte_eth_dev_set_link_down(ports->id[r]);
+		if (rc == -ENOTSUP)
+			rc = iface_down(cfg->port[r].device);
+		if (rc == 0)
+			RTE_LOG(NOTICE, USER1, "fail-closed: %s port's link set down\n", names[r]);
+		else
+			RTE_LOG(WARNING, USER1, "fail-closed: cannot set the %s port's link down "
+				"(%s); the stop hook or a bypass card must\n", names[r],
+				rte_strerror(-rc));
+	}
 }
 
 void

@@ -34,6 +34,13 @@ struct weir_ports {
 int weir_ports_init(const struct weir_config *cfg, struct rte_mempool *mp, struct weir_ports *ports,
 		    char *err, size_t errlen);
 
+/* ports.on_failure = "closed", at a clean stop: ask each started port's PMD
+ * to take its link down (a NIC's PHY off, an af_packet interface down), so
+ * the routers on both sides see the box gone at once. A PMD that cannot is
+ * logged; the unit's hook (dist/weir-failopen) covers kernel interfaces after
+ * any stop, and a crash with PCI ports needs a bypass card or the switch. */
+void weir_ports_links_down(struct weir_ports *ports, const struct weir_config *cfg);
+
 /* Stop and close the ports, returning every mbuf they hold to the pool. */
 void weir_ports_close(struct weir_ports *ports);
 

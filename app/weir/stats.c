@@ -67,6 +67,8 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 		      "malformed_by", mal);
 	json_object_set_new(o, "refused", json_integer((json_int_t)pc->refused));
 	json_object_set_new(o, "l2_control", json_integer((json_int_t)pc->l2_control));
+	json_object_set_new(o, "l3_control", json_integer((json_int_t)pc->l3_control));
+	json_object_set_new(o, "l3_control_dropped", json_integer((json_int_t)pc->l3_control_dropped));
 	json_object_set_new(o, "malformed_dropped", json_integer((json_int_t)pc->malformed_dropped));
 	json_object_set_new(o, "win_clamped", json_integer((json_int_t)pc->win_clamped));
 	json_object_set_new(o, "sack_passed", json_integer((json_int_t)pc->sack_passed));
@@ -641,6 +643,9 @@ weir_stats_print(const struct weir_app *app, FILE *out)
 			pc->malformed_dropped, pc->flow_full, pc->flow_split);
 		if (pc->tcp_signed != 0)
 			fprintf(out, "  tcp_signed %" PRIu64 "\n", pc->tcp_signed);
+		if (pc->l3_control != 0)
+			fprintf(out, "  l3_control %" PRIu64 " l3_control_dropped %" PRIu64 "\n",
+				pc->l3_control, pc->l3_control_dropped);
 		if (pc->ipsec != 0)
 			fprintf(out, "  ipsec: pkts %" PRIu64 " gaps %" PRIu64 " late %" PRIu64 " dup %"
 				PRIu64 " old %" PRIu64 " resync %" PRIu64 " plain %" PRIu64 " untracked %"

@@ -131,6 +131,8 @@ struct weir_pkt {
 	uint8_t  lm_cut : 1;    /* a last mile cut this ACK's window (then `win` is the
 				 * window it wrote); settled once its mode had its say
 				 * (lib/worker_ack.c) */
+	uint8_t  l3_control : 1; /* a router's link-local control (lib/l3ctl.h): sent on
+				 * ahead of shaping, never tracked as a flow */
 };
 
 /*

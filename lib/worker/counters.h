@@ -24,9 +24,11 @@ enum weir_port_role {
  * except tx_pkts/tx_bytes which count what left through the port).
  *
  * Two ways to add them up. By kind, every rx frame is exactly one of
- *   rx_pkts = managed + flow_full + non_ip + l2_control + fragments + malformed
+ *   rx_pkts = managed + flow_full + non_ip + l2_control + l3_control + fragments
+ *             + malformed
  * and by fate, once nothing is queued, held or waiting to be sent,
  *   rx_pkts = forwarded + tx_full + dropped + refused + malformed_dropped
+ *             + l3_control_dropped
  * (a frame a mode creates, never received, would break the second: no mode
  * does today). */
 struct weir_port_counters {
@@ -41,6 +43,12 @@ struct weir_port_counters {
 	uint64_t non_ip;         /* bridged unmanaged: other ethertypes (not L2 control) */
 	uint64_t l2_control;     /* ARP, RARP, LLDP, LACP, EAPOL, 01:80:c2:00:00:0X:
 				  * sent on at once, ahead of shaping */
+	/* Routers' link-local control (OSPF, BGP, BFD, VRRP...: lib/l3ctl.h),
+	 * with worker.l3_control: sent on at once, ahead of shaping, untracked.
+	 * l3_control_dropped: those over worker.l3_control_pps in a shaped
+	 * direction, dropped. */
+	uint64_t l3_control;
+	uint64_t l3_control_dropped;
 	uint64_t fragments;      /* IP fragments: shaped per host pair (a pseudo-flow) */
 	uint64_t malformed;      /* bridged unmanaged: sum of malformed_by[] */
 	uint64_t malformed_dropped; /* of those, dropped over worker.malformed_pps */

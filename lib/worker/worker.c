@@ -9,6 +9,7 @@
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 
+#include "l3ctl.h"
 #include "mbuf_meta.h"
 #include "mode.h"
 #include "postack_store.h"
@@ -38,7 +39,8 @@ weir_wk_epoch16(uint32_t epoch)
  * parser left 0), so a datagram's fragments keep their order in one queue
  * and one host's fragments cannot starve another's. */
 static bool
-count_unmanaged(struct weir_port_counters *pc, const struct weir_pkt *p)
+count_unmanaged(const struct weir_worker *w, struct weir_port_counters *pc, const uint8_t *frame,
+		struct weir_pkt *p)
 {
 	if (p->malformed != WEIR_MAL_NONE) {
 		pc->malformed++;
@@ -49,10 +51,14 @@ count_unmanaged(struct weir_port_counters *pc, const struct weir_pkt *p)
 		pc->fragments++;
 		return true;
 	}
-	if (p->flags & WEIR_PF_L2_CONTROL)
+	if (p->flags & WEIR_PF_L2_CONTROL) {
 		pc->l2_control++;
-	else
+	} else if (w->conf.l3_control && p->l3 == WEIR_L3_OTHER && weir_l3_control_l2(frame)) {
+		p->l3_control = 1;      /* IS-IS: over LLC, not IP */
+		pc->l3_control++;
+	} else {
 		pc->non_ip++;
+	}
 	return false;
 }
 
@@ -284,6 +290,11 @@ enum um_fate {
  * - L2 control is the link's own signalling (ARP resolution, LACP, STP):
  *   it goes ahead of shaping, never queued or dropped by weir; it is a
  *   few frames a second, and queued behind bulk data it timed out (16.3);
+ * - L3 control (lib/l3ctl.h: routers' hellos, BFD, BGP) goes ahead too,
+ *   within the worker's l3_control_pps in a shaped direction: what a local
+ *   host might dress up as control cannot take the link, and what is over
+ *   is dropped rather than queued (queued, a BGP segment would fall behind
+ *   the next one that passes: its flow reordered);
  * - an IP fragment with a pseudo-flow is tracked (bytes, packets, last
  *   seen: no TCP state, no ACK control, there is no TCP header) and
  *   classified by its addresses like any flow;
@@ -309,6 +320,16 @@ unmanaged_one(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f,
 		return UM_ON;
 	}
 	if (p->flags & WEIR_PF_L2_CONTROL) {
+		weir_worker_out(w, from ^ 1, m);
+		return UM_SENT;
+	}
+	if (p->l3_control) {
+		if (w->shaper[from] != NULL &&
+		    !weir_wk_tbucket_take(&w->l3c_bucket, w->conf.l3_control_pps, w->tsc_hz, now)) {
+			rte_pktmbuf_free(m);
+			pc->l3_control_dropped++;
+			return UM_GONE;
+		}
 		weir_worker_out(w, from ^ 1, m);
 		return UM_SENT;
 	}
@@ -420,8 +441,13 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		weir_parse(frame, m->data_len, p);
 		if (unlikely(!weir_pkt_manageable(p))) {
 			slow |= 1ull << i;
-			if (!count_unmanaged(pc, p))
+			if (!count_unmanaged(w, pc, frame, p))
 				continue;
+		} else if (w->conf.l3_control && unlikely(weir_l3_control(frame, p))) {
+			p->l3_control = 1;      /* untracked: no flow, sent ahead */
+			pc->l3_control++;
+			slow |= 1ull << i;
+			continue;
 		}
 		if (w->flows != NULL) {
 			weir_flow_key_make(frame, p, &keys[n_managed]);

@@ -131,6 +131,13 @@ struct weir_worker_conf {
 	 * token bucket of one second's worth, full at start); more are dropped,
 	 * counted. 0 = no limit. An unshaped direction passes them all. */
 	uint32_t malformed_pps;
+	/* Routers' link-local control (lib/l3ctl.h: OSPF, BGP, BFD, VRRP...)
+	 * crosses ahead of shaping, untracked; l3_control_pps bounds it a
+	 * second in a shaped direction (a token bucket as malformed_pps; more
+	 * is dropped, counted; 0 = no limit). false: such frames are ordinary
+	 * traffic. Read at start: a flow never changes path mid-stream. */
+	bool l3_control;
+	uint32_t l3_control_pps;
 	/* ipabr: write Eq. 4.6's window to the octet and let the sender round
 	 * it down to whole segments, without Eq. 5.4-5.6's silly-window credit
 	 * (the thesis' first implementation; shaping.ipabr.sws_credit = false,

@@ -50,6 +50,7 @@ struct weir_worker {
 	/* Flow events and hook commands. */
 	struct weir_tbucket ev_bucket;         /* conf.events_per_s */
 	struct weir_tbucket mal_bucket;        /* conf.malformed_pps */
+	struct weir_tbucket l3c_bucket;        /* conf.l3_control_pps */
 	uint64_t events_sent;
 	uint64_t events_dropped;               /* ring full or over events_per_s */
 	uint64_t cmds_applied;

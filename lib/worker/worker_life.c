@@ -101,6 +101,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 	w->tsc_hz = conf->tsc_hz ? conf->tsc_hz : rte_get_tsc_hz();
 	w->tsc_per_us = RTE_MAX(w->tsc_hz / 1000000, (uint64_t)1);
 	w->mal_bucket.tokens = (uint64_t)conf->malformed_pps << 20;    /* full at start */
+	w->l3c_bucket.tokens = (uint64_t)conf->l3_control_pps << 20;
 	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
 		if (weir_modes[m]->poll != NULL)
 			w->polled[w->n_polled++] = weir_modes[m];

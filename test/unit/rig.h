@@ -140,6 +140,9 @@ static uint32_t rig_pa_clamp_margin16;  /* its margin, << 16 */
 static uint32_t rig_malformed_pps;
 /* Class ids each tree of workers made while set can hold (0: its classes). */
 static uint32_t rig_class_capacity;
+/* weir_worker_conf.l3_control and l3_control_pps of workers made while set. */
+static bool rig_l3_control;
+static uint32_t rig_l3_control_pps;
 /* The fake clock's ticks a second for workers made while set (0: the TSC's). */
 static uint64_t rig_tsc_hz;
 /* Packets a flow's queue holds in workers made while set (0: 16; weir's default is 128). */
@@ -162,7 +165,9 @@ rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, 
 	};
 	struct weir_cbq *sh[WEIR_PORT__COUNT] = { NULL, NULL };
 	struct weir_worker_conf wc = { .burst = 32, .cut_through = rig_cut_through,
-				       .malformed_pps = rig_malformed_pps, .tsc_hz = rig_tsc_hz };
+				       .malformed_pps = rig_malformed_pps, .tsc_hz = rig_tsc_hz,
+				       .l3_control = rig_l3_control,
+				       .l3_control_pps = rig_l3_control_pps };
 
 	memset(r, 0, sizeof(*r));
 	r->p = weir_policy_build(pc, 1, &e);

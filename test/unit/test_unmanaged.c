@@ -351,6 +351,176 @@ test_malformed_rate(void)
 	}
 }
 
+/* An IPv4 frame 10.0.0.1 -> 10.0.0.2 of protocol proto with TTL ttl; TCP
+ * and UDP get ports sport/dport (TCP: an ACK, no options), 20 bytes of
+ * payload: a frame the parser takes as manageable. */
+static struct rte_mbuf *
+ip4_ttl(uint8_t proto, uint8_t ttl, uint16_t sport, uint16_t dport)
+{
+	const uint16_t l4 = proto == 6 ? 20 : proto == 17 ? 8 : 0;
+	const uint16_t len = (uint16_t)(14 + 20 + l4 + 20);
+	struct rte_mbuf *m = raw_frame(len);
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+
+	f[0] = 0x02;
+	f[5] = 2;
+	f[6] = 0x02;
+	f[11] = 1;
+	f[12] = 0x08;
+	f[14] = 0x45;
+	f[16] = (uint8_t)((len - 14) >> 8);
+	f[17] = (uint8_t)(len - 14);
+	f[22] = ttl;
+	f[23] = proto;
+	f[26] = 10;
+	f[29] = 1;
+	f[30] = 10;
+	f[33] = 2;
+	if (l4 != 0) {
+		f[34] = (uint8_t)(sport >> 8);
+		f[35] = (uint8_t)sport;
+		f[36] = (uint8_t)(dport >> 8);
+		f[37] = (uint8_t)dport;
+	}
+	if (proto == 6) {
+		f[46] = 0x50;
+		f[47] = ACK;
+	} else if (proto == 17) {
+		f[38] = 0;
+		f[39] = 8 + 20;
+	}
+	return m;
+}
+
+/* The same in IPv6, fe80::1 -> ff02::5 with hop limit hl. */
+static struct rte_mbuf *
+ip6_hl(uint8_t proto, uint8_t hl, uint16_t sport, uint16_t dport)
+{
+	const uint16_t l4 = proto == 6 ? 20 : proto == 17 ? 8 : 0;
+	const uint16_t plen = (uint16_t)(l4 + 20);
+	struct rte_mbuf *m = raw_frame((uint16_t)(14 + 40 + plen));
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	uint8_t *ip = f + 14, *t = ip + 40;
+
+	f[0] = 0x33;
+	f[1] = 0x33;
+	f[5] = 5;
+	f[6] = 0x02;
+	f[11] = 1;
+	f[12] = 0x86;
+	f[13] = 0xdd;
+	ip[0] = 0x60;
+	ip[4] = (uint8_t)(plen >> 8);
+	ip[5] = (uint8_t)plen;
+	ip[6] = proto;
+	ip[7] = hl;
+	ip[8] = 0xfe;
+	ip[9] = 0x80;
+	ip[23] = 1;
+	ip[24] = 0xff;
+	ip[25] = 0x02;
+	ip[39] = 5;
+	if (l4 != 0) {
+		t[0] = (uint8_t)(sport >> 8);
+		t[1] = (uint8_t)sport;
+		t[2] = (uint8_t)(dport >> 8);
+		t[3] = (uint8_t)dport;
+	}
+	if (proto == 6) {
+		t[12] = 0x50;
+		t[13] = ACK;
+	} else if (proto == 17) {
+		t[5] = 8 + 20;
+	}
+	return m;
+}
+
+/* Routers' link-local control (lib/l3ctl.h) goes on at once, ahead of a
+ * full default class, counted; the same protocols with a routed TTL are
+ * ordinary traffic; a budget bounds it in a shaped direction; off, nothing
+ * is control. */
+static void
+test_l3_control(void)
+{
+	static const uint8_t isis[6] = { 0x01, 0x80, 0xc2, 0x00, 0x00, 0x14 };
+	struct weir_policy_conf pc = {
+		.tree = { { .rate = 100000 }, { .rate = 0 } },
+	};
+	const struct weir_port_counters *lan;
+	struct rig r;
+	const uint64_t now = rte_get_tsc_hz();
+	uint16_t leaf;
+	unsigned int went = 0;
+
+	rig_l3_control = true;
+	rig_l3_control_pps = 10;
+	if (rig_make(&r, &pc, "um_l3") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	lan = &r.w->ctr.port[WEIR_PORT_LAN];
+	leaf = r.p->tree[0].default_leaf;
+	for (int i = 0; i < 20; i++)
+		feed(&r, l2_frame(NULL, 0x88b5, 0), 0, now);
+	went += feed(&r, ip4_ttl(89, 1, 0, 0), 0, now);                /* OSPF hello */
+	went += feed(&r, ip4_ttl(17, 255, 49152, 3784), 0, now);       /* BFD */
+	went += feed(&r, ip4_ttl(17, 254, 49152, 3785), 0, now);       /* BFD echo, back */
+	went += feed(&r, ip4_ttl(6, 1, 40000, 179), 0, now);           /* eBGP */
+	went += feed(&r, ip4_ttl(6, 255, 179, 40000), 0, now);         /* GTSM BGP */
+	went += feed(&r, ip4_ttl(112, 255, 0, 0), 0, now);             /* VRRP */
+	went += feed(&r, l2_frame(isis, 0x05dc, 0), 0, now);           /* IS-IS: 802.3 */
+	CHECK(went == 7 && lan->l3_control == 7 && lan->forwarded == 7 && lan->non_ip == 20 &&
+	      qlen(&r, 0, leaf) == 16,
+	      "L3 control sent at once, ahead of a full default class (%u went, l3_control %"
+	      PRIu64 ")", went, lan->l3_control);
+	CHECK(lan->managed == 0 && weir_flow_table_stats(r.ft)->inserted == 0,
+	      "L3 control is not tracked as a flow");
+	went = 0;
+	went += feed(&r, ip4_ttl(6, 64, 40001, 179), 0, now);          /* a routed TTL */
+	went += feed(&r, ip4_ttl(17, 63, 40001, 3784), 0, now);
+	went += feed(&r, ip4_ttl(89, 2, 0, 0), 0, now);
+	went += feed(&r, ip4_ttl(17, 255, 40001, 53), 0, now);         /* not a control port */
+	CHECK(went == 0 && lan->l3_control == 7 && lan->managed == 4,
+	      "the same ports with a routed TTL, and other ports, are ordinary traffic (%u went, "
+	      "managed %" PRIu64 ")", went, lan->managed);
+	/* IPv6: OSPFv3 hellos (hop limit 1), BFD (255); BGP with a routed hop limit is not. */
+	went = feed(&r, ip6_hl(89, 1, 0, 0), 0, now) + feed(&r, ip6_hl(17, 255, 49153, 3784), 0, now);
+	CHECK(went == 2 && lan->l3_control == 9, "IPv6 control by its hop limit (%u went)", went);
+	CHECK(feed(&r, ip6_hl(6, 64, 40002, 179), 0, now) == 0 && lan->l3_control == 9 &&
+	      lan->managed == 5, "IPv6 BGP with a routed hop limit is ordinary traffic");
+	/* The budget: 10 a second, 9 taken; within the same instant 1 more. */
+	went = 0;
+	for (int i = 0; i < 6; i++)
+		went += feed(&r, ip4_ttl(17, 255, 49152, 3784), 0, now);
+	CHECK(went == 1 && lan->l3_control == 15 && lan->l3_control_dropped == 5,
+	      "over worker.l3_control_pps: dropped, counted (%u went, %" PRIu64 " dropped)", went,
+	      lan->l3_control_dropped);
+	CHECK(feed(&r, ip4_ttl(17, 255, 49152, 3784), 0, now + rte_get_tsc_hz()) == 1,
+	      "a second later the budget is back");
+	/* Inbound is unshaped: no budget, counted too. */
+	went = 0;
+	for (int i = 0; i < 20; i++)
+		went += feed(&r, ip4_ttl(89, 1, 0, 0), 1, now);
+	CHECK(went == 20 && r.w->ctr.port[WEIR_PORT_WAN].l3_control == 20 &&
+	      r.w->ctr.port[WEIR_PORT_WAN].l3_control_dropped == 0, "unshaped direction: no budget");
+	CHECK(lan->rx_pkts == lan->managed + lan->flow_full + lan->non_ip + lan->l2_control +
+	      lan->l3_control + lan->fragments + lan->malformed, "kinds add up to rx");
+	rig_free(&r);
+
+	rig_l3_control = false;
+	if (rig_make(&r, &pc, "um_l3off") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	lan = &r.w->ctr.port[WEIR_PORT_LAN];
+	went = feed(&r, ip4_ttl(89, 1, 0, 0), 0, now) + feed(&r, ip4_ttl(6, 1, 40000, 179), 0, now) +
+	       feed(&r, l2_frame(isis, 0x05dc, 0), 0, now);
+	CHECK(went == 0 && lan->l3_control == 0 && lan->managed == 2 && lan->non_ip == 1,
+	      "worker.l3_control = false: ordinary traffic (%u went)", went);
+	rig_free(&r);
+	rig_l3_control_pps = 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -360,6 +530,7 @@ main(int argc, char **argv)
 	test_l2_control_ahead();
 	test_fragments_per_host_pair();
 	test_malformed_rate();
+	test_l3_control();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
 	      rte_mempool_in_use_count(mp));
 	return unit_report();
