@@ -48,6 +48,7 @@
 #include <string.h>
 
 #include <rte_byteorder.h>
+#include <rte_branch_prediction.h>
 #include <rte_common.h>
 
 #include "parse.h"
