@@ -59,7 +59,8 @@
 #define WEIR_TCPM_NXT   0x01    /* nxt is valid (a segment was seen travelling d) */
 #define WEIR_TCPM_ACK   0x02    /* ack/win are valid (an ACK was seen travelling d) */
 #define WEIR_TCPM_TS    0x04    /* d's sender uses timestamps (seq timing is off) */
-#define WEIR_TCPM_SEEN  0x08    /* probe holds a TSval taken before (later ones must be newer) */
+#define WEIR_TCPM_SEEN  0x08    /* tsval holds the last TSval seen */
+#define WEIR_TCPM_LEFT  0x10    /* the probe's first frame has left weir (probe_at is then) */
 
 /* One direction of travel d: what its sender sent, and the round trip to
  * its sender (samples completed by its segments). 64 bytes. */
@@ -80,11 +81,13 @@ struct weir_tcpm_dir {
 	uint32_t rtt_at;        /* when the latest sample was taken (units) */
 	uint16_t win;           /* the last ACK's raw window */
 	uint8_t  flags;         /* WEIR_TCPM_* */
-	uint8_t  pad[5];
+	uint8_t  pad;
+	uint32_t tsval;         /* the TSval of the segment before */
 };
 
 struct weir_tcpm {
 	struct weir_tcpm_dir d[2];      /* by enum weir_dir of the segments */
+	/* (2 x 64 + 8 bytes, padded to whole lines.) */
 	uint64_t owner;                 /* first_tsc of the flow the record is of */
 	uint8_t pad[56];
 } __rte_cache_aligned;
@@ -211,13 +214,18 @@ weir_tcpm_segment(struct weir_tcpm *r, uint64_t owner, const struct weir_pkt *p,
 				o->probe_at = 0;
 			}
 		}
-		/* A TSval not seen before, first seen now. */
+		/* A TSval first seen now (the segment before had another): a
+		 * value first seen while another was outstanding is not taken
+		 * later, or its echo, made by its first segment, would come
+		 * early. */
 		if (s->probe_at == 0 && !retrans &&
-		    (!(s->flags & WEIR_TCPM_SEEN) || weir_tcpm_after(tsval, s->probe))) {
+		    (!(s->flags & WEIR_TCPM_SEEN) || weir_tcpm_after(tsval, s->tsval))) {
 			s->probe = tsval;
 			s->probe_at = now;
-			s->flags |= WEIR_TCPM_SEEN;
+			s->flags &= (uint8_t)~WEIR_TCPM_LEFT;
 		}
+		s->tsval = tsval;
+		s->flags |= WEIR_TCPM_SEEN;
 		return;
 	}
 	if (s->flags & WEIR_TCPM_TS)
@@ -228,26 +236,30 @@ weir_tcpm_segment(struct weir_tcpm *r, uint64_t owner, const struct weir_pkt *p,
 	else if (len != 0 && !retrans && s->probe_at == 0) {
 		s->probe = end;
 		s->probe_at = now;
+		s->flags &= (uint8_t)~WEIR_TCPM_LEFT;
 	}
 }
 
-/* Frame p of the flow whose record is r leaves weir travelling d at now
- * after weir held it (a class tree's queue, a held ACK): the round trip
- * is the far host's, so the outstanding probe it carries starts now. */
+/* Frame p of the flow whose record is r leaves weir travelling d at now,
+ * from a class tree (queued or cut through) or the ACKs weir held: the
+ * round trip is the far host's, so the outstanding probe starts when its
+ * first frame leaves (later frames with the same TSval do not move it). */
 static inline void
 weir_tcpm_departed(struct weir_tcpm *r, const struct weir_pkt *p, const uint8_t *tcp, int d,
 		   uint64_t now_tsc)
 {
 	struct weir_tcpm_dir *s = &r->d[d];
 
-	if (s->probe_at == 0)
+	if (s->probe_at == 0 || (s->flags & WEIR_TCPM_LEFT))
 		return;
 	if (p->flags & WEIR_PF_TCP_TS) {
-		if (weir_tcpm_rd32(tcp + p->ts_off) == s->probe)
-			s->probe_at = weir_tcpm_time(now_tsc);
-	} else if (p->seq + p->payload_len == s->probe && p->payload_len != 0) {
-		s->probe_at = weir_tcpm_time(now_tsc);
+		if (weir_tcpm_rd32(tcp + p->ts_off) != s->probe)
+			return;
+	} else if (p->seq + p->payload_len != s->probe || p->payload_len == 0) {
+		return;
 	}
+	s->probe_at = weir_tcpm_time(now_tsc);
+	s->flags |= WEIR_TCPM_LEFT;
 }
 
 /* The records of a worker's flows, one per flow slot (a worker without

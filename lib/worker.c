@@ -226,6 +226,8 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	 * frame queues behind it: no flow is reordered. */
 	if (w->conf.cut_through && !(ops->flags & WEIR_MODEF_NO_CUT) &&
 	    weir_cbq_cut_through(sh, leaf, rte_pktmbuf_pkt_len(m), now)) {
+		if (w->tcpm != NULL)
+			weir_wk_tcpm_departed(w, m, qid, from, now);
 		on_sent(w, from, m, leaf, qid, 0, now);
 		tree_out(w, from, leaf, m, now);
 		return;
