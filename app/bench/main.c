@@ -16,7 +16,7 @@
  *
  * Usage: weir-bench [EAL args] -- [--flows 1000,65536,1048576] [--packets N]
  *                   [--workers N] [--plain-drr] [--no-newflows] [--no-codel]
- *                   [--modes M,M] [--esp] [--depth P] [--json]
+ *                   [--modes M,M] [--esp] [--depth P] [--tcp-measure] [--json]
  * (--plain-drr: per-flow queues without the new-flows list and CoDel, the
  *  other two without one of them, to tell their costs apart; --modes:
  *  only these modes and the baseline, e.g. under cachegrind.
@@ -221,6 +221,9 @@ bench_sink_free(struct bench_sink *s)
  * --no-codel: without one of them. */
 static uint8_t plain_list, no_codel;
 
+/* --tcp-measure: every worker measures its TCP flows (lib/tcpmeas.h). */
+static int tcp_measure;
+
 /* --depth: frames left standing in "+pfq"'s trees (half each way). */
 static uint32_t depth;
 
@@ -272,6 +275,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	 * the timed part). */
 	struct weir_worker_conf wc = { .burst = BURST, .expire_budget = 0,
 				       .cut_through = mode == MODE_SHAPE_CUT,
+				       .tcp_measure = tcp_measure != 0,
 				       .emit = bench_emit, .emit_arg = &sink_out };
 	struct weir_flow_table *ft = NULL;
 	struct weir_worker *w;
@@ -569,6 +573,7 @@ main(int argc, char **argv)
 		{ "modes", required_argument, NULL, 'm' },
 		{ "esp", no_argument, NULL, 'e' },
 		{ "depth", required_argument, NULL, 'd' },
+		{ "tcp-measure", no_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -592,6 +597,7 @@ main(int argc, char **argv)
 		case 'p': plain_list = no_codel = 1; break;
 		case 'N': plain_list = 1; break;
 		case 'C': no_codel = 1; break;
+		case 't': tcp_measure = 1; break;
 		case 'm': {
 			/* A subset of modes, e.g. under valgrind --tool=cachegrind,
 			 * where each run costs minutes. */
@@ -627,7 +633,7 @@ main(int argc, char **argv)
 		default:
 			fprintf(stderr, "usage: weir-bench [EAL] -- [--flows N,N] [--packets N] "
 					"[--workers N] [--plain-drr] [--no-newflows] [--no-codel] [--modes M,M] [--esp] "
-					"[--depth P] [--json]\n");
+					"[--depth P] [--tcp-measure] [--json]\n");
 			return 2;
 		}
 	}
