@@ -59,7 +59,7 @@
 #define WEIR_TCPM_NXT   0x01    /* nxt is valid (a segment was seen travelling d) */
 #define WEIR_TCPM_ACK   0x02    /* ack/win are valid (an ACK was seen travelling d) */
 #define WEIR_TCPM_TS    0x04    /* d's sender uses timestamps (seq timing is off) */
-#define WEIR_TCPM_SEEN  0x08    /* tsval holds the last TSval seen */
+#define WEIR_TCPM_SEEN  0x08    /* tsval holds the highest TSval seen */
 #define WEIR_TCPM_LEFT  0x10    /* the probe's first frame has left weir (probe_at is then) */
 
 /* One direction of travel d: what its sender sent, and the round trip to
@@ -82,7 +82,7 @@ struct weir_tcpm_dir {
 	uint16_t win;           /* the last ACK's raw window */
 	uint8_t  flags;         /* WEIR_TCPM_* */
 	uint8_t  pad;
-	uint32_t tsval;         /* the TSval of the segment before */
+	uint32_t tsval;         /* the highest TSval seen */
 };
 
 struct weir_tcpm {
@@ -218,14 +218,19 @@ weir_tcpm_segment(struct weir_tcpm *r, uint64_t owner, const struct weir_pkt *p,
 		 * value first seen while another was outstanding is not taken
 		 * later, or its echo, made by its first segment, would come
 		 * early. */
-		if (s->probe_at == 0 && !retrans &&
-		    (!(s->flags & WEIR_TCPM_SEEN) || weir_tcpm_after(tsval, s->tsval))) {
-			s->probe = tsval;
-			s->probe_at = now;
-			s->flags &= (uint8_t)~WEIR_TCPM_LEFT;
+		/* Highest only: a sender pacing by departure times (Linux's
+		 * EDT) stamps new data ahead of the clock, and a retransmission
+		 * sent meanwhile carries an older value; the value after it is
+		 * not new. */
+		if (!(s->flags & WEIR_TCPM_SEEN) || weir_tcpm_after(tsval, s->tsval)) {
+			if (s->probe_at == 0 && !retrans) {
+				s->probe = tsval;
+				s->probe_at = now;
+				s->flags &= (uint8_t)~WEIR_TCPM_LEFT;
+			}
+			s->tsval = tsval;
+			s->flags |= WEIR_TCPM_SEEN;
 		}
-		s->tsval = tsval;
-		s->flags |= WEIR_TCPM_SEEN;
 		return;
 	}
 	if (s->flags & WEIR_TCPM_TS)

@@ -45,7 +45,9 @@ summary_json(uint32_t *v, size_t n)
 /* Figures of a group of flows (a host's, a class's). */
 struct group {
 	uint32_t flows, active;
-	uint64_t bytes[2], retrans_bytes[2], retrans_segs[2], ooo, dupacks;
+	uint64_t bytes[2];              /* every flow's */
+	uint64_t act_bytes;             /* the active ones' (the ratio's denominator) */
+	uint64_t retrans_bytes[2], retrans_segs[2], ooo, dupacks;
 	uint32_t *lan, *wan;            /* smoothed round trips sampled in the window */
 	size_t n_lan, n_wan;
 	uint32_t worst_srtt_us;         /* for sorting hosts */
@@ -55,6 +57,8 @@ static void
 group_add(struct group *g, const struct weir_meas *m, const struct weir_meas_flow *f)
 {
 	g->flows++;
+	g->bytes[0] += f->bytes[0];
+	g->bytes[1] += f->bytes[1];
 	if (weir_meas_recent(m, &f->t.lan))
 		g->lan[g->n_lan++] = f->t.lan.srtt_us;
 	if (weir_meas_recent(m, &f->t.wan)) {
@@ -64,8 +68,7 @@ group_add(struct group *g, const struct weir_meas *m, const struct weir_meas_flo
 	if (!f->active)
 		return;
 	g->active++;
-	for (int d = 0; d < 2; d++)
-		g->bytes[d] += f->bytes[d];
+	g->act_bytes += f->bytes[0] + f->bytes[1];
 	g->retrans_bytes[0] += f->t.out.retrans_bytes;
 	g->retrans_bytes[1] += f->t.in.retrans_bytes;
 	g->retrans_segs[0] += f->t.out.retrans_segs;
@@ -77,9 +80,8 @@ group_add(struct group *g, const struct weir_meas *m, const struct weir_meas_flo
 static double
 group_ratio(const struct group *g)
 {
-	uint64_t b = g->bytes[0] + g->bytes[1];
-
-	return b ? (double)(g->retrans_bytes[0] + g->retrans_bytes[1]) / (double)b : 0.0;
+	return g->act_bytes ? (double)(g->retrans_bytes[0] + g->retrans_bytes[1]) /
+		(double)g->act_bytes : 0.0;
 }
 
 /* The group's figures; takes g->lan and g->wan (sorts them). */

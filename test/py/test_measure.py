@@ -19,6 +19,7 @@ from weirtb import traffic  # noqa: E402
 from conftest import weir_testbed  # noqa: E402
 
 MGMT_PORT = 18439
+PY = "/usr/bin/python3"
 # One-way delays: round trips of 10 and 50 ms; w3 also drops every 40th packet.
 PATHS = [weirtb.PathSpec(delay=5), weirtb.PathSpec(delay=25), weirtb.PathSpec(delay=5, ploss=40)]
 
@@ -74,9 +75,15 @@ def test_wan_rtt_within_1ms_of_path(tb):
     wan = hosts["hosts"][0]["rtt_wan_ms"]
     # Per host: the flows' smoothed round trips sampled in the last interval.
     assert wan is not None and 9.0 <= wan["min"] <= 16.0 and 49.0 <= wan["p95"] <= 60.0, hosts
+    # weirctl shows the same: the host's round trips, the flows' RTT columns.
+    ctl = [PY, str(REPO / "scripts" / "weirctl"), "--url", f"http://127.0.0.1:{MGMT_PORT}"]
+    out = tb.run("gw", ctl + ["hosts", "--sort", "rtt"]).stdout
+    assert tb.addr("l1") in out and "RTT_WAN" in out, out
+    out = tb.run("gw", ctl + ["flows", "--proto", "tcp"]).stdout
+    assert "RTT_WAN" in out and "ms" in out, out
     m = api(tb, "/api/v1/measure?top=5")
     assert m["enabled"] and m["totals"]["samples"] > 0, m
-    assert m["worst_rtt"] and m["worst_rtt"][0]["wan"]["addr"] == tb.addr("w2"), m
+    assert m["tcp_flows"] >= 2 and "default" in m["classes"]["outbound"], m
 
 
 def test_retransmissions_counted_on_a_lossy_path(tb):
