@@ -33,7 +33,7 @@
  * - a duplicate ACK is a pure ACK (no data, SYN, FIN or RST) with the same
  *   ACK number and window as the ACK before it travelling d.
  *
- * Cost: one record of two cache lines per flow slot, written only by the
+ * Cost: one record of three cache lines per flow slot, written only by the
  * flow's worker; a few compares and stores a segment; no division, no
  * allocation. Times are the TSC shifted right by WEIR_TCPM_SHIFT (1024
  * ticks, about 0.3-1 us; 32 bits wrap after 20 minutes or more). Records
@@ -87,7 +87,7 @@ struct weir_tcpm_dir {
 
 struct weir_tcpm {
 	struct weir_tcpm_dir d[2];      /* by enum weir_dir of the segments */
-	/* (2 x 64 + 8 bytes, padded to whole lines.) */
+	/* (2 x 64 + 8 bytes, padded to whole lines: 192.) */
 	uint64_t owner;                 /* first_tsc of the flow the record is of */
 	uint8_t pad[56];
 } __rte_cache_aligned;
