@@ -26,11 +26,13 @@ PY = "/usr/bin/python3"
 ONE_WAY = [float(x) for x in os.environ.get("WEIR_MEASURE_ONE_WAY_MS", "5,25").split(",")]
 PATHS = [weirtb.PathSpec(delay=d) for d in ONE_WAY] + [weirtb.PathSpec(delay=5, ploss=40)]
 LOSSY = f"w{len(PATHS)}"
+# The leaves' mode (by hand: WEIR_MEASURE_MODE=postack, tcr, ipabr, fifo...).
+MODE = os.environ.get("WEIR_MEASURE_MODE", "pfq")
 
 
 def config(path):
     path.write_text(weirtb.testbed_config_text(
-        'shaping = { mode = "pfq"; outbound = "50mbit"; inbound = "50mbit"; };\n'
+        f'shaping = {{ mode = "{MODE}"; outbound = "50mbit"; inbound = "50mbit"; }};\n'
         f"management = {{ port = {MGMT_PORT}; }};\n", stats_interval=0.5))
     return path
 
