@@ -39,14 +39,18 @@ weir_tcpm_peek(const struct weir_tcpm_table *t, uint32_t slot, uint64_t owner,
 	       struct weir_tcpm *out)
 {
 	const volatile uint64_t *src;
-	uint64_t *dst = (uint64_t *)out;
 
 	memset(out, 0, sizeof(*out));
 	if (t == NULL || slot >= t->n_slots)
 		return -ENOENT;
 	src = (const volatile uint64_t *)&t->rec[slot];
-	/* Whole 8-byte words, each as the worker left it. */
-	for (size_t i = 0; i < sizeof(*out) / 8; i++)
-		dst[i] = src[i];
-	return out->owner == owner && owner != 0 ? 0 : -ENOENT;
+	/* Whole 8-byte words, each as the worker left it (memcpy: the
+	 * record's fields are 32-bit, and a uint64_t store into them would
+	 * break the aliasing rule). */
+	for (size_t i = 0; i < sizeof(*out) / 8; i++) {
+		uint64_t v = src[i];
+
+		memcpy((uint8_t *)out + 8 * i, &v, 8);
+	}
+	return out->d[0].owner == (uint32_t)owner && owner != 0 ? 0 : -ENOENT;
 }

@@ -33,7 +33,7 @@
  * - a duplicate ACK is a pure ACK (no data, SYN, FIN or RST) with the same
  *   ACK number and window as the ACK before it travelling d.
  *
- * Cost: one record of three cache lines per flow slot, written only by the
+ * Cost: one record of two cache lines per flow slot, written only by the
  * flow's worker; a few compares and stores a segment; no division, no
  * allocation. Times are the TSC shifted right by WEIR_TCPM_SHIFT (1024
  * ticks, about 0.3-1 us; 32 bits wrap after 20 minutes or more). Records
@@ -70,7 +70,7 @@ struct weir_tcpm_dir {
 	uint32_t probe;         /* outstanding TSval, or without timestamps the sequence
 				 * number just past the timed segment */
 	uint32_t probe_at;      /* when it was first seen (WEIR_TCPM_SHIFT units); 0: none */
-	uint64_t retrans_bytes; /* payload bytes of retransmitted segments */
+	uint32_t retrans_bytes; /* payload bytes of retransmitted segments (wraps at 4 GiB) */
 	uint32_t retrans_segs;
 	uint32_t ooo;           /* segments that left a hole before them */
 	uint32_t dupacks;
@@ -79,18 +79,21 @@ struct weir_tcpm_dir {
 	uint32_t rtt_min;       /* the smallest sample (units); 0: none yet */
 	uint32_t srtt8;         /* smoothed sample x 8 (gain 1/8, as RFC 6298's SRTT) */
 	uint32_t rtt_at;        /* when the latest sample was taken (units) */
+	uint32_t tsval;         /* the highest TSval seen */
 	uint16_t win;           /* the last ACK's raw window */
 	uint8_t  flags;         /* WEIR_TCPM_* */
 	uint8_t  pad;
-	uint32_t tsval;         /* the highest TSval seen */
+	/* d[0]: the low 32 bits of the first_tsc of the flow the record is
+	 * of (a new flow in the slot starts over); d[1]: unused. */
+	uint32_t owner;
 };
 
+/* Two cache lines a flow slot, both touched by every segment. */
 struct weir_tcpm {
 	struct weir_tcpm_dir d[2];      /* by enum weir_dir of the segments */
-	/* (2 x 64 + 8 bytes, padded to whole lines: 192.) */
-	uint64_t owner;                 /* first_tsc of the flow the record is of */
-	uint8_t pad[56];
 } __rte_cache_aligned;
+_Static_assert(sizeof(struct weir_tcpm_dir) == 64, "one cache line a direction");
+_Static_assert(sizeof(struct weir_tcpm) == 128, "two cache lines a flow slot");
 
 /* Per-worker totals (summed into the counters). */
 struct weir_tcpm_stats {
@@ -156,9 +159,9 @@ weir_tcpm_segment(struct weir_tcpm *r, uint64_t owner, const struct weir_pkt *p,
 	uint32_t end = p->seq + len;
 	bool retrans = false;
 
-	if (unlikely(r->owner != owner)) {
+	if (unlikely(r->d[0].owner != (uint32_t)owner)) {
 		memset(r, 0, sizeof(*r));
-		r->owner = owner;
+		r->d[0].owner = (uint32_t)owner;
 	}
 	st->segs++;
 	if (unlikely(fl & WEIR_TCP_RST))

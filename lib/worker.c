@@ -464,7 +464,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		weir_flow_lookup_bulk(w->flows, keys, n_managed, now, flows);
 		if (w->prefetch_state)
 			prefetch_flow_state(w, pkts, managed_idx, flows, n_managed, from);
-		/* A TCP flow's measurement record: three lines apart from it. */
+		/* A TCP flow's measurement record: two lines apart from it. */
 		for (uint16_t k = 0; w->tcpm != NULL && k < n_managed; k++)
 			if (flows[k] != NULL &&
 			    weir_mbuf_meta(pkts[managed_idx[k]])->pkt.l4proto == IPPROTO_TCP) {
@@ -473,7 +473,6 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 
 				rte_prefetch0(&r->d[0]);
 				rte_prefetch0(&r->d[1]);
-				rte_prefetch0(&r->owner);
 			}
 		/* An SA's sequence record is a cache line apart from its flow. */
 		for (uint16_t k = 0; unlikely(sas != 0) && k < n_managed; k++)

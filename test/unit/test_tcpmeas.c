@@ -86,7 +86,7 @@ test_timestamps(void)
 	/* A retransmission's TSval is not taken. */
 	seg(WEIR_DIR_OUT, 401, WEIR_TCP_ACK, 2001, 9001, 1000, 500, true, 7300, 400);
 	CHECK(rec.d[WEIR_DIR_OUT].retrans_segs == 1 && rec.d[WEIR_DIR_OUT].retrans_bytes == 1000,
-	      "retrans %u/%" PRIu64, rec.d[WEIR_DIR_OUT].retrans_segs,
+	      "retrans %u/%u", rec.d[WEIR_DIR_OUT].retrans_segs,
 	      rec.d[WEIR_DIR_OUT].retrans_bytes);
 	CHECK(rec.d[WEIR_DIR_OUT].probe_at == 0, "probe taken from a retransmission");
 }
@@ -127,9 +127,16 @@ test_seq_timing(void)
 	seg(WEIR_DIR_OUT, 94, WEIR_TCP_ACK, 1201, 5001, 100, 500, false, 0, 0);
 	CHECK(rec.d[WEIR_DIR_OUT].retrans_segs == 2, "retrans %u", rec.d[WEIR_DIR_OUT].retrans_segs);
 	/* A new flow in the slot starts over. */
+	/* The management side's copy: of this flow only. */
+	struct weir_tcpm_table t = { .n_slots = 1, .rec = &rec };
+	struct weir_tcpm copy;
+	CHECK(weir_tcpm_peek(&t, 0, 42, &copy) == 0 && copy.d[WEIR_DIR_OUT].retrans_segs == 2,
+	      "peek of the flow's record");
+	CHECK(weir_tcpm_peek(&t, 0, 41, &copy) != 0 && weir_tcpm_peek(&t, 1, 42, &copy) != 0,
+	      "peek of another flow's record");
 	struct weir_pkt p = { .l4proto = 6, .tcp_flags = WEIR_TCP_SYN, .seq = 1 };
 	weir_tcpm_segment(&rec, 43, &p, tcp, WEIR_DIR_OUT, 100 * MS, &st);
-	CHECK(rec.owner == 43 && rec.d[WEIR_DIR_IN].samples == 0 && rec.d[WEIR_DIR_OUT].retrans_segs == 0,
+	CHECK(rec.d[0].owner == 43 && rec.d[WEIR_DIR_IN].samples == 0 && rec.d[WEIR_DIR_OUT].retrans_segs == 0,
 	      "record not reset for a new flow");
 }
 
