@@ -16,7 +16,7 @@
  *
  * Usage: weir-bench [EAL args] -- [--flows 1000,65536,1048576] [--packets N]
  *                   [--workers N] [--plain-drr] [--no-newflows] [--no-codel]
- *                   [--modes M,M] [--esp] [--depth P] [--l3-control] [--json]
+ *                   [--modes M,M] [--esp] [--depth P] [--l3-control] [--tcp-measure] [--json]
  * (--plain-drr: per-flow queues without the new-flows list and CoDel, the
  *  other two without one of them, to tell their costs apart; --modes:
  *  only these modes and the baseline, e.g. under cachegrind.
@@ -226,6 +226,8 @@ static uint8_t plain_list, no_codel;
 
 /* --l3-control: weir_worker_conf.l3_control (the appliance's default). */
 static bool l3_control;
+/* --tcp-measure: every worker measures its TCP flows (lib/tcpmeas.h). */
+static int tcp_measure;
 
 /* --depth: frames left standing in "+pfq"'s trees (half each way). */
 static uint32_t depth;
@@ -279,6 +281,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	struct weir_worker_conf wc = { .burst = BURST, .expire_budget = 0,
 				       .cut_through = mode == MODE_SHAPE_CUT,
 				       .l3_control = l3_control,
+				       .tcp_measure = tcp_measure != 0,
 				       .emit = bench_emit, .emit_arg = &sink_out };
 	struct weir_flow_table *ft = NULL;
 	struct weir_worker *w;
@@ -577,6 +580,7 @@ main(int argc, char **argv)
 		{ "esp", no_argument, NULL, 'e' },
 		{ "depth", required_argument, NULL, 'd' },
 		{ "l3-control", no_argument, NULL, 'L' },
+		{ "tcp-measure", no_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -600,6 +604,7 @@ main(int argc, char **argv)
 		case 'p': plain_list = no_codel = 1; break;
 		case 'N': plain_list = 1; break;
 		case 'C': no_codel = 1; break;
+		case 't': tcp_measure = 1; break;
 		case 'm': {
 			/* A subset of modes, e.g. under valgrind --tool=cachegrind,
 			 * where each run costs minutes. */
@@ -636,7 +641,7 @@ main(int argc, char **argv)
 		default:
 			fprintf(stderr, "usage: weir-bench [EAL] -- [--flows N,N] [--packets N] "
 					"[--workers N] [--plain-drr] [--no-newflows] [--no-codel] [--modes M,M] [--esp] "
-					"[--depth P] [--l3-control] [--json]\n");
+					"[--depth P] [--l3-control] [--tcp-measure] [--json]\n");
 			return 2;
 		}
 	}

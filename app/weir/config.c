@@ -269,14 +269,15 @@ load_flows(struct loader *ld, const config_setting_t *root, struct weir_config *
 static int
 load_stats(struct loader *ld, const config_setting_t *root, struct weir_config *cfg)
 {
-	static const char *const keys[] = { "interval", "file", "print", NULL };
+	static const char *const keys[] = { "interval", "file", "print", "tcp_measure", NULL };
 	const config_setting_t *g = cfg_group(ld, root, "stats", false);
 
 	if (ld->failed || (g && cfg_check_keys(ld, g, keys) < 0))
 		return -1;
 	if (cfg_float(ld, g, "interval", 1.0, 0.05, 3600.0, &cfg->stats_interval) < 0 ||
 	    cfg_str(ld, g, "file", "", cfg->stats_file, sizeof(cfg->stats_file)) < 0 ||
-	    cfg_bool(ld, g, "print", false, &cfg->stats_print) < 0)
+	    cfg_bool(ld, g, "print", false, &cfg->stats_print) < 0 ||
+	    cfg_bool(ld, g, "tcp_measure", true, &cfg->tcp_measure) < 0)
 		return -1;
 	return 0;
 }

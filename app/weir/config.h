@@ -110,6 +110,7 @@ struct weir_config {
 	double stats_interval;                  /* seconds */
 	char stats_file[4096];                  /* empty: none */
 	bool stats_print;                       /* one line per interval on stdout */
+	bool tcp_measure;                       /* round trips, retransmissions of TCP flows */
 
 	/* management = { ... }: the REST API and /metrics (rest_http.c). */
 	char mgmt_listen[64];                   /* IPv4 or IPv6 address */

@@ -173,6 +173,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 			.expire_budget = 64,
 			.policy = a->cfg.policy,
 			.share_box = a->share_box[i],
+			.tcp_measure = a->cfg.tcp_measure,
 		};
 
 		weir_hooks_worker_conf(a, i, &wc);

@@ -12,6 +12,7 @@
 #include "metrics.h"
 #include "stats.h"
 #include "flow.h"
+#include "measure.h"
 
 /* One metric family being written: its HELP and TYPE go out before its
  * first sample, once. */
@@ -408,6 +409,91 @@ ipsec_metrics(FILE *out, const json_t *ports, const json_t *ip)
 		sa_sample(&f, num(v, "loss"), v, true);
 }
 
+/* Upper bounds (seconds) of the round-trip buckets. */
+static const double rtt_le[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5 };
+#define RTT_BUCKETS (RTE_DIM(rtt_le) + 1)
+
+/* Per class: how the smoothed round trips of its flows sampled in the last
+ * interval spread over the buckets, each side; bucketed here from the flow
+ * views at each scrape rather than per sample in the worker, which would
+ * cost the fast path a search per sample and per-class arrays rebuilt at
+ * every policy switch. So it is a gauge histogram (what the flows of the
+ * last interval look like now), cumulative in le as a histogram's buckets
+ * are: histogram_quantile() reads it. */
+static void
+tcp_metrics(FILE *out, const struct weir_app *a)
+{
+	const struct weir_policy *p = a->cfg.policy;
+	struct weir_meas m;
+	struct weir_tcp_totals tot = { 0 };
+	struct fam f;
+	static const char *const side_name[2] = { "lan", "wan" };
+
+	for (unsigned int i = 0; i < a->n_workers; i++) {
+		struct weir_tcp_totals t;
+
+		weir_worker_tcp_totals(a->workers[i], &t);
+		tot.segs += t.segs, tot.samples += t.samples, tot.retrans_segs += t.retrans_segs;
+		tot.ooo += t.ooo, tot.dupacks += t.dupacks;
+	}
+	fam_begin(&f, out, "weir_tcp_segments_measured_total", "counter",
+		  "TCP segments measured (stats.tcp_measure), all workers.");
+	sample(&f, (double)tot.segs, NULL, NULL, NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_tcp_rtt_samples_total", "counter", "Round-trip samples taken.");
+	sample(&f, (double)tot.samples, NULL, NULL, NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_tcp_retrans_segments_total", "counter",
+		  "TCP segments sent again (below the highest sequence seen).");
+	sample(&f, (double)tot.retrans_segs, NULL, NULL, NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_tcp_ooo_segments_total", "counter",
+		  "TCP segments that left a hole before them.");
+	sample(&f, (double)tot.ooo, NULL, NULL, NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_tcp_dupacks_total", "counter", "Duplicate TCP ACKs.");
+	sample(&f, (double)tot.dupacks, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (p == NULL || !a->cfg.tcp_measure || weir_meas_collect(a, &m) != 0)
+		return;
+	fam_begin(&f, out, "weir_class_tcp_rtt_flows", "gauge",
+		  "Flows of a leaf class sampled in the last interval whose smoothed round trip "
+		  "on a side of weir (lan, wan) is at most le seconds (a gauge histogram).");
+	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
+		for (uint16_t cls = 0; cls < p->tree[d].n_classes; cls++) {
+			if (!p->tree[d].classes[cls].is_leaf)
+				continue;
+			for (int sd = 0; sd < 2; sd++) {
+				uint64_t n[RTT_BUCKETS] = { 0 };
+				uint64_t cum = 0;
+
+				for (size_t i = 0; i < m.n; i++) {
+					const struct weir_tcp_side_view *v = sd ? &m.f[i].t.wan : &m.f[i].t.lan;
+					double x;
+					size_t b = 0;
+
+					if (m.f[i].leaf[d] != cls || !weir_meas_recent(&m, v))
+						continue;
+					x = v->srtt_us / 1e6;
+					while (b < RTE_DIM(rtt_le) && x > rtt_le[b])
+						b++;
+					n[b]++;
+				}
+				for (size_t b = 0; b < RTT_BUCKETS; b++) {
+					char le[32];
+
+					cum += n[b];
+					if (b < RTE_DIM(rtt_le))
+						snprintf(le, sizeof(le), "%g", rtt_le[b]);
+					else
+						snprintf(le, sizeof(le), "+Inf");
+					fprintf(out, "weir_class_tcp_rtt_flows{direction=\"%s\",class=\"",
+						dir_name[d]);
+					put_label_value(out, p->tree[d].classes[cls].name);
+					fprintf(out, "\",side=\"%s\",le=\"%s\"} %" PRIu64 "\n",
+						side_name[sd], le, cum);
+				}
+			}
+		}
+	}
+	weir_meas_free(&m);
+}
+
 char *
 weir_metrics_text(const struct weir_app *a, size_t *len)
 {
@@ -436,6 +522,7 @@ weir_metrics_text(const struct weir_app *a, size_t *len)
 	flow_metrics(out, a, json_object_get(s, "flows"));
 	worker_metrics(out, json_object_get(s, "workers"));
 	ipsec_metrics(out, json_object_get(s, "ports"), json_object_get(s, "ipsec"));
+	tcp_metrics(out, a);
 	if (json_is_object(pa)) {
 		fam_begin(&f, out, "weir_postack_acks_held", "gauge",
 			  "ACKs PostACK holds now, all workers.");

@@ -28,7 +28,7 @@ struct flow_walk {
 	json_t *list;
 };
 
-static const char *
+const char *
 proto_name(uint8_t proto)
 {
 	switch (proto) {
@@ -63,7 +63,7 @@ flow_class(const struct weir_app *a, const struct weir_worker *w, uint32_t slot,
 	return v.leaf;
 }
 
-static json_t *
+json_t *
 endpoint_json(const struct weir_flow_key *k, bool hi, uint16_t port)
 {
 	char buf[INET6_ADDRSTRLEN];
@@ -71,6 +71,37 @@ endpoint_json(const struct weir_flow_key *k, bool hi, uint16_t port)
 	inet_ntop(k->family == 6 ? AF_INET6 : AF_INET, hi ? k->addr_hi : k->addr_lo, buf,
 		  sizeof(buf));
 	return json_pack("{s:s, s:i}", "addr", buf, "port", (int)port);
+}
+
+/* Microseconds as milliseconds, null for "no sample". */
+json_t *
+json_ms(uint32_t us, bool have)
+{
+	return have ? json_real((double)us / 1000.0) : json_null();
+}
+
+/* What the LAN (d OUT) or WAN host sent, as measured (lib/tcpmeas.h). */
+static void
+tcp_sent_json(json_t *o, const struct weir_tcp_sent_view *s)
+{
+	json_object_set_new(o, "retrans_segs", json_integer(s->retrans_segs));
+	json_object_set_new(o, "retrans_bytes", json_integer((json_int_t)s->retrans_bytes));
+	json_object_set_new(o, "ooo", json_integer(s->ooo));
+	json_object_set_new(o, "dupacks", json_integer(s->dupacks));
+}
+
+/* The flow's round trips each side of weir (null: no sample yet). */
+static void
+tcp_rtt_json(json_t *o, const struct weir_tcp_view *t)
+{
+	json_object_set_new(o, "rtt_lan_ms", json_ms(t->lan.rtt_us, t->lan.samples != 0));
+	json_object_set_new(o, "rtt_wan_ms", json_ms(t->wan.rtt_us, t->wan.samples != 0));
+	json_object_set_new(o, "rtt_lan_min_ms", json_ms(t->lan.rtt_min_us, t->lan.samples != 0));
+	json_object_set_new(o, "rtt_wan_min_ms", json_ms(t->wan.rtt_min_us, t->wan.samples != 0));
+	json_object_set_new(o, "srtt_lan_ms", json_ms(t->lan.srtt_us, t->lan.samples != 0));
+	json_object_set_new(o, "srtt_wan_ms", json_ms(t->wan.srtt_us, t->wan.samples != 0));
+	json_object_set_new(o, "rtt_lan_samples", json_integer(t->lan.samples));
+	json_object_set_new(o, "rtt_wan_samples", json_integer(t->wan.samples));
 }
 
 static json_t *
@@ -142,6 +173,17 @@ flow_visit(struct flow_walk *fw, const struct weir_flow *f, const struct weir_fl
 		"age_s", age, "idle_s", idle,
 		"out", flow_dir_json(fw, f, slot, WEIR_DIR_OUT),
 		"in", flow_dir_json(fw, f, slot, WEIR_DIR_IN));
+	/* A measured TCP flow (stats.tcp_measure): round trips each side, and
+	 * what each host sent again, in its direction's object. */
+	if (k->proto == IPPROTO_TCP) {
+		struct weir_tcp_view t;
+
+		if (weir_worker_tcp_view(fw->w, slot, f, &t) == 0) {
+			tcp_rtt_json(o, &t);
+			tcp_sent_json(json_object_get(o, "out"), &t.out);
+			tcp_sent_json(json_object_get(o, "in"), &t.in);
+		}
+	}
 	/* An IPsec SA: its "ports" are the SPI's halves; name the SA. */
 	if (k->vlan & WEIR_FK_SA)
 		json_object_set_new(o, "spi", json_integer((json_int_t)weir_flow_key_spi(k)));

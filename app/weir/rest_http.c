@@ -107,6 +107,9 @@ reply_json(struct reply *r, json_t *j)
 static const char *const flows_query[] = { "limit", "offset", "cursor", "class", "host", "port",
 					   "proto", NULL };
 
+static const char *const hosts_query[] = { "limit", "sort", NULL };
+static const char *const measure_query[] = { "top", NULL };
+
 static const struct route routes[] = {
 	{ "/api/v1/status", "GET", h_status, NULL },
 	{ "/api/v1/classes", "GET", h_classes, NULL },
@@ -114,6 +117,8 @@ static const struct route routes[] = {
 	{ "/api/v1/counters", "GET", h_counters, NULL },
 	{ "/api/v1/counters/reset", "POST", h_counters_reset, NULL },
 	{ "/api/v1/flows", "GET", h_flows, flows_query },
+	{ "/api/v1/hosts", "GET", h_hosts, hosts_query },
+	{ "/api/v1/measure", "GET", h_measure, measure_query },
 	{ "/api/v1/ipsec", "GET", h_ipsec, NULL },
 	{ "/api/v1/policy", "GET", h_policy, NULL },
 	{ "/api/v1/policy", "PUT", h_policy_put, NULL, REST_UPLOAD_MAX },

@@ -171,6 +171,14 @@ bool switch_busy(struct weir_app *a, struct reply *r);
 /* rest_flows.c: GET flows. */
 void h_flows(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
 bool parse_uint(const char *s, uint64_t max, uint64_t *out);
+const char *proto_name(uint8_t proto);
+json_t *endpoint_json(const struct weir_flow_key *k, bool hi, uint16_t port);
+json_t *json_ms(uint32_t us, bool have);
+
+/* rest_measure.c: GET hosts, measure (TCP round trips and retransmissions
+ * aggregated per LAN host, per class, worst flows). */
+void h_hosts(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
+void h_measure(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
 
 /* rest_dashboard.c: GET /dashboard/ and its files, served without the token. */
 void h_dashboard(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);

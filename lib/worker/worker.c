@@ -232,6 +232,8 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	 * frame queues behind it: no flow is reordered. */
 	if (w->conf.cut_through && !(ops->flags & WEIR_MODEF_NO_CUT) &&
 	    weir_cbq_cut_through(sh, leaf, rte_pktmbuf_pkt_len(m), now)) {
+		if (w->tcpm != NULL)
+			weir_wk_tcpm_departed(w, m, qid, from, now);
 		on_sent(w, from, m, leaf, qid, 0, now);
 		tree_out(w, from, leaf, m, now);
 		return;
@@ -378,6 +380,31 @@ sa_account(struct weir_worker *w, const struct weir_flow *f, const struct weir_p
 	}
 }
 
+/* A TCP segment of flow f arrived travelling `from` (lib/tcpmeas.h). */
+static inline void
+tcp_measure(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+	    enum weir_port_role from, uint64_t now)
+{
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+
+	weir_tcpm_segment(weir_tcpm_rec(w->tcpm, weir_flow_slot(w->flows, f)), f->first_tsc, p,
+			  rte_pktmbuf_mtod(m, const uint8_t *) + p->l4_off, from, now, &w->tcpm_st);
+}
+
+/* Frame m of queue qid left weir travelling `dir` at now after weir held
+ * it: a probe it carries starts now (lib/tcpmeas.h). */
+void
+weir_wk_tcpm_departed(struct weir_worker *w, struct rte_mbuf *m, uint32_t qid, int dir,
+		      uint64_t now)
+{
+	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
+
+	if (qid >= w->unmanaged_qid || p->l4proto != IPPROTO_TCP || p->ipsec != WEIR_IPSEC_NONE)
+		return;
+	weir_tcpm_departed(weir_tcpm_rec(w->tcpm, qid), p,
+			   rte_pktmbuf_mtod(m, const uint8_t *) + p->l4_off, dir, now);
+}
+
 /* With a large table a flow's queue entry is a cache miss for every frame
  * (its own direction's for data, the other's and the ACK store's for a pure
  * ACK). Frames are decided one at a time (order), a few hundred
@@ -457,11 +484,22 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	}
 	pc->rx_pkts += n;
 	pc->rx_bytes += bytes;
+	w->tcpm_now = now;
 
 	if (n_managed > 0) {
 		weir_flow_lookup_bulk(w->flows, keys, n_managed, now, flows);
 		if (w->prefetch_state)
 			prefetch_flow_state(w, pkts, managed_idx, flows, n_managed, from);
+		/* A TCP flow's measurement record: two lines apart from it. */
+		for (uint16_t k = 0; w->tcpm != NULL && k < n_managed; k++)
+			if (flows[k] != NULL &&
+			    weir_mbuf_meta(pkts[managed_idx[k]])->pkt.l4proto == IPPROTO_TCP) {
+				struct weir_tcpm *r = weir_tcpm_rec(w->tcpm,
+						weir_flow_slot(w->flows, flows[k]));
+
+				rte_prefetch0(&r->d[0]);
+				rte_prefetch0(&r->d[1]);
+			}
 		/* An SA's sequence record is a cache line apart from its flow. */
 		for (uint16_t k = 0; unlikely(sas != 0) && k < n_managed; k++)
 			if (unlikely(weir_mbuf_meta(pkts[managed_idx[k]])->pkt.ipsec != WEIR_IPSEC_NONE) &&
@@ -503,6 +541,9 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 				}
 				if (unlikely(weir_mbuf_meta(m)->pkt.ipsec != WEIR_IPSEC_NONE))
 					sa_account(w, f, &weir_mbuf_meta(m)->pkt, pc);
+				else if (w->tcpm != NULL &&
+					 weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP)
+					tcp_measure(w, f, m, from, now);
 				/* A flag already in the flow's cache line: no cost
 				 * unless the flow is split. */
 				if (unlikely(f->flags & WEIR_FF_MIDSTREAM) && w->conf.count_split)
@@ -559,6 +600,7 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 	struct weir_cbq_deq d;
 	uint16_t n = 0, released = 0;
 
+	w->tcpm_now = now;
 	/* A marker's held frames go as their tokens accrue, whatever the tree. */
 	if (unlikely(w->markers[dir] != NULL))
 		released = (uint16_t)weir_markers_tick(w->markers[dir], now, &w->mk_out[dir]);
@@ -576,6 +618,8 @@ weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now
 			break;
 		}
 		n++;
+		if (w->tcpm != NULL)
+			weir_wk_tcpm_departed(w, m, d.queue_id, dir, now);
 		on_sent(w, dir, m, d.leaf, d.queue_id, d.qlen, now);
 		tree_out(w, dir, d.leaf, m, now);
 	}

@@ -153,6 +153,9 @@ struct weir_worker_conf {
 	 * a mode owes a receiver data its sender was told arrived (pep); then
 	 * both ends are reset. */
 	uint32_t stop_drain_us;
+	/* Passive TCP measurement of every flow (lib/tcpmeas.h): round trips
+	 * each side, retransmissions, holes, duplicate ACKs. Needs flows. */
+	bool tcp_measure;
 	/* TSC ticks a second (0: the TSC's own, rte_get_tsc_hz()): tests on a
 	 * fake clock run at other rates (a 3 GHz TSC: 2 s is over 2^32). */
 	uint64_t tsc_hz;

@@ -29,8 +29,12 @@ weir_mode_release(struct weir_worker *w, int d, uint32_t slot, uint32_t max,
 	while (total < max &&
 	       (n = weir_postack_release(w->pa, d, slot, acks, RTE_MIN(max - total, (uint32_t)WEIR_BURST_MAX),
 					 why)) > 0) {
-		for (unsigned int i = 0; i < n; i++)
+		for (unsigned int i = 0; i < n; i++) {
+			/* They travel d ^ 1: a TSval they carry leaves now. */
+			if (w->tcpm != NULL)
+				weir_wk_tcpm_departed(w, acks[i], slot, d ^ 1, w->tcpm_now);
 			weir_worker_out(w, d, acks[i]);
+		}
 		total += n;
 	}
 	return total;

@@ -10,6 +10,7 @@
 #define WEIR_WORKER_INT_H
 
 #include "mode.h"
+#include "tcpmeas.h"
 #include "worker.h"
 #include "class_cmd.h"
 
@@ -26,6 +27,9 @@ struct weir_worker {
 	struct weir_postack *pa;               /* = conf.postack */
 	struct weir_tcr *tcr;                  /* with pa: the pacing state (lib/tcr_state.h) */
 	struct weir_sa_table *sa;              /* IPsec SAs' sequence tracking (lib/sa_seq.h) */
+	struct weir_tcpm_table *tcpm;          /* TCP measurement (lib/tcpmeas.h); NULL: off */
+	struct weir_tcpm_stats tcpm_st;
+	uint64_t tcpm_now;                     /* the TSC of the burst or dequeue under way */
 	void *mode_state[WEIR_MODE__COUNT];    /* a mode's own per-worker state (lib/mode.h) */
 	/* The modes with a poll hook, called each loop turn (only those: the
 	 * loop pays nothing for the others). */
@@ -139,6 +143,11 @@ bool weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_
 uint32_t weir_wk_ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held,
 			     enum weir_postack_why *why);
 void weir_wk_mode_end(struct weir_worker *w, struct weir_flow *f);
+
+/* lib/worker.c: frame m of queue qid leaves weir travelling dir after
+ * weir held it (measurement on): the probe it carries starts now. */
+void weir_wk_tcpm_departed(struct weir_worker *w, struct rte_mbuf *m, uint32_t qid, int dir,
+			   uint64_t now);
 
 /* lib/worker_marker.c: the markers of the policy in force (0 or -errno);
  * release what they hold to the out-arrays and free them (policy switch);

@@ -31,6 +31,7 @@ unmake(struct weir_worker *w, bool handed)
 	}
 	weir_tcr_free(w->tcr);
 	weir_sa_table_free(w->sa);
+	weir_tcpm_table_free(w->tcpm);
 	rte_free(w->cls_ctr[0]);
 	rte_free(w->cls_ctr[1]);
 	rte_free(w);
@@ -108,6 +109,11 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 	/* An SA is a flow; records for a few thousand (lib/sa_seq.h). */
 	if (flows != NULL && (w->sa = weir_sa_table_create(weir_flow_table_capacity(flows),
 							   WEIR_SA_TABLE_CAP, socket_id)) == NULL) {
+		unmake(w, false);
+		return NULL;
+	}
+	if (flows != NULL && conf->tcp_measure &&
+	    (w->tcpm = weir_tcpm_table_create(weir_flow_table_capacity(flows), socket_id)) == NULL) {
 		unmake(w, false);
 		return NULL;
 	}

@@ -167,3 +167,62 @@ weir_worker_sa_view(const struct weir_worker *w, uint32_t slot, const struct wei
 		return -ENOENT;
 	return out->owner == f->first_tsc ? 0 : -ENOENT;
 }
+
+static void
+tcp_side(const struct weir_worker *w, const struct weir_tcpm_dir *s, uint32_t now,
+	 struct weir_tcp_side_view *out)
+{
+	const uint64_t unit_ns_num = (uint64_t)1000000 << WEIR_TCPM_SHIFT;  /* us x 2^shift */
+	const uint64_t hz = w->tsc_hz;
+
+	out->samples = s->samples;
+	out->sample_age_us = UINT64_MAX;
+	if (s->samples == 0)
+		return;
+	out->rtt_us = (uint32_t)((uint64_t)s->rtt_last * unit_ns_num / hz);
+	out->rtt_min_us = (uint32_t)((uint64_t)s->rtt_min * unit_ns_num / hz);
+	out->srtt_us = (uint32_t)((uint64_t)(s->srtt8 >> 3) * unit_ns_num / hz);
+	out->sample_age_us = (uint64_t)(uint32_t)(now - s->rtt_at) * unit_ns_num / hz;
+}
+
+static void
+tcp_sent(const struct weir_tcpm_dir *s, struct weir_tcp_sent_view *out)
+{
+	out->retrans_segs = s->retrans_segs;
+	out->retrans_bytes = s->retrans_bytes;
+	out->ooo = s->ooo;
+	out->dupacks = s->dupacks;
+}
+
+int
+weir_worker_tcp_view(const struct weir_worker *w, uint32_t slot, const struct weir_flow *f,
+		     struct weir_tcp_view *out)
+{
+	struct weir_tcpm r;
+	uint32_t now;
+
+	memset(out, 0, sizeof(*out));
+	out->lan.sample_age_us = out->wan.sample_age_us = UINT64_MAX;
+	if (w->tcpm == NULL || weir_tcpm_peek(w->tcpm, slot, f->first_tsc, &r) != 0)
+		return -ENOENT;
+	now = weir_tcpm_time(rte_rdtsc());
+	/* Samples completed by segments travelling out are the LAN side's. */
+	tcp_side(w, &r.d[WEIR_DIR_OUT], now, &out->lan);
+	tcp_side(w, &r.d[WEIR_DIR_IN], now, &out->wan);
+	tcp_sent(&r.d[WEIR_DIR_OUT], &out->out);
+	tcp_sent(&r.d[WEIR_DIR_IN], &out->in);
+	return 0;
+}
+
+void
+weir_worker_tcp_totals(const struct weir_worker *w, struct weir_tcp_totals *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (w->tcpm == NULL)
+		return;
+	out->segs = w->tcpm_st.segs;
+	out->samples = w->tcpm_st.samples;
+	out->retrans_segs = w->tcpm_st.retrans_segs;
+	out->ooo = w->tcpm_st.ooo;
+	out->dupacks = w->tcpm_st.dupacks;
+}

@@ -90,6 +90,43 @@ int weir_worker_flow_view(const struct weir_worker *w, const struct weir_policy 
 			  uint32_t slot, const struct weir_flow *f, int dir,
 			  struct weir_flow_view *out);
 
+/* Passive TCP measurement of one flow (lib/tcpmeas.h, docs/measure.md).
+ * A side is the path between weir and the host on that side of it: its
+ * round trip is weir -> host -> weir (the host's stack and delayed ACKs
+ * included, weir's own queues and held ACKs not). */
+struct weir_tcp_side_view {
+	uint32_t rtt_us;                /* the latest sample, microseconds; 0: none yet */
+	uint32_t rtt_min_us;            /* the smallest sample */
+	uint32_t srtt_us;               /* smoothed (gain 1/8, as RFC 6298's SRTT) */
+	uint32_t samples;               /* samples taken */
+	uint64_t sample_age_us;         /* time since the latest sample (UINT64_MAX: none) */
+};
+/* What one side's host sent (segments travelling away from it). */
+struct weir_tcp_sent_view {
+	uint32_t retrans_segs;          /* segments starting below the highest sequence seen */
+	uint64_t retrans_bytes;         /* their payload bytes */
+	uint32_t ooo;                   /* segments that left a hole before them */
+	uint32_t dupacks;               /* pure ACKs repeating the ACK number and window */
+};
+struct weir_tcp_view {
+	struct weir_tcp_side_view lan;  /* weir -> LAN host -> weir */
+	struct weir_tcp_side_view wan;  /* weir -> WAN host -> weir */
+	struct weir_tcp_sent_view out;  /* sent by the LAN host (travelling out) */
+	struct weir_tcp_sent_view in;   /* sent by the WAN host (travelling in) */
+};
+
+/* The measurement of the TCP flow in `slot`, whose entry the caller read
+ * (*f, a copy): 0, or -ENOENT when the worker does not measure
+ * (stats.tcp_measure off) or has no record of that flow yet. */
+int weir_worker_tcp_view(const struct weir_worker *w, uint32_t slot, const struct weir_flow *f,
+			 struct weir_tcp_view *out);
+
+/* The worker's measurement totals (zeros when it does not measure). */
+struct weir_tcp_totals {
+	uint64_t segs, samples, retrans_segs, ooo, dupacks;
+};
+void weir_worker_tcp_totals(const struct weir_worker *w, struct weir_tcp_totals *out);
+
 /* The sequence record of the IPsec SA in `slot`, whose entry the caller
  * read (*f, a copy): 0, or -ENOENT when the record is not that flow's (no
  * packet tracked yet, or the slot changed hands). Copied word by word:

@@ -798,6 +798,7 @@ def test_concurrent_and_slow_clients(weir):
 
 IMPLEMENTED = {("/api/v1/status", "get"), ("/api/v1/classes", "get"), ("/api/v1/counters", "get"),
                ("/api/v1/counters/reset", "post"), ("/api/v1/flows", "get"), ("/api/v1/ipsec", "get"),
+               ("/api/v1/hosts", "get"), ("/api/v1/measure", "get"),
                ("/api/v1/classes/{direction}/{name}", "patch"),
                ("/api/v1/policy", "get"), ("/api/v1/policy", "put"),
                ("/api/v1/policy/reload", "post"), ("/api/v1/policy/rollback", "post"),
