@@ -120,6 +120,11 @@ static const struct route routes[] = {
 	{ "/api/v1/policy/reload", "POST", h_policy_reload, NULL },
 	{ "/api/v1/policy/rollback", "POST", h_policy_rollback, NULL },
 	{ "/api/v1/openapi.json", "GET", h_openapi, NULL },
+	{ "/api/v1/captures", "GET", h_captures_list, NULL },
+	{ "/api/v1/captures", "POST", h_captures_post, NULL },
+	{ "/api/v1/captures/", "GET", h_capture_get, NULL, 0, true },
+	{ "/api/v1/captures/", "POST", h_capture_post, NULL, 0, true },
+	{ "/api/v1/captures/", "DELETE", h_capture_delete, NULL, 0, true },
 	{ "/metrics", "GET", h_metrics, NULL },
 };
 
@@ -141,7 +146,9 @@ send_reply(struct MHD_Connection *c, struct reply *r, const char *allow)
 		r->text_len = strlen(s);
 		r->ctype = "application/json";
 	}
-	if (r->persistent != NULL)
+	if (r->file)
+		resp = MHD_create_response_from_fd64(r->file_len, r->file_fd);
+	else if (r->persistent != NULL)
 		resp = MHD_create_response_from_buffer(r->persistent_len, (void *)r->persistent,
 						       MHD_RESPMEM_PERSISTENT);
 	else
