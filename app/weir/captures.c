@@ -104,9 +104,11 @@ static struct capture *
 by_id(struct weir_captures *k, const char *id)
 {
 	char *end;
-	unsigned long v = strtoul(id, &end, 10);
+	unsigned long v;
 
-	if (*id == '\0' || *end != '\0')
+	errno = 0;
+	v = strtoul(id, &end, 10);
+	if (*id == '\0' || *end != '\0' || errno != 0 || v > UINT32_MAX)
 		return NULL;
 	for (int i = 0; i < CAPTURES_KEPT; i++)
 		if (k->c[i].used && k->c[i].id == v)
@@ -464,27 +466,44 @@ weir_captures_poll(struct weir_app *a)
 
 /* ---- the API ---- */
 
+/* A JSON number that is an integer (340.0 is one to JSON Schema too): 0, or -1. */
+static int
+json_int_of(const json_t *v, json_int_t *out)
+{
+	if (json_is_integer(v)) {
+		*out = json_integer_value(v);
+		return 0;
+	}
+	if (json_is_real(v) && json_real_value(v) >= -9e15 && json_real_value(v) <= 9e15 &&
+	    json_real_value(v) == (double)(json_int_t)json_real_value(v)) {
+		*out = (json_int_t)json_real_value(v);
+		return 0;
+	}
+	return -1;
+}
+
 static int
 json_uint(const json_t *o, const char *key, uint64_t def, uint64_t max, uint64_t *out, char *msg,
 	  size_t msglen, unsigned int *status)
 {
 	const json_t *v = json_object_get(o, key);
+	json_int_t i;
 
 	*out = def;
 	if (v == NULL)
 		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < 1) {
+	if (json_int_of(v, &i) < 0 || i < 1) {
 		snprintf(msg, msglen, "'%s' must be a positive integer", key);
 		*status = 400;
 		return -1;
 	}
-	if ((uint64_t)json_integer_value(v) > max) {
+	if ((uint64_t)i > max) {
 		snprintf(msg, msglen, "'%s' is %" PRIu64 "; at most %" PRIu64 " is allowed", key,
-			 (uint64_t)json_integer_value(v), max);
+			 (uint64_t)i, max);
 		*status = 422;
 		return -1;
 	}
-	*out = (uint64_t)json_integer_value(v);
+	*out = (uint64_t)i;
 	return 0;
 }
 
@@ -506,9 +525,10 @@ parse_filter(struct weir_app *a, const json_t *f, struct capture *c, char *msg, 
 		/* Ports are numbers, the protocol a name or a number, the rest text. */
 		const bool num = strcmp(key, "port") == 0 || strcmp(key, "peer_port") == 0;
 		const bool either = strcmp(key, "proto") == 0;
+		json_int_t i;
 
-		if (json_is_integer(v) && (num || either))
-			snprintf(val, sizeof(val), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		if ((num || either) && json_int_of(v, &i) == 0)
+			snprintf(val, sizeof(val), "%" JSON_INTEGER_FORMAT, i);
 		else if (json_is_string(v) && !num && json_string_length(v) < sizeof(val) &&
 			 strlen(json_string_value(v)) == json_string_length(v))
 			snprintf(val, sizeof(val), "%s", json_string_value(v));

@@ -25,6 +25,16 @@ split_sub(const char *sub, char *id, size_t idlen, const char **what)
 	return true;
 }
 
+/* A capture id is a number: anything else is a malformed request. */
+static bool
+id_ok(const char *id, struct reply *r)
+{
+	if (strspn(id, "0123456789") == strlen(id))
+		return true;            /* too large for any capture: 404 */
+	reply_error(r, MHD_HTTP_BAD_REQUEST, "a capture id is a number, not '%.40s'", id);
+	return false;
+}
+
 static void
 reply_status(struct reply *r, unsigned int status, json_t *j, const char *msg, const char *id)
 {
@@ -73,6 +83,8 @@ h_capture_get(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 		reply_error(r, MHD_HTTP_NOT_FOUND, "no such resource: /api/v1/captures/%s", rq->sub);
 		return;
 	}
+	if (!id_ok(id, r))
+		return;
 	if (what[0] == '\0') {
 		st = weir_captures_get(a, id, &out);
 		reply_status(r, st, out, msg, id);
@@ -94,17 +106,20 @@ h_capture_post(struct weir_app *a, struct MHD_Connection *c, struct req *rq, str
 	char id[32];
 	const char *what;
 	json_t *out = NULL;
+	unsigned int st;
 
 	if (!split_sub(rq->sub, id, sizeof(id), &what) || strcmp(what, "stop") != 0) {
 		reply_error(r, MHD_HTTP_NOT_FOUND, "no such resource: /api/v1/captures/%s "
 			    "(POST /api/v1/captures/ID/stop ends a capture)", rq->sub);
 		return;
 	}
+	if (!id_ok(id, r))
+		return;
 	if (rq->len != 0) {
 		reply_error(r, MHD_HTTP_BAD_REQUEST, "stop takes no body");
 		return;
 	}
-	unsigned int st = weir_captures_stop(a, id, false, &out);
+	st = weir_captures_stop(a, id, false, &out);
 
 	reply_status(r, st, out, "", id);
 }
@@ -120,7 +135,11 @@ h_capture_delete(struct weir_app *a, struct MHD_Connection *c, struct req *rq, s
 		reply_error(r, MHD_HTTP_NOT_FOUND, "no such resource: /api/v1/captures/%s", rq->sub);
 		return;
 	}
-	unsigned int st = weir_captures_stop(a, id, true, &out);
+	unsigned int st;
+
+	if (!id_ok(id, r))
+		return;
+	st = weir_captures_stop(a, id, true, &out);
 
 	reply_status(r, st, out, "", id);
 }

@@ -122,9 +122,10 @@ static const struct route routes[] = {
 	{ "/api/v1/openapi.json", "GET", h_openapi, NULL },
 	{ "/api/v1/captures", "GET", h_captures_list, NULL },
 	{ "/api/v1/captures", "POST", h_captures_post, NULL },
-	{ "/api/v1/captures/", "GET", h_capture_get, NULL, 0, true },
-	{ "/api/v1/captures/", "POST", h_capture_post, NULL, 0, true },
-	{ "/api/v1/captures/", "DELETE", h_capture_delete, NULL, 0, true },
+	{ "/api/v1/captures/", "GET", h_capture_get, NULL, 0, true, "" },
+	{ "/api/v1/captures/", "DELETE", h_capture_delete, NULL, 0, true, "" },
+	{ "/api/v1/captures/", "GET", h_capture_get, NULL, 0, true, "/pcapng" },
+	{ "/api/v1/captures/", "POST", h_capture_post, NULL, 0, true, "/stop" },
 	{ "/metrics", "GET", h_metrics, NULL },
 };
 
@@ -299,6 +300,19 @@ refuse_cross_site(struct MHD_Connection *c, const char *method, struct reply *r)
 	return false;
 }
 
+/* A prefix route's rest of the URL against its suffix (struct route). */
+static bool
+suffix_matches(const char *suffix, const char *rest)
+{
+	const char *slash = strchr(rest, '/');
+
+	if (suffix == NULL)
+		return true;
+	if (suffix[0] == '\0')
+		return slash == NULL;
+	return slash != NULL && slash != rest && strcmp(slash, suffix) == 0;
+}
+
 /* Whatever can be refused from the request line and headers alone is
  * refused before any body is read: a client without the token cannot
  * make us buffer anything. true: r holds the refusal. */
@@ -323,7 +337,8 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 		/* A prefix route needs something after its path, and no more
 		 * than fits (a class name is short). */
 		if (routes[i].prefix ? strncmp(routes[i].path, url, pl) != 0 || url[pl] == '\0' ||
-				       strlen(url + pl) >= sizeof(rq->sub)
+				       strlen(url + pl) >= sizeof(rq->sub) ||
+				       !suffix_matches(routes[i].suffix, url + pl)
 				     : strcmp(routes[i].path, url) != 0)
 			continue;
 		if (routes[i].prefix)

@@ -137,6 +137,9 @@ struct route {
 	const char *const *query;       /* query parameters accepted (NULL: none) */
 	size_t body_max;                /* 0: REST_BODY_MAX */
 	bool prefix;                    /* path is a prefix: .../{direction}/{name} */
+	/* A prefix route's rest: NULL anything; "" one segment (no '/');
+	 * "/x" one segment and then "/x" (.../{id}/x). */
+	const char *suffix;
 };
 
 static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
