@@ -20,6 +20,7 @@
 
 #include <rte_cycles.h>
 #include <rte_log.h>
+#include <rte_ring_elem.h>
 
 #include "config_export.h"
 #include "ipfix.h"
@@ -182,19 +183,20 @@ weir_ipfix_flow_end(struct weir_app *a, unsigned int wi, const struct weir_flow_
 }
 
 /* One live flow read by the scan: a record if it is older than the active
- * timeout and did something since its last report. */
+ * timeout (or weir stops: forced) and did something since its last report. */
 static void
 scan_flow(struct weir_app *a, unsigned int wi, uint32_t slot, const struct weir_flow *f,
-	  const struct weir_flow_key *k, uint64_t now)
+	  const struct weir_flow_key *k, uint64_t now, bool forced)
 {
 	struct weir_ipfix *x = a->ipfix;
 	const int hi = !!(f->shape & WEIR_FSH_LAN_HI);
 	struct weir_ipfix_flow r = { .family = k->family, .proto = k->proto,
-				     .end_reason = WEIR_IPFIX_END_ACTIVE };
+				     .end_reason = forced ? WEIR_IPFIX_END_FORCED :
+				     WEIR_IPFIX_END_ACTIVE };
 	uint64_t db[2], dp[2];
 	struct reported *rp = &x->rep[wi][slot];
 
-	if (now - f->first_tsc < (uint64_t)a->cfg.ipfix_active_s * x->hz)
+	if (!forced && now - f->first_tsc < (uint64_t)a->cfg.ipfix_active_s * x->hz)
 		return;
 	if (rp->first_tsc == f->first_tsc && rp->bytes[0] == f->bytes[0] &&
 	    rp->bytes[1] == f->bytes[1])
@@ -230,7 +232,7 @@ scan_slice(struct weir_app *a, uint64_t now)
 				x->scan_pos[i] = RTE_MIN(s, end);
 				break;
 			}
-			scan_flow(a, i, s, &f, &k, now);
+			scan_flow(a, i, s, &f, &k, now, false);
 			x->scan_pos[i] = s + 1;
 		}
 		more |= x->scan_pos[i] < x->cap[i];
@@ -262,6 +264,30 @@ weir_ipfix_poll(struct weir_app *a)
 	}
 	if (x->scanning)
 		x->scanning = scan_slice(a, now);
+	send_msg(x, a);
+}
+
+void
+weir_ipfix_flush(struct weir_app *a)
+{
+	struct weir_ipfix *x = a->ipfix;
+	uint64_t now = rte_rdtsc();
+
+	if (x == NULL)
+		return;
+	for (unsigned int i = 0; i < a->n_workers; i++) {
+		struct weir_flow_event ev;
+		struct weir_flow f;
+		struct weir_flow_key k;
+
+		/* Ends the hooks did not take yet, then every flow still live. */
+		while (a->ev_ring[i] != NULL &&
+		       rte_ring_sc_dequeue_elem(a->ev_ring[i], &ev, sizeof(ev)) == 0)
+			weir_ipfix_flow_end(a, i, &ev);
+		for (uint32_t s = weir_flow_read_next(a->flows[i], 0, &f, &k); s < x->cap[i];
+		     s = weir_flow_read_next(a->flows[i], s + 1, &f, &k))
+			scan_flow(a, i, s, &f, &k, now, true);
+	}
 	send_msg(x, a);
 }
 

@@ -20,6 +20,9 @@ void weir_ipfix_flow_end(struct weir_app *a, unsigned int worker, const struct w
 /* Each management wake: templates when due, a slice of the active-timeout
  * scan, and the records gathered sent. */
 void weir_ipfix_poll(struct weir_app *a);
+/* At stop (workers stopped): every flow still in the tables is reported
+ * (flowEndReason 4, forced end), with the flow-end events still queued. */
+void weir_ipfix_flush(struct weir_app *a);
 /* Counters for the stats (null without export). */
 json_t *weir_ipfix_json(const struct weir_app *a);
 void weir_ipfix_free(struct weir_app *a);

@@ -356,6 +356,7 @@ main(int argc, char **argv)
 	stop_workers(&app);
 	weir_reload_shutdown(&app);     /* a late switch ends here */
 	weir_captures_free(&app);       /* files closed whole; the copies back in their pool */
+	weir_ipfix_flush(&app);         /* flows still in the tables: their last records */
 	for (unsigned int i = 0; i < app.n_workers; i++)
 		weir_worker_flush_queues(app.workers[i]);       /* counted as dropped */
 	printf("weir: stopping; final counters:\n");

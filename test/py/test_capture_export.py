@@ -70,7 +70,7 @@ def cap_tb(tmp_path_factory):
 management = {{ port = {API_PORT}; }};
 capture = {{ dir = "{d}/captures"; keep = 60; }};
 export = {{ ipfix = {{ collector = "127.0.0.1:{IPFIX_PORT}"; template_interval = 1;
-                      active_timeout = 600; }}; }};
+                      active_timeout = 1; }}; }};
 """)
     with weir_testbed(cfg, lan=2, wan=2, paths=[PathSpec(delay=5), PathSpec(delay=5)]) as tb:
         # The collector runs beside weir; weir resends its templates every second,
@@ -163,7 +163,8 @@ def test_capture_bad_input(cap_tb):
 def test_ipfix_matches_weir_counters(cap_tb):
     tb, d, nf, errors_before = cap_tb
     want = {}
-    for src, dst, port, n in (("l1", "w1", 5320, 800_000), ("l2", "w2", 5321, 300_000)):
+    # The first lasts over a second: reported by the active timeout (1 s), then at its end.
+    for src, dst, port, n in (("l1", "w1", 5320, 8_000_000), ("l2", "w2", 5321, 300_000)):
         assert tb.bulk(src, dst, nbytes=n, port=port).bytes_received == n
         time.sleep(0.3)             # the last ACKs are through
         want[port] = flow_of(tb, port)
@@ -190,11 +191,13 @@ def test_ipfix_matches_weir_counters(cap_tb):
             got.setdefault(int(c[6]), []).append(c)
     for port, f in want.items():
         recs = got.get(port)
-        assert recs and len(recs) == 1, (port, recs)
-        c = recs[0]
-        # ibyt/ipkt: the initiator's (LAN) direction; obyt/opkt: the reverse.
-        assert (int(c[11]), int(c[12])) == (f["out"]["pkts"], f["out"]["bytes"]), (c, f)
-        assert (int(c[13]), int(c[14])) == (f["in"]["pkts"], f["in"]["bytes"]), (c, f)
-        assert c[3] == f["lan"]["addr"] and c[4] == f["wan"]["addr"]
+        assert recs, port
+        # A flow's records are deltas: their sum is the flow. ipkt/ibyt: the
+        # initiator's (LAN) direction; opkt/obyt: the reverse (RFC 5103).
+        tot = [sum(int(c[i]) for c in recs) for i in (11, 12, 13, 14)]
+        assert tot == [f["out"]["pkts"], f["out"]["bytes"], f["in"]["pkts"], f["in"]["bytes"]], \
+            (recs, f)
+        assert all(c[3] == f["lan"]["addr"] and c[4] == f["wan"]["addr"] for c in recs)
+    assert len(got[5320]) >= 2, got[5320]     # an active-timeout record and the end's
     # The collector was down at weir's start: counted, and nothing failed since.
     assert tb.weir_stats()["ipfix"]["send_errors"] == errors_before
