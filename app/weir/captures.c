@@ -415,7 +415,7 @@ drain(struct weir_app *a)
 		struct weir_cap_rec recs[64];
 		unsigned int left = DRAIN_PER_WAKE, n;
 
-		while (left > 0 && (n = rte_ring_sc_dequeue_burst_elem(k->ring[i], recs,
+		while (k->ring[i] != NULL && left > 0 && (n = rte_ring_sc_dequeue_burst_elem(k->ring[i], recs,
 				sizeof(recs[0]), RTE_MIN(left, RTE_DIM(recs)), NULL)) > 0) {
 			left -= n;
 			for (unsigned int j = 0; j < n; j++) {

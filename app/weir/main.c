@@ -367,6 +367,7 @@ out_ports:
 	weir_telemetry_stop();
 	weir_rest_stop(&app);
 	stop_workers(&app);
+	weir_captures_free(&app);       /* after a failed start: while the workers exist */
 	weir_ports_close(&app.ports);
 	if (app.mp != NULL) {
 		/* With the ports closed every mbuf must be back in the pool. */
@@ -380,7 +381,6 @@ out_ports:
 		weir_flow_table_free(app.flows[i]);
 	}
 	rte_mempool_free(app.mp);
-	weir_captures_free(&app);       /* after a failed start */
 	weir_ipfix_free(&app);
 	weir_rebalance_free(&app);
 	weir_hooks_free(&app);
