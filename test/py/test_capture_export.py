@@ -68,7 +68,7 @@ def cap_tb(tmp_path_factory):
         "tcp_closed = 5;", "tcp_closed = 3;")
     cfg.write_text(text + f"""
 management = {{ port = {API_PORT}; }};
-capture = {{ dir = "{d}/captures"; keep = 60; }};
+capture = {{ dir = "{d}/captures"; keep = 4; }};
 export = {{ ipfix = {{ collector = "127.0.0.1:{IPFIX_PORT}"; template_interval = 1;
                       active_timeout = 1; }}; }};
 """)
@@ -153,11 +153,15 @@ def test_capture_bad_input(cap_tb):
         status, j = api(tb, "DELETE", f"/api/v1/captures/{i}")
         assert status == 200 and j["state"] == "deleted"
     assert api(tb, "GET", f"/api/v1/captures/{ids[0]}")[0] == 404
-    # An abandoned capture ends at its limit.
+    # An abandoned capture ends at its limit, and its file goes capture.keep (4 s) later.
     status, j = api(tb, "POST", "/api/v1/captures", {"max_seconds": 1})
+    assert status == 201 and Path(j["file"]).exists()
     time.sleep(1.3)
     j = api(tb, "GET", f"/api/v1/captures/{j['id']}")[1]
-    assert j["state"] == "ended" and j["end_reason"] == "time limit" and j["removed_in_s"] <= 60
+    assert j["state"] == "ended" and j["end_reason"] == "time limit" and j["removed_in_s"] <= 4
+    time.sleep(j["removed_in_s"] + 0.3)
+    assert api(tb, "GET", f"/api/v1/captures/{j['id']}")[0] == 404
+    assert not Path(j["file"]).exists()
 
 
 def test_ipfix_matches_weir_counters(cap_tb):
