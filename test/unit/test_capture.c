@@ -175,10 +175,21 @@ test_worker_tap(void)
 	CHECK(cc.copied == 4 + 15 && cc.lost_ring == 5 && cc.lost[2] == 5,
 	      "ring full: counted lost (%" PRIu64 ", %" PRIu64 ")", cc.copied, cc.lost_ring);
 	CHECK(r.w->ctr.port[WEIR_PORT_LAN].rx_pkts == 28, "every frame was taken in");
-	while ((n = rte_ring_sc_dequeue_burst_elem(ring, rec, sizeof(rec[0]), RTE_DIM(rec),
-						   NULL)) > 0)
-		for (unsigned int i = 0; i < n; i++)
+	/* The flow's queue holds 16: of the 20, 12 were queued and 8 dropped; the
+	 * ring took the first 15, so 3 of them carry the drop. */
+	{
+		unsigned int drops = 0, q = 0;
+
+		n = rte_ring_sc_dequeue_burst_elem(ring, rec, sizeof(rec[0]), RTE_DIM(rec), NULL);
+		for (unsigned int i = 0; i < n; i++) {
+			drops += rec[i].verdict == WEIR_CAPV_DROP_QUEUE;
+			q += rec[i].verdict == WEIR_CAPV_QUEUED;
 			rte_pktmbuf_free(rec[i].m);
+		}
+		CHECK(n == 15 && q == 12 && drops == 3 && r.w->ctr.port[WEIR_PORT_LAN].dropped == 8,
+		      "verdicts of a full queue (%u, %u, %u, %" PRIu64 ")", n, q, drops,
+		      r.w->ctr.port[WEIR_PORT_LAN].dropped);
+	}
 	weir_worker_cap_post(r.w, NULL);
 	feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 9000, 100), 0, now);
 	CHECK(weir_worker_cap_taken(r.w, NULL) && rte_ring_count(ring) == 0, "tap removed");
