@@ -31,6 +31,12 @@
  *  --l3-control: the workers look for routers' control traffic as the
  *  appliance's do by default (lib/l3ctl.h; the frames are ordinary TCP, so
  *  this is the check's cost on every frame).)
+ *  --capture other|class: the shaped modes run with a capture of one class
+ *  (lib/capture.h): "other", a class no frame is in (the filter's cost on
+ *  every frame); "class", the class every frame is in (every frame copied
+ *  onto the ring with its verdict; the ring is emptied outside the timed
+ *  part, as the management lcore would). Without it the worker's cost of
+ *  capture is one branch a frame.)
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -49,8 +55,10 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_ring_elem.h>
 #include <rte_tcp.h>
 
+#include "capture.h"
 #include "flow.h"
 #include "ipabr.h"
 #include "mbuf_meta.h"
@@ -87,6 +95,27 @@ shape_mode(enum mode m)
 {
 	return m == MODE_TCR ? WEIR_MODE_TCR : m == MODE_IPABR ? WEIR_MODE_IPABR :
 	       m >= MODE_POSTACK ? WEIR_MODE_POSTACK : WEIR_MODE_PFQ;
+}
+
+/* --capture: 0 none, 1 a class no frame is in, 2 the frames' class. */
+static int capture_mode;
+static struct rte_ring *cap_ring;
+static struct rte_mempool *cap_pool;
+
+/* The management lcore's part, untimed: the copies leave the ring. */
+static void
+cap_drain(struct weir_worker *w)
+{
+	struct weir_cap_rec rec[64];
+	unsigned int n;
+
+	if (cap_ring == NULL)
+		return;
+	(void)w;
+	while ((n = rte_ring_sc_dequeue_burst_elem(cap_ring, rec, sizeof(rec[0]), RTE_DIM(rec),
+						   NULL)) > 0)
+		for (unsigned int i = 0; i < n; i++)
+			rte_pktmbuf_free(rec[i].m);
 }
 
 struct result {
@@ -290,6 +319,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 
 	struct weir_cbq *shaper[WEIR_PORT__COUNT] = { NULL, NULL };
 	struct weir_policy *policy = NULL;
+	static struct weir_cap_tap tap;
 
 	sink_out.n = 0;
 	sink_out.emitted = 0;
@@ -346,9 +376,21 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 				rte_exit(EXIT_FAILURE, "cannot create the shaper (raise -m)\n");
 		}
 	}
+	if (capture_mode != 0 && mode >= MODE_SHAPE) {
+		wc.cap_ring = cap_ring;
+		wc.cap_pool = cap_pool;
+	}
 	w = weir_worker_create(&wc, ft, shaper, (int)rte_socket_id());
 	if (w == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create worker\n");
+	if (wc.cap_ring != NULL) {
+		/* One capture of one class, as POST /api/v1/captures makes it. */
+		tap = (struct weir_cap_tap){ .gen = 1, .n = 1, .snap = 256 };
+		tap.filter[0].match = WEIR_CAPF_CLASS;
+		for (int d = 0; d < WEIR_PORT__COUNT; d++)
+			tap.filter[0].cls[d] = capture_mode == 2 ? policy->tree[d].default_leaf : 0x7fff;
+		weir_worker_cap_post(w, &tap);
+	}
 	/* Everything the worker of this mode holds per flow: table, hash,
 	 * queues, ACK store, the modes' own state (the mempool is apart). */
 	const double state_bpf = (double)(heap_bytes() - heap0) / n_flows;
@@ -446,6 +488,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		t1 = rte_rdtsc_precise();
 		cycles += t1 - t0;
 		bench_sink_free(&sink_out);
+		cap_drain(w);
 		done += BURST;
 	}
 	while (done < n_pkts) {
@@ -477,6 +520,7 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		if (mode == MODE_BASELINE)
 			rte_pktmbuf_free_bulk(pkts, BURST);
 		bench_sink_free(&sink_out);
+		cap_drain(w);
 		done += BURST;
 	}
 	if (sink + sink_out.emitted == 42)
@@ -494,6 +538,16 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 	struct weir_postack_stats pst;
 
 	weir_worker_postack_stats(w, &pst);     /* zeros without an ACK store */
+	if (wc.cap_ring != NULL) {
+		struct weir_cap_counters cc;
+
+		weir_worker_cap_counters(w, &cc);
+		if (capture_mode == 2 && cc.copied < done / 2)
+			rte_exit(EXIT_FAILURE, "the capture copied only %" PRIu64 " frames\n", cc.copied);
+		if (capture_mode == 1 && cc.copied != 0)
+			rte_exit(EXIT_FAILURE, "a capture of no frame's class copied some\n");
+		cap_drain(w);
+	}
 	if ((mode == MODE_POSTACK || mode == MODE_POSTACK_COPY) && pst.held < done / 4)
 		rte_exit(EXIT_FAILURE, "postack mode held only %" PRIu64 " ACKs\n", pst.held);
 	weir_worker_free(w);    /* frees what the shapers still hold, then them */
@@ -581,6 +635,7 @@ main(int argc, char **argv)
 		{ "depth", required_argument, NULL, 'd' },
 		{ "l3-control", no_argument, NULL, 'L' },
 		{ "tcp-measure", no_argument, NULL, 't' },
+		{ "capture", required_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -626,6 +681,14 @@ main(int argc, char **argv)
 		}
 		case 'e': esp_frames = 1; break;
 		case 'L': l3_control = true; break;
+		case 'c':
+			capture_mode = strcmp(optarg, "other") == 0 ? 1 : strcmp(optarg, "class") == 0 ? 2 :
+				       strcmp(optarg, "none") == 0 ? 0 : -1;
+			if (capture_mode < 0) {
+				fprintf(stderr, "weir-bench: --capture none|other|class\n");
+				return 2;
+			}
+			break;
 		case 'd': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 0);
@@ -641,7 +704,8 @@ main(int argc, char **argv)
 		default:
 			fprintf(stderr, "usage: weir-bench [EAL] -- [--flows N,N] [--packets N] "
 					"[--workers N] [--plain-drr] [--no-newflows] [--no-codel] [--modes M,M] [--esp] "
-					"[--depth P] [--l3-control] [--tcp-measure] [--json]\n");
+					"[--depth P] [--l3-control] [--tcp-measure] "
+					"[--capture none|other|class] [--json]\n");
 			return 2;
 		}
 	}
@@ -657,6 +721,16 @@ main(int argc, char **argv)
 				     RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
 	if (mp == NULL)
 		rte_exit(EXIT_FAILURE, "cannot create mempool\n");
+	if (capture_mode != 0) {
+		if (n_workers > 1)
+			rte_exit(EXIT_FAILURE, "--capture runs one worker\n");
+		cap_ring = rte_ring_create_elem("bench_cap", sizeof(struct weir_cap_rec), 1024,
+						(int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+		cap_pool = rte_pktmbuf_pool_create("bench_cap_copies", 2047, 32, 0,
+						   RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
+		if (cap_ring == NULL || cap_pool == NULL)
+			rte_exit(EXIT_FAILURE, "cannot create the capture ring and pool\n");
+	}
 
 	if (json)
 		printf("[\n");

@@ -16,6 +16,8 @@
 
 struct weir_rest;
 struct weir_compile_job;
+struct weir_captures;
+struct weir_ipfix;
 
 struct weir_app {
 	struct weir_config cfg;
@@ -66,6 +68,8 @@ struct weir_app {
 	struct weir_rest *rest;         /* the REST API's server (rest_http.c); NULL = none */
 	/* A policy being compiled off the loop (compile_job.c); NULL = none. */
 	struct weir_compile_job *compile_job;
+	struct weir_captures *captures; /* packet captures (captures.c); NULL = none */
+	struct weir_ipfix *ipfix;       /* IPFIX export (ipfix_export.c); NULL = none */
 	volatile sig_atomic_t quit;
 };
 

@@ -34,7 +34,8 @@ load_top(struct loader *ld, const config_setting_t *root, struct weir_config *cf
 {
 	static const char *const keys[] = { "eal", "log_level", "lcores", "ports", "mempool",
 					    "rings", "worker", "flows", "shaping", "rules",
-					    "policy", "stats", "management", NULL };
+					    "policy", "stats", "management", "capture", "export",
+					    NULL };
 	const config_setting_t *eal = config_setting_get_member(root, "eal");
 	char level[16];
 
@@ -682,6 +683,7 @@ config_load(const char *path, struct weir_config *cfg, bool token_soft, char *er
 	    load_ports(&ld, root, cfg) < 0 || load_sizes(&ld, root, cfg) < 0 ||
 	    load_flows(&ld, root, cfg) < 0 || cfg_load_policy(&ld, root, cfg) < 0 ||
 	    load_stats(&ld, root, cfg) < 0 || load_management(&ld, root, cfg) < 0 ||
+	    cfg_load_capture(&ld, root, cfg) < 0 || cfg_load_export(&ld, root, cfg) < 0 ||
 	    check_mbuf_budget(&ld, root, cfg) < 0)
 		goto out;
 	rc = 0;

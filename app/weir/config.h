@@ -123,6 +123,21 @@ struct weir_config {
 	char mgmt_tls_cert[4096];               /* resolved PEM paths; both "" = plain HTTP */
 	char mgmt_tls_key[4096];
 	int mgmt_line;
+	/* capture = { ... }: packet captures through the REST API (capture.c). */
+	char capture_dir[4096];                 /* where capture files are written */
+	uint64_t capture_max_bytes;             /* largest file one capture may write */
+	uint32_t capture_keep_s;                /* an ended capture's file is removed after */
+	uint32_t capture_pool;                  /* copies in flight (the capture mempool) */
+	uint32_t capture_ring;                  /* copies a worker's ring holds */
+	bool capture_pdump;                     /* rte_pdump_init: let dpdk-dumpcap attach */
+	/* export.ipfix = { ... }: flow records to a collector (ipfix_export.c). */
+	bool ipfix;                             /* a collector is configured */
+	char ipfix_collector[128];              /* "ADDR:PORT" or "[ADDR6]:PORT", numeric */
+	uint32_t ipfix_domain;                  /* observation domain id */
+	uint32_t ipfix_pen;                     /* enterprise number of weir's own elements */
+	uint32_t ipfix_template_s;              /* templates resent every (UDP: RFC 7011 8.4) */
+	uint32_t ipfix_active_s;                /* a long flow is reported every (active timeout) */
+	int ipfix_line;
 	/* The line that decides whether a direction (WEIR_PORT_LAN: outbound)
 	 * is shaped, for the reload's "needs a restart". */
 	int shaping_line[WEIR_PORT__COUNT];

@@ -43,4 +43,8 @@ int cfg_bool(struct loader *ld, const config_setting_t *grp, const char *name, b
 int cfg_str(struct loader *ld, const config_setting_t *grp, const char *name, const char *def,
 	    char *out, size_t outlen);
 
+/* config_export.c: capture = { ... } and export.ipfix = { ... }. */
+int cfg_load_capture(struct loader *ld, const config_setting_t *root, struct weir_config *cfg);
+int cfg_load_export(struct loader *ld, const config_setting_t *root, struct weir_config *cfg);
+
 #endif /* WEIR_APP_CONFIG_LOADER_H */

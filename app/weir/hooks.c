@@ -28,6 +28,7 @@
 #include <rte_ring.h>
 
 #include "hooks.h"
+#include "ipfix_export.h"
 #include "policy_lua.h"
 #include "policy_switch.h"
 #include "text.h"
@@ -66,6 +67,13 @@ hook_failed(struct weir_app *a, const char *what, const char *err)
 	}
 }
 
+/* Flow-end events serve the on_flow_end hook and the IPFIX export. */
+static bool
+want_end_events(const struct weir_app *a)
+{
+	return a->cfg.ipfix || (a->lua != NULL && weir_lua_has(a->lua, WEIR_LUA_FLOW_END));
+}
+
 static void
 set_event_flags(struct weir_app *a)
 {
@@ -73,7 +81,7 @@ set_event_flags(struct weir_app *a)
 		if (a->workers[i] != NULL)
 			weir_worker_set_flow_events(a->workers[i],
 				a->lua != NULL && weir_lua_has(a->lua, WEIR_LUA_FLOW),
-				a->lua != NULL && weir_lua_has(a->lua, WEIR_LUA_FLOW_END));
+				want_end_events(a));
 }
 
 int
@@ -83,18 +91,20 @@ weir_hooks_init(struct weir_app *a, char *err, size_t errlen)
 	struct weir_policy_lua_limits lim = weir_config_lua_limits(c);
 	struct weir_policy *p;
 
-	if (c->policy_script[0] == '\0')
+	if (c->policy_script[0] == '\0' && !c->ipfix)
 		return 0;
-	a->lua = weir_lua_open(c->policy_script, &lim, err, errlen);
-	if (a->lua == NULL)
-		return -1;
-	/* The engine's own compile is the policy in force, so what its hooks
-	 * change later is relative to exactly that. */
-	p = weir_lua_compile(a->lua, 1, err, errlen);
-	if (p == NULL)
-		return -1;
-	weir_policy_free(a->cfg.policy);
-	a->cfg.policy = p;
+	if (c->policy_script[0] != '\0') {
+		a->lua = weir_lua_open(c->policy_script, &lim, err, errlen);
+		if (a->lua == NULL)
+			return -1;
+		/* The engine's own compile is the policy in force, so what its
+		 * hooks change later is relative to exactly that. */
+		p = weir_lua_compile(a->lua, 1, err, errlen);
+		if (p == NULL)
+			return -1;
+		weir_policy_free(a->cfg.policy);
+		a->cfg.policy = p;
+	}
 	for (unsigned int i = 0; i < c->n_workers; i++) {
 		char name[RTE_RING_NAMESIZE];
 
@@ -122,8 +132,8 @@ weir_hooks_worker_conf(struct weir_app *a, unsigned int i, struct weir_worker_co
 		return;
 	wc->events = a->ev_ring[i];
 	wc->cmds = a->cmd_ring[i];
-	wc->new_flow_events = weir_lua_has(a->lua, WEIR_LUA_FLOW);
-	wc->end_flow_events = weir_lua_has(a->lua, WEIR_LUA_FLOW_END);
+	wc->new_flow_events = a->lua != NULL && weir_lua_has(a->lua, WEIR_LUA_FLOW);
+	wc->end_flow_events = want_end_events(a);
 	wc->events_per_s = a->cfg.policy_events_per_s;
 }
 
@@ -232,9 +242,14 @@ flow_event(struct weir_app *a, unsigned int wi, const struct weir_flow_event *ev
 	char err[512];
 
 	if (ev->type == WEIR_FEV_NEW) {
-		new_flow(a, wi, ev, hz);
+		if (a->lua != NULL)
+			new_flow(a, wi, ev, hz);
 	} else {
 		struct weir_lua_flow f;
+
+		weir_ipfix_flow_end(a, wi, ev);
+		if (a->lua == NULL || !weir_lua_has(a->lua, WEIR_LUA_FLOW_END))
+			return;
 
 		flow_of_event(a, ev, hz, &f);
 		if (weir_lua_on_flow_end(a->lua, &f, err, sizeof(err)) < 0)
@@ -252,14 +267,14 @@ weir_hooks_poll(struct weir_app *a)
 	unsigned int got;
 	char err[512];
 
-	if (a->lua == NULL)
+	if (a->lua == NULL && a->ev_ring[0] == NULL)
 		return;
 	/* Timers first: they are due at a time; events can wait. They share
 	 * the wake's budget: a policy with many short timers would otherwise
 	 * keep the management lcore in Lua for whole seconds. Timers left
 	 * when it is spent run at the next wake, and the wake counts as over
 	 * budget like one that left events waiting. */
-	if (wall_now() >= weir_lua_next_timer(a->lua)) {
+	if (a->lua != NULL && wall_now() >= weir_lua_next_timer(a->lua)) {
 		bool more = false;
 
 		if (weir_lua_run_timers_for(a->lua, wall_now(), (double)budget / hz, &more, err,
@@ -301,7 +316,8 @@ weir_hooks_poll(struct weir_app *a)
 		}
 	} while (got > 0);
 done:
-	apply_if_dirty(a);
+	if (a->lua != NULL)
+		apply_if_dirty(a);
 }
 
 /* ---- on_stats ---- */

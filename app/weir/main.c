@@ -28,7 +28,9 @@
 #include "stats.h"
 #include "rebalance.h"
 #include "reload.h"
+#include "captures.h"
 #include "hooks.h"
+#include "ipfix_export.h"
 #include "rest.h"
 #include "telemetry.h"
 #include "mbuf_meta.h"
@@ -140,6 +142,8 @@ build_eal_argv(const struct weir_config *cfg, char *argv0, char **cl, int ncl, c
 static int
 start_workers(struct weir_app *a, char *err, size_t errlen)
 {
+	if (weir_captures_init(a, err, errlen) != 0)
+		return -1;
 	if (weir_hooks_init(a, err, errlen) != 0)
 		return -1;
 	if (a->cfg.policy != NULL)
@@ -177,6 +181,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 		};
 
 		weir_hooks_worker_conf(a, i, &wc);
+		weir_captures_worker_conf(a, i, &wc);
 
 		struct weir_cbq *shaper[WEIR_PORT__COUNT] = { NULL, NULL };
 
@@ -236,6 +241,9 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 		}
 		a->n_workers = i + 1;
 	}
+	/* Before the workers run: their first flows' ends are exported. */
+	if (weir_ipfix_init(a, err, errlen) != 0)
+		return -1;
 	for (unsigned int i = 0; i < a->n_workers; i++)
 		rte_eal_remote_launch(weir_worker_main, a->workers[i], a->cfg.worker_lcores[i]);
 	return 0;
@@ -354,6 +362,8 @@ main(int argc, char **argv)
 
 	stop_workers(&app);
 	weir_reload_shutdown(&app);     /* a late switch ends here */
+	weir_captures_free(&app);       /* files closed whole; the copies back in their pool */
+	weir_ipfix_flush(&app);         /* flows still in the tables: their last records */
 	for (unsigned int i = 0; i < app.n_workers; i++)
 		weir_worker_flush_queues(app.workers[i]);       /* counted as dropped */
 	printf("weir: stopping; final counters:\n");
@@ -364,6 +374,7 @@ out_ports:
 	weir_telemetry_stop();
 	weir_rest_stop(&app);
 	stop_workers(&app);
+	weir_captures_free(&app);       /* after a failed start: while the workers exist */
 	weir_ports_close(&app.ports);
 	if (app.mp != NULL) {
 		/* With the ports closed every mbuf must be back in the pool. */
@@ -377,6 +388,7 @@ out_ports:
 		weir_flow_table_free(app.flows[i]);
 	}
 	rte_mempool_free(app.mp);
+	weir_ipfix_free(&app);
 	weir_rebalance_free(&app);
 	weir_hooks_free(&app);
 out_eal:

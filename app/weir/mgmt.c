@@ -12,7 +12,9 @@
 #include "mgmt.h"
 #include "compile_job.h"
 #include "notify.h"
+#include "captures.h"
 #include "hooks.h"
+#include "ipfix_export.h"
 #include "rebalance.h"
 #include "reload.h"
 #include "rest.h"
@@ -42,7 +44,9 @@ weir_mgmt_loop(struct weir_app *app)
 		weir_compile_job_poll(app);     /* a switch whose compile ended */
 		weir_reload_retire(app);        /* after a late switch */
 		weir_rebalance(app);
-		weir_hooks_poll(app);
+		weir_hooks_poll(app);           /* flow-end events reach the export here */
+		weir_ipfix_poll(app);
+		weir_captures_poll(app);
 		if (rte_rdtsc() < next)
 			continue;
 		next += period;

@@ -125,6 +125,12 @@ static const struct route routes[] = {
 	{ "/api/v1/policy/reload", "POST", h_policy_reload, NULL },
 	{ "/api/v1/policy/rollback", "POST", h_policy_rollback, NULL },
 	{ "/api/v1/openapi.json", "GET", h_openapi, NULL },
+	{ "/api/v1/captures", "GET", h_captures_list, NULL },
+	{ "/api/v1/captures", "POST", h_captures_post, NULL },
+	{ "/api/v1/captures/", "GET", h_capture_get, NULL, 0, true, "" },
+	{ "/api/v1/captures/", "DELETE", h_capture_delete, NULL, 0, true, "" },
+	{ "/api/v1/captures/", "GET", h_capture_get, NULL, 0, true, "/pcapng" },
+	{ "/api/v1/captures/", "POST", h_capture_post, NULL, 0, true, "/stop" },
 	{ "/metrics", "GET", h_metrics, NULL },
 	{ "/dashboard", "GET", h_dashboard, NULL },
 	{ "/dashboard/", "GET", h_dashboard, NULL },
@@ -149,7 +155,9 @@ send_reply(struct MHD_Connection *c, struct reply *r, const char *allow)
 		r->text_len = strlen(s);
 		r->ctype = "application/json";
 	}
-	if (r->persistent != NULL)
+	if (r->file)
+		resp = MHD_create_response_from_fd64(r->file_len, r->file_fd);
+	else if (r->persistent != NULL)
 		resp = MHD_create_response_from_buffer(r->persistent_len, (void *)r->persistent,
 						       MHD_RESPMEM_PERSISTENT);
 	else
@@ -309,6 +317,19 @@ refuse_cross_site(struct MHD_Connection *c, const char *method, struct reply *r)
 	return false;
 }
 
+/* A prefix route's rest of the URL against its suffix (struct route). */
+static bool
+suffix_matches(const char *suffix, const char *rest)
+{
+	const char *slash = strchr(rest, '/');
+
+	if (suffix == NULL)
+		return true;
+	if (suffix[0] == '\0')
+		return slash == NULL;
+	return slash != NULL && slash != rest && strcmp(slash, suffix) == 0;
+}
+
 /* Whatever can be refused from the request line and headers alone is
  * refused before any body is read: a client without the token cannot
  * make us buffer anything. true: r holds the refusal. */
@@ -339,7 +360,8 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 		/* A prefix route needs something after its path, and no more
 		 * than fits (a class name is short). */
 		if (routes[i].prefix ? strncmp(routes[i].path, url, pl) != 0 || url[pl] == '\0' ||
-				       strlen(url + pl) >= sizeof(rq->sub)
+				       strlen(url + pl) >= sizeof(rq->sub) ||
+				       !suffix_matches(routes[i].suffix, url + pl)
 				     : strcmp(routes[i].path, url) != 0)
 			continue;
 		if (routes[i].prefix)

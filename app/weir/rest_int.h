@@ -110,6 +110,9 @@ struct reply {
 	const char *etag;
 	const char *cache_control;
 	const char *csp;                /* Content-Security-Policy */
+	bool file;                      /* body: file_len bytes of file_fd (closed by MHD) */
+	int file_fd;
+	uint64_t file_len;
 };
 
 /* One request as MHD hands it over in several calls (headers, body
@@ -139,6 +142,9 @@ struct route {
 	const char *const *query;       /* query parameters accepted (NULL: none) */
 	size_t body_max;                /* 0: REST_BODY_MAX */
 	bool prefix;                    /* path is a prefix: .../{direction}/{name} */
+	/* A prefix route's rest: NULL anything; "" one segment (no '/');
+	 * "/x" one segment and then "/x" (.../{id}/x). */
+	const char *suffix;
 };
 
 static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
@@ -167,6 +173,18 @@ void h_openapi(struct weir_app *a, struct MHD_Connection *c, struct req *rq, str
 void h_metrics(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
 int body_object(struct MHD_Connection *c, struct req *rq, struct reply *r, json_t **out);
 bool switch_busy(struct weir_app *a, struct reply *r);
+
+/* rest_captures.c: POST/GET captures, GET/DELETE captures/{id}, GET
+ * captures/{id}/pcapng, POST captures/{id}/stop. */
+void h_captures_post(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
+		     struct reply *r);
+void h_captures_list(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
+		     struct reply *r);
+void h_capture_get(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
+void h_capture_post(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
+		    struct reply *r);
+void h_capture_delete(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
+		      struct reply *r);
 
 /* rest_flows.c: GET flows. */
 void h_flows(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);

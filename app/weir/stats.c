@@ -14,6 +14,8 @@
 #include "pep.h"
 #include "stats.h"
 #include "ipsec.h"
+#include "captures.h"
+#include "ipfix_export.h"
 #include "text.h"
 #include "worker_view.h"
 
@@ -600,6 +602,8 @@ weir_stats_json(const struct weir_app *app)
 	json_object_set_new(json_object_get(o, "policy"), "switches_late",
 			    json_integer((json_int_t)app->switches_late));
 	json_object_set_new(o, "ipabr", ipabr_json(app));
+	json_object_set_new(o, "capture", weir_captures_json(app));
+	json_object_set_new(o, "ipfix", weir_ipfix_json(app));
 	json_object_set_new(o, "pep", pep_json(app));
 	return o;
 }

@@ -211,7 +211,7 @@ tree_out(struct weir_worker *w, enum weir_port_role dir, uint32_t leaf, struct r
  * at once when the empty tree lets it go. A full queue drops it, counted.
  * Called for each frame at the moment it is decided, so a later frame of
  * the burst sees this one queued: nothing decided later can pass it. */
-static void
+static enum weir_cap_verdict
 enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	    struct weir_flow *f, uint64_t now)
 {
@@ -236,17 +236,17 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 			weir_wk_tcpm_departed(w, m, qid, from, now);
 		on_sent(w, from, m, leaf, qid, 0, now);
 		tree_out(w, from, leaf, m, now);
-		return;
+		return WEIR_CAPV_FORWARDED;
 	}
 	if (ops->enqueue != NULL && f != NULL) {
 		enum weir_verdict v = ops->enqueue(w, f, m, from, leaf, now);
 
 		if (v == WEIR_V_TAKEN)
-			return;
+			return WEIR_CAPV_TAKEN;
 		if (v == WEIR_V_DROP) {
 			rte_pktmbuf_free(m);
 			w->ctr.port[from].dropped++;
-			return;
+			return WEIR_CAPV_DROP_QUEUE;
 		}
 	}
 	w->next_tsc[from] = 0;  /* new backlog: ask the tree on the next turn */
@@ -276,16 +276,20 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 			ops->dropped(w, f, m, from);
 		rte_pktmbuf_free(m);
 		w->ctr.port[from].dropped++;
-	} else if (ops->queued != NULL && f != NULL && w->pa != NULL) {
-		ops->queued(w, f, m, from, qid);
+		return WEIR_CAPV_DROP_QUEUE;
 	}
+	if (ops->queued != NULL && f != NULL && w->pa != NULL)
+		ops->queued(w, f, m, from, qid);
+	return WEIR_CAPV_QUEUED;
 }
 
 /* What becomes of a frame that is not manageable (counted by kind already). */
 enum um_fate {
 	UM_ON,          /* on as any frame: queued (f, or the unmanaged queue) or sent */
 	UM_SENT,        /* handed to the out-array: went on now */
-	UM_GONE,        /* dropped, counted */
+	UM_REFUSED,     /* dropped, counted: its flow was refused admission */
+	UM_MALFORMED,   /* dropped, counted: over the malformed-frame limit */
+	UM_L3_OVER,     /* dropped, counted: routers' control traffic over its limit */
 };
 
 /* Off the IP path:
@@ -317,7 +321,7 @@ unmanaged_one(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f,
 		if (w->policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from)) {
 			rte_pktmbuf_free(m);
 			pc->refused++;
-			return UM_GONE;
+			return UM_REFUSED;
 		}
 		return UM_ON;
 	}
@@ -330,7 +334,7 @@ unmanaged_one(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f,
 		    !weir_wk_tbucket_take(&w->l3c_bucket, w->conf.l3_control_pps, w->tsc_hz, now)) {
 			rte_pktmbuf_free(m);
 			pc->l3_control_dropped++;
-			return UM_GONE;
+			return UM_L3_OVER;
 		}
 		weir_worker_out(w, from ^ 1, m);
 		return UM_SENT;
@@ -339,7 +343,7 @@ unmanaged_one(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f,
 	    !weir_wk_tbucket_take(&w->mal_bucket, w->conf.malformed_pps, w->tsc_hz, now)) {
 		rte_pktmbuf_free(m);
 		pc->malformed_dropped++;
-		return UM_GONE;
+		return UM_MALFORMED;
 	}
 	return UM_ON;
 }
@@ -439,6 +443,90 @@ prefetch_flow_state(const struct weir_worker *w, struct rte_mbuf **pkts, const u
 	}
 }
 
+/* Frame m's fate (f: its flow, NULL for none; managed: it was looked up;
+ * slow: not manageable by kind, counted already): handed to the out-array
+ * (*sent or *unshaped counts it), queued, held or dropped, counted. */
+static inline enum weir_cap_verdict
+frame_one(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f, bool managed,
+	  bool slow, enum weir_port_role from, uint64_t now, uint16_t *sent, uint16_t *unshaped)
+{
+	struct weir_port_counters *pc = &w->ctr.port[from];
+
+	if (unlikely(slow)) {
+		switch (unmanaged_one(w, m, f, from, now)) {
+		case UM_SENT:
+			(*sent)++;
+			return WEIR_CAPV_FORWARDED;
+		case UM_REFUSED:
+			return WEIR_CAPV_DROP_ADMISSION;
+		case UM_MALFORMED:
+			return WEIR_CAPV_DROP_MALFORMED;
+		case UM_L3_OVER:
+			return WEIR_CAPV_DROP_L3CTL;
+		case UM_ON:
+			break;
+		}
+	} else if (managed) {
+		if (unlikely(f == NULL)) {
+			pc->flow_full++;
+		} else {
+			weir_flow_track(f, &weir_mbuf_meta(m)->pkt, (enum weir_dir)from,
+					m->pkt_len, now);
+			pc->managed++;
+			/* A signed connection's segments are left as they came
+			 * (frame_mode, weir_wk_ack_control): counted here, once. */
+			if (weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP &&
+			    unlikely(f->flags & WEIR_FF_TCP_SIGNED)) {
+				weir_mbuf_meta(m)->pkt.tcp_signed = 1;
+				pc->tcp_signed++;
+			}
+			if (unlikely(weir_mbuf_meta(m)->pkt.ipsec != WEIR_IPSEC_NONE))
+				sa_account(w, f, &weir_mbuf_meta(m)->pkt, pc);
+			else if (w->tcpm != NULL &&
+				 weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP)
+				tcp_measure(w, f, m, from, now);
+			/* A flag already in the flow's cache line: no cost
+			 * unless the flow is split. */
+			if (unlikely(f->flags & WEIR_FF_MIDSTREAM) && w->conf.count_split)
+				pc->flow_split++;
+			if (w->policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from)) {
+				rte_pktmbuf_free(m);
+				pc->refused++;
+				return WEIR_CAPV_DROP_ADMISSION;
+			}
+			if (w->pa != NULL && weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP &&
+			    weir_wk_ack_control(w, f, m, (enum weir_dir)from, now))
+				return WEIR_CAPV_HELD;
+		}
+	}
+	if (w->shaper[from] != NULL) {
+		uint16_t before = w->out[from ^ 1].n;
+		enum weir_cap_verdict v = enqueue_one(w, from, m, f, now);
+
+		*sent += w->out[from ^ 1].n != before;
+		return v;
+	}
+	out_push(w, from ^ 1, m);
+	(*unshaped)++;
+	return WEIR_CAPV_FORWARDED;
+}
+
+/* frame_one with a capture running: the frame is matched and copied as it
+ * came, then its fate decided, then the copy handed on with the verdict. */
+static __rte_noinline void
+frame_captured(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f, bool managed,
+	       bool slow, enum weir_port_role from, uint64_t now, uint16_t *sent,
+	       uint16_t *unshaped)
+{
+	const uint32_t len = rte_pktmbuf_pkt_len(m);
+	uint8_t mask = 0;
+	struct rte_mbuf *cp = weir_wk_cap_pre(w, m, f, from, &mask);
+	enum weir_cap_verdict v = frame_one(w, m, f, managed, slow, from, now, sent, unshaped);
+
+	if (cp != NULL)
+		weir_wk_cap_post(w, cp, mask, len, f, from, v, now);
+}
+
 uint16_t
 weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		    enum weir_port_role from, uint64_t now)
@@ -452,6 +540,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	uint64_t slow = 0;      /* bit i: pkts[i] is not manageable (WEIR_BURST_MAX <= 64) */
 	unsigned int sas = 0;   /* IPsec frames among them */
 
+	weir_wk_cap_take(w);
 	for (uint16_t i = 0; i < n && i < 4; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
 
@@ -509,64 +598,19 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	/* Each frame in arrival order, decided and handed on (queued, sent,
 	 * held) before the next is looked at. */
 	for (uint16_t i = 0, k = 0; i < n; i++) {
-		struct rte_mbuf *m = pkts[i];
 		struct weir_flow *f = NULL;
+		bool managed = false;
 
-		if (unlikely(slow & (1ull << i))) {
-			if (k < n_managed && managed_idx[k] == i)
-				f = flows[k++];         /* a fragment's pseudo-flow (NULL: table full) */
-			switch (unmanaged_one(w, m, f, from, now)) {
-			case UM_SENT:
-				sent++;
-				continue;
-			case UM_GONE:
-				continue;
-			case UM_ON:
-				break;
-			}
-		} else if (k < n_managed && managed_idx[k] == i) {
-			f = flows[k++];
-			if (unlikely(f == NULL)) {
-				pc->flow_full++;
-			} else {
-				weir_flow_track(f, &weir_mbuf_meta(m)->pkt, (enum weir_dir)from,
-						m->pkt_len, now);
-				pc->managed++;
-				/* A signed connection's segments are left as they came
-				 * (frame_mode, weir_wk_ack_control): counted here, once. */
-				if (weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP &&
-				    unlikely(f->flags & WEIR_FF_TCP_SIGNED)) {
-					weir_mbuf_meta(m)->pkt.tcp_signed = 1;
-					pc->tcp_signed++;
-				}
-				if (unlikely(weir_mbuf_meta(m)->pkt.ipsec != WEIR_IPSEC_NONE))
-					sa_account(w, f, &weir_mbuf_meta(m)->pkt, pc);
-				else if (w->tcpm != NULL &&
-					 weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP)
-					tcp_measure(w, f, m, from, now);
-				/* A flag already in the flow's cache line: no cost
-				 * unless the flow is split. */
-				if (unlikely(f->flags & WEIR_FF_MIDSTREAM) && w->conf.count_split)
-					pc->flow_split++;
-				if (w->policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from)) {
-					rte_pktmbuf_free(m);
-					pc->refused++;
-					continue;
-				}
-				if (w->pa != NULL && weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP &&
-				    weir_wk_ack_control(w, f, m, (enum weir_dir)from, now))
-					continue;       /* held */
-			}
+		if (k < n_managed && managed_idx[k] == i) {
+			f = flows[k++];         /* NULL: table full (a fragment: no pseudo-flow) */
+			managed = true;
 		}
-		if (w->shaper[from] != NULL) {
-			uint16_t before = w->out[from ^ 1].n;
-
-			enqueue_one(w, from, m, f, now);
-			sent += w->out[from ^ 1].n != before;
-		} else {
-			out_push(w, from ^ 1, m);
-			unshaped++;
-		}
+		if (likely(w->cap == NULL))
+			frame_one(w, pkts[i], f, managed, slow & (1ull << i), from, now, &sent,
+				  &unshaped);
+		else
+			frame_captured(w, pkts[i], f, managed, slow & (1ull << i), from, now, &sent,
+				       &unshaped);
 	}
 	pc->forwarded += unshaped;      /* once a burst, not per frame */
 	return sent + unshaped;
@@ -836,6 +880,7 @@ weir_worker_main(void *arg)
 			got += w->polled[i]->poll(w, now, &w->mode_wake);
 		if (unlikely(__atomic_load_n(&w->pending, __ATOMIC_ACQUIRE) != NULL))
 			weir_worker_policy_take(w);
+		weir_wk_cap_take(w);    /* an idle worker too: the poster frees the old tap */
 		if (w->conf.cmds != NULL && !rte_ring_empty(w->conf.cmds))
 			got += weir_worker_cmds(w);
 		if (w->conf.class_cmds != NULL && !rte_ring_empty(w->conf.class_cmds))

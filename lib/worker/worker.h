@@ -156,6 +156,12 @@ struct weir_worker_conf {
 	/* Passive TCP measurement of every flow (lib/tcpmeas.h): round trips
 	 * each side, retransmissions, holes, duplicate ACKs. Needs flows. */
 	bool tcp_measure;
+	/* Packet capture (lib/capture.h; NULL: none): the ring this worker
+	 * puts copies on (single producer: this worker, elements of struct
+	 * weir_cap_rec) and the pool the copies come from (shared by the
+	 * workers). Without both, a posted tap is ignored. */
+	struct rte_ring *cap_ring;
+	struct rte_mempool *cap_pool;
 	/* TSC ticks a second (0: the TSC's own, rte_get_tsc_hz()): tests on a
 	 * fake clock run at other rates (a 3 GHz TSC: 2 s is over 2^32). */
 	uint64_t tsc_hz;

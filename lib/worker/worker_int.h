@@ -9,6 +9,7 @@
 #ifndef WEIR_WORKER_INT_H
 #define WEIR_WORKER_INT_H
 
+#include "capture.h"
 #include "mode.h"
 #include "tcpmeas.h"
 #include "worker.h"
@@ -65,6 +66,14 @@ struct weir_worker {
 	struct weir_markers *markers[WEIR_PORT__COUNT];
 	struct weir_markers_out mk_out[WEIR_PORT__COUNT];
 	uint64_t marker_fail;                  /* switches whose markers could not be built */
+	/* Capture (lib/worker_capture.c): the tap in force (NULL: none, and
+	 * the loop's only cost is a branch a frame) and the one the
+	 * management lcore posted; the worker takes a posted tap at the start
+	 * of a burst, and the poster frees a replaced one once `cap` shows it
+	 * taken (a burst that used it has ended). */
+	const struct weir_cap_tap *cap;
+	const struct weir_cap_tap *cap_post;
+	struct weir_cap_counters cap_ctr;
 	/* Per port role: what leaves through it next (weir_worker_tx). */
 	struct weir_out out[WEIR_PORT__COUNT];
 } __rte_cache_aligned;
@@ -155,6 +164,25 @@ void weir_wk_tcpm_departed(struct weir_worker *w, struct rte_mbuf *m, uint32_t q
 int weir_wk_markers_build(struct weir_worker *w, int socket_id);
 void weir_wk_markers_release(struct weir_worker *w);
 unsigned int weir_wk_markers_drop(struct weir_worker *w);
+
+/* lib/worker_capture.c: a captured frame before weir decides its fate
+ * (the slots that want it and its copy, NULL: none or lost) and once
+ * decided (its verdict): the copy goes on the ring or is freed. */
+struct rte_mbuf *weir_wk_cap_pre(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f,
+				 enum weir_port_role from, uint8_t *mask);
+void weir_wk_cap_post(struct weir_worker *w, struct rte_mbuf *cp, uint8_t mask,
+		      uint32_t orig_len, struct weir_flow *f, enum weir_port_role from,
+		      enum weir_cap_verdict v, uint64_t now);
+/* The tap posted, taken at a burst's start (one compare when none is). */
+static inline void
+weir_wk_cap_take(struct weir_worker *w)
+{
+	const struct weir_cap_tap *t = __atomic_load_n(&w->cap_post, __ATOMIC_ACQUIRE);
+
+	if (unlikely(t != w->cap))
+		__atomic_store_n(&w->cap, w->conf.cap_ring != NULL && w->conf.cap_pool != NULL ?
+				 t : NULL, __ATOMIC_RELEASE);
+}
 
 /* lib/worker_events.c: flow events for the hooks, and their token bucket. */
 bool weir_wk_tbucket_take(struct weir_tbucket *b, uint32_t per_s, uint64_t hz, uint64_t now);

@@ -161,4 +161,14 @@ void weir_worker_info(const struct weir_worker *w, struct weir_worker_info *out)
  * from the next flow on. No-op for a worker without an event ring. */
 void weir_worker_set_flow_events(struct weir_worker *w, bool new_flow, bool end_flow);
 
+/* Packet capture (lib/capture.h). Post tap t (NULL: none) for the worker
+ * to take at its next burst; the one it replaces stays in use until
+ * weir_worker_cap_taken(w, t) (a worker with no traffic takes it late).
+ * The counters are a copy (values may be a frame apart). */
+struct weir_cap_tap;
+struct weir_cap_counters;
+void weir_worker_cap_post(struct weir_worker *w, const struct weir_cap_tap *t);
+bool weir_worker_cap_taken(const struct weir_worker *w, const struct weir_cap_tap *t);
+void weir_worker_cap_counters(const struct weir_worker *w, struct weir_cap_counters *out);
+
 #endif /* WEIR_WORKER_VIEW_H */

@@ -802,7 +802,8 @@ IMPLEMENTED = {("/api/v1/status", "get"), ("/api/v1/classes", "get"), ("/api/v1/
                ("/api/v1/classes/{direction}/{name}", "patch"),
                ("/api/v1/policy", "get"), ("/api/v1/policy", "put"),
                ("/api/v1/policy/reload", "post"), ("/api/v1/policy/rollback", "post"),
-               ("/api/v1/openapi.json", "get"), ("/metrics", "get")}
+               ("/api/v1/openapi.json", "get"), ("/metrics", "get"),
+               ("/api/v1/captures", "get"), ("/api/v1/captures", "post")}
 
 
 def test_openapi_served_is_the_repository_file(weir):
