@@ -108,6 +108,7 @@ struct weir_subs {
 	char *files[MAX_FILES];
 	uint16_t n_files;
 	bool sealed;
+	uint32_t refs;                          /* policies and the owner */
 };
 
 static const char *
@@ -163,13 +164,23 @@ weir_sub_errs_free(struct weir_sub_errs *e)
 struct weir_subs *
 weir_subs_new(void)
 {
-	return calloc(1, sizeof(struct weir_subs));
+	struct weir_subs *s = calloc(1, sizeof(struct weir_subs));
+
+	if (s != NULL)
+		s->refs = 1;
+	return s;
+}
+
+void
+weir_subs_ref(const struct weir_subs *s)
+{
+	__atomic_fetch_add(&((struct weir_subs *)(uintptr_t)s)->refs, 1, __ATOMIC_RELAXED);
 }
 
 void
 weir_subs_free(struct weir_subs *s)
 {
-	if (s == NULL)
+	if (s == NULL || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
 	free(s->subs);
 	free(s->nodes);

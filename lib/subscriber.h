@@ -104,7 +104,9 @@ void weir_sub_errs_free(struct weir_sub_errs *e);
 struct weir_subs;
 
 struct weir_subs *weir_subs_new(void);
+/* A set is shared by the policies built from it: free drops one reference. */
 void weir_subs_free(struct weir_subs *s);
+void weir_subs_ref(const struct weir_subs *s);
 
 /* The file name later calls' `file` index refers to (kept for errors). */
 uint16_t weir_subs_file(struct weir_subs *s, const char *name);
