@@ -107,11 +107,16 @@ reply_json(struct reply *r, json_t *j)
 static const char *const flows_query[] = { "limit", "offset", "cursor", "class", "host", "port",
 					   "proto", NULL };
 
+static const char *const subs_query[] = { "limit", "offset", "sort", NULL };
+
 static const struct route routes[] = {
 	{ "/api/v1/status", "GET", h_status, NULL },
 	{ "/api/v1/classes", "GET", h_classes, NULL },
 	{ "/api/v1/classes/", "PATCH", h_class_patch, NULL, 0, true },
 	{ "/api/v1/counters", "GET", h_counters, NULL },
+	{ "/api/v1/subscribers", "GET", h_subs, subs_query },
+	{ "/api/v1/subscribers/", "GET", h_sub_get, NULL, 0, true },
+	{ "/api/v1/subscribers/", "PATCH", h_sub_patch, NULL, 0, true },
 	{ "/api/v1/counters/reset", "POST", h_counters_reset, NULL },
 	{ "/api/v1/flows", "GET", h_flows, flows_query },
 	{ "/api/v1/ipsec", "GET", h_ipsec, NULL },
