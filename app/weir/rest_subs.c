@@ -125,8 +125,12 @@ h_subs(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct repl
 	uint32_t n;
 
 	(void)rq;
-	if (no_subs(p, r))
+	if (p == NULL || p->subs == NULL) {
+		/* No subscribers configured: an empty list, not an error. */
+		reply_json(r, json_pack("{s:i, s:i, s:i, s:s, s:[]}", "total", 0, "offset", 0,
+					"limit", 100, "sort", "id", "subscribers"));
 		return;
+	}
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
 	if (v != NULL && (!parse_uint(v, SUBS_PAGE_MAX, &limit) || limit == 0)) {
 		reply_error(r, MHD_HTTP_BAD_REQUEST, "limit must be 1..%d", SUBS_PAGE_MAX);
@@ -246,9 +250,9 @@ h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct
 	int64_t i;
 	int rc;
 
-	if (no_subs(p, r) || (i = find_or_404(p, rq->sub, r)) < 0)
-		return;
-	if (sub_change(c, rq, r, min, max) < 0)
+	/* The body first, as a class PATCH: a malformed request is 400 whatever it names. */
+	if (sub_change(c, rq, r, min, max) < 0 || no_subs(p, r) ||
+	    (i = find_or_404(p, rq->sub, r)) < 0)
 		return;
 	if (switch_busy(a, r))
 		return;
