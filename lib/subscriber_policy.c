@@ -30,6 +30,23 @@ weir_subs_node_class_name(const struct weir_subs *s, uint32_t i, char out[WEIR_P
 		snprintf(out, WEIR_POLICY_NAME_LEN, "node-%u", i);
 }
 
+bool
+weir_subs_is_class(const struct weir_subs *s, const char *name)
+{
+	char *end;
+	unsigned long i;
+
+	if (s == NULL)
+		return false;
+	if (weir_subs_find(s, name) >= 0)
+		return true;
+	if (strncmp(name, "sub-", 4) != 0 || name[4] < '0' || name[4] > '9')
+		return false;
+	i = strtoul(name + 4, &end, 10);
+	return *end == '\0' && i < weir_subs_count(s) &&
+	       strlen(weir_subs_get(s, (uint32_t)i)->id) >= WEIR_POLICY_NAME_LEN;
+}
+
 uint32_t
 weir_subs_class_count(const struct weir_subs *s)
 {

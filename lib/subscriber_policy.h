@@ -29,6 +29,9 @@ void weir_subs_class_name(const struct weir_subs *s, uint32_t i, char out[WEIR_P
 void weir_subs_node_class_name(const struct weir_subs *s, uint32_t i,
 			       char out[WEIR_POLICY_NAME_LEN]);
 
+/* Is class `name` a subscriber's leaf (weir_subs_class_name's names)? */
+bool weir_subs_is_class(const struct weir_subs *s, const char *name);
+
 /* Classes the set adds to one tree. */
 uint32_t weir_subs_class_count(const struct weir_subs *s);
 

@@ -146,3 +146,9 @@ def test_plans_and_patch_under_traffic(subs_tb):
     show = tb.run("gw", [PYTHON, str(WEIRCTL), "--url", f"http://127.0.0.1:{MGMT_PORT}", "sub",
                          "show", "c-l2"]).stdout
     assert "c-l2" in show and "10.77.1.2/32" in show, show
+    # Prometheus: aggregates and a top-10, no series per subscriber.
+    m = tb.run("gw", ["curl", "-s", f"http://127.0.0.1:{MGMT_PORT}/metrics"]).stdout
+    assert "\nweir_subscribers 403" in m, m[:2000]
+    assert 'weir_subscriber_top_bytes{direction="inbound",class="c-l1"' in m
+    assert 'weir_subscribers_bytes_total{direction="inbound"}' in m
+    assert 'class="f1"' not in m and 'weir_class_bytes_total{direction="inbound",class="AP00"}' in m
