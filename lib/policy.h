@@ -128,6 +128,7 @@ struct weir_policy_conf {
 	/* Subscribers (lib/subscriber_policy.h): their classes are in the
 	 * trees' class lists already; this maps them to targets. NULL: none. */
 	const struct weir_subs *subs;
+	uint16_t subs_base[WEIR_POLICY_DIRS];   /* classes before the subscribers' in each tree */
 };
 
 /* Where a build failed, so the front end can point at its source line. */

@@ -356,6 +356,9 @@ load_subs(struct loader *ld, const config_setting_t *root, struct weir_config *c
 		weir_sub_errs_free(&e);
 		return -1;
 	}
+	snprintf(cfg->subs_csv, sizeof(cfg->subs_csv), "%s", csv);
+	snprintf(cfg->subs_network, sizeof(cfg->subs_network), "%s", net);
+	snprintf(cfg->subs_parent, sizeof(cfg->subs_parent), "%s", parent);
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		struct weir_policy_tree_conf *tc = &pc->tree[d];
 		struct weir_policy_class_conf dflt = { .name = "default" }, *cls;
@@ -375,8 +378,8 @@ load_subs(struct loader *ld, const config_setting_t *root, struct weir_config *c
 			weir_subs_free(s);
 			return cfg_fail(ld, g, "subscribers: %s", err);
 		}
-		tc->n_classes = (uint16_t)((tc->n_classes ? tc->n_classes : 1) +
-					   weir_subs_class_count(s));
+		pc->subs_base[d] = tc->n_classes ? tc->n_classes : 1;
+		tc->n_classes = (uint16_t)(pc->subs_base[d] + weir_subs_class_count(s));
 		free(src->classes[d]);
 		src->classes[d] = cls;
 		tc->classes = cls;

@@ -115,6 +115,7 @@ static const struct route routes[] = {
 	{ "/api/v1/classes/", "PATCH", h_class_patch, NULL, 0, true },
 	{ "/api/v1/counters", "GET", h_counters, NULL },
 	{ "/api/v1/subscribers", "GET", h_subs, subs_query },
+	{ "/api/v1/subscribers/reload", "POST", h_subs_reload, NULL },
 	{ "/api/v1/subscribers/", "GET", h_sub_get, NULL, 0, true },
 	{ "/api/v1/subscribers/", "PATCH", h_sub_patch, NULL, 0, true },
 	{ "/api/v1/counters/reset", "POST", h_counters_reset, NULL },

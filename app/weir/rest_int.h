@@ -168,6 +168,8 @@ int class_rate(const char *key, const json_t *v, uint64_t *out, struct reply *r)
 void h_subs(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
 void h_sub_get(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
 void h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
+void h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
+		   struct reply *r);
 bool switch_busy(struct weir_app *a, struct reply *r);
 
 /* rest_flows.c: GET flows. */

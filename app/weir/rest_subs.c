@@ -16,6 +16,7 @@
 
 #include "policy_switch.h"
 #include "rest_int.h"
+#include "subs_lqos.h"
 #include "subscriber_policy.h"
 
 #define SUBS_PAGE_MAX 1000
@@ -310,4 +311,121 @@ h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct
 		json_decref(stats);
 		reply_json(r, o);
 	}
+}
+
+/* Errors text ("FILE:LINE: why\n"...) as a JSON array of lines. */
+static json_t *
+error_lines(const struct weir_sub_errs *e)
+{
+	json_t *a = json_array();
+
+	for (const char *p = e->text; p != NULL && *p != '\0';) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl != NULL ? (size_t)(nl - p) : strlen(p);
+
+		json_array_append_new(a, json_stringn(p, n));
+		p += n + (nl != NULL);
+	}
+	return a;
+}
+
+/* The policy in force with subscriber set s in place of its own: the
+ * trees' own classes kept, the subscribers' rebuilt. NULL with err. */
+static struct weir_policy *
+policy_with_subs(const struct weir_app *a, const struct weir_policy *p,
+		 const struct weir_subs *s, char *err, size_t errlen)
+{
+	struct weir_policy_conf pc = p->src.conf;
+	struct weir_policy_class_conf *cls[WEIR_POLICY_DIRS] = { NULL, NULL };
+	struct weir_policy_err perr;
+	struct weir_policy *np = NULL;
+
+	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
+		struct weir_policy_tree_conf *tc = &pc.tree[d];
+
+		if (tc->rate == 0 || tc->n_classes == 0)
+			continue;
+		cls[d] = weir_subs_classes(s, d, tc->rate, a->cfg.subs_parent, tc->classes,
+					   pc.subs_base[d], tc->mode, err, errlen);
+		if (cls[d] == NULL)
+			goto out;
+		tc->classes = cls[d];
+		tc->n_classes = (uint16_t)(pc.subs_base[d] + weir_subs_class_count(s));
+	}
+	pc.subs = s;
+	np = weir_policy_build(&pc, 0, &perr);
+	if (np == NULL)
+		snprintf(err, errlen, "%s", perr.msg);
+out:
+	free(cls[0]);
+	free(cls[1]);
+	return np;
+}
+
+/*
+ * POST /api/v1/subscribers/reload: read the files again and apply what
+ * changed. A file with problems: 422 with every problem, nothing changes.
+ * Nothing changed: no switch. Otherwise one switch to the new set (today's
+ * trees change only by a switch; the answer says what changed).
+ */
+void
+h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+{
+	const struct weir_policy *p = a->cfg.policy;
+	struct weir_sub_errs e = { 0 };
+	struct weir_sub_diff d;
+	struct weir_subs *s;
+	struct weir_policy *np;
+	char err[sizeof(a->reload_error)];
+	json_t *diff;
+	int rc;
+
+	(void)c;
+	(void)rq;
+	if (no_subs(p, r))
+		return;
+	if (switch_busy(a, r))
+		return;
+	s = weir_subs_load_lqos(a->cfg.subs_csv, a->cfg.subs_network, &e);
+	if (s == NULL) {
+		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%u problems in the subscriber "
+			    "files; nothing of them applied", e.n);
+		json_object_set_new(json_object_get(r->json, "error"), "problems", error_lines(&e));
+		json_object_set_new(json_object_get(r->json, "error"), "epoch",
+				    json_integer(p->epoch));
+		weir_sub_errs_free(&e);
+		return;
+	}
+	weir_subs_diff(p->subs, s, &d, NULL, NULL);
+	diff = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b}", "added", d.n[WEIR_SUB_ADDED],
+			 "removed", d.n[WEIR_SUB_REMOVED], "rates", d.n[WEIR_SUB_RATES],
+			 "changed", d.n[WEIR_SUB_CHANGED], "unchanged", d.unchanged,
+			 "nodes_changed", d.nodes_changed);
+	if (d.n[0] + d.n[1] + d.n[2] + d.n[3] == 0 && !d.nodes_changed) {
+		weir_subs_free(s);
+		reply_json(r, json_pack("{s:b, s:I, s:o}", "switched", 0,
+					"epoch", (json_int_t)p->epoch, "diff", diff));
+		return;
+	}
+	np = policy_with_subs(a, p, s, err, sizeof(err));
+	weir_subs_free(s);      /* np holds its own reference */
+	if (np == NULL) {
+		json_decref(diff);
+		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
+		return;
+	}
+	rc = weir_policy_apply(a, np, &a->cfg, err, sizeof(err));
+	if (rc < 0) {
+		weir_policy_free(np);
+		json_decref(diff);
+		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
+		return;
+	}
+	if (rc > 0)
+		RTE_LOG(WARNING, USER1, "%s\n", err);
+	RTE_LOG(NOTICE, USER1, "policy %u in force (subscriber files re-read: %u added, %u "
+		"removed, %u changed)\n", a->cfg.policy->epoch, d.n[WEIR_SUB_ADDED],
+		d.n[WEIR_SUB_REMOVED], d.n[WEIR_SUB_RATES] + d.n[WEIR_SUB_CHANGED]);
+	reply_json(r, json_pack("{s:b, s:I, s:o}", "switched", 1,
+				"epoch", (json_int_t)a->cfg.policy->epoch, "diff", diff));
 }

@@ -4,7 +4,9 @@ weir reads a ShapedDevices.csv and a network.json (two sites, four access points
 subscribers of which three are LAN hosts: l1 and l2 by their /32, l3 by a /24 that
 also covers l1 and l2, so overlapping prefixes resolve by length). Three downloads run
 at once: each subscriber's leaf carries its plan. Then a PATCH of one plan under
-traffic is in force within the next second, and weir drops nothing for it.
+traffic is in force within the next second, and weir drops nothing for it. A re-read
+of the files refuses one with bad rows (every row reported, nothing changed) and applies
+only what changed in a good one.
 """
 import json
 import sys
@@ -26,6 +28,7 @@ from weirtb.traffic import PYTHON  # noqa: E402
 WEIRCTL = REPO / "scripts" / "weirctl"
 
 MGMT_PORT = 8098
+FILES = {}
 STATS_INTERVAL = 0.2
 # Download plans (Mbit/s) of the three LAN hosts' circuits: id, prefix, max.
 PLANS = [("c-l1", "10.77.1.1", 3), ("c-l2", "10.77.1.2", 4), ("c-lan", "10.77.1.0/24", 2)]
@@ -59,6 +62,7 @@ def api(tb, path, method="GET", body=None):
 def subs_tb(tmp_path_factory):
     d = tmp_path_factory.mktemp("subscribers")
     write_files(d)
+    FILES["dir"] = d
     cfg = d / "subs.cfg"
     cfg.write_text(weirtb.testbed_config_text(
         'shaping = { outbound = "100mbit"; inbound = "100mbit"; };\n'
@@ -152,3 +156,35 @@ def test_plans_and_patch_under_traffic(subs_tb):
     assert 'weir_subscriber_top_bytes{direction="inbound",class="c-l1"' in m
     assert 'weir_subscribers_bytes_total{direction="inbound"}' in m
     assert 'class="f1"' not in m and 'weir_class_bytes_total{direction="inbound",class="AP00"}' in m
+
+
+def test_reload_applies_what_changed(subs_tb):
+    """POST /api/v1/subscribers/reload: a file with bad rows is refused with every
+    bad row and nothing changes; a good one switches once with what changed; the
+    same file again switches nothing."""
+    tb, d = subs_tb, FILES["dir"]
+    csv = d / "ShapedDevices.csv"
+    good = csv.read_text()
+    epoch = api(tb, "/api/v1/classes")["epoch"]
+    csv.write_text(good + "bad1,x,db1,cpe,Nowhere,,,,10.200.0.1,,1,1,5,5,,\n"
+                   "bad2,x,db2,cpe,AP00,,,,10.100.0.0,,1,1,5,5,,\n"
+                   "bad3,x,db3,cpe,AP00,,,,10.201.0.1,,9,1,5,5,,\n")
+    r = api(tb, "/api/v1/subscribers/reload", "POST")
+    probs = r["error"]["problems"]
+    assert r["error"]["code"] == 422 and len(probs) == 3, r
+    assert any(":405: circuit 'bad1': unknown parent node 'Nowhere'" in p for p in probs), probs
+    assert any(":406: prefix 10.100.0.0/32" in p for p in probs), probs
+    assert any(":407: circuit 'bad3': download min" in p for p in probs), probs
+    assert api(tb, "/api/v1/classes")["epoch"] == epoch
+    assert api(tb, "/api/v1/subscribers")["total"] == 403
+    csv.write_text(good.replace("c-l1,c-l1,d-c-l1,cpe,AP00,,,,10.77.1.1,,1,1,3,1.5",
+                                "c-l1,c-l1,d-c-l1,cpe,AP00,,,,10.77.1.1,,1,1,2.5,1.5")
+                   + "new1,new,dn1,cpe,AP11,,,,10.202.0.0/24,,1,1,7,7,,\n")
+    r = api(tb, "/api/v1/subscribers/reload", "POST")
+    assert r["switched"] and r["diff"]["added"] == 1 and r["diff"]["rates"] == 1, r
+    assert r["diff"]["removed"] == 0 and r["diff"]["unchanged"] == 402, r
+    assert api(tb, "/api/v1/subscribers/c-l1")["download"]["max_bps"] == 2_500_000
+    assert api(tb, "/api/v1/subscribers/new1")["download"]["max_bps"] == 7_000_000
+    out = tb.run("gw", [PYTHON, str(WEIRCTL), "--url", f"http://127.0.0.1:{MGMT_PORT}", "sub",
+                        "reload"]).stdout
+    assert out.startswith("nothing changed"), out
