@@ -316,9 +316,17 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 		reply_error(r, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token");
 		return true;
 	}
+	/* A path of its own (/api/v1/subscribers/reload) is not also a
+	 * prefix route's item (/api/v1/subscribers/{id}). */
+	bool exact = false;
+
+	for (size_t i = 0; i < RTE_DIM(routes); i++)
+		exact |= !routes[i].prefix && strcmp(routes[i].path, url) == 0;
 	for (size_t i = 0; i < RTE_DIM(routes); i++) {
 		size_t pl = strlen(routes[i].path);
 
+		if (exact && routes[i].prefix)
+			continue;
 		/* A prefix route needs something after its path, and no more
 		 * than fits (a class name is short). */
 		if (routes[i].prefix ? strncmp(routes[i].path, url, pl) != 0 || url[pl] == '\0' ||

@@ -126,12 +126,6 @@ h_subs(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct repl
 	uint32_t n;
 
 	(void)rq;
-	if (p == NULL || p->subs == NULL) {
-		/* No subscribers configured: an empty list, not an error. */
-		reply_json(r, json_pack("{s:i, s:i, s:i, s:s, s:[]}", "total", 0, "offset", 0,
-					"limit", 100, "sort", "id", "subscribers"));
-		return;
-	}
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
 	if (v != NULL && (!parse_uint(v, SUBS_PAGE_MAX, &limit) || limit == 0)) {
 		reply_error(r, MHD_HTTP_BAD_REQUEST, "limit must be 1..%d", SUBS_PAGE_MAX);
@@ -149,6 +143,13 @@ h_subs(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct repl
 			return;
 		}
 		sort = v;
+	}
+	if (p == NULL || p->subs == NULL) {
+		/* No subscribers configured: an empty list, not an error. */
+		reply_json(r, json_pack("{s:i, s:I, s:I, s:s, s:[]}", "total", 0,
+					"offset", (json_int_t)offset, "limit", (json_int_t)limit,
+					"sort", sort, "subscribers"));
+		return;
 	}
 	n = weir_subs_count(p->subs);
 	stats = stats_since_reset(a);
@@ -251,9 +252,15 @@ h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct
 	int64_t i;
 	int rc;
 
-	/* The body first, as a class PATCH: a malformed request is 400 whatever it names. */
-	if (sub_change(c, rq, r, min, max) < 0 || no_subs(p, r) ||
-	    (i = find_or_404(p, rq->sub, r)) < 0)
+	/* The body first, as a class PATCH: a malformed request is 400 whatever it names;
+	 * a 422 says which policy stayed in force, as every 422 of a policy does. */
+	if (sub_change(c, rq, r, min, max) < 0) {
+		if (r->status == MHD_HTTP_UNPROCESSABLE_CONTENT)
+			json_object_set_new(json_object_get(r->json, "error"), "epoch",
+					    json_integer(p != NULL ? p->epoch : 0));
+		return;
+	}
+	if (no_subs(p, r) || (i = find_or_404(p, rq->sub, r)) < 0)
 		return;
 	if (switch_busy(a, r))
 		return;
@@ -279,6 +286,8 @@ h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct
 				    rate > ceil ? "min" : "max", (rate > ceil ? rate : ceil) / 1e6,
 				    rate > ceil ? "its max" : "its parent's",
 				    (rate > ceil ? ceil : pc->cbq.ceil) / 1e6);
+			json_object_set_new(json_object_get(r->json, "error"), "epoch",
+					    json_integer(p->epoch));
 			return;
 		}
 		step = weir_policy_with_class(cur, d, name, &chg, 0, &perr);
@@ -291,6 +300,8 @@ h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct
 	}
 	if (np == NULL) {
 		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "nothing to change");
+		json_object_set_new(json_object_get(r->json, "error"), "epoch",
+				    json_integer(p->epoch));
 		return;
 	}
 	rc = weir_policy_apply(a, np, &a->cfg, err, sizeof(err));
@@ -382,8 +393,11 @@ h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 
 	(void)c;
 	(void)rq;
-	if (no_subs(p, r))
+	if (p == NULL || p->subs == NULL) {
+		/* The route is there; the config has nothing for it to re-read. */
+		reply_error(r, MHD_HTTP_CONFLICT, "no subscribers: the config has no 'subscribers'");
 		return;
+	}
 	if (switch_busy(a, r))
 		return;
 	s = weir_subs_load_lqos(a->cfg.subs_csv, a->cfg.subs_network, &e);
