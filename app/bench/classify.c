@@ -12,7 +12,11 @@
  * WAN side) and port, TCP, with every 7th rule naming a DSCP set and every
  * 5th a LAN prefix.
  *
- *     weir-bench-classify [EAL] -- [--rules 10,1000,100000]
+ * Then the subscribers' lookup (lib/subscriber_lpm.h) at 1,000, 100,000 and
+ * 500,000 subscribers of one IPv4 /32 and one IPv6 /56 each: the time to build
+ * it and its cost per new flow, on random subscribers' addresses.
+ *
+ *     weir-bench-classify [EAL] -- [--rules 10,1000,100000] [--subscribers 1000,100000]
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -28,6 +32,8 @@
 
 #include "classify.h"
 #include "policy.h"
+#include "subscriber.h"
+#include "subscriber_lpm.h"
 
 static double
 now_s(void)
@@ -135,11 +141,83 @@ run(unsigned int n)
 	free(rules);
 }
 
+/* n subscribers of a /32 and a /56 each: LPM build time and lookup cycles. */
+static void
+run_subs(unsigned int n)
+{
+	struct weir_subs *s = weir_subs_new();
+	struct weir_sub_errs e = { 0 };
+	struct weir_sub_conf c = { .max = { 10000000, 10000000 } };
+	enum { NT = 4096 };
+	static struct weir_cls_tuple t[NT];
+	char id[32], txt[64], err[256];
+	struct weir_sub_lpm *l;
+	uint64_t c0, cyc[2];
+	unsigned int sink = 0;
+	double t0, build_s;
+
+	for (unsigned int i = 0; i < n; i++) {
+		int64_t k;
+
+		snprintf(id, sizeof(id), "s%u", i);
+		c.id = id;
+		k = weir_subs_add(s, &c, 0, i + 1, &e);
+		snprintf(txt, sizeof(txt), "10.%u.%u.%u", i >> 16, (i >> 8) & 255, i & 255);
+		weir_subs_add_prefix_text(s, (uint32_t)k, txt, 0, i + 1, &e);
+		snprintf(txt, sizeof(txt), "2001:db8:%x:%x00::/56", i >> 8, i & 255);
+		weir_subs_add_prefix_text(s, (uint32_t)k, txt, 0, i + 1, &e);
+	}
+	if (e.n != 0 || weir_subs_check(s, &e) != 0) {
+		fprintf(stderr, "%u subscribers: %s", n, e.text ? e.text : "");
+		exit(1);
+	}
+	t0 = now_s();
+	l = weir_sub_lpm_build(s, SOCKET_ID_ANY, err, sizeof(err));
+	build_s = now_s() - t0;
+	if (l == NULL) {
+		fprintf(stderr, "%u subscribers: %s\n", n, err);
+		exit(1);
+	}
+	for (int fam = 0; fam < 2; fam++) {
+		for (unsigned int k = 0; k < NT; k++) {
+			unsigned int i = (unsigned int)(((uint64_t)k * 2654435761u) % n);
+
+			memset(&t[k], 0, sizeof(t[k]));
+			t[k].family = fam == 0 ? 4 : 6;
+			if (fam == 0) {
+				t[k].addr[0][0] = v4_word(10, i >> 16, (i >> 8) & 255, i & 255);
+			} else {
+				t[k].addr[0][0] = 0x20010db800000000ull | (uint64_t)i << 8 | 0x42;
+				t[k].addr[0][1] = 1;
+			}
+		}
+		c0 = rte_rdtsc();
+		for (int rep = 0; rep < 50; rep++)
+			for (unsigned int k = 0; k < NT; k++)
+				sink += weir_sub_lpm_lookup_tuple(l, &t[k]);
+		cyc[fam] = (rte_rdtsc() - c0) / (50 * NT);
+		/* Each address is its subscriber's. */
+		for (unsigned int k = 0; k < NT; k++)
+			if (weir_sub_lpm_lookup_tuple(l, &t[k]) !=
+			    (unsigned int)(((uint64_t)k * 2654435761u) % n)) {
+				fprintf(stderr, "%u subscribers: lookup %u wrong\n", n, k);
+				exit(1);
+			}
+	}
+	printf("%-12u %10u %14.1f %14.1f %12" PRIu64 " %12" PRIu64 "\n", n,
+	       weir_subs_prefix_count(s), build_s * 1e3, weir_sub_lpm_memory(l) / 1e6, cyc[0],
+	       cyc[1]);
+	(void)sink;
+	weir_sub_lpm_free(l);
+	weir_subs_free(s);
+}
+
 int
 main(int argc, char **argv)
 {
-	static const struct option opts[] = { { "rules", required_argument, NULL, 'r' }, { 0 } };
-	char list[256] = "10,1000,100000";
+	static const struct option opts[] = { { "rules", required_argument, NULL, 'r' },
+					      { "subscribers", required_argument, NULL, 's' }, { 0 } };
+	char list[256] = "10,1000,100000", subs[256] = "1000,100000,500000";
 	int rc = rte_eal_init(argc, argv), c;
 
 	if (rc < 0)
@@ -147,16 +225,21 @@ main(int argc, char **argv)
 	argc -= rc;
 	argv += rc;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c != 'r') {
-			fprintf(stderr, "usage: weir-bench-classify [EAL] -- [--rules N,N]\n");
+		if (c != 'r' && c != 's') {
+			fprintf(stderr, "usage: weir-bench-classify [EAL] -- [--rules N,N] "
+				"[--subscribers N,N]\n");
 			return 2;
 		}
-		snprintf(list, sizeof(list), "%s", optarg);
+		snprintf(c == 'r' ? list : subs, sizeof(list), "%s", optarg);
 	}
 	printf("%-8s %12s %12s %14s %14s %10s\n", "rules", "compile ms", "ACL build ms",
 	       "scan cyc/flow", "ACL cyc/flow", "scan/ACL");
 	for (char *tok = strtok(list, ","); tok != NULL; tok = strtok(NULL, ","))
 		run((unsigned int)strtoul(tok, NULL, 10));
+	printf("\n%-12s %10s %14s %14s %12s %12s\n", "subscribers", "prefixes", "LPM build ms",
+	       "LPM MB", "v4 cyc/flow", "v6 cyc/flow");
+	for (char *tok = strtok(subs, ","); tok != NULL; tok = strtok(NULL, ","))
+		run_subs((unsigned int)strtoul(tok, NULL, 10));
 	rte_eal_cleanup();
 	return 0;
 }

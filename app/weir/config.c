@@ -35,6 +35,7 @@ load_top(struct loader *ld, const config_setting_t *root, struct weir_config *cf
 	static const char *const keys[] = { "eal", "log_level", "lcores", "ports", "mempool",
 					    "rings", "worker", "flows", "shaping", "rules",
 					    "policy", "stats", "management", "capture", "export",
+					    "subscribers",
 					    NULL };
 	const config_setting_t *eal = config_setting_get_member(root, "eal");
 	char level[16];

@@ -102,6 +102,10 @@ struct weir_config {
 	 * of shaping.outbound/inbound and rules ("" = those); resolved against
 	 * the config file's directory. */
 	char policy_script[4096];
+	/* subscribers: LibreQoS's files (resolved), "" = none; the class they
+	 * hang from (docs/subscribers.md). */
+	char subs_csv[4096], subs_network[4096];
+	char subs_parent[32];
 	uint64_t policy_instructions;           /* Lua instruction budget per run */
 	uint64_t policy_memory;                 /* bytes the script may allocate */
 	uint32_t policy_events_per_s;           /* flow events a worker may post a second */

@@ -19,6 +19,8 @@
 #include "policy_limits.h"
 #include "policy_lua.h"
 #include "policy_values.h"
+#include "subs_lqos.h"
+#include "subscriber_policy.h"
 
 static const char *const dir_key[WEIR_PORT__COUNT] = { "outbound", "inbound" };
 
@@ -297,6 +299,93 @@ load_tree(struct loader *ld, const config_setting_t *g, int d, struct weir_confi
 			return -1;
 	tc->classes = src->classes[d];
 	tc->n_classes = (uint16_t)n;
+	return 0;
+}
+
+/* ---- subscribers ---- */
+
+/* A path as the config names it: relative to the config's directory. */
+static int
+subs_path(struct loader *ld, const config_setting_t *g, const char *key, const char *cfg_path_,
+	 char *out, size_t len)
+{
+	char rel[4096], dir[4096];
+
+	if (cfg_str(ld, g, key, "", rel, sizeof(rel)) < 0)
+		return -1;
+	snprintf(dir, sizeof(dir), "%s", cfg_path_);
+	if (rel[0] == '\0' || rel[0] == '/')
+		snprintf(out, len, "%s", rel);
+	else if (snprintf(out, len, "%s/%s", dirname(dir), rel) >= (int)len)
+		return cfg_fail(ld, g, "subscribers.%s: path too long", key);
+	return 0;
+}
+
+/*
+ * subscribers = { shaped_devices = "ShapedDevices.csv"; network = "network.json";
+ * parent = "CLASS"; }: LibreQoS's files (docs/subscribers.md). Their nodes and
+ * subscribers become classes of both trees (under `parent`, "" = the link);
+ * a flow's LAN address picks its subscriber before the rules. A file with
+ * problems fails the config with every problem as FILE:LINE.
+ */
+static int
+load_subs(struct loader *ld, const config_setting_t *root, struct weir_config *cfg,
+	  struct weir_policy_conf *pc, struct policy_src *src, struct weir_subs **out)
+{
+	static const char *const keys[] = { "shaped_devices", "network", "parent", NULL };
+	const config_setting_t *g = cfg_group(ld, root, "subscribers", false);
+	char csv[4096], net[4096], parent[WEIR_POLICY_NAME_LEN], err[256];
+	struct weir_sub_errs e = { 0 };
+	struct weir_subs *s;
+
+	*out = NULL;
+	if (g == NULL)
+		return ld->failed ? -1 : 0;
+	if (cfg_check_keys(ld, g, keys) < 0 ||
+	    subs_path(ld, g, "shaped_devices", cfg->path, csv, sizeof(csv)) < 0 ||
+	    subs_path(ld, g, "network", cfg->path, net, sizeof(net)) < 0 ||
+	    cfg_str(ld, g, "parent", "", parent, sizeof(parent)) < 0)
+		return -1;
+	if (csv[0] == '\0')
+		return cfg_fail(ld, g, "subscribers needs shaped_devices = \"FILE\"");
+	s = weir_subs_load_lqos(csv, net, &e);
+	if (s == NULL) {
+		snprintf(ld->err, ld->errlen, "%s(%u problems in the subscriber files; none of "
+			 "them applied)", e.text != NULL ? e.text : "", e.n);
+		ld->failed = true;
+		weir_sub_errs_free(&e);
+		return -1;
+	}
+	snprintf(cfg->subs_csv, sizeof(cfg->subs_csv), "%s", csv);
+	snprintf(cfg->subs_network, sizeof(cfg->subs_network), "%s", net);
+	snprintf(cfg->subs_parent, sizeof(cfg->subs_parent), "%s", parent);
+	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
+		struct weir_policy_tree_conf *tc = &pc->tree[d];
+		struct weir_policy_class_conf dflt = { .name = "default" }, *cls;
+
+		if (tc->rate == 0)
+			continue;
+		/* A tree without classes gets its "default" as a class beside them. */
+		if (tc->n_classes == 0) {
+			dflt.rate = tc->rate / 100 + 1;
+			dflt.mode = tc->mode;
+			snprintf(tc->default_class, sizeof(tc->default_class), "default");
+		}
+		cls = weir_subs_classes(s, d, tc->rate, parent,
+					tc->n_classes ? tc->classes : &dflt,
+					tc->n_classes ? tc->n_classes : 1, tc->mode, err, sizeof(err));
+		if (cls == NULL) {
+			weir_subs_free(s);
+			return cfg_fail(ld, g, "subscribers: %s", err);
+		}
+		pc->subs_base[d] = tc->n_classes ? tc->n_classes : 1;
+		tc->n_classes = (uint16_t)(pc->subs_base[d] + weir_subs_class_count(s));
+		free(src->classes[d]);
+		src->classes[d] = cls;
+		tc->classes = cls;
+	}
+	pc->subs = s;
+	*out = s;
 	return 0;
 }
 
@@ -705,6 +794,7 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 	struct weir_policy_conf pc = { 0 };
 	struct policy_src src = { 0 };
 	struct weir_policy_err e;
+	struct weir_subs *subs = NULL;
 	long long v;
 	int rc = -1;
 
@@ -789,7 +879,7 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 	for (int d = 0; d < WEIR_PORT__COUNT; d++)
 		if (load_tree(ld, g, d, cfg, &pc.tree[d], &src) < 0)
 			goto out;
-	if (load_rules(ld, root, &pc, &src) < 0)
+	if (load_rules(ld, root, &pc, &src) < 0 || load_subs(ld, root, cfg, &pc, &src, &subs) < 0)
 		goto out;
 	if (pc.tree[0].rate == 0 && pc.tree[1].rate == 0) {
 		if (pc.n_rules > 0) {
@@ -810,5 +900,6 @@ out:
 	free(src.classes[0]);
 	free(src.classes[1]);
 	free(src.rules);
+	weir_subs_free(subs);   /* the policy holds its own reference */
 	return rc;
 }

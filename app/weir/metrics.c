@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "subscriber_policy.h"
 #include "metrics.h"
 #include "stats.h"
 #include "flow.h"
@@ -160,6 +161,10 @@ port_metrics(FILE *out, const json_t *ports)
 
 /* Every class of both directions: one family at a time, so each family's
  * samples stay together as the format requires. */
+/* Subscribers' leaves get no series of their own (docs/subscribers.md: 100,000
+ * subscribers would be millions of series a scrape): aggregates and a top-N. */
+static const struct weir_subs *metrics_subs;
+
 static void
 class_family(FILE *out, const json_t *shaping, const char *name, const char *type,
 	     const char *help, const char *key, const char *key2, bool leaf_only)
@@ -176,6 +181,8 @@ class_family(FILE *out, const json_t *shaping, const char *name, const char *typ
 			continue;
 		json_object_foreach((json_t *)classes, cname, c) {
 			if (leaf_only && json_object_get(c, "flows") == NULL)
+				continue;
+			if (weir_subs_is_class(metrics_subs, cname))
 				continue;
 			if (!f.started)
 				fam_begin(&f, out, name, type, help);
@@ -222,9 +229,79 @@ marker_family(FILE *out, const json_t *shaping, const char *name, const char *he
 	}
 }
 
+#define SUBS_TOP_N 10
+
+struct sub_top {
+	double bytes;
+	const char *name;
+};
+
+static int
+sub_top_cmp(const void *x, const void *y)
+{
+	const struct sub_top *a = x, *b = y;
+
+	return a->bytes < b->bytes ? 1 : a->bytes > b->bytes ? -1 : strcmp(a->name, b->name);
+}
+
+/* Per direction: the subscribers' sums and the SUBS_TOP_N largest by bytes. */
+static void
+subscriber_metrics(FILE *out, const json_t *shaping)
+{
+	struct fam fn = { .started = false }, fb = { .started = false },
+		   fd = { .started = false }, ft = { .started = false };
+
+	if (metrics_subs == NULL)
+		return;
+	fam_begin(&fn, out, "weir_subscribers", "gauge", "Subscribers in force.");
+	sample(&fn, weir_subs_count(metrics_subs), NULL, NULL, NULL, NULL, NULL, NULL);
+	for (int d = 0; d < 2; d++) {
+		const json_t *classes = json_object_get(json_object_get(shaping, dir_name[d]),
+							"classes");
+		struct sub_top top[SUBS_TOP_N + 1];
+		unsigned int n_top = 0;
+		double bytes = 0, drops = 0;
+		const char *cname;
+		json_t *c;
+
+		json_object_foreach((json_t *)classes, cname, c) {
+			if (!weir_subs_is_class(metrics_subs, cname))
+				continue;
+			bytes += num(c, "bytes");
+			drops += num(c, "drops_flow") + num(c, "drops_class") + num(c, "drops_pool");
+			if (num(c, "bytes") == 0)
+				continue;       /* idle: not a "top" one */
+			top[n_top++] = (struct sub_top){ num(c, "bytes"), cname };
+			qsort(top, n_top, sizeof(top[0]), sub_top_cmp);
+			if (n_top > SUBS_TOP_N)
+				n_top = SUBS_TOP_N;
+		}
+		if (!fb.started)
+			fam_begin(&fb, out, "weir_subscribers_bytes_total", "counter",
+				  "Bytes all subscribers' leaves sent.");
+		sample(&fb, bytes, "direction", dir_name[d], NULL, NULL, NULL, NULL);
+		if (!fd.started)
+			fam_begin(&fd, out, "weir_subscribers_drops_total", "counter",
+				  "Packets all subscribers' leaves refused.");
+		sample(&fd, drops, "direction", dir_name[d], NULL, NULL, NULL, NULL);
+		for (unsigned int k = 0; k < n_top; k++) {
+			char rank[8];
+
+			if (!ft.started)
+				fam_begin(&ft, out, "weir_subscriber_top_bytes", "gauge",
+					  "Bytes of the 10 subscribers that sent most, by rank "
+					  "(the set changes from scrape to scrape).");
+			snprintf(rank, sizeof(rank), "%u", k + 1);
+			sample(&ft, top[k].bytes, "direction", dir_name[d], "class", top[k].name,
+			       "rank", rank);
+		}
+	}
+}
+
 static void
 class_metrics(FILE *out, const json_t *shaping)
 {
+	subscriber_metrics(out, shaping);
 	marker_family(out, shaping, "weir_class_marked_bytes_total",
 		      "Bytes a class's marker coloured, by colour (frame bytes).", "bytes");
 	marker_family(out, shaping, "weir_class_marked_packets_total",
@@ -518,6 +595,7 @@ weir_metrics_text(const struct weir_app *a, size_t *len)
 	fam_begin(&f, out, "weir_uptime_seconds", "gauge", "Seconds since weir started.");
 	sample(&f, num(s, "uptime_s"), NULL, NULL, NULL, NULL, NULL, NULL);
 	port_metrics(out, json_object_get(s, "ports"));
+	metrics_subs = a->cfg.policy != NULL ? a->cfg.policy->subs : NULL;
 	class_metrics(out, json_object_get(s, "shaping"));
 	flow_metrics(out, a, json_object_get(s, "flows"));
 	worker_metrics(out, json_object_get(s, "workers"));

@@ -23,6 +23,7 @@
 #include <rte_pause.h>
 
 #include "policy_switch.h"
+#include "subscriber_policy.h"
 #include "rebalance.h"
 #include "worker_view.h"
 
@@ -67,6 +68,10 @@ weir_policy_accelerate(struct weir_policy *p, int socket)
 		RTE_LOG(INFO, USER1, "policy: %u rules compiled into ACL tries in %.1f ms\n",
 			weir_classifier_n_rules(p->classifier),
 			(double)(rte_rdtsc() - t0) * 1e3 / (double)rte_get_tsc_hz());
+	/* Without its lookup a subscriber's flows would take the rules: loud. */
+	if (weir_policy_subs_accelerate(p, socket, err, sizeof(err)) != 0)
+		RTE_LOG(ERR, USER1, "policy: subscribers' address lookup not built, their flows "
+			"take the rules: %s\n", err);
 }
 
 static uint32_t

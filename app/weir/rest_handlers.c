@@ -70,7 +70,7 @@ subtract(json_t *cur, const json_t *base)
 }
 
 /* The stats snapshot with the counters counted from the last reset. */
-static json_t *
+json_t *
 stats_since_reset(struct weir_app *a)
 {
 	json_t *s = weir_stats_json(a);
@@ -430,7 +430,7 @@ reload_reply(struct weir_app *a, int rc, bool dry_run, const char *err, const ch
 
 /* A rate field of the body: bit/s as an integer or "20mbit". 0, or -1 with
  * the reply made (400: wrong type or not a rate, 422: a value weir refuses). */
-static int
+int
 class_rate(const char *key, const json_t *v, uint64_t *out, struct reply *r)
 {
 	struct weir_value val = { .type = WEIR_VALUE_OTHER };

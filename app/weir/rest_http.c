@@ -109,12 +109,17 @@ static const char *const flows_query[] = { "limit", "offset", "cursor", "class",
 
 static const char *const hosts_query[] = { "limit", "sort", NULL };
 static const char *const measure_query[] = { "top", NULL };
+static const char *const subs_query[] = { "limit", "offset", "sort", NULL };
 
 static const struct route routes[] = {
 	{ "/api/v1/status", "GET", h_status, NULL },
 	{ "/api/v1/classes", "GET", h_classes, NULL },
 	{ "/api/v1/classes/", "PATCH", h_class_patch, NULL, 0, true },
 	{ "/api/v1/counters", "GET", h_counters, NULL },
+	{ "/api/v1/subscribers", "GET", h_subs, subs_query },
+	{ "/api/v1/subscribers/reload", "POST", h_subs_reload, NULL },
+	{ "/api/v1/subscribers/", "GET", h_sub_get, NULL, 0, true },
+	{ "/api/v1/subscribers/", "PATCH", h_sub_patch, NULL, 0, true },
 	{ "/api/v1/counters/reset", "POST", h_counters_reset, NULL },
 	{ "/api/v1/flows", "GET", h_flows, flows_query },
 	{ "/api/v1/hosts", "GET", h_hosts, hosts_query },
@@ -354,9 +359,17 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 		reply_error(r, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token");
 		return true;
 	}
+	/* A path of its own (/api/v1/subscribers/reload) is not also a
+	 * prefix route's item (/api/v1/subscribers/{id}). */
+	bool exact = false;
+
+	for (size_t i = 0; i < RTE_DIM(routes); i++)
+		exact |= !routes[i].prefix && strcmp(routes[i].path, url) == 0;
 	for (size_t i = 0; i < RTE_DIM(routes); i++) {
 		size_t pl = strlen(routes[i].path);
 
+		if (exact && routes[i].prefix)
+			continue;
 		/* A prefix route needs something after its path, and no more
 		 * than fits (a class name is short). */
 		if (routes[i].prefix ? strncmp(routes[i].path, url, pl) != 0 || url[pl] == '\0' ||

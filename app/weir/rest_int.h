@@ -172,6 +172,15 @@ void h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *r
 void h_openapi(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
 void h_metrics(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
 int body_object(struct MHD_Connection *c, struct req *rq, struct reply *r, json_t **out);
+json_t *stats_since_reset(struct weir_app *a);
+int class_rate(const char *key, const json_t *v, uint64_t *out, struct reply *r);
+
+/* rest_subs.c: GET subscribers (paged, sorted), GET and PATCH one. */
+void h_subs(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
+void h_sub_get(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
+void h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
+void h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
+		   struct reply *r);
 bool switch_busy(struct weir_app *a, struct reply *r);
 
 /* rest_captures.c: POST/GET captures, GET/DELETE captures/{id}, GET

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "subscriber_policy.h"
 
 static struct weir_policy *
 fail(struct weir_policy *p, struct weir_policy_err *err, enum weir_policy_err_kind kind,
@@ -324,6 +325,30 @@ target_get(struct weir_policy *p, const char *name, uint8_t weight)
 
 static int conf_copy(struct weir_policy_src *dst, const struct weir_policy_conf *c);
 
+/* Each subscriber's target: the leaf its class name gives
+ * (weir_subs_class_name, the one place the name is made). */
+static int
+subs_targets(struct weir_policy *p, const struct weir_subs *s)
+{
+	char name[WEIR_POLICY_NAME_LEN];
+
+	p->sub_target = calloc((size_t)weir_subs_count(s) + 1, sizeof(*p->sub_target));
+	if (p->sub_target == NULL)
+		return -1;
+	weir_subs_ref(s);
+	p->subs = s;
+	for (uint32_t i = 0; i < weir_subs_count(s); i++) {
+		int t;
+
+		weir_subs_class_name(s, i, name);
+		t = weir_policy_target_find(p, name);
+		if (t < 0)
+			return -1;
+		p->sub_target[i] = (uint16_t)t;
+	}
+	return 0;
+}
+
 struct weir_policy *
 weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch, struct weir_policy_err *err)
 {
@@ -455,6 +480,9 @@ weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch, struct we
 		}
 		return fail(p, err, WEIR_POLICY_ERR_GENERAL, 0, -1, "%s", cerr);
 	}
+	if (conf->subs != NULL && subs_targets(p, conf->subs) != 0)
+		return fail(p, err, WEIR_POLICY_ERR_GENERAL, 0, -1,
+			    "a subscriber has no leaf class in either tree");
 	if (conf_copy(&p->src, conf) != 0)
 		return fail(p, err, WEIR_POLICY_ERR_GENERAL, 0, -1, "out of memory");
 	return p;
@@ -565,6 +593,9 @@ weir_policy_free(struct weir_policy *p)
 	}
 	free(p->src.rules);
 	free(p->targets);
+	free(p->sub_target);
+	weir_sub_lpm_free(p->sub_lpm);
+	weir_subs_free((struct weir_subs *)(uintptr_t)p->subs);
 	free(p);
 }
 

@@ -29,6 +29,8 @@
 #include "cbq.h"
 #include "classify.h"
 #include "marker.h"
+#include "subscriber.h"
+#include "subscriber_lpm.h"
 
 #define WEIR_POLICY_NAME_LEN 32
 #define WEIR_POLICY_MAX_TARGETS 4096
@@ -123,6 +125,10 @@ struct weir_policy_conf {
 	struct weir_policy_tree_conf tree[WEIR_POLICY_DIRS];
 	unsigned int n_rules;
 	const struct weir_policy_rule_conf *rules;
+	/* Subscribers (lib/subscriber_policy.h): their classes are in the
+	 * trees' class lists already; this maps them to targets. NULL: none. */
+	const struct weir_subs *subs;
+	uint16_t subs_base[WEIR_POLICY_DIRS];   /* classes before the subscribers' in each tree */
 };
 
 /* Where a build failed, so the front end can point at its source line. */
@@ -192,7 +198,27 @@ struct weir_policy {
 	struct weir_policy_tree tree[WEIR_POLICY_DIRS];
 	struct weir_classifier *classifier;     /* rule results are target indices */
 	struct weir_policy_src src;
+	/* Subscribers: the set (a reference), subscriber index -> target (the
+	 * one place a subscriber maps to its leaves), and the address lookup
+	 * (weir_policy_subs_accelerate; NULL until then). */
+	const struct weir_subs *subs;
+	uint16_t *sub_target;
+	struct weir_sub_lpm *sub_lpm;
 };
+
+/* A new flow's target: its LAN address's subscriber, else the first
+ * matching rule, else the default. Once per flow, not per packet. */
+static inline uint16_t
+weir_policy_classify(const struct weir_policy *p, const struct weir_cls_tuple *t)
+{
+	if (p->sub_lpm != NULL) {
+		uint32_t i = weir_sub_lpm_lookup_tuple(p->sub_lpm, t);
+
+		if (i != WEIR_SUB_NONE)
+			return p->sub_target[i];
+	}
+	return weir_classify_tuple(p->classifier, t);
+}
 
 /* Has p a leaf of mode `mode` in either direction? */
 bool weir_policy_uses_mode(const struct weir_policy *p, uint8_t mode);

@@ -157,7 +157,7 @@ weir_wk_classify_flow(struct weir_worker *w, struct weir_flow *f, const uint8_t 
 	weir_wk_flow_uncount(w, f);
 	f->shape &= (uint8_t)~(WEIR_FSH_REFUSED | (first ? WEIR_FSH_LAN_HI | WEIR_FSH_HOOKED : 0));
 	f->policy_epoch = w->epoch16;
-	ok = weir_wk_admit_flow(w, f, weir_classify_tuple(w->policy->classifier, &t));
+	ok = weir_wk_admit_flow(w, f, weir_policy_classify(w->policy, &t));
 	/* The hooks hear of every new flow, and again of a flow they moved
 	 * when a new policy re-classified it by its rules (their decision
 	 * was for the old one). */

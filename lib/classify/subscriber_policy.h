@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: subscribers as classes of the policy's two trees — the one place a
+ * subscriber becomes a leaf.
+ *
+ * Each real node of the set becomes an inner class (rate = ceil = its
+ * capacity in that direction, under its nearest real ancestor or the link),
+ * each subscriber a leaf under its node (rate = its min, ceil = its max;
+ * download in the inbound tree, upload in the outbound one). The policy
+ * keeps a table subscriber index -> target (weir_policy.sub_target), and
+ * a flow's LAN-side address finds its subscriber by longest-prefix match
+ * (lib/subscriber_lpm.h) once per new flow, before the rule list.
+ *
+ * Today's trees hold WEIR_CBQ_MAX_CLASSES classes with 16-bit indexes, so a
+ * set larger than that is refused here with the count; the set, the lookup
+ * and the index -> target table are 32-bit already.
+ */
+#ifndef WEIR_SUBSCRIBER_POLICY_H
+#define WEIR_SUBSCRIBER_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy.h"
+#include "subscriber.h"
+
+/* The class name of subscriber i / node i (fits WEIR_POLICY_NAME_LEN):
+ * its id or name when short enough, else "sub-I" / "node-I". */
+void weir_subs_class_name(const struct weir_subs *s, uint32_t i, char out[WEIR_POLICY_NAME_LEN]);
+void weir_subs_node_class_name(const struct weir_subs *s, uint32_t i,
+			       char out[WEIR_POLICY_NAME_LEN]);
+
+/* Is class `name` a subscriber's leaf (weir_subs_class_name's names)? */
+bool weir_subs_is_class(const struct weir_subs *s, const char *name);
+
+/* Classes the set adds to one tree. */
+uint32_t weir_subs_class_count(const struct weir_subs *s);
+
+/*
+ * Classes of policy direction pdir (0 outbound = upload, 1 inbound =
+ * download) appended to base[0..n_base): a new array (free it) of n_base +
+ * weir_subs_class_count(s) classes, parents before children; a subscriber
+ * without a node hangs from class `under` ("" = the link). The link's rate
+ * caps nodes without a rate and subscribers without shaping. NULL with err
+ * when the tree cannot hold them.
+ */
+struct weir_policy_class_conf *weir_subs_classes(const struct weir_subs *s, int pdir,
+						 uint64_t link_rate, const char *under,
+						 const struct weir_policy_class_conf *base,
+						 uint16_t n_base, uint8_t mode, char *err,
+						 size_t errlen);
+
+/* Attach the prefix lookup to a built policy with subscribers (needs EAL;
+ * before workers see it). 0, or -1 with err. */
+int weir_policy_subs_accelerate(struct weir_policy *p, int socket_id, char *err, size_t errlen);
+
+#endif /* WEIR_SUBSCRIBER_POLICY_H */
