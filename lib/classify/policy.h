@@ -178,6 +178,17 @@ struct weir_policy_tree {
 	struct weir_qm_params qm_params;        /* fifo leaves' queue managers (cbq conf) */
 };
 
+/* The markers' contracts of tree t, class by class (lib/marker.h). */
+static inline struct weir_marker_confs
+weir_policy_tree_markers(const struct weir_policy_tree *t)
+{
+	return (struct weir_marker_confs){
+		.first = t->n_classes > 0 ? &t->classes[0].marker : NULL,
+		.stride = sizeof(t->classes[0]),
+		.n = t->n_classes,
+	};
+}
+
 /* A policy's own copy of what it was built from. */
 struct weir_policy_src {
 	struct weir_policy_conf conf;           /* its arrays point at the two below */

@@ -116,7 +116,6 @@ struct weir_qm;
 struct weir_qm *weir_qm_create(enum weir_qm_kind kind, const struct weir_qm_params *p,
 			       uint64_t rate_bps, uint32_t limit, uint64_t tsc_hz, int socket_id);
 void weir_qm_free(struct weir_qm *q);
-enum weir_qm_kind weir_qm_kind_of(const struct weir_qm *q);
 
 /* Frame m arrives at a leaf holding qlen packets (qbytes wire bytes).
  * WEIR_QM_ADMIT: queue it (then call weir_qm_queued); anything else: the
@@ -129,8 +128,6 @@ void weir_qm_queued(struct weir_qm *q, struct rte_mbuf *m);
  * true when it was CHOKe's victim: the caller drops it instead of sending
  * it. */
 bool weir_qm_left(struct weir_qm *q, struct rte_mbuf *m, uint64_t now);
-/* Frames marked as victims and still queued (not the queue's real load). */
-uint32_t weir_qm_doomed(const struct weir_qm *q);
 /* The leaf's rate changed (a worker's share): REM's capacity. */
 void weir_qm_set_rate(struct weir_qm *q, uint64_t rate_bps);
 void weir_qm_stats(const struct weir_qm *q, struct weir_qm_stats *out);
