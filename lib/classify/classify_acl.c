@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: the classifier's rules compiled into DPDK ACL tries (librte_acl).
  *
- * The first-match scan of lib/classify.c costs a rule test per rule: fine
+ * The first-match scan of lib/classify/classify.c costs a rule test per rule: fine
  * for tens of rules, not for the hundred thousand a generated policy may
  * have (a worker classifies every new flow). rte_acl answers in roughly
  * constant time whatever the count, so a classifier with at least

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: a fifo leaf's queue manager, one object per leaf (lib/qm.h). This
+ * weir: a fifo leaf's queue manager, one object per leaf (lib/sched/qm.h). This
  * file is the dispatch, the parameters and the flow key; the algorithms
- * are lib/red.c, lib/choke.c and lib/pqm.c.
+ * are lib/sched/red.c, lib/sched/choke.c and lib/sched/pqm.c.
  */
 #include <string.h>
 

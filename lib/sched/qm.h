@@ -9,16 +9,16 @@
  *
  *   red     RED (Floyd & Jacobson): drop with a probability rising from 0 at
  *           min_th to max_p at max_th of an EWMA of the queue, all above
- *           max_th (lib/red.c);
+ *           max_th (lib/sched/red.c);
  *   choke   CHOKe (Pan et al.): above min_th, compare the arrival with a
  *           frame drawn at random from the queue; the same flow: both go,
- *           else RED decides (lib/choke.c);
+ *           else RED decides (lib/sched/choke.c);
  *   pqm     PQM, Algorithm 5.3.1 of the thesis: REM's link price from the
  *           backlog and the rate mismatch, byte-mode drops; flows REM drops
  *           from enter a bounded monitored set, whose members' arrival rates
  *           are estimated (Eq. 5.6); a monitored flow whose rate after REM
  *           is above a TCP's fair rate at this price (Eq. 5.1 with an RTT
- *           floor and a packet-size ceiling) is dropped (lib/pqm.c);
+ *           floor and a packet-size ceiling) is dropped (lib/sched/pqm.c);
  *   pqm-pb  PQM with a penalty box: a dropped frame still counts in its
  *           flow's rate, so a flow that keeps sending above the fair rate
  *           loses everything until it slows down.

@@ -216,7 +216,7 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	uint16_t leaf = t->leaf[from];  /* targets[0]: the default class */
 
 	/* A last mile's exempt flow: out of the class's per-flow share, and
-	 * no mode but pfq/fifo acts on it (lib/lastmile.h). */
+	 * no mode but pfq/fifo acts on it (lib/worker/lastmile.h). */
 	if (unlikely(t->lm_flags & WEIR_LM_EXEMPT) && f != NULL)
 		weir_mbuf_meta(m)->pkt.plain = 1;
 	else if (f != NULL && weir_mbuf_meta(m)->pkt.payload_len > 0)
@@ -246,7 +246,7 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	 * share (ipabr: 16 window-sized downloads woke their queues at every
 	 * packet and a young 100 KB reply shared the new list with them, 320
 	 * ms against 68), is clocked by weir: not sparse when its queue wakes
-	 * (lib/drr.c). Flags in registers and the frame's own meta line. */
+	 * (lib/sched/drr.c). Flags in registers and the frame's own meta line. */
 	weir_mbuf_meta(m)->pkt.clocked = f != NULL && (ops->flags & WEIR_MODEF_ACKS) &&
 		((ops->flags & WEIR_MODEF_WINDOW) || (f->shape & WEIR_FSH_HELD(from)));
 	/* The flow's bytes so far in this direction, this frame's included:
@@ -654,7 +654,7 @@ weir_worker_flush_queues(struct weir_worker *w)
 	weir_wk_markers_drop(w);
 	if (w->shaper[0] == NULL && w->shaper[1] == NULL)
 		return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
-	/* Held ACKs (issue 16.8): the app checks the pool right after this,
+	/* Held ACKs: the app checks the pool right after this,
 	 * before weir_worker_free would give them back, so postack-paced,
 	 * which holds ACKs nearly all the time, exited 3. An ACK of data
 	 * direction d came in through the other port. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: a worker's DiffServ markers (lib/marker.h): built per direction from
+ * weir: a worker's DiffServ markers (lib/sched/marker.h): built per direction from
  * the policy in force, at creation and at each policy switch. Frames leave
  * a marker through the worker's out-array, counted forwarded there; a
  * capped TBQ's drops are counted dropped.

@@ -67,7 +67,7 @@ struct weir_class_view {
  * not one of p's classes there. */
 int weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p, int dir,
 			   uint16_t cls, struct weir_class_view *out);
-/* The marker counters of class cls (lib/marker.h) on this worker: -ENOENT
+/* The marker counters of class cls (lib/sched/marker.h) on this worker: -ENOENT
  * when the class has none, -EAGAIN while the worker runs another policy. */
 int weir_worker_marker_view(const struct weir_worker *w, const struct weir_policy *p, int dir,
 			    uint16_t cls, struct weir_marker_counters *out);
@@ -101,7 +101,7 @@ int weir_worker_sa_view(const struct weir_worker *w, uint32_t slot, const struct
 int weir_worker_postack_stats(const struct weir_worker *w, struct weir_postack_stats *out);
 
 /* The worker's ipabr counters (a copy; zeros when no worker state;
- * lib/ipabr.c). */
+ * lib/modes/ipabr.c). */
 struct weir_ipabr_stats;
 void weir_worker_ipabr_stats(const struct weir_worker *w, struct weir_ipabr_stats *out);
 
