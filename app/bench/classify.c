@@ -26,6 +26,7 @@
 #include <rte_cycles.h>
 #include <rte_eal.h>
 
+#include "harness.h"
 #include "classify.h"
 #include "policy.h"
 
@@ -140,12 +141,9 @@ main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "rules", required_argument, NULL, 'r' }, { 0 } };
 	char list[256] = "10,1000,100000";
-	int rc = rte_eal_init(argc, argv), c;
+	int c;
 
-	if (rc < 0)
-		return 1;
-	argc -= rc;
-	argv += rc;
+	bench_init(&argc, &argv);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c != 'r') {
 			fprintf(stderr, "usage: weir-bench-classify [EAL] -- [--rules N,N]\n");
@@ -157,6 +155,6 @@ main(int argc, char **argv)
 	       "scan cyc/flow", "ACL cyc/flow", "scan/ACL");
 	for (char *tok = strtok(list, ","); tok != NULL; tok = strtok(NULL, ","))
 		run((unsigned int)strtoul(tok, NULL, 10));
-	rte_eal_cleanup();
+	bench_fini();
 	return 0;
 }

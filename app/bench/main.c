@@ -48,6 +48,7 @@
 #include <rte_mbuf.h>
 #include <rte_tcp.h>
 
+#include "harness.h"
 #include "flow.h"
 #include "ipabr.h"
 #include "mbuf_meta.h"
@@ -554,7 +555,7 @@ main(int argc, char **argv)
 	uint32_t flows[16] = { 1000, 65536, 1048576 };
 	unsigned int n_flows = 3;
 	uint64_t n_pkts = 4000000;
-	int json = 0, c, rc;
+	int json = 0, c;
 	unsigned int n_workers = 1, n_out = 0;
 	uint32_t want = (1u << MODE__COUNT) - 1;   /* --modes; the baseline always runs */
 	struct rte_mempool *mp;
@@ -572,20 +573,10 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 
-	rc = rte_eal_init(argc, argv);
-	if (rc < 0)
-		rte_exit(EXIT_FAILURE, "EAL init failed\n");
-	argc -= rc;
-	argv += rc;
+	bench_init(&argc, &argv);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'f': {
-			char *s = optarg, *tok;
-			n_flows = 0;
-			while ((tok = strsep(&s, ",")) != NULL && n_flows < RTE_DIM(flows))
-				flows[n_flows++] = (uint32_t)strtoul(tok, NULL, 0);
-			break;
-		}
+		case 'f': n_flows = bench_list(optarg, flows, RTE_DIM(flows)); break;
 		case 'n': n_pkts = strtoull(optarg, NULL, 0); break;
 		case 'j': json = 1; break;
 		case 'w': n_workers = (unsigned int)strtoul(optarg, NULL, 0); break;
@@ -705,6 +696,6 @@ main(int argc, char **argv)
 		       "table's and the ACK store's, which postack and tcr use too)\n",
 		       weir_ipabr_bytes_per_flow());
 	rte_mempool_free(mp);
-	rte_eal_cleanup();
+	bench_fini();
 	return 0;
 }
