@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: what the files of the REST API share (rest_http.c, rest_handlers.c,
- * rest_flows.c, rest_script.c): a connection, a request, a reply, the
+ * weir: what the files of the REST API share (rest_http.c, rest_conn.c,
+ * rest_handlers.c, rest_flows.c, rest_script.c): a connection, a request, a reply, the
  * routes' handlers. Private: rest.h is the interface.
  */
 #ifndef WEIR_REST_INT_H
@@ -145,6 +145,18 @@ void rest_reply_error(struct rest_reply *r, unsigned int status, const char *fmt
 void rest_reply_json(struct rest_reply *r, json_t *j);
 void rest_req_suspend(struct MHD_Connection *c, struct rest_req *rq);
 void rest_req_resume(struct rest_req *rq);
+
+/* rest_conn.c: connections from accept to close (per-client limits,
+ * reserved local slots, the request head's deadline and size). */
+uint64_t rest_mono_ms(void);
+struct conn *rest_conn_of(struct MHD_Connection *c);
+void rest_head_watch(struct weir_rest *r, struct conn *k);
+void rest_head_unwatch(struct weir_rest *r, struct conn *k);
+void rest_head_peek(struct weir_rest *r, struct conn *k);
+void rest_conns_sweep(struct weir_rest *r);
+void rest_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			enum MHD_ConnectionNotificationCode code);
+enum MHD_Result rest_on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
 
 /* rest_handlers.c: GET status, classes, counters, ipsec, policy, openapi.json,
  * metrics; POST counters/reset, policy/reload; PATCH classes. */
