@@ -7,7 +7,7 @@
 -- loads it on Pktgen port 0: change it with TX_PORT). RX_PORT only receives. The frame
 -- sizes are the file's (60 to 1514 bytes): PKT_SIZE and FLOWS do not apply.
 --
--- What weir must count, by lib/parse.c's rule: a frame that fails a bounds or length check
+-- What weir must count, by lib/net/parse.c's rule: a frame that fails a bounds or length check
 -- gets one malformed reason, parsing stops there, and the frame is bridged unmanaged:
 -- counted in ports.lan.malformed_by.<reason> and ports.lan.malformed, then forwarded
 -- unchanged like any other frame (never dropped for being malformed). Per pass of 16:

@@ -12,7 +12,7 @@
  * WAN side) and port, TCP, with every 7th rule naming a DSCP set and every
  * 5th a LAN prefix.
  *
- * Then the subscribers' lookup (lib/subscriber_lpm.h) at 1,000, 100,000 and
+ * Then the subscribers' lookup (lib/classify/subscriber_lpm.h) at 1,000, 100,000 and
  * 500,000 subscribers of one IPv4 /32 and one IPv6 /56 each: the time to build
  * it and its cost per new flow, on random subscribers' addresses.
  *
@@ -30,6 +30,7 @@
 #include <rte_cycles.h>
 #include <rte_eal.h>
 
+#include "harness.h"
 #include "classify.h"
 #include "policy.h"
 #include "subscriber.h"
@@ -218,12 +219,9 @@ main(int argc, char **argv)
 	static const struct option opts[] = { { "rules", required_argument, NULL, 'r' },
 					      { "subscribers", required_argument, NULL, 's' }, { 0 } };
 	char list[256] = "10,1000,100000", subs[256] = "1000,100000,500000";
-	int rc = rte_eal_init(argc, argv), c;
+	int c;
 
-	if (rc < 0)
-		return 1;
-	argc -= rc;
-	argv += rc;
+	bench_init(&argc, &argv);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c != 'r' && c != 's') {
 			fprintf(stderr, "usage: weir-bench-classify [EAL] -- [--rules N,N] "
@@ -240,6 +238,6 @@ main(int argc, char **argv)
 	       "LPM MB", "v4 cyc/flow", "v6 cyc/flow");
 	for (char *tok = strtok(subs, ","); tok != NULL; tok = strtok(NULL, ","))
 		run_subs((unsigned int)strtoul(tok, NULL, 10));
-	rte_eal_cleanup();
+	bench_fini();
 	return 0;
 }

@@ -29,10 +29,10 @@
  *  frame and the backlog it ended with. Without it every burst empties the
  *  tree, the worst case for the lists.
  *  --l3-control: the workers look for routers' control traffic as the
- *  appliance's do by default (lib/l3ctl.h; the frames are ordinary TCP, so
+ *  appliance's do by default (lib/net/l3ctl.h; the frames are ordinary TCP, so
  *  this is the check's cost on every frame).)
  *  --capture other|class: the shaped modes run with a capture of one class
- *  (lib/capture.h): "other", a class no frame is in (the filter's cost on
+ *  (lib/observe/capture.h): "other", a class no frame is in (the filter's cost on
  *  every frame); "class", the class every frame is in (every frame copied
  *  onto the ring with its verdict; the ring is emptied outside the timed
  *  part, as the management lcore would). Without it the worker's cost of
@@ -59,6 +59,7 @@
 #include <rte_tcp.h>
 
 #include "capture.h"
+#include "harness.h"
 #include "flow.h"
 #include "ipabr.h"
 #include "mbuf_meta.h"
@@ -255,7 +256,7 @@ static uint8_t plain_list, no_codel;
 
 /* --l3-control: weir_worker_conf.l3_control (the appliance's default). */
 static bool l3_control;
-/* --tcp-measure: every worker measures its TCP flows (lib/tcpmeas.h). */
+/* --tcp-measure: every worker measures its TCP flows (lib/worker/tcpmeas.h). */
 static int tcp_measure;
 
 /* --depth: frames left standing in "+pfq"'s trees (half each way). */
@@ -618,7 +619,7 @@ main(int argc, char **argv)
 	uint32_t flows[16] = { 1000, 65536, 1048576 };
 	unsigned int n_flows = 3;
 	uint64_t n_pkts = 4000000;
-	int json = 0, c, rc;
+	int json = 0, c;
 	unsigned int n_workers = 1, n_out = 0;
 	uint32_t want = (1u << MODE__COUNT) - 1;   /* --modes; the baseline always runs */
 	struct rte_mempool *mp;
@@ -639,20 +640,10 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 
-	rc = rte_eal_init(argc, argv);
-	if (rc < 0)
-		rte_exit(EXIT_FAILURE, "EAL init failed\n");
-	argc -= rc;
-	argv += rc;
+	bench_init(&argc, &argv);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'f': {
-			char *s = optarg, *tok;
-			n_flows = 0;
-			while ((tok = strsep(&s, ",")) != NULL && n_flows < RTE_DIM(flows))
-				flows[n_flows++] = (uint32_t)strtoul(tok, NULL, 0);
-			break;
-		}
+		case 'f': n_flows = bench_list(optarg, flows, RTE_DIM(flows)); break;
 		case 'n': n_pkts = strtoull(optarg, NULL, 0); break;
 		case 'j': json = 1; break;
 		case 'w': n_workers = (unsigned int)strtoul(optarg, NULL, 0); break;
@@ -793,6 +784,6 @@ main(int argc, char **argv)
 		       "table's and the ACK store's, which postack and tcr use too)\n",
 		       weir_ipabr_bytes_per_flow());
 	rte_mempool_free(mp);
-	rte_eal_cleanup();
+	bench_fini();
 	return 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir-bench-marker: the cost of DiffServ marking (lib/marker.h) per packet.
+ * weir-bench-marker: the cost of DiffServ marking (lib/sched/marker.h) per packet.
  *
  * One worker, one fifo leaf far above what a core can push, 64-byte TCP
  * frames of 1000 flows through weir_worker_process + dequeue + tx, as
@@ -28,6 +28,7 @@
 #include <rte_mbuf.h>
 #include <rte_tcp.h>
 
+#include "harness.h"
 #include "flow.h"
 #include "marker.h"
 #include "mbuf_meta.h"
@@ -197,13 +198,9 @@ main(int argc, char **argv)
 	uint64_t n_pkts = 2000000;
 	unsigned int rounds = 5;
 	struct rte_mempool *mp;
-	int rc, c, json = 0;
+	int c, json = 0;
 
-	rc = rte_eal_init(argc, argv);
-	if (rc < 0)
-		rte_exit(EXIT_FAILURE, "EAL init failed\n");
-	argc -= rc;
-	argv += rc;
+	bench_init(&argc, &argv);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n': n_pkts = strtoull(optarg, NULL, 0); break;
@@ -256,6 +253,6 @@ main(int argc, char **argv)
 	if (json)
 		printf("]\n");
 	rte_mempool_free(mp);
-	rte_eal_cleanup();
+	bench_fini();
 	return 0;
 }

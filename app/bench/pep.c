@@ -28,6 +28,7 @@
 #include <rte_mbuf.h>
 #include <rte_tcp.h>
 
+#include "harness.h"
 #include "flow.h"
 #include "mbuf_meta.h"
 #include "pep.h"
@@ -229,19 +230,12 @@ main(int argc, char **argv)
 		{ "rounds", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int rc = rte_eal_init(argc, argv), c;
+	int c;
 
-	if (rc < 0)
-		rte_exit(EXIT_FAILURE, "EAL init failed\n");
-	argc -= rc;
-	argv += rc;
+	bench_init(&argc, &argv);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 'f') {
-			char *s = optarg, *tok;
-
-			n_fl = 0;
-			while ((tok = strsep(&s, ",")) != NULL && n_fl < RTE_DIM(flows))
-				flows[n_fl++] = (uint32_t)strtoul(tok, NULL, 0);
+			n_fl = bench_list(optarg, flows, RTE_DIM(flows));
 		} else if (c == 'r') {
 			rounds = (uint32_t)strtoul(optarg, NULL, 0);
 		} else {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir-bench-qm: what a fifo leaf's queue manager (lib/qm.h) costs per packet.
+ * weir-bench-qm: what a fifo leaf's queue manager (lib/sched/qm.h) costs per packet.
  *
  * One fifo leaf under a root, fed bursts of 32 frames of 1000 bytes from
  * `flows` flows (frames carry IPv4 addresses and ports, so the flow key is
@@ -32,6 +32,7 @@
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
+#include "harness.h"
 #include "cbq.h"
 #include "mbuf_meta.h"
 
@@ -162,7 +163,7 @@ main(int argc, char **argv)
 	uint32_t n_flows = 1000, monitor = 64;
 	uint64_t n_pkts = 2000000;
 	unsigned int rounds = 5;
-	int json = 0, c, rc;
+	int json = 0, c;
 	struct rte_mempool *mp;
 	static const struct option opts[] = {
 		{ "flows", required_argument, NULL, 'f' },
@@ -175,11 +176,7 @@ main(int argc, char **argv)
 	double cyc[N_KINDS][64], ratio[N_KINDS][64];
 	struct result last[N_KINDS];
 
-	rc = rte_eal_init(argc, argv);
-	if (rc < 0)
-		rte_exit(EXIT_FAILURE, "EAL init failed\n");
-	argc -= rc;
-	argv += rc;
+	bench_init(&argc, &argv);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': n_flows = (uint32_t)strtoul(optarg, NULL, 0); break;
@@ -239,6 +236,6 @@ main(int argc, char **argv)
 	if (json)
 		printf("]\n");
 	rte_mempool_free(mp);
-	rte_eal_cleanup();
+	bench_fini();
 	return 0;
 }

@@ -52,6 +52,7 @@
 #include <rte_sched.h>
 #include <rte_tcp.h>
 
+#include "harness.h"
 #include "cbq.h"
 #include "mbuf_meta.h"
 
@@ -411,17 +412,6 @@ run(enum kind kd, uint32_t n_flows, uint32_t n_classes, uint64_t n_pkts, uint64_
 	return r;
 }
 
-static unsigned int
-parse_list(char *s, uint32_t *out)
-{
-	unsigned int n = 0;
-	char *tok;
-
-	while ((tok = strsep(&s, ",")) != NULL && n < MAX_LIST)
-		out[n++] = (uint32_t)strtoul(tok, NULL, 0);
-	return n;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -429,7 +419,7 @@ main(int argc, char **argv)
 	unsigned int n_flows = 3, n_classes = 3, first = 1;
 	uint32_t max_flows = 0;
 	uint64_t n_pkts = 4000000, backlog = 0;
-	int json = 0, c, rc;
+	int json = 0, c;
 	struct rte_mempool *mp;
 	static const struct rte_mbuf_dynfield tag_desc = {
 		.name = "weir_bench_sched_tag", .size = sizeof(uint64_t),
@@ -444,15 +434,11 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 
-	rc = rte_eal_init(argc, argv);
-	if (rc < 0)
-		rte_exit(EXIT_FAILURE, "EAL init failed\n");
-	argc -= rc;
-	argv += rc;
+	bench_init(&argc, &argv);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'f': n_flows = parse_list(optarg, flows); break;
-		case 'c': n_classes = parse_list(optarg, classes); break;
+		case 'f': n_flows = bench_list(optarg, flows, MAX_LIST); break;
+		case 'c': n_classes = bench_list(optarg, classes, MAX_LIST); break;
 		case 'n': n_pkts = strtoull(optarg, NULL, 0); break;
 		case 'b': backlog = RTE_ALIGN_CEIL(strtoull(optarg, NULL, 0), BURST); break;
 		case 'j': json = 1; break;
@@ -540,6 +526,6 @@ main(int argc, char **argv)
 	free(next_seq);
 	free(expect);
 	free(flow_class);
-	rte_eal_cleanup();
+	bench_fini();
 	return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: packet captures run through the REST API (captures.c,
  * docs/capture.md). The workers copy the frames a capture's filter takes
- * onto their rings (lib/capture.h); the management lcore drains the rings
+ * onto their rings (lib/observe/capture.h); the management lcore drains the rings
  * at each wake and writes each capture's pcapng file with librte_pcapng,
  * with weir's verdict on each frame as its comment.
  */

@@ -219,7 +219,7 @@ load_sizes(struct loader *ld, const config_setting_t *root, struct weir_config *
 	if (cfg_int(ld, wk, "malformed_pps", 1000, 0, 100000000, &v) < 0)
 		return -1;
 	cfg->malformed_pps = (uint32_t)v;
-	/* Routers' hellos, BFD and BGP cross ahead of shaping (lib/l3ctl.h);
+	/* Routers' hellos, BFD and BGP cross ahead of shaping (lib/net/l3ctl.h);
 	 * 10000 a second carries a BGP full table in seconds and BFD for
 	 * hundreds of sessions, and is a small share of a link. */
 	if (cfg_bool(ld, wk, "l3_control", true, &cfg->l3_control) < 0)

@@ -79,10 +79,10 @@ struct weir_config {
 	uint32_t shape_burst_us;                /* token bucket depth in time (docs/cbq.md) */
 	bool shape_no_aqm;                      /* shaping.aqm = "none": no CoDel in pfq/tcr leaves */
 	uint8_t shape_qm;                       /* shaping.aqm = "red"...: fifo leaves' queue manager */
-	struct weir_qm_params shape_qm_params;  /* shaping.red / shaping.pqm (lib/qm.h) */
-	uint32_t shape_young;                   /* shaping.young_bytes: young-flow budget (lib/drr.h) */
-	uint8_t shape_new_quanta;               /* shaping.new_quanta: the new-flows list's bound (lib/drr.h) */
-	bool shape_plain;                       /* shaping.new_flows = false: plain DRR (lib/drr.h) */
+	struct weir_qm_params shape_qm_params;  /* shaping.red / shaping.pqm (lib/sched/qm.h) */
+	uint32_t shape_young;                   /* shaping.young_bytes: young-flow budget (lib/sched/drr.h) */
+	uint8_t shape_new_quanta;               /* shaping.new_quanta: the new-flows list's bound (lib/sched/drr.h) */
+	bool shape_plain;                       /* shaping.new_flows = false: plain DRR (lib/sched/drr.h) */
 	uint8_t shape_mode;                     /* default enum weir_shape_mode of classes */
 	uint32_t postack_acks;                  /* ACK records per worker */
 	uint16_t postack_ack_limit;             /* ACKs one flow may hold */
@@ -95,7 +95,7 @@ struct weir_config {
 	int64_t postack_mbufs;                  /* held ACKs that may keep their mbufs, per worker; -1 = auto */
 	int64_t pep_copies;                     /* pep's copies per worker; -1 = auto (weir_config_pep_copies) */
 	uint32_t pep_drain_ms;                  /* at stop: delivery of p-acked data before resets */
-	/* Class trees and rules, compiled (lib/policy.h); NULL when neither
+	/* Class trees and rules, compiled (lib/classify/policy.h); NULL when neither
 	 * direction is shaped. Owned by the config. */
 	struct weir_policy *policy;
 	/* policy.script: the Lua policy the trees and rules come from instead

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: the config file's `shaping` trees and `rules`, compiled into a
- * policy (lib/policy.h). The policy builder does the semantic checks; this
+ * policy (lib/classify/policy.h). The policy builder does the semantic checks; this
  * file reads settings and maps the builder's errors back to FILE:LINE.
  * The value syntax (rates, prefixes, ports, ...) is policy_values.c's, shared
  * with the Lua front end.
@@ -631,7 +631,7 @@ load_ipabr(struct loader *ld, const config_setting_t *g, struct weir_config *cfg
 
 /* shaping.red { min_th, max_th, max_p, wq } and shaping.pqm { gamma, alpha,
  * phi, target, interval_us, pkt_mean, pkt_max, rtt_min_us, k_us, monitor,
- * seed }: the fifo leaves' queue managers (lib/qm.h, docs/pqm.md). */
+ * seed }: the fifo leaves' queue managers (lib/sched/qm.h, docs/pqm.md). */
 static int
 load_qm(struct loader *ld, const config_setting_t *g, struct weir_config *cfg)
 {
@@ -834,7 +834,7 @@ cfg_load_policy(struct loader *ld, const config_setting_t *root, struct weir_con
 		return -1;
 	cfg->shape_young = (uint32_t)v;
 	/* New flows together get at most n / (n + 1) of a leaf whose old flows
-	 * wait (lib/drr.h): the rest is what a scan leaves the bulk flows. */
+	 * wait (lib/sched/drr.h): the rest is what a scan leaves the bulk flows. */
 	if (cfg_int(ld, g, "new_quanta", WEIR_DRR_NEW_QUANTA_DEFAULT, 1, WEIR_DRR_NEW_QUANTA_MAX, &v) < 0)
 		return -1;
 	cfg->shape_new_quanta = (uint8_t)v;

@@ -2,7 +2,7 @@
  * weir: the Lua policy's hooks on the management lcore.
  *
  * Workers never run Lua. A worker with hooks to feed posts an event when it
- * classifies a new flow and when a flow leaves its table (lib/worker.h:
+ * classifies a new flow and when a flow leaves its table (lib/worker/worker.h:
  * struct weir_flow_event, one ring per worker, rate-limited there); this
  * file hands them to the script's on_flow / on_flow_end, and an on_flow
  * that names another class is sent back as a command (struct

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: IPFIX export (ipfix_export.h). Records are built by lib/ipfix.c;
+ * weir: IPFIX export (ipfix_export.h). Records are built by lib/observe/ipfix.c;
  * this file decides when and sends them.
  *
  * Counts are deltas (octetDeltaCount): a long flow is reported every

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: the IPsec SAs of every worker's flow table, with their sequence
- * figures (lib/sa_seq.h), grouped by tunnel.
+ * figures (lib/flow/sa_seq.h), grouped by tunnel.
  */
 #include <arpa/inet.h>
 #include <inttypes.h>
@@ -95,7 +95,7 @@ weir_ipsec_json(const struct weir_app *app)
 			listed++;
 			addr_text(&k, k.addr_lo, src, sizeof(src));
 			addr_text(&k, k.addr_hi, dst, sizeof(dst));
-			/* An SA is what its key holds (lib/flow.h): the ends (with
+			/* An SA is what its key holds (lib/flow/flow.h): the ends (with
 			 * the UDP ports of ESP in UDP), the SPI and the VLAN; its
 			 * name holds all of them, so no two SAs share one. */
 			end_text(&k, src, k.natt_sport, s_end, sizeof(s_end));

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: the management lcore's gathering of the workers' TCP measurement
- * (lib/tcpmeas.h through weir_worker_tcp_view) for the REST API's hosts
+ * (lib/worker/tcpmeas.h through weir_worker_tcp_view) for the REST API's hosts
  * and measure listings and /metrics: every measured TCP flow copied once,
  * then summarised per LAN host, per class, and the worst flows.
  *

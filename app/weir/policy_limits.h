@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: what one Lua policy may declare (issue 42). The sandbox bounds the
+ * weir: what one Lua policy may declare. The sandbox bounds the
  * script's own memory and time, but what it declares is compiled after it
  * returns, outside the sandbox (off the management loop for reloads and
  * uploads, compile_job.h; on it for a hook's change): a loop of weir.rule or
@@ -23,7 +23,7 @@
 #define WEIR_LUA_MAX_RULES 4096u
 #define WEIR_LUA_MAX_RULES_CEIL WEIR_CLS_MAX_RULES
 
-/* Classes per direction: the class tree's own bound (lib/cbq.h), the root
+/* Classes per direction: the class tree's own bound (lib/sched/cbq.h), the root
  * taking one slot. */
 #define WEIR_LUA_MAX_CLASSES (WEIR_CBQ_MAX_CLASSES - 1)
 

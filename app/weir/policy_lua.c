@@ -2,7 +2,7 @@
  * weir: the Lua policy front end (policy_lua.h, lua/README.md).
  *
  * The script only declares: weir.link, weir.class and weir.rule copy their
- * table into the same confs the config file fills (lib/policy.h), checking
+ * table into the same confs the config file fills (lib/classify/policy.h), checking
  * keys and values there and then so an error names the line of the call.
  * Once the script's top level has finished, the policy builder does the
  * semantic checks; its errors (class i of a tree, rule i) are mapped back to
@@ -23,21 +23,21 @@ static int
 run_script(lua_State *L)
 {
 	static const luaL_Reg api[] = {
-		{ "link", l_link }, { "class", l_class }, { "rule", l_rule },
-		{ "set_class", l_set_class }, { "every", l_every }, { "at", l_at },
-		{ "on_flow", l_on_flow }, { "on_flow_end", l_on_flow_end },
-		{ "on_stats", l_on_stats }, { "time", l_time }, { "date", l_date },
+		{ "link", pl_api_link }, { "class", pl_api_class }, { "rule", pl_api_rule },
+		{ "set_class", pl_api_set_class }, { "every", pl_api_every }, { "at", pl_api_at },
+		{ "on_flow", pl_api_on_flow }, { "on_flow_end", pl_api_on_flow_end },
+		{ "on_stats", pl_api_on_stats }, { "time", pl_api_time }, { "date", pl_api_date },
 		{ NULL, NULL },
 	};
 	struct weir_lua *x = lua_touserdata(L, 1);
 
-	sandbox_open(L);
+	pl_sandbox_open(L);
 	luaL_newlibtable(L, api);
 	lua_pushvalue(L, 1);
 	luaL_setfuncs(L, api, 1);
 	lua_setglobal(L, "weir");
 	/* Lua names the file in its messages by a shortened path when the path
-	 * is long; learn that name from an empty chunk so report_run can put
+	 * is long; learn that name from an empty chunk so pl_report_run can put
 	 * the whole path back. */
 	lua_pushfstring(L, "@%s", x->path);
 	if (luaL_loadbufferx(L, "", 0, lua_tostring(L, -1), "t") == LUA_OK) {
@@ -52,8 +52,8 @@ run_script(lua_State *L)
 	/* Text only: a bytecode chunk can crash the VM (it is not verified). */
 	if (luaL_loadfilex(L, x->path, "t") != LUA_OK)
 		return lua_error(L);
-	start_clock(x);
-	lua_sethook(L, sandbox_hook, LUA_MASKCOUNT | LUA_MASKLINE, x->hook_step);
+	pl_start_clock(x);
+	lua_sethook(L, pl_sandbox_hook, LUA_MASKCOUNT | LUA_MASKLINE, x->hook_step);
 	lua_call(L, 0, 0);
 	lua_sethook(L, NULL, 0, 0);
 	return 0;
@@ -61,7 +61,7 @@ run_script(lua_State *L)
 
 /* The script's outcome as one message; status is lua_pcall's. */
 void
-report_run(lua_State *L, const struct weir_lua *x, int status, char *err, size_t errlen)
+pl_report_run(lua_State *L, const struct weir_lua *x, int status, char *err, size_t errlen)
 {
 	if (x->failed) {
 		snprintf(err, errlen, "%s", x->err);
@@ -151,7 +151,7 @@ weir_lua_open(const char *path, const struct weir_policy_lua_limits *lim, char *
 	for (int h = 0; h < WEIR_LUA__HOOKS; h++)
 		x->hook_ref[h] = LUA_NOREF;
 
-	x->L = lua_newstate(sandbox_alloc, x);
+	x->L = lua_newstate(pl_sandbox_alloc, x);
 	if (x->L == NULL) {
 		snprintf(err, errlen, "%s:0: cannot create a Lua state within %zu bytes", path,
 			 x->mem_limit);
@@ -162,9 +162,9 @@ weir_lua_open(const char *path, const struct weir_policy_lua_limits *lim, char *
 	lua_pushcfunction(x->L, run_script);
 	lua_pushlightuserdata(x->L, x);
 	status = lua_pcall(x->L, 1, 0, 0);
-	stop_clock();
+	pl_stop_clock();
 	if (status != LUA_OK || x->failed) {
-		report_run(x->L, x, status, err, errlen);
+		pl_report_run(x->L, x, status, err, errlen);
 		goto fail;
 	}
 	lua_settop(x->L, 0);

@@ -29,7 +29,7 @@ static int decl_fail(lua_State *L, int line, const char *fmt, ...)
 static int
 decl_fail(lua_State *L, int line, const char *fmt, ...)
 {
-	struct weir_lua *x = ctx_of(L);
+	struct weir_lua *x = pl_ctx_of(L);
 	char msg[MSG_LEN];
 	int off;
 	va_list ap;
@@ -57,7 +57,7 @@ top_level_only(lua_State *L, int line, const char *fn)
 	bool decl = strcmp(fn, "weir.link") == 0 || strcmp(fn, "weir.class") == 0 ||
 		    strcmp(fn, "weir.rule") == 0;
 
-	if (ctx_of(L)->in_hook)
+	if (pl_ctx_of(L)->in_hook)
 		decl_fail(L, line, "%s is only valid at the top level of the script, not in a "
 			  "hook%s", fn, decl ? " (hooks change classes with weir.set_class)" : "");
 }
@@ -228,10 +228,10 @@ grow(lua_State *L, int line, void **arr, void **lines, unsigned int *cap, unsign
 
 /* weir.link{ dir, rate, default, limit, mode }: the root of dir's tree. */
 int
-l_link(lua_State *L)
+pl_api_link(lua_State *L)
 {
 	static const char *const keys[] = { "dir", "rate", "default", "limit", "mode", NULL };
-	struct weir_lua *x = ctx_of(L);
+	struct weir_lua *x = pl_ctx_of(L);
 	int line = caller_line(L);
 	struct weir_policy_tree_conf *tc;
 	int d;
@@ -377,12 +377,12 @@ get_last_mile(lua_State *L, int line, bool rule, struct weir_last_mile *lm)
 /* weir.class{ dir, name, parent, rate, ceil, prio, limit, quantum, flow_min,
  * admission, fallback, mode, marker }: the config file's class keys, plus dir. */
 int
-l_class(lua_State *L)
+pl_api_class(lua_State *L)
 {
 	static const char *const keys[] = { "dir", "name", "parent", "rate", "ceil", "prio",
 					    "limit", "quantum", "flow_min", "admission",
 					    "fallback", "mode", "aqm", "marker", "last_mile", NULL };
-	struct weir_lua *x = ctx_of(L);
+	struct weir_lua *x = pl_ctx_of(L);
 	int line = caller_line(L);
 	struct weir_policy_class_conf c = { 0 };
 	char admit[16], msg[256];
@@ -497,7 +497,7 @@ get_dscp(lua_State *L, int line)
 /* weir.rule{ class, weight, proto, src, dst, lan, wan, *_port, vlan, dscp, dir, spi }:
  * appended, so rules match in call order. */
 int
-l_rule(lua_State *L)
+pl_api_rule(lua_State *L)
 {
 	static const char *const keys[] = { "class", "weight", "proto", "src", "dst", "lan", "wan",
 					    "src_port", "dst_port", "lan_port", "wan_port", "vlan",
@@ -505,7 +505,7 @@ l_rule(lua_State *L)
 	static const char *const side_key[WEIR_CLS__SIDES] = { "src", "dst", "lan", "wan" };
 	static const char *const port_key[WEIR_CLS__SIDES] = { "src_port", "dst_port", "lan_port",
 							       "wan_port" };
-	struct weir_lua *x = ctx_of(L);
+	struct weir_lua *x = pl_ctx_of(L);
 	int line = caller_line(L);
 	struct weir_policy_rule_conf rc = { 0 };
 	struct weir_classify_rule *m = &rc.match;
@@ -599,11 +599,11 @@ set_rate(lua_State *L, int line, const char *key, uint64_t *inout)
  * the given keys of a declared class. Values are checked here, the tree as
  * a whole at the next compile (which names this line if it fails). */
 int
-l_set_class(lua_State *L)
+pl_api_set_class(lua_State *L)
 {
 	static const char *const keys[] = { "dir", "name", "rate", "ceil", "prio", "limit",
 					    "flow_min", "mode", NULL };
-	struct weir_lua *x = ctx_of(L);
+	struct weir_lua *x = pl_ctx_of(L);
 	int line = caller_line(L);
 	struct weir_policy_class_conf c, *old;
 	char name[WEIR_POLICY_NAME_LEN];
@@ -636,7 +636,7 @@ l_set_class(lua_State *L)
 	if (x->in_hook && x->class_line[d][i].undo_call != x->undo_gen) {
 		if (x->n_undo == x->cap_undo) {
 			unsigned int ncap = x->cap_undo ? x->cap_undo * 2 : 8;
-			struct undo *u = sandbox_alloc(x, x->undo, x->cap_undo * sizeof(*u),
+			struct undo *u = pl_sandbox_alloc(x, x->undo, x->cap_undo * sizeof(*u),
 						       ncap * sizeof(*u));
 
 			if (u == NULL)
@@ -663,7 +663,7 @@ l_set_class(lua_State *L)
 static int
 add_timer(lua_State *L, int line, double period, int minute, double due)
 {
-	struct weir_lua *x = ctx_of(L);
+	struct weir_lua *x = pl_ctx_of(L);
 
 	if (x->n_timers >= WEIR_LUA_MAX_TIMERS)
 		return decl_fail(L, line, "more than %u timers (weir.every and weir.at together): "
@@ -688,9 +688,9 @@ add_timer(lua_State *L, int line, double period, int minute, double due)
 /* weir.every(seconds, fn): fn(now) every `seconds`, the first time
  * `seconds` after the load. */
 int
-l_every(lua_State *L)
+pl_api_every(lua_State *L)
 {
-	struct weir_lua *x = ctx_of(L);
+	struct weir_lua *x = pl_ctx_of(L);
 	int line = caller_line(L);
 	double s;
 
@@ -710,7 +710,7 @@ l_every(lua_State *L)
 /* The first time after `after` that the local clock reads `minute` (of
  * the day): mktime does the calendar and the daylight saving changes. */
 double
-next_daily(double after, int minute)
+pl_next_daily(double after, int minute)
 {
 	time_t t = (time_t)floor(after), due = 0;
 	struct tm tm;
@@ -736,9 +736,9 @@ next_daily(double after, int minute)
 
 /* weir.at("HH:MM", fn): fn(now) daily when the local clock reads HH:MM. */
 int
-l_at(lua_State *L)
+pl_api_at(lua_State *L)
 {
-	struct weir_lua *x = ctx_of(L);
+	struct weir_lua *x = pl_ctx_of(L);
 	int line = caller_line(L);
 	int h, m, n = 0;
 	const char *s;
@@ -752,13 +752,13 @@ l_at(lua_State *L)
 	    m > 59)
 		return decl_fail(L, line, "weir.at: '%s' is not a time of day \"HH:MM\" "
 				 "(00:00-23:59)", s);
-	return add_timer(L, line, 0, h * 60 + m, next_daily(x->now, h * 60 + m));
+	return add_timer(L, line, 0, h * 60 + m, pl_next_daily(x->now, h * 60 + m));
 }
 
 static int
 set_hook(lua_State *L, enum weir_lua_hook h, const char *fn)
 {
-	struct weir_lua *x = ctx_of(L);
+	struct weir_lua *x = pl_ctx_of(L);
 	int line = caller_line(L);
 
 	top_level_only(L, line, fn);
@@ -774,38 +774,38 @@ set_hook(lua_State *L, enum weir_lua_hook h, const char *fn)
 }
 
 int
-l_on_flow(lua_State *L)
+pl_api_on_flow(lua_State *L)
 {
 	return set_hook(L, WEIR_LUA_FLOW, "weir.on_flow");
 }
 
 int
-l_on_flow_end(lua_State *L)
+pl_api_on_flow_end(lua_State *L)
 {
 	return set_hook(L, WEIR_LUA_FLOW_END, "weir.on_flow_end");
 }
 
 int
-l_on_stats(lua_State *L)
+pl_api_on_stats(lua_State *L)
 {
 	return set_hook(L, WEIR_LUA_STATS, "weir.on_stats");
 }
 
 /* weir.time(): the `now` of the running call, or of the last one. */
 int
-l_time(lua_State *L)
+pl_api_time(lua_State *L)
 {
-	lua_pushnumber(L, ctx_of(L)->now);
+	lua_pushnumber(L, pl_ctx_of(L)->now);
 	return 1;
 }
 
 /* weir.date([t]): os.date("*t", t) without os: the local calendar time. */
 int
-l_date(lua_State *L)
+pl_api_date(lua_State *L)
 {
 	static const char *const f[] = { "year", "month", "day", "hour", "min", "sec", "wday",
 					 "yday" };
-	double now = luaL_optnumber(L, 1, ctx_of(L)->now);
+	double now = luaL_optnumber(L, 1, pl_ctx_of(L)->now);
 	time_t t;
 	struct tm tm;
 	int v[8];

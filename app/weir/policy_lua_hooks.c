@@ -170,8 +170,8 @@ call_protected(lua_State *L)
 	}
 	x->insns = 0;
 	x->line = c->line;
-	start_clock(x);
-	lua_sethook(L, sandbox_hook, LUA_MASKCOUNT | LUA_MASKLINE, x->hook_step);
+	pl_start_clock(x);
+	lua_sethook(L, pl_sandbox_hook, LUA_MASKCOUNT | LUA_MASKLINE, x->hook_step);
 	lua_call(L, 1, 1);
 	lua_sethook(L, NULL, 0, 0);
 	if (c->kind == WEIR_LUA_FLOW) {
@@ -213,13 +213,13 @@ call_hook(struct weir_lua *x, struct call *c, char *err, size_t errlen)
 	lua_pushcfunction(L, call_protected);
 	lua_pushlightuserdata(L, c);
 	status = lua_pcall(L, 1, 1, 0);
-	stop_clock();
+	pl_stop_clock();
 	/* after a runaway hook it still fires at every instruction */
 	lua_sethook(L, NULL, 0, 0);
 	x->in_hook = false;
 	if (status == LUA_OK && !x->failed)
 		return 0;
-	report_run(L, x, status, x->cnt.last_error, sizeof(x->cnt.last_error));
+	pl_report_run(L, x, status, x->cnt.last_error, sizeof(x->cnt.last_error));
 	if (err != NULL && errlen > 0)
 		snprintf(err, errlen, "%s", x->cnt.last_error);
 	x->cnt.hook[c->kind].errors++;
@@ -257,7 +257,7 @@ int
 weir_lua_run_timers_for(struct weir_lua *x, double now, double budget_s, bool *more, char *err,
 			size_t errlen)
 {
-	const double t0 = mono_now();
+	const double t0 = pl_mono_now();
 	const unsigned int n = x->n_timers, first = n ? x->timer_next % n : 0;
 	int ran = 0;
 	bool failed = false;
@@ -278,7 +278,7 @@ weir_lua_run_timers_for(struct weir_lua *x, double now, double budget_s, bool *m
 		/* The budget counts every call: this one and the rest wait for
 		 * the next wake, still due (a call started is finished; one
 		 * always runs, so a wake whose budget is gone still moves on). */
-		if (ran > 0 && mono_now() - t0 >= budget_s) {
+		if (ran > 0 && pl_mono_now() - t0 >= budget_s) {
 			x->timer_next = i;
 			if (more != NULL)
 				*more = true;
@@ -287,7 +287,7 @@ weir_lua_run_timers_for(struct weir_lua *x, double now, double budget_s, bool *m
 		/* Once per call however late: a management lcore that was busy
 		 * for minutes must not run a minute timer a hundred times. */
 		if (t->minute >= 0) {
-			t->due = next_daily(now, t->minute);
+			t->due = pl_next_daily(now, t->minute);
 		} else {
 			t->due += t->period;
 			if (t->due <= now)

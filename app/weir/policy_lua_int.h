@@ -122,29 +122,29 @@ struct weir_lua {
 
 /* policy_lua_sandbox.c: the allocator, the instruction budget and the time
  * limit, the bounded libraries. */
-void *sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
-struct weir_lua *ctx_of(lua_State *L);
-void sandbox_hook(lua_State *L, lua_Debug *ar);
-void sandbox_open(lua_State *L);
-double mono_now(void);
-void start_clock(struct weir_lua *x);
-void stop_clock(void);
+void *pl_sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
+struct weir_lua *pl_ctx_of(lua_State *L);
+void pl_sandbox_hook(lua_State *L, lua_Debug *ar);
+void pl_sandbox_open(lua_State *L);
+double pl_mono_now(void);
+void pl_start_clock(struct weir_lua *x);
+void pl_stop_clock(void);
 
 /* policy_lua_decl.c: the weir.* functions a script calls. */
-int l_link(lua_State *L);
-int l_class(lua_State *L);
-int l_rule(lua_State *L);
-int l_set_class(lua_State *L);
-int l_every(lua_State *L);
-int l_at(lua_State *L);
-int l_on_flow(lua_State *L);
-int l_on_flow_end(lua_State *L);
-int l_on_stats(lua_State *L);
-int l_time(lua_State *L);
-int l_date(lua_State *L);
-double next_daily(double after, int minute);
+int pl_api_link(lua_State *L);
+int pl_api_class(lua_State *L);
+int pl_api_rule(lua_State *L);
+int pl_api_set_class(lua_State *L);
+int pl_api_every(lua_State *L);
+int pl_api_at(lua_State *L);
+int pl_api_on_flow(lua_State *L);
+int pl_api_on_flow_end(lua_State *L);
+int pl_api_on_stats(lua_State *L);
+int pl_api_time(lua_State *L);
+int pl_api_date(lua_State *L);
+double pl_next_daily(double after, int minute);
 
 /* policy_lua.c: loading. */
-void report_run(lua_State *L, const struct weir_lua *x, int status, char *err, size_t errlen);
+void pl_report_run(lua_State *L, const struct weir_lua *x, int status, char *err, size_t errlen);
 
 #endif

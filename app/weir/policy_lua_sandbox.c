@@ -83,7 +83,7 @@ wd_start(void)
 }
 
 double
-mono_now(void)
+pl_mono_now(void)
 {
 	struct timespec ts;
 
@@ -93,9 +93,9 @@ mono_now(void)
 
 /* A run (the top level or one hook call) starts: watch its deadline. */
 void
-start_clock(struct weir_lua *x)
+pl_start_clock(struct weir_lua *x)
 {
-	x->deadline = mono_now() + x->time_limit;
+	x->deadline = pl_mono_now() + x->time_limit;
 	if (own_clock)
 		return;
 	pthread_once(&wd_once, wd_start);
@@ -103,7 +103,7 @@ start_clock(struct weir_lua *x)
 }
 
 void
-stop_clock(void)
+pl_stop_clock(void)
 {
 	if (!own_clock)
 		atomic_store(&wd_deadline, 0);
@@ -116,7 +116,7 @@ expired(const struct weir_lua *x)
 {
 	return !own_clock && wd_ok
 	       ? atomic_load_explicit(&wd_deadline, memory_order_relaxed) == WD_EXPIRED
-	       : mono_now() >= x->deadline;
+	       : pl_mono_now() >= x->deadline;
 }
 
 static bool
@@ -128,7 +128,7 @@ stopping(void)
 /* Every allocation of the state goes through here, so the limit covers
  * strings, tables, closures and Lua's own structures alike. */
 void *
-sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+pl_sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
 	struct weir_lua *x = ud;
 	size_t old = ptr != NULL ? osize : 0;   /* osize is a type tag when ptr is NULL */
@@ -150,7 +150,7 @@ sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 }
 
 struct weir_lua *
-ctx_of(lua_State *L)
+pl_ctx_of(lua_State *L)
 {
 	return lua_touserdata(L, lua_upvalueindex(1));
 }
@@ -158,7 +158,7 @@ ctx_of(lua_State *L)
 /* The line hook keeps the running line for errors that carry none (out of
  * memory); the count hook enforces the instruction budget. */
 void
-sandbox_hook(lua_State *L, lua_Debug *ar)
+pl_sandbox_hook(lua_State *L, lua_Debug *ar)
 {
 	struct weir_lua *x;
 	char msg[MSG_LEN];
@@ -196,7 +196,7 @@ sandbox_hook(lua_State *L, lua_Debug *ar)
 	}
 	/* From now on every instruction fails, so a pcall in the script can
 	 * catch the error but never run on. */
-	lua_sethook(L, sandbox_hook, LUA_MASKCOUNT, 1);
+	lua_sethook(L, pl_sandbox_hook, LUA_MASKCOUNT, 1);
 	lua_pushstring(L, msg);
 	lua_error(L);
 }
@@ -243,7 +243,7 @@ lib_fail(lua_State *L, const char *fmt, ...)
 }
 
 /* Raise "FILE:LINE: fn: ..." from a wrapper (luaL_error's position is the
- * calling Lua line, which report_run maps to the whole path). */
+ * calling Lua line, which pl_report_run maps to the whole path). */
 static int
 guard(lua_State *L, struct weir_lua *x, const char *fn)
 {
@@ -538,7 +538,7 @@ wrap(lua_State *L, const char *lib, const char *name, lua_CFunction fn)
 }
 
 void
-sandbox_open(lua_State *L)
+pl_sandbox_open(lua_State *L)
 {
 	luaL_requiref(L, LUA_GNAME, luaopen_base, 1);
 	luaL_requiref(L, LUA_STRLIBNAME, luaopen_string, 1);

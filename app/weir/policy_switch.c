@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: switching the workers to a new policy (policy_switch.h). The
  * management lcore builds each worker a fresh class tree from it and posts
- * it; each worker takes it between two bursts (lib/worker.h: struct
+ * it; each worker takes it between two bursts (lib/worker/worker.h: struct
  * weir_policy_switch), moving what it has queued. The old policy is freed
  * once every worker has acknowledged: a quiescent-state scheme with one
  * pointer per worker, no locks.

@@ -3,7 +3,7 @@
  *
  * Every wake of the management loop (10 ms) with two or more shaping
  * workers: sample each leaf's backlogged flows on every worker, re-divide
- * every class's rate and ceiling by demand (lib/share.h) and post each
+ * every class's rate and ceiling by demand (lib/worker/share.h) and post each
  * worker its part. The workers read their trees' counters only; nothing
  * here touches the fast path beyond one mailbox per worker.
  */
@@ -50,7 +50,7 @@ weir_rebalance_init(struct weir_app *a)
  * connection counted active on the other worker held part of the class
  * idle (a new flow beside another on one worker: 6.3 of its 10 Mbit/s).
  * In tcr and ipabr an idle or light connection counted so is weighed by
- * what it used of its share (weir_share_sample_use, lib/share.h).
+ * what it used of its share (weir_share_sample_use, lib/worker/share.h).
  */
 static uint32_t
 demand(const struct weir_policy_class *k, const struct weir_class_view *v)

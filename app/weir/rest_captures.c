@@ -27,35 +27,35 @@ split_sub(const char *sub, char *id, size_t idlen, const char **what)
 
 /* A capture id is a number: anything else is a malformed request. */
 static bool
-id_ok(const char *id, struct reply *r)
+id_ok(const char *id, struct rest_reply *r)
 {
 	if (strspn(id, "0123456789") == strlen(id))
 		return true;            /* too large for any capture: 404 */
-	reply_error(r, MHD_HTTP_BAD_REQUEST, "a capture id is a number, not '%.40s'", id);
+	rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "a capture id is a number, not '%.40s'", id);
 	return false;
 }
 
 static void
-reply_status(struct reply *r, unsigned int status, json_t *j, const char *msg, const char *id)
+reply_status(struct rest_reply *r, unsigned int status, json_t *j, const char *msg, const char *id)
 {
 	if (status == 404)
-		reply_error(r, MHD_HTTP_NOT_FOUND, "no capture %s", id);
+		rest_reply_error(r, MHD_HTTP_NOT_FOUND, "no capture %s", id);
 	else if (status >= 400)
-		reply_error(r, status, "%s", msg);
+		rest_reply_error(r, status, "%s", msg);
 	else {
-		reply_json(r, j);
+		rest_reply_json(r, j);
 		r->status = status;
 	}
 }
 
 void
-h_captures_post(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+h_captures_post(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	json_t *body, *out = NULL;
 	char msg[768] = "";
 	unsigned int st;
 
-	if (body_object(c, rq, r, &body) < 0)
+	if (rest_body_object(c, rq, r, &body) < 0)
 		return;
 	if (body == NULL)
 		body = json_object();
@@ -65,13 +65,13 @@ h_captures_post(struct weir_app *a, struct MHD_Connection *c, struct req *rq, st
 }
 
 void
-h_captures_list(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+h_captures_list(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
-	reply_json(r, weir_captures_list(a));
+	rest_reply_json(r, weir_captures_list(a));
 }
 
 void
-h_capture_get(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+h_capture_get(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	char id[32], msg[512] = "";
 	const char *what;
@@ -80,7 +80,7 @@ h_capture_get(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 
 	if (!split_sub(rq->sub, id, sizeof(id), &what) || (what[0] != '\0' &&
 							   strcmp(what, "pcapng") != 0)) {
-		reply_error(r, MHD_HTTP_NOT_FOUND, "no such resource: /api/v1/captures/%s", rq->sub);
+		rest_reply_error(r, MHD_HTTP_NOT_FOUND, "no such resource: /api/v1/captures/%s", rq->sub);
 		return;
 	}
 	if (!id_ok(id, r))
@@ -101,7 +101,7 @@ h_capture_get(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 }
 
 void
-h_capture_post(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+h_capture_post(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	char id[32];
 	const char *what;
@@ -109,14 +109,14 @@ h_capture_post(struct weir_app *a, struct MHD_Connection *c, struct req *rq, str
 	unsigned int st;
 
 	if (!split_sub(rq->sub, id, sizeof(id), &what) || strcmp(what, "stop") != 0) {
-		reply_error(r, MHD_HTTP_NOT_FOUND, "no such resource: /api/v1/captures/%s "
+		rest_reply_error(r, MHD_HTTP_NOT_FOUND, "no such resource: /api/v1/captures/%s "
 			    "(POST /api/v1/captures/ID/stop ends a capture)", rq->sub);
 		return;
 	}
 	if (!id_ok(id, r))
 		return;
 	if (rq->len != 0) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "stop takes no body");
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "stop takes no body");
 		return;
 	}
 	st = weir_captures_stop(a, id, false, &out);
@@ -125,14 +125,14 @@ h_capture_post(struct weir_app *a, struct MHD_Connection *c, struct req *rq, str
 }
 
 void
-h_capture_delete(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+h_capture_delete(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	char id[32];
 	const char *what;
 	json_t *out = NULL;
 
 	if (!split_sub(rq->sub, id, sizeof(id), &what) || what[0] != '\0') {
-		reply_error(r, MHD_HTTP_NOT_FOUND, "no such resource: /api/v1/captures/%s", rq->sub);
+		rest_reply_error(r, MHD_HTTP_NOT_FOUND, "no such resource: /api/v1/captures/%s", rq->sub);
 		return;
 	}
 	unsigned int st;

@@ -58,12 +58,12 @@ not_modified(struct MHD_Connection *c, const char *etag)
 }
 
 void
-h_dashboard(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+h_dashboard(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	const struct weir_asset *f = asset_find(rq->sub);
 
 	if (f == NULL) {
-		reply_error(r, MHD_HTTP_NOT_FOUND, "no such file of the dashboard: %s", rq->sub);
+		rest_reply_error(r, MHD_HTTP_NOT_FOUND, "no such file of the dashboard: %s", rq->sub);
 		return;
 	}
 	r->etag = f->etag;

@@ -80,7 +80,7 @@ json_ms(uint32_t us, bool have)
 	return have ? json_real((double)us / 1000.0) : json_null();
 }
 
-/* What the LAN (d OUT) or WAN host sent, as measured (lib/tcpmeas.h). */
+/* What the LAN (d OUT) or WAN host sent, as measured (lib/worker/tcpmeas.h). */
 static void
 tcp_sent_json(json_t *o, const struct weir_tcp_sent_view *s)
 {
@@ -192,7 +192,7 @@ flow_visit(struct flow_walk *fw, const struct weir_flow *f, const struct weir_fl
 }
 
 bool
-parse_uint(const char *s, uint64_t max, uint64_t *out)
+rest_parse_uint(const char *s, uint64_t max, uint64_t *out)
 {
 	char *end;
 
@@ -206,7 +206,7 @@ parse_uint(const char *s, uint64_t max, uint64_t *out)
 /* 0, or -1 with the 400 reply made. */
 static int
 flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *flt,
-	     uint64_t *limit, uint64_t *offset, bool *by_cursor, uint64_t *cursor, struct reply *r)
+	     uint64_t *limit, uint64_t *offset, bool *by_cursor, uint64_t *cursor, struct rest_reply *r)
 {
 	const char *v;
 	uint64_t u;
@@ -218,8 +218,8 @@ flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *f
 	*cursor = 0;
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "cursor");
 	*by_cursor = v != NULL;
-	if (v != NULL && !parse_uint(v, UINT64_MAX, cursor)) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "'cursor' must be 0 or a 'next' of an earlier "
+	if (v != NULL && !rest_parse_uint(v, UINT64_MAX, cursor)) {
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'cursor' must be 0 or a 'next' of an earlier "
 			    "listing");
 		return -1;
 	}
@@ -229,27 +229,27 @@ flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *f
 			  ((*cursor >> 32) == a->n_workers && (uint32_t)*cursor != 0) ||
 			  ((*cursor >> 32) < a->n_workers &&
 			   (uint32_t)*cursor > weir_flow_table_capacity(a->flows[*cursor >> 32])))) {
-		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "'cursor' %s is no position in the "
+		rest_reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "'cursor' %s is no position in the "
 			    "flow tables: it must be 0 or a 'next' of an earlier listing", v);
 		return -1;
 	}
 	/* With a cursor, offset skips that many matching flows past it, as
 	 * it does from the start without one. */
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
-	if (v != NULL && (!parse_uint(v, FLOWS_LIMIT_MAX, limit) || *limit == 0)) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "'limit' must be an integer from 1 to %d",
+	if (v != NULL && (!rest_parse_uint(v, FLOWS_LIMIT_MAX, limit) || *limit == 0)) {
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'limit' must be an integer from 1 to %d",
 			    FLOWS_LIMIT_MAX);
 		return -1;
 	}
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset");
-	if (v != NULL && !parse_uint(v, UINT32_MAX, offset)) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "'offset' must be a non-negative integer");
+	if (v != NULL && !rest_parse_uint(v, UINT32_MAX, offset)) {
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'offset' must be a non-negative integer");
 		return -1;
 	}
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "port");
 	if (v != NULL) {
-		if (!parse_uint(v, 65535, &u)) {
-			reply_error(r, MHD_HTTP_BAD_REQUEST, "'port' must be an integer from 0 to 65535");
+		if (!rest_parse_uint(v, 65535, &u)) {
+			rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'port' must be an integer from 0 to 65535");
 			return -1;
 		}
 		flt->port = (int)u;
@@ -265,8 +265,8 @@ flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *f
 			if (strcasecmp(v, names[i].n) == 0)
 				flt->proto = names[i].p;
 		if (flt->proto < 0) {
-			if (!parse_uint(v, 255, &u)) {
-				reply_error(r, MHD_HTTP_BAD_REQUEST, "'proto' must be tcp, udp, icmp, "
+			if (!rest_parse_uint(v, 255, &u)) {
+				rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'proto' must be tcp, udp, icmp, "
 					    "icmpv6, sctp or a protocol number from 0 to 255");
 				return -1;
 			}
@@ -293,7 +293,7 @@ flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *f
 			goto bad_host;
 		flt->host_bits = maxbits;
 		if (slash != NULL) {
-			if (!parse_uint(slash + 1, maxbits, &u))
+			if (!rest_parse_uint(slash + 1, maxbits, &u))
 				goto bad_host;
 			flt->host_bits = (unsigned int)u;
 		}
@@ -310,14 +310,14 @@ flows_filter(struct weir_app *a, struct MHD_Connection *c, struct flow_filter *f
 		/* A class is a resource: one the policy does not have is not
 		 * found, as PATCH .../classes/{direction}/{name} says. */
 		if (!found) {
-			reply_error(r, MHD_HTTP_NOT_FOUND, "no class '%s' in the policy in force", v);
+			rest_reply_error(r, MHD_HTTP_NOT_FOUND, "no class '%s' in the policy in force", v);
 			return -1;
 		}
 		flt->by_class = true;
 	}
 	return 0;
 bad_host:
-	reply_error(r, MHD_HTTP_BAD_REQUEST, "'host' must be an IPv4 or IPv6 address, "
+	rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'host' must be an IPv4 or IPv6 address, "
 		    "optionally with a /prefix length");
 	return -1;
 }
@@ -333,7 +333,7 @@ bad_host:
  * the torn-entry rule is there).
  */
 void
-h_flows(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+rest_h_flows(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	struct flow_filter flt;
 	struct flow_walk fw = { .a = a, .flt = &flt, .now = rte_rdtsc(), .hz = rte_get_tsc_hz() };
@@ -370,13 +370,13 @@ h_flows(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct rep
 	}
 out:
 	if (by_cursor) {
-		reply_json(r, json_pack("{s:I, s:I, s:o, s:o}", "cursor", (json_int_t)cursor,
+		rest_reply_json(r, json_pack("{s:I, s:I, s:o, s:o}", "cursor", (json_int_t)cursor,
 					"limit", (json_int_t)fw.limit,
 					"next", more ? json_integer((json_int_t)next) : json_null(),
 					"flows", fw.list));
 		return;
 	}
-	reply_json(r, json_pack("{s:I, s:I, s:I, s:o}", "total", (json_int_t)fw.matched,
+	rest_reply_json(r, json_pack("{s:I, s:I, s:I, s:o}", "total", (json_int_t)fw.matched,
 				"offset", (json_int_t)fw.offset, "limit", (json_int_t)fw.limit,
 				"flows", fw.list));
 }

@@ -81,30 +81,30 @@ stats_since_reset(struct weir_app *a)
 }
 
 void
-h_counters_reset(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+rest_h_counters_reset(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	json_t *s;
 
 	if (rq->len != 0) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "reset takes no body");
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "reset takes no body");
 		return;
 	}
 	s = weir_stats_json(a);
 	if (s == NULL) {
-		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		rest_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 		return;
 	}
 	json_decref(a->rest->baseline);
 	a->rest->baseline = s;
 	a->rest->resets++;
-	reply_json(r, json_pack("{s:O, s:I}", "uptime_s", json_object_get(s, "uptime_s"),
+	rest_reply_json(r, json_pack("{s:O, s:I}", "uptime_s", json_object_get(s, "uptime_s"),
 				"resets", (json_int_t)a->rest->resets));
 }
 
 /* ---- GET /api/v1/status ---- */
 
 void
-h_status(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+rest_h_status(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	json_t *s = weir_stats_json(a);
 	json_t *ports = json_object(), *workers = json_array(), *o;
@@ -153,13 +153,13 @@ h_status(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct re
 			  "source", a->cfg.policy_script[0] != '\0' ? "script" : "config",
 		"shaping", a->cfg.policy != NULL);
 	json_decref(s);
-	reply_json(r, o);
+	rest_reply_json(r, o);
 }
 
 /* ---- GET /api/v1/classes ---- */
 
 void
-h_classes(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+rest_h_classes(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	const struct weir_policy *p = a->cfg.policy;
 	json_t *s = stats_since_reset(a);
@@ -203,13 +203,13 @@ h_classes(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct r
 	}
 	json_object_set_new(o, "epoch", json_integer(p ? p->epoch : 0));
 	json_decref(s);
-	reply_json(r, o);
+	rest_reply_json(r, o);
 }
 
 /* ---- GET /api/v1/counters ---- */
 
 void
-h_counters(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+rest_h_counters(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	json_t *s = stats_since_reset(a);
 	const json_t *b = a->rest->baseline;
@@ -219,16 +219,16 @@ h_counters(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct 
 		json_object_set_new(s, "since_reset_s", b == NULL ? json_null() : json_real(
 			json_real_value(json_object_get(s, "uptime_s")) -
 			json_real_value(json_object_get(b, "uptime_s"))));
-	reply_json(r, s);
+	rest_reply_json(r, s);
 }
 
 /* ---- GET /api/v1/ipsec ---- */
 
 /* The SAs and tunnels now, from the start (not since a counters reset). */
 void
-h_ipsec(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+rest_h_ipsec(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
-	reply_json(r, weir_ipsec_json(a));
+	rest_reply_json(r, weir_ipsec_json(a));
 }
 
 
@@ -254,11 +254,11 @@ script_text(const char *path)
 }
 
 void
-h_policy(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+rest_h_policy(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	bool script = a->cfg.policy_script[0] != '\0';
 
-	reply_json(r, json_pack("{s:I, s:s, s:o, s:o, s:o, s:I, s:I, s:o}",
+	rest_reply_json(r, json_pack("{s:I, s:s, s:o, s:o, s:o, s:I, s:I, s:o}",
 		"epoch", (json_int_t)(a->cfg.policy ? a->cfg.policy->epoch : 0),
 		"source", script ? "script" : "config",
 		"config", weir_json_text(a->cfg.path),
@@ -304,7 +304,7 @@ reload_check(struct weir_app *a, char *err, size_t errlen, char *token_err, size
 /* Parse the request body: absent, or a JSON object of known fields of the
  * right types. 0, or -1 with the 400/415 reply made. */
 int
-body_object(struct MHD_Connection *c, struct req *rq, struct reply *r, json_t **out)
+rest_body_object(struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r, json_t **out)
 {
 	const char *ct;
 	json_error_t jerr;
@@ -316,19 +316,19 @@ body_object(struct MHD_Connection *c, struct req *rq, struct reply *r, json_t **
 	ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (ct == NULL || strncasecmp(ct, "application/json", 16) != 0 ||
 	    (ct[16] != '\0' && ct[16] != ';' && ct[16] != ' ')) {
-		reply_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+		rest_reply_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
 			    "the body must be application/json");
 		return -1;
 	}
 	j = json_loadb(rq->body, rq->len, JSON_REJECT_DUPLICATES, &jerr);
 	if (j == NULL) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "malformed JSON at line %d, column %d: %s",
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "malformed JSON at line %d, column %d: %s",
 			    jerr.line, jerr.column, jerr.text);
 		return -1;
 	}
 	if (!json_is_object(j)) {
 		json_decref(j);
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "the body must be a JSON object");
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "the body must be a JSON object");
 		return -1;
 	}
 	*out = j;
@@ -336,17 +336,17 @@ body_object(struct MHD_Connection *c, struct req *rq, struct reply *r, json_t **
 }
 
 static void reload_reply(struct weir_app *a, int rc, bool dry_run, const char *err,
-			 const char *token_err, struct reply *r);
+			 const char *token_err, struct rest_reply *r);
 
 /* A policy switch at a time (compile_job.h): the second is refused while
  * the first is under way, not queued, since it would replace the first
  * once both were done. true: r holds the refusal. */
 bool
-switch_busy(struct weir_app *a, struct reply *r)
+rest_switch_busy(struct weir_app *a, struct rest_reply *r)
 {
 	if (!weir_compile_job_busy(a))
 		return false;
-	reply_error(r, MHD_HTTP_CONFLICT, "a policy switch is under way (an upload, reload or "
+	rest_reply_error(r, MHD_HTTP_CONFLICT, "a policy switch is under way (an upload, reload or "
 		    "rollback): try again when it ends");
 	json_object_set_new(json_object_get(r->json, "error"), "epoch",
 			    json_integer(a->cfg.policy ? a->cfg.policy->epoch : 0));
@@ -357,14 +357,14 @@ switch_busy(struct weir_app *a, struct reply *r)
 static void
 reload_done(struct weir_app *a, int rc, void *arg)
 {
-	struct req *rq = arg;
+	struct rest_req *rq = arg;
 
 	reload_reply(a, rc, false, a->reload_error, a->token_error, &rq->answer);
-	req_resume(rq);
+	rest_req_resume(rq);
 }
 
 void
-h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+rest_h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	char err[sizeof(a->reload_error)], token_err[sizeof(a->token_error)] = "";
 	bool dry_run = false;
@@ -372,16 +372,16 @@ h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, st
 	json_t *body, *v;
 	int rc;
 
-	if (body_object(c, rq, r, &body) < 0)
+	if (rest_body_object(c, rq, r, &body) < 0)
 		return;
 	json_object_foreach(body, key, v) {
 		if (strcmp(key, "dry_run") != 0) {
-			reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%s'", key);
+			rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%s'", key);
 			json_decref(body);
 			return;
 		}
 		if (!json_is_boolean(v)) {
-			reply_error(r, MHD_HTTP_BAD_REQUEST, "'dry_run' must be true or false");
+			rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'dry_run' must be true or false");
 			json_decref(body);
 			return;
 		}
@@ -391,11 +391,11 @@ h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, st
 	if (dry_run) {
 		rc = reload_check(a, err, sizeof(err), token_err, sizeof(token_err));
 	} else {
-		if (switch_busy(a, r))
+		if (rest_switch_busy(a, r))
 			return;
 		rc = weir_mgmt_reload_start(a, reload_done, rq);
 		if (rc > 0) {
-			req_suspend(c, rq);
+			rest_req_suspend(c, rq);
 			return;
 		}
 		snprintf(err, sizeof(err), "%s", a->reload_error);
@@ -407,10 +407,10 @@ h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, st
 /* The answer of a reload or its dry run: rc, err and token_err as reload_check's. */
 static void
 reload_reply(struct weir_app *a, int rc, bool dry_run, const char *err, const char *token_err,
-	     struct reply *r)
+	     struct rest_reply *r)
 {
 	if (rc != 0) {
-		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s", err);
+		rest_reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s", err);
 		/* Which policy stayed in force. */
 		json_object_set_new(json_object_get(r->json, "error"), "epoch",
 				    json_integer(a->cfg.policy ? a->cfg.policy->epoch : 0));
@@ -418,7 +418,7 @@ reload_reply(struct weir_app *a, int rc, bool dry_run, const char *err, const ch
 	}
 	/* The policy reloaded; a token file that could not be used is said
 	 * here (the token in force stays) rather than failing the reload. */
-	reply_json(r, json_pack("{s:I, s:b, s:I}",
+	rest_reply_json(r, json_pack("{s:I, s:b, s:I}",
 		"epoch", (json_int_t)(a->cfg.policy ? a->cfg.policy->epoch : 0),
 		"dry_run", dry_run, "reloads", (json_int_t)a->reloads));
 	if (r->json != NULL && token_err[0] != '\0')
@@ -431,7 +431,7 @@ reload_reply(struct weir_app *a, int rc, bool dry_run, const char *err, const ch
 /* A rate field of the body: bit/s as an integer or "20mbit". 0, or -1 with
  * the reply made (400: wrong type or not a rate, 422: a value weir refuses). */
 int
-class_rate(const char *key, const json_t *v, uint64_t *out, struct reply *r)
+class_rate(const char *key, const json_t *v, uint64_t *out, struct rest_reply *r)
 {
 	struct weir_value val = { .type = WEIR_VALUE_OTHER };
 	char err[256];
@@ -449,19 +449,19 @@ class_rate(const char *key, const json_t *v, uint64_t *out, struct reply *r)
 		val.type = WEIR_VALUE_STR;
 		val.s = json_string_value(v);
 	} else {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "'%s' must be a rate: bit/s as an integer "
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'%s' must be a rate: bit/s as an integer "
 			    "or a string such as \"20mbit\"", key);
 		return -1;
 	}
 	m = weir_value_rate(key, &val, out, err, sizeof(err));
 	if (m != 0) {
 		/* not a rate at all is malformed; out of range, a value refused */
-		reply_error(r, m == -1 ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_UNPROCESSABLE_CONTENT, "%s",
+		rest_reply_error(r, m == -1 ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_UNPROCESSABLE_CONTENT, "%s",
 			    err);
 		return -1;
 	}
 	if (*out == 0) {
-		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "'%s' must be above 0", key);
+		rest_reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "'%s' must be above 0", key);
 		return -1;
 	}
 	return 0;
@@ -469,7 +469,7 @@ class_rate(const char *key, const json_t *v, uint64_t *out, struct reply *r)
 
 /* The body's change: 0, or -1 with the 400/415/422 reply made. */
 static int
-class_change(struct MHD_Connection *c, struct req *rq, struct reply *r,
+class_change(struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r,
 	     struct weir_policy_class_change *chg)
 {
 	const char *key;
@@ -479,10 +479,10 @@ class_change(struct MHD_Connection *c, struct req *rq, struct reply *r,
 
 	memset(chg, 0, sizeof(*chg));
 	chg->mode = -1;
-	if (body_object(c, rq, r, &body) < 0)
+	if (rest_body_object(c, rq, r, &body) < 0)
 		return -1;
 	if (body == NULL || json_object_size(body) == 0) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "the body must be a JSON object with at least "
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "the body must be a JSON object with at least "
 			    "one of rate, ceil, mode, contract");
 		json_decref(body);
 		return -1;
@@ -498,17 +498,17 @@ class_change(struct MHD_Connection *c, struct req *rq, struct reply *r,
 			uint8_t m;
 
 			if (!json_is_string(v)) {
-				reply_error(r, MHD_HTTP_BAD_REQUEST, "'mode' must be a string: "
+				rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'mode' must be a string: "
 					    "postack, pfq, fifo, tcr, postack-paced, ipabr or pep");
 				rc = -1;
 			} else if (weir_value_mode(json_string_value(v), &m, err, sizeof(err)) != 0) {
-				reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s", err);
+				rest_reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s", err);
 				rc = -1;
 			} else {
 				chg->mode = m;
 			}
 		} else {
-			reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%s' (rate, ceil, mode and "
+			rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%s' (rate, ceil, mode and "
 				    "a marker's contract can be changed)", key);
 			rc = -1;
 		}
@@ -541,7 +541,7 @@ class_conf_json(const struct weir_policy *p, int d, int k)
 /* Rebuild the policy with one class changed and switch to it as a reload
  * does: atomically, every worker at once, nothing changed on any error. */
 void
-h_class_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+rest_h_class_patch(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	const struct weir_policy *p = a->cfg.policy;
 	struct weir_policy_class_change chg;
@@ -564,34 +564,34 @@ h_class_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 		if (strlen(dir_name[d]) == dlen && strncmp(rq->sub, dir_name[d], dlen) == 0)
 			break;
 	if (d == WEIR_POLICY_DIRS) {
-		reply_error(r, MHD_HTTP_NOT_FOUND, "no direction '%.*s' (outbound or inbound)",
+		rest_reply_error(r, MHD_HTTP_NOT_FOUND, "no direction '%.*s' (outbound or inbound)",
 			    (int)RTE_MIN(dlen, 64u), rq->sub);
 		return;
 	}
 	if (name != NULL && p != NULL && p->tree[d].n_classes != 0)
 		k = weir_policy_class_find(p, d, name + 1);
 	if (k < 0) {
-		reply_error(r, MHD_HTTP_NOT_FOUND, "no class '%s' in the %s tree in force",
+		rest_reply_error(r, MHD_HTTP_NOT_FOUND, "no class '%s' in the %s tree in force",
 			    name != NULL ? name + 1 : "", dir_name[d]);
 		return;
 	}
 	if (a->cfg.policy_script[0] != '\0') {
 		/* A hook's next recompile of the script would undo the change. */
-		reply_error(r, MHD_HTTP_CONFLICT, "the policy comes from %s: change the script "
+		rest_reply_error(r, MHD_HTTP_CONFLICT, "the policy comes from %s: change the script "
 			    "(PUT /api/v1/policy)", a->cfg.policy_script);
 		return;
 	}
-	if (switch_busy(a, r))
+	if (rest_switch_busy(a, r))
 		return;
 	np = weir_policy_with_class(p, d, name + 1, &chg, 0, &perr);
 	if (np == NULL) {
-		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, perr.msg);
+		rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, perr.msg);
 		return;
 	}
 	rc = weir_policy_apply(a, np, &a->cfg, err, sizeof(err));
 	if (rc < 0) {
 		weir_policy_free(np);   /* never posted: still ours */
-		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
+		rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
 		return;
 	}
 	/* rc > 0: in force, a worker takes it late (err says which). */
@@ -602,7 +602,7 @@ h_class_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 	RTE_LOG(NOTICE, USER1, "policy %u in force (%s class %s changed through the API)\n",
 		p->epoch, dir_name[d], name + 1);
 	/* The class trees are new: every class's counters start over. */
-	reply_json(r, json_pack("{s:I, s:s, s:o, s:b}", "epoch", (json_int_t)p->epoch,
+	rest_reply_json(r, json_pack("{s:I, s:s, s:o, s:b}", "epoch", (json_int_t)p->epoch,
 				"direction", dir_name[d], "class", class_conf_json(p, d, k),
 				"counters_restarted", 1));
 }
@@ -610,7 +610,7 @@ h_class_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 /* ---- GET /api/v1/openapi.json, GET /metrics ---- */
 
 void
-h_openapi(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+rest_h_openapi(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	r->status = MHD_HTTP_OK;
 	r->persistent = weir_openapi_json;
@@ -619,11 +619,11 @@ h_openapi(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct r
 }
 
 void
-h_metrics(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+rest_h_metrics(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	r->text = weir_metrics_text(a, &r->text_len);
 	if (r->text == NULL) {
-		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		rest_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 		return;
 	}
 	r->status = MHD_HTTP_OK;

@@ -11,13 +11,13 @@
 #include "rest_int.h"
 
 static size_t
-body_max(const struct req *rq)
+body_max(const struct rest_req *rq)
 {
 	return rq->route != NULL && rq->route->body_max != 0 ? rq->route->body_max : REST_BODY_MAX;
 }
 
 void
-reply_error(struct reply *r, unsigned int status, const char *fmt, ...)
+rest_reply_error(struct rest_reply *r, unsigned int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* The length of the well-formed UTF-8 sequence (RFC 3629) at s, 0 if it is
@@ -79,7 +79,7 @@ utf8_clean(const char *in, char *out, size_t outlen)
 }
 
 void
-reply_error(struct reply *r, unsigned int status, const char *fmt, ...)
+rest_reply_error(struct rest_reply *r, unsigned int status, const char *fmt, ...)
 {
 	char msg[1024], clean[sizeof(msg) * 4];
 	va_list ap;
@@ -94,12 +94,12 @@ reply_error(struct reply *r, unsigned int status, const char *fmt, ...)
 }
 
 void
-reply_json(struct reply *r, json_t *j)
+rest_reply_json(struct rest_reply *r, json_t *j)
 {
 	r->status = j != NULL ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR;
 	r->json = j;
 	if (j == NULL)
-		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		rest_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 }
 
 /* ---- dispatch ---- */
@@ -112,38 +112,38 @@ static const char *const measure_query[] = { "top", NULL };
 static const char *const subs_query[] = { "limit", "offset", "sort", NULL };
 
 static const struct route routes[] = {
-	{ "/api/v1/status", "GET", h_status, NULL },
-	{ "/api/v1/classes", "GET", h_classes, NULL },
-	{ "/api/v1/classes/", "PATCH", h_class_patch, NULL, 0, true },
-	{ "/api/v1/counters", "GET", h_counters, NULL },
+	{ "/api/v1/status", "GET", rest_h_status, NULL },
+	{ "/api/v1/classes", "GET", rest_h_classes, NULL },
+	{ "/api/v1/classes/", "PATCH", rest_h_class_patch, NULL, 0, true },
+	{ "/api/v1/counters", "GET", rest_h_counters, NULL },
 	{ "/api/v1/subscribers", "GET", h_subs, subs_query },
 	{ "/api/v1/subscribers/reload", "POST", h_subs_reload, NULL },
 	{ "/api/v1/subscribers/", "GET", h_sub_get, NULL, 0, true },
 	{ "/api/v1/subscribers/", "PATCH", h_sub_patch, NULL, 0, true },
-	{ "/api/v1/counters/reset", "POST", h_counters_reset, NULL },
-	{ "/api/v1/flows", "GET", h_flows, flows_query },
+	{ "/api/v1/counters/reset", "POST", rest_h_counters_reset, NULL },
+	{ "/api/v1/flows", "GET", rest_h_flows, flows_query },
 	{ "/api/v1/hosts", "GET", h_hosts, hosts_query },
 	{ "/api/v1/measure", "GET", h_measure, measure_query },
-	{ "/api/v1/ipsec", "GET", h_ipsec, NULL },
-	{ "/api/v1/policy", "GET", h_policy, NULL },
-	{ "/api/v1/policy", "PUT", h_policy_put, NULL, REST_UPLOAD_MAX },
-	{ "/api/v1/policy/reload", "POST", h_policy_reload, NULL },
-	{ "/api/v1/policy/rollback", "POST", h_policy_rollback, NULL },
-	{ "/api/v1/openapi.json", "GET", h_openapi, NULL },
+	{ "/api/v1/ipsec", "GET", rest_h_ipsec, NULL },
+	{ "/api/v1/policy", "GET", rest_h_policy, NULL },
+	{ "/api/v1/policy", "PUT", rest_h_policy_put, NULL, REST_UPLOAD_MAX },
+	{ "/api/v1/policy/reload", "POST", rest_h_policy_reload, NULL },
+	{ "/api/v1/policy/rollback", "POST", rest_h_policy_rollback, NULL },
+	{ "/api/v1/openapi.json", "GET", rest_h_openapi, NULL },
 	{ "/api/v1/captures", "GET", h_captures_list, NULL },
 	{ "/api/v1/captures", "POST", h_captures_post, NULL },
 	{ "/api/v1/captures/", "GET", h_capture_get, NULL, 0, true, "" },
 	{ "/api/v1/captures/", "DELETE", h_capture_delete, NULL, 0, true, "" },
 	{ "/api/v1/captures/", "GET", h_capture_get, NULL, 0, true, "/pcapng" },
 	{ "/api/v1/captures/", "POST", h_capture_post, NULL, 0, true, "/stop" },
-	{ "/metrics", "GET", h_metrics, NULL },
+	{ "/metrics", "GET", rest_h_metrics, NULL },
 	{ "/dashboard", "GET", h_dashboard, NULL },
 	{ "/dashboard/", "GET", h_dashboard, NULL },
 	{ "/dashboard/", "GET", h_dashboard, NULL, 0, true },
 };
 
 static enum MHD_Result
-send_reply(struct MHD_Connection *c, struct reply *r, const char *allow)
+send_reply(struct MHD_Connection *c, struct rest_reply *r, const char *allow)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
@@ -284,7 +284,7 @@ has_body(struct MHD_Connection *c)
  * cross-site without a preflight, which weir never answers) must be JSON.
  * true: r holds the refusal. */
 static bool
-refuse_cross_site(struct MHD_Connection *c, const char *method, struct reply *r)
+refuse_cross_site(struct MHD_Connection *c, const char *method, struct rest_reply *r)
 {
 	const char *host, *origin, *ct;
 	size_t sl;
@@ -295,7 +295,7 @@ refuse_cross_site(struct MHD_Connection *c, const char *method, struct reply *r)
 	origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
 	ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (host != NULL && !host_ok(host)) {
-		reply_error(r, MHD_HTTP_FORBIDDEN, "without a management token, %s requests must "
+		rest_reply_error(r, MHD_HTTP_FORBIDDEN, "without a management token, %s requests must "
 			    "name weir by its address or localhost in Host, not '%s' (DNS rebinding)",
 			    method, host);
 		return true;
@@ -303,7 +303,7 @@ refuse_cross_site(struct MHD_Connection *c, const char *method, struct reply *r)
 	sl = strncasecmp(origin ? origin : "", "http://", 7) == 0 ? 7
 	   : strncasecmp(origin ? origin : "", "https://", 8) == 0 ? 8 : 0;
 	if (origin != NULL && (host == NULL || sl == 0 || strcasecmp(origin + sl, host) != 0)) {
-		reply_error(r, MHD_HTTP_FORBIDDEN, "without a management token, %s requests from "
+		rest_reply_error(r, MHD_HTTP_FORBIDDEN, "without a management token, %s requests from "
 			    "another origin (%s) are refused (cross-site request)", method, origin);
 		return true;
 	}
@@ -312,9 +312,9 @@ refuse_cross_site(struct MHD_Connection *c, const char *method, struct reply *r)
 	 * POST) is not a form: a browser sends one only through fetch or
 	 * sendBeacon, which always add the Origin checked above (Fetch
 	 * standard: every request whose method is not GET or HEAD). */
-	if (strcmp(method, "POST") == 0 && !ctype_is(ct, "application/json") &&
+	if (strcmp(method, "POST") == 0 && !rest_ctype_is(ct, "application/json") &&
 	    (ct != NULL || has_body(c))) {
-		reply_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "without a management token, POST "
+		rest_reply_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "without a management token, POST "
 			    "requests must have Content-Type: application/json (or, without a body, "
 			    "none)");
 		return true;
@@ -340,7 +340,7 @@ suffix_matches(const char *suffix, const char *rest)
  * make us buffer anything. true: r holds the refusal. */
 static bool
 refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, const char *method,
-	     struct req *rq, struct reply *r, const char **allow)
+	     struct rest_req *rq, struct rest_reply *r, const char **allow)
 {
 	const char *cl;
 	bool path_known = false;
@@ -356,7 +356,7 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 	if (a->cfg.mgmt_token[0] != '\0' && !page_file &&
 	    !token_ok(a->cfg.mgmt_token, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 								      MHD_HTTP_HEADER_AUTHORIZATION))) {
-		reply_error(r, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token");
+		rest_reply_error(r, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token");
 		return true;
 	}
 	/* A path of its own (/api/v1/subscribers/reload) is not also a
@@ -391,11 +391,11 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 	}
 	if (!path_known) {
 		*allow = NULL;
-		reply_error(r, MHD_HTTP_NOT_FOUND, "no such resource: %s", url);
+		rest_reply_error(r, MHD_HTTP_NOT_FOUND, "no such resource: %s", url);
 		return true;
 	}
 	if (rq->route == NULL) {
-		reply_error(r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s is not allowed on %s (use %s)",
+		rest_reply_error(r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s is not allowed on %s (use %s)",
 			    method, url, *allow);
 		return true;
 	}
@@ -405,19 +405,19 @@ refuse_early(struct weir_app *a, struct MHD_Connection *c, const char *url, cons
 	/* head_peek refuses these first; a head that came in pieces is
 	 * refused here, in the same words. */
 	if (MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, NULL, NULL) > WEIR_HTTP_QUERY_MAX) {
-		reply_error(r, MHD_HTTP_URI_TOO_LONG, "the URL has more than %d query parameters",
+		rest_reply_error(r, MHD_HTTP_URI_TOO_LONG, "the URL has more than %d query parameters",
 			    WEIR_HTTP_QUERY_MAX);
 		return true;
 	}
 	qc.allowed = rq->route->query;
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_key, &qc);
 	if (qc.bad != NULL) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown query parameter '%s'", qc.bad);
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown query parameter '%s'", qc.bad);
 		return true;
 	}
 	cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if (cl != NULL && parse_uint(cl, UINT64_MAX, &n) && n > body_max(rq)) {
-		reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %zu bytes", body_max(rq));
+	if (cl != NULL && rest_parse_uint(cl, UINT64_MAX, &n) && n > body_max(rq)) {
+		rest_reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %zu bytes", body_max(rq));
 		return true;
 	}
 	return false;
@@ -647,7 +647,7 @@ on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
  * deadline while the build runs (MHD's own timeout stops for a suspended
  * connection too). The answer comes from on_request once resumed. */
 void
-req_suspend(struct MHD_Connection *c, struct req *rq)
+rest_req_suspend(struct MHD_Connection *c, struct rest_req *rq)
 {
 	struct conn *k = conn_of(c);
 
@@ -661,7 +661,7 @@ req_suspend(struct MHD_Connection *c, struct req *rq)
 
 /* The switch ended with rq->answer made: MHD calls on_request again. */
 void
-req_resume(struct req *rq)
+rest_req_resume(struct rest_req *rq)
 {
 	struct conn *k = conn_of(rq->conn);
 
@@ -688,8 +688,8 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 	   const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
 	struct weir_app *a = cls;
-	struct req *rq = *con_cls;
-	struct reply r = { .status = MHD_HTTP_OK };
+	struct rest_req *rq = *con_cls;
+	struct rest_reply r = { .status = MHD_HTTP_OK };
 	const char *allow = NULL;
 	struct conn *k;
 
@@ -708,7 +708,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 			head_unwatch(a->rest, k);
 		}
 		if (k != NULL && k->nul_in_url) {
-			reply_error(&r, MHD_HTTP_BAD_REQUEST, "the URL has a NUL byte (%%00)");
+			rest_reply_error(&r, MHD_HTTP_BAD_REQUEST, "the URL has a NUL byte (%%00)");
 			return send_reply(c, &r, NULL);
 		}
 		if (refuse_early(a, c, url, method, rq, &r, &allow))
@@ -734,7 +734,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		return MHD_YES;
 	}
 	if (rq->too_big)
-		reply_error(&r, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %zu bytes",
+		rest_reply_error(&r, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %zu bytes",
 			    body_max(rq));
 	else
 		rq->route->fn(a, c, rq, &r);
@@ -748,7 +748,7 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	     enum MHD_RequestTerminationCode toe)
 {
 	struct weir_rest *r = cls;
-	struct req *rq = *con_cls;
+	struct rest_req *rq = *con_cls;
 	struct conn *k = conn_of(c);
 
 	/* A kept-alive connection's next request must come as quickly. */
@@ -811,7 +811,7 @@ pem_read(const struct weir_config *cfg, const char *key, const char *path, char 
 	 size_t errlen)
 {
 	size_t len;
-	char *buf = file_read(path, &len);
+	char *buf = rest_file_read(path, &len);
 
 	if (buf == NULL || len == 0) {
 		snprintf(err, errlen, "%s:%d: cannot read 'management.%s' %s: %s", cfg->path,
@@ -819,7 +819,7 @@ pem_read(const struct weir_config *cfg, const char *key, const char *path, char 
 		free(buf);
 		return NULL;
 	}
-	buf[len] = '\0';               /* file_read leaves a byte for it */
+	buf[len] = '\0';               /* rest_file_read leaves a byte for it */
 	return buf;
 }
 

@@ -97,7 +97,7 @@ struct weir_rest {
 };
 
 /* What a handler answers: a JSON document or a text body. */
-struct reply {
+struct rest_reply {
 	unsigned int status;
 	json_t *json;                   /* owned; or */
 	char *text;                     /* malloc'ed, with text_len and ctype */
@@ -117,7 +117,7 @@ struct reply {
 
 /* One request as MHD hands it over in several calls (headers, body
  * chunks, end). */
-struct req {
+struct rest_req {
 	const struct route *route;
 	char *body;
 	size_t len;
@@ -128,17 +128,17 @@ struct req {
 	 * suspended until it ends and `answer` is made, then answered. */
 	struct MHD_Connection *conn;
 	bool suspended, answered;
-	struct reply answer;
+	struct rest_reply answer;
 	struct install *inst;           /* PUT, rollback: what script_install_end needs */
 };
 
-typedef void (*handler_fn)(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
-			   struct reply *r);
+typedef void (*rest_handler_fn)(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+			   struct rest_reply *r);
 
 struct route {
 	const char *path;
 	const char *method;             /* GET routes answer HEAD too */
-	handler_fn fn;
+	rest_handler_fn fn;
 	const char *const *query;       /* query parameters accepted (NULL: none) */
 	size_t body_max;                /* 0: REST_BODY_MAX */
 	bool prefix;                    /* path is a prefix: .../{direction}/{name} */
@@ -151,73 +151,73 @@ static const char *const role_name[WEIR_PORT__COUNT] = { "lan", "wan" };
 static const char *const dir_name[WEIR_POLICY_DIRS] = { "outbound", "inbound" };
 
 /* rest_http.c: replies, suspending a request for a policy switch. */
-void reply_error(struct reply *r, unsigned int status, const char *fmt, ...)
+void rest_reply_error(struct rest_reply *r, unsigned int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-void reply_json(struct reply *r, json_t *j);
-void req_suspend(struct MHD_Connection *c, struct req *rq);
-void req_resume(struct req *rq);
+void rest_reply_json(struct rest_reply *r, json_t *j);
+void rest_req_suspend(struct MHD_Connection *c, struct rest_req *rq);
+void rest_req_resume(struct rest_req *rq);
 
 /* rest_handlers.c: GET status, classes, counters, ipsec, policy, openapi.json,
  * metrics; POST counters/reset, policy/reload; PATCH classes. */
-void h_status(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-void h_classes(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-void h_class_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-void h_counters(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-void h_counters_reset(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
-		      struct reply *r);
-void h_ipsec(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-void h_policy(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-void h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
-		     struct reply *r);
-void h_openapi(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-void h_metrics(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-int body_object(struct MHD_Connection *c, struct req *rq, struct reply *r, json_t **out);
+void rest_h_status(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+void rest_h_classes(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+void rest_h_class_patch(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+void rest_h_counters(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+void rest_h_counters_reset(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+		      struct rest_reply *r);
+void rest_h_ipsec(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+void rest_h_policy(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+void rest_h_policy_reload(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+		     struct rest_reply *r);
+void rest_h_openapi(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+void rest_h_metrics(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+int rest_body_object(struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r, json_t **out);
 json_t *stats_since_reset(struct weir_app *a);
-int class_rate(const char *key, const json_t *v, uint64_t *out, struct reply *r);
+int class_rate(const char *key, const json_t *v, uint64_t *out, struct rest_reply *r);
 
 /* rest_subs.c: GET subscribers (paged, sorted), GET and PATCH one. */
-void h_subs(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-void h_sub_get(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-void h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-void h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
-		   struct reply *r);
-bool switch_busy(struct weir_app *a, struct reply *r);
+void h_subs(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+void h_sub_get(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+void h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+void h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+		   struct rest_reply *r);
+bool rest_switch_busy(struct weir_app *a, struct rest_reply *r);
 
 /* rest_captures.c: POST/GET captures, GET/DELETE captures/{id}, GET
  * captures/{id}/pcapng, POST captures/{id}/stop. */
-void h_captures_post(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
-		     struct reply *r);
-void h_captures_list(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
-		     struct reply *r);
-void h_capture_get(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-void h_capture_post(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
-		    struct reply *r);
-void h_capture_delete(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
-		      struct reply *r);
+void h_captures_post(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+		     struct rest_reply *r);
+void h_captures_list(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+		     struct rest_reply *r);
+void h_capture_get(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+void h_capture_post(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+		    struct rest_reply *r);
+void h_capture_delete(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+		      struct rest_reply *r);
 
 /* rest_flows.c: GET flows. */
-void h_flows(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-bool parse_uint(const char *s, uint64_t max, uint64_t *out);
+void rest_h_flows(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+bool rest_parse_uint(const char *s, uint64_t max, uint64_t *out);
 const char *proto_name(uint8_t proto);
 json_t *endpoint_json(const struct weir_flow_key *k, bool hi, uint16_t port);
 json_t *json_ms(uint32_t us, bool have);
 
 /* rest_measure.c: GET hosts, measure (TCP round trips and retransmissions
  * aggregated per LAN host, per class, worst flows). */
-void h_hosts(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-void h_measure(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
+void h_hosts(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+void h_measure(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
 
 /* rest_dashboard.c: GET /dashboard/ and its files, served without the token. */
-void h_dashboard(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
+void h_dashboard(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
 bool dashboard_path(const char *url);
 
 /* rest_script.c: PUT policy, POST policy/rollback: installing a script. */
-void h_policy_put(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r);
-void h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
-		       struct reply *r);
-void reply_policy_error(struct weir_app *a, struct reply *r, unsigned int status,
+void rest_h_policy_put(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+void rest_h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+		       struct rest_reply *r);
+void rest_reply_policy_error(struct weir_app *a, struct rest_reply *r, unsigned int status,
 			const char *msg);
-bool ctype_is(const char *ct, const char *want);
-char *file_read(const char *path, size_t *len);
+bool rest_ctype_is(const char *ct, const char *want);
+char *rest_file_read(const char *path, size_t *len);
 
 #endif

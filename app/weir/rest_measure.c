@@ -121,7 +121,7 @@ cmp_row(const void *x, const void *y)
 
 static int
 measure_get(struct weir_app *a, struct weir_meas *m, uint32_t **lan, uint32_t **wan,
-	    struct reply *r)
+	    struct rest_reply *r)
 {
 	if (weir_meas_collect(a, m) != 0)
 		goto oom;
@@ -133,12 +133,12 @@ measure_get(struct weir_app *a, struct weir_meas *m, uint32_t **lan, uint32_t **
 	free(*wan);
 	weir_meas_free(m);
 oom:
-	reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	rest_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	return -1;
 }
 
 void
-h_hosts(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+h_hosts(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	const char *v;
 	uint64_t limit = HOSTS_LIMIT_DEFAULT;
@@ -150,8 +150,8 @@ h_hosts(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct rep
 
 	(void)rq;
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
-	if (v != NULL && (!parse_uint(v, FLOWS_LIMIT_MAX, &limit) || limit == 0)) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "'limit' must be an integer from 1 to %d",
+	if (v != NULL && (!rest_parse_uint(v, FLOWS_LIMIT_MAX, &limit) || limit == 0)) {
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'limit' must be an integer from 1 to %d",
 			    FLOWS_LIMIT_MAX);
 		return;
 	}
@@ -163,7 +163,7 @@ h_hosts(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct rep
 		else if (strcmp(v, "retrans") == 0)
 			sort_key = SORT_RETRANS;
 		else if (strcmp(v, "bytes") != 0) {
-			reply_error(r, MHD_HTTP_BAD_REQUEST, "'sort' must be bytes, rtt or retrans");
+			rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'sort' must be bytes, rtt or retrans");
 			return;
 		}
 	}
@@ -172,7 +172,7 @@ h_hosts(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct rep
 	rows = calloc(m.n + 1, sizeof(*rows));
 	if (rows == NULL) {
 		free(lan), free(wan), weir_meas_free(&m);
-		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		rest_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 		return;
 	}
 	qsort(m.f, m.n, sizeof(*m.f), cmp_host);
@@ -201,7 +201,7 @@ h_hosts(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct rep
 			json_decref(rows[i].o);
 	}
 	free(rows), free(lan), free(wan);
-	reply_json(r, json_pack("{s:f, s:i, s:s, s:o}", "window_s", (double)m.window_us / 1e6,
+	rest_reply_json(r, json_pack("{s:f, s:i, s:s, s:o}", "window_s", (double)m.window_us / 1e6,
 				"total", (int)n_rows, "sort", sort_key == SORT_BYTES ? "bytes" :
 				sort_key == SORT_RTT ? "rtt" : "retrans", "hosts", list));
 	weir_meas_free(&m);
@@ -250,7 +250,7 @@ cmp_retrans(const void *x, const void *y)
 }
 
 void
-h_measure(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+h_measure(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	const struct weir_policy *p = a->cfg.policy;
 	const char *v;
@@ -262,8 +262,8 @@ h_measure(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct r
 
 	(void)rq;
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "top");
-	if (v != NULL && !parse_uint(v, TOP_MAX, &top)) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "'top' must be an integer from 0 to %d", TOP_MAX);
+	if (v != NULL && !rest_parse_uint(v, TOP_MAX, &top)) {
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'top' must be an integer from 0 to %d", TOP_MAX);
 		return;
 	}
 	if (measure_get(a, &m, &lan, &wan, r) < 0)
@@ -300,7 +300,7 @@ h_measure(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct r
 		tot.segs += t.segs, tot.samples += t.samples, tot.retrans_segs += t.retrans_segs;
 		tot.ooo += t.ooo, tot.dupacks += t.dupacks;
 	}
-	reply_json(r, json_pack("{s:b, s:f, s:i, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:o}",
+	rest_reply_json(r, json_pack("{s:b, s:f, s:i, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:o}",
 		"enabled", a->cfg.tcp_measure, "window_s", (double)m.window_us / 1e6,
 		"tcp_flows", (int)m.n,
 		"totals", "segs", (json_int_t)tot.segs, "samples", (json_int_t)tot.samples,

@@ -10,7 +10,7 @@
 
 /* The whole file, or NULL (missing, unreadable, or over REST_UPLOAD_MAX). */
 char *
-file_read(const char *path, size_t *len)
+rest_file_read(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	char *buf;
@@ -117,9 +117,9 @@ str_replace_all(char *s, size_t size, const char *from, const char *to)
 }
 
 void
-reply_policy_error(struct weir_app *a, struct reply *r, unsigned int status, const char *msg)
+rest_reply_policy_error(struct weir_app *a, struct rest_reply *r, unsigned int status, const char *msg)
 {
-	reply_error(r, status, "%s", msg);
+	rest_reply_error(r, status, "%s", msg);
 	json_object_set_new(json_object_get(r->json, "error"), "epoch",
 			    json_integer(a->cfg.policy ? a->cfg.policy->epoch : 0));
 }
@@ -137,7 +137,7 @@ struct install {
 };
 
 static void install_done(struct weir_app *a, int rc, void *arg);
-static int script_install_end(struct weir_app *a, struct install *in, int rc, struct reply *r);
+static int script_install_end(struct weir_app *a, struct install *in, int rc, struct rest_reply *r);
 
 /* Put text in place of the policy script and switch to it: checked in the
  * sandbox first (nothing changes if it fails), then renamed over the
@@ -149,8 +149,8 @@ static int script_install_end(struct weir_app *a, struct install *in, int rc, st
  * the answer is made when it ends (script_install_end), which then also
  * frees or puts back held (a rollback's text; the caller's otherwise). */
 static int
-script_install(struct weir_app *a, struct MHD_Connection *c, struct req *rq, const char *text,
-	       size_t len, char *held, struct reply *r)
+script_install(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, const char *text,
+	       size_t len, char *held, struct rest_reply *r)
 {
 	const char *path = a->cfg.policy_script;
 	const struct weir_policy_lua_limits lim = weir_config_lua_limits(&a->cfg);
@@ -165,7 +165,7 @@ script_install(struct weir_app *a, struct MHD_Connection *c, struct req *rq, con
 
 	in = calloc(1, sizeof(*in));
 	if (in == NULL) {
-		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		rest_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 		return -1;
 	}
 	snprintf(in->path, sizeof(in->path), "%s", path);
@@ -175,7 +175,7 @@ script_install(struct weir_app *a, struct MHD_Connection *c, struct req *rq, con
 		mode = st.st_mode & 0777;
 	if (temp_write(path, text, len, mode, tmp, sizeof(tmp)) != 0) {
 		e = errno;
-		reply_error(r, write_status(e), "cannot write the upload next to %s: %s", path,
+		rest_reply_error(r, write_status(e), "cannot write the upload next to %s: %s", path,
 			    strerror(e));
 		free(in);
 		return -1;
@@ -188,15 +188,15 @@ script_install(struct weir_app *a, struct MHD_Connection *c, struct req *rq, con
 	if (np == NULL) {
 		unlink(tmp);
 		str_replace_all(err, sizeof(err), tmp, path);
-		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
+		rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
 		free(in);
 		return -1;
 	}
-	in->old = file_read(path, &in->old_len);
+	in->old = rest_file_read(path, &in->old_len);
 	unlink(in->keep);               /* left by a crash, or planted: never written */
 	if (in->old == NULL || link(path, in->keep) != 0 || rename(tmp, path) != 0) {
 		e = in->old == NULL ? EIO : errno;
-		reply_error(r, write_status(e), "cannot replace %s: %s", path,
+		rest_reply_error(r, write_status(e), "cannot replace %s: %s", path,
 			    in->old == NULL ? "cannot read it" : strerror(e));
 		unlink(tmp);
 		unlink(in->keep);
@@ -209,7 +209,7 @@ script_install(struct weir_app *a, struct MHD_Connection *c, struct req *rq, con
 	if (rc > 0) {
 		in->held = held;
 		rq->inst = in;
-		req_suspend(c, rq);
+		rest_req_suspend(c, rq);
 		return 1;
 	}
 	return script_install_end(a, in, rc, r);
@@ -218,7 +218,7 @@ script_install(struct weir_app *a, struct MHD_Connection *c, struct req *rq, con
 /* The switch of an upload ended (rc as weir_mgmt_reload): keep the new
  * file, or put the old one back; make r. Frees in. 0, or -1. */
 static int
-script_install_end(struct weir_app *a, struct install *in, int rc, struct reply *r)
+script_install_end(struct weir_app *a, struct install *in, int rc, struct rest_reply *r)
 {
 	char both[sizeof(a->reload_error) + 2 * sizeof(in->keep) + 256];
 	const char *path = in->path;
@@ -229,7 +229,7 @@ script_install_end(struct weir_app *a, struct install *in, int rc, struct reply 
 		 * restart, or the config file's own error): the old file goes back. */
 		if (rename(in->keep, path) == 0) {
 			dir_sync(path);
-			reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, a->reload_error);
+			rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, a->reload_error);
 		} else {
 			/* The rejected script must not be what the next reload or
 			 * restart runs: better no script (which fails loudly). */
@@ -244,7 +244,7 @@ script_install_end(struct weir_app *a, struct install *in, int rc, struct reply 
 				     "reload or restart", a->reload_error, in->keep, strerror(e), path,
 				     in->keep) >= (int)sizeof(both))
 				RTE_LOG(ERR, USER1, "rest: %s\n", both);       /* cut in the reply */
-			reply_policy_error(a, r, MHD_HTTP_INTERNAL_SERVER_ERROR, both);
+			rest_reply_policy_error(a, r, MHD_HTTP_INTERNAL_SERVER_ERROR, both);
 		}
 		free(in->old);
 		if (in->held != NULL)
@@ -259,7 +259,7 @@ script_install_end(struct weir_app *a, struct install *in, int rc, struct reply 
 	a->rest->prev = in->old;
 	a->rest->prev_len = in->old_len;
 	free(in->held);
-	reply_json(r, json_pack("{s:I, s:o, s:o, s:I}",
+	rest_reply_json(r, json_pack("{s:I, s:o, s:o, s:I}",
 		"epoch", (json_int_t)a->cfg.policy->epoch, "script", weir_json_text(path),
 		"previous", weir_json_text(in->prev),
 		"reloads", (json_int_t)a->reloads));
@@ -271,26 +271,26 @@ script_install_end(struct weir_app *a, struct install *in, int rc, struct reply 
 static void
 install_done(struct weir_app *a, int rc, void *arg)
 {
-	struct req *rq = arg;
+	struct rest_req *rq = arg;
 	struct install *in = rq->inst;
 
 	rq->inst = NULL;
 	script_install_end(a, in, rc, &rq->answer);
-	req_resume(rq);
+	rest_req_resume(rq);
 }
 
 static bool
-script_configured(struct weir_app *a, struct reply *r)
+script_configured(struct weir_app *a, struct rest_reply *r)
 {
 	if (a->cfg.policy_script[0] != '\0')
 		return true;
-	reply_error(r, MHD_HTTP_CONFLICT, "the policy comes from %s's shaping and rules, not a "
+	rest_reply_error(r, MHD_HTTP_CONFLICT, "the policy comes from %s's shaping and rules, not a "
 		    "script: uploads need policy = { script = \"FILE\"; } in the config", a->cfg.path);
 	return false;
 }
 
 bool
-ctype_is(const char *ct, const char *want)
+rest_ctype_is(const char *ct, const char *want)
 {
 	size_t n = strlen(want);
 
@@ -299,30 +299,30 @@ ctype_is(const char *ct, const char *want)
 }
 
 void
-h_policy_put(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+rest_h_policy_put(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						      MHD_HTTP_HEADER_CONTENT_TYPE);
 
 	if (!script_configured(a, r))
 		return;
-	if (!ctype_is(ct, "text/x-lua") && !ctype_is(ct, "text/plain")) {
-		reply_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+	if (!rest_ctype_is(ct, "text/x-lua") && !rest_ctype_is(ct, "text/plain")) {
+		rest_reply_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
 			    "the body must be a Lua script (text/x-lua or text/plain)");
 		return;
 	}
 	if (rq->len == 0) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "the body must be a Lua script, not empty");
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "the body must be a Lua script, not empty");
 		return;
 	}
-	if (switch_busy(a, r))
+	if (rest_switch_busy(a, r))
 		return;
 	script_install(a, c, rq, rq->body, rq->len, NULL, r);
 }
 
 void
-h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
-		  struct reply *r)
+rest_h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+		  struct rest_reply *r)
 {
 	char *text = a->rest->prev;
 	int rc;
@@ -330,15 +330,15 @@ h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct req *rq,
 	if (!script_configured(a, r))
 		return;
 	/* First: a rollback under way holds the text (prev is NULL). */
-	if (switch_busy(a, r))
+	if (rest_switch_busy(a, r))
 		return;
 	if (text == NULL) {
-		reply_error(r, MHD_HTTP_CONFLICT, "no previous script to roll back to: none was "
+		rest_reply_error(r, MHD_HTTP_CONFLICT, "no previous script to roll back to: none was "
 			    "uploaded since weir started");
 		return;
 	}
 	if (rq->len != 0) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "rollback takes no body");
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "rollback takes no body");
 		return;
 	}
 	/* Held here while installing: a success makes the replaced text the

@@ -7,7 +7,7 @@
  * PATCH /api/v1/subscribers/{id} {download_min, download_max, upload_min,
  * upload_max}: a plan change, switched to as a class PATCH is (every
  * worker at once, queued packets kept in order). A subscriber's figures
- * are its leaf classes' (lib/subscriber_policy.h: the one mapping).
+ * are its leaf classes' (lib/classify/subscriber_policy.h: the one mapping).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -74,21 +74,21 @@ sub_json(const struct weir_policy *p, uint32_t i, const json_t *stats)
 }
 
 static bool
-no_subs(const struct weir_policy *p, struct reply *r)
+no_subs(const struct weir_policy *p, struct rest_reply *r)
 {
 	if (p != NULL && p->subs != NULL)
 		return false;
-	reply_error(r, MHD_HTTP_NOT_FOUND, "no subscribers: the config has no 'subscribers'");
+	rest_reply_error(r, MHD_HTTP_NOT_FOUND, "no subscribers: the config has no 'subscribers'");
 	return true;
 }
 
 static int64_t
-find_or_404(const struct weir_policy *p, const char *id, struct reply *r)
+find_or_404(const struct weir_policy *p, const char *id, struct rest_reply *r)
 {
 	int64_t i = weir_subs_find(p->subs, id);
 
 	if (i < 0)
-		reply_error(r, MHD_HTTP_NOT_FOUND, "no subscriber '%.64s'", id);
+		rest_reply_error(r, MHD_HTTP_NOT_FOUND, "no subscriber '%.64s'", id);
 	return i;
 }
 
@@ -115,7 +115,7 @@ both_dirs(const json_t *o, const char *key)
 }
 
 void
-h_subs(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+h_subs(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	const struct weir_policy *p = a->cfg.policy;
 	const char *v;
@@ -127,26 +127,26 @@ h_subs(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct repl
 
 	(void)rq;
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
-	if (v != NULL && (!parse_uint(v, SUBS_PAGE_MAX, &limit) || limit == 0)) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "limit must be 1..%d", SUBS_PAGE_MAX);
+	if (v != NULL && (!rest_parse_uint(v, SUBS_PAGE_MAX, &limit) || limit == 0)) {
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "limit must be 1..%d", SUBS_PAGE_MAX);
 		return;
 	}
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset");
-	if (v != NULL && !parse_uint(v, UINT32_MAX, &offset)) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "offset must be a number");
+	if (v != NULL && !rest_parse_uint(v, UINT32_MAX, &offset)) {
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "offset must be a number");
 		return;
 	}
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sort");
 	if (v != NULL) {
 		if (strcmp(v, "id") != 0 && strcmp(v, "bytes") != 0 && strcmp(v, "drops") != 0) {
-			reply_error(r, MHD_HTTP_BAD_REQUEST, "sort must be id, bytes or drops");
+			rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "sort must be id, bytes or drops");
 			return;
 		}
 		sort = v;
 	}
 	if (p == NULL || p->subs == NULL) {
 		/* No subscribers configured: an empty list, not an error. */
-		reply_json(r, json_pack("{s:i, s:I, s:I, s:s, s:[]}", "total", 0,
+		rest_reply_json(r, json_pack("{s:i, s:I, s:I, s:s, s:[]}", "total", 0,
 					"offset", (json_int_t)offset, "limit", (json_int_t)limit,
 					"sort", sort, "subscribers"));
 		return;
@@ -161,7 +161,7 @@ h_subs(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct repl
 		free(keys);
 		json_decref(stats);
 		json_decref(list);
-		reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		rest_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 		return;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -179,13 +179,13 @@ h_subs(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct repl
 	free(all);
 	free(keys);
 	json_decref(stats);
-	reply_json(r, json_pack("{s:I, s:I, s:I, s:s, s:o}", "total", (json_int_t)n,
+	rest_reply_json(r, json_pack("{s:I, s:I, s:I, s:s, s:o}", "total", (json_int_t)n,
 				"offset", (json_int_t)offset, "limit", (json_int_t)limit,
 				"sort", sort, "subscribers", list));
 }
 
 void
-h_sub_get(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+h_sub_get(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	const struct weir_policy *p = a->cfg.policy;
 	json_t *stats;
@@ -195,13 +195,13 @@ h_sub_get(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct r
 	if (no_subs(p, r) || (i = find_or_404(p, rq->sub, r)) < 0)
 		return;
 	stats = stats_since_reset(a);
-	reply_json(r, sub_json(p, (uint32_t)i, stats));
+	rest_reply_json(r, sub_json(p, (uint32_t)i, stats));
 	json_decref(stats);
 }
 
 /* The body: rates by direction, 0 = unchanged. 0, or -1 with the reply. */
 static int
-sub_change(struct MHD_Connection *c, struct req *rq, struct reply *r, uint64_t min[2],
+sub_change(struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r, uint64_t min[2],
 	   uint64_t max[2])
 {
 	static const char *const key[4] = { "download_min", "download_max", "upload_min",
@@ -212,10 +212,10 @@ sub_change(struct MHD_Connection *c, struct req *rq, struct reply *r, uint64_t m
 	json_t *body, *v;
 	int rc = 0;
 
-	if (body_object(c, rq, r, &body) < 0)
+	if (rest_body_object(c, rq, r, &body) < 0)
 		return -1;
 	if (body == NULL || json_object_size(body) == 0) {
-		reply_error(r, MHD_HTTP_BAD_REQUEST, "the body must be a JSON object with at least "
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "the body must be a JSON object with at least "
 			    "one of download_min, download_max, upload_min, upload_max");
 		json_decref(body);
 		return -1;
@@ -226,7 +226,7 @@ sub_change(struct MHD_Connection *c, struct req *rq, struct reply *r, uint64_t m
 		for (j = 0; j < 4 && strcmp(k, key[j]) != 0; j++)
 			;
 		if (j == 4) {
-			reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%.64s' (download_min, "
+			rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%.64s' (download_min, "
 				    "download_max, upload_min, upload_max)", k);
 			rc = -1;
 		} else {
@@ -242,7 +242,7 @@ sub_change(struct MHD_Connection *c, struct req *rq, struct reply *r, uint64_t m
 /* A plan change: the subscriber's two leaves rebuilt (the policy's own
  * validation) and switched to at once; on any error nothing changes. */
 void
-h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	const struct weir_policy *p = a->cfg.policy;
 	uint64_t min[2] = { 0 }, max[2] = { 0 };
@@ -262,7 +262,7 @@ h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct
 	}
 	if (no_subs(p, r) || (i = find_or_404(p, rq->sub, r)) < 0)
 		return;
-	if (switch_busy(a, r))
+	if (rest_switch_busy(a, r))
 		return;
 	weir_subs_class_name(p->subs, (uint32_t)i, name);
 	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
@@ -281,7 +281,7 @@ h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct
 		/* A plan is within its node: refused, not clipped. */
 		if (ceil > pc->cbq.ceil || rate > ceil) {
 			weir_policy_free(np);
-			reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s: %s %.3f Mbit/s above %s "
+			rest_reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s: %s %.3f Mbit/s above %s "
 				    "(%.3f Mbit/s)", d == WEIR_DIR_IN ? "download" : "upload",
 				    rate > ceil ? "min" : "max", (rate > ceil ? rate : ceil) / 1e6,
 				    rate > ceil ? "its max" : "its parent's",
@@ -294,12 +294,12 @@ h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct
 		weir_policy_free(np);
 		np = step;
 		if (np == NULL) {
-			reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, perr.msg);
+			rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, perr.msg);
 			return;
 		}
 	}
 	if (np == NULL) {
-		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "nothing to change");
+		rest_reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "nothing to change");
 		json_object_set_new(json_object_get(r->json, "error"), "epoch",
 				    json_integer(p->epoch));
 		return;
@@ -307,7 +307,7 @@ h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct
 	rc = weir_policy_apply(a, np, &a->cfg, err, sizeof(err));
 	if (rc < 0) {
 		weir_policy_free(np);
-		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
+		rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
 		return;
 	}
 	if (rc > 0)
@@ -320,7 +320,7 @@ h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct
 
 		json_object_set_new(o, "epoch", json_integer((json_int_t)p->epoch));
 		json_decref(stats);
-		reply_json(r, o);
+		rest_reply_json(r, o);
 	}
 }
 
@@ -380,7 +380,7 @@ out:
  * trees change only by a switch; the answer says what changed).
  */
 void
-h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, struct reply *r)
+h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	const struct weir_policy *p = a->cfg.policy;
 	struct weir_sub_errs e = { 0 };
@@ -395,14 +395,14 @@ h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 	(void)rq;
 	if (p == NULL || p->subs == NULL) {
 		/* The route is there; the config has nothing for it to re-read. */
-		reply_error(r, MHD_HTTP_CONFLICT, "no subscribers: the config has no 'subscribers'");
+		rest_reply_error(r, MHD_HTTP_CONFLICT, "no subscribers: the config has no 'subscribers'");
 		return;
 	}
-	if (switch_busy(a, r))
+	if (rest_switch_busy(a, r))
 		return;
 	s = weir_subs_load_lqos(a->cfg.subs_csv, a->cfg.subs_network, &e);
 	if (s == NULL) {
-		reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%u problems in the subscriber "
+		rest_reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%u problems in the subscriber "
 			    "files; nothing of them applied", e.n);
 		json_object_set_new(json_object_get(r->json, "error"), "problems", error_lines(&e));
 		json_object_set_new(json_object_get(r->json, "error"), "epoch",
@@ -417,7 +417,7 @@ h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 			 "nodes_changed", d.nodes_changed);
 	if (d.n[0] + d.n[1] + d.n[2] + d.n[3] == 0 && !d.nodes_changed) {
 		weir_subs_free(s);
-		reply_json(r, json_pack("{s:b, s:I, s:o}", "switched", 0,
+		rest_reply_json(r, json_pack("{s:b, s:I, s:o}", "switched", 0,
 					"epoch", (json_int_t)p->epoch, "diff", diff));
 		return;
 	}
@@ -425,14 +425,14 @@ h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 	weir_subs_free(s);      /* np holds its own reference */
 	if (np == NULL) {
 		json_decref(diff);
-		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
+		rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
 		return;
 	}
 	rc = weir_policy_apply(a, np, &a->cfg, err, sizeof(err));
 	if (rc < 0) {
 		weir_policy_free(np);
 		json_decref(diff);
-		reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
+		rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
 		return;
 	}
 	if (rc > 0)
@@ -440,6 +440,6 @@ h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct req *rq, stru
 	RTE_LOG(NOTICE, USER1, "policy %u in force (subscriber files re-read: %u added, %u "
 		"removed, %u changed)\n", a->cfg.policy->epoch, d.n[WEIR_SUB_ADDED],
 		d.n[WEIR_SUB_REMOVED], d.n[WEIR_SUB_RATES] + d.n[WEIR_SUB_CHANGED]);
-	reply_json(r, json_pack("{s:b, s:I, s:o}", "switched", 1,
+	rest_reply_json(r, json_pack("{s:b, s:I, s:o}", "switched", 1,
 				"epoch", (json_int_t)a->cfg.policy->epoch, "diff", diff));
 }

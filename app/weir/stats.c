@@ -75,7 +75,7 @@ port_json(const struct weir_app *app, const struct weir_port_counters *pc, int r
 	json_object_set_new(o, "win_clamped", json_integer((json_int_t)pc->win_clamped));
 	json_object_set_new(o, "sack_passed", json_integer((json_int_t)pc->sack_passed));
 	json_object_set_new(o, "flow_split", json_integer((json_int_t)pc->flow_split));
-	/* IPsec SAs' frames and their sequence figures (lib/sa_seq.h), summed. */
+	/* IPsec SAs' frames and their sequence figures (lib/flow/sa_seq.h), summed. */
 	json_object_set_new(o, "ipsec", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"pkts", (json_int_t)pc->ipsec, "gaps", (json_int_t)pc->ipsec_gaps,
 		"late", (json_int_t)pc->ipsec_late, "dup", (json_int_t)pc->ipsec_dup,
@@ -236,7 +236,7 @@ class_json(const struct weir_app *app, int dir, uint32_t cls)
 		json_object_set_new(o, "flows", json_integer((json_int_t)cc.flows));
 		json_object_set_new(o, "flows_sending", json_integer((json_int_t)cc.active));
 		json_object_set_new(o, "flows_heavy", json_integer((json_int_t)cc.heavy));
-		/* DRR's new-flows list and CoDel (lib/drr.h, lib/codel.h). */
+		/* DRR's new-flows list and CoDel (lib/sched/drr.h, lib/sched/codel.h). */
 		json_object_set_new(o, "new_flows", json_integer((json_int_t)sum.new_flows));
 		json_object_set_new(o, "new_deferred", json_integer((json_int_t)sum.new_deferred));
 		json_object_set_new(o, "young_flows", json_integer((json_int_t)sum.young_flows));
@@ -252,7 +252,7 @@ class_json(const struct weir_app *app, int dir, uint32_t cls)
 			json_object_set_new(o, "marker", marker_json(app, dir, cls));
 	}
 	if (has_qm) {
-		/* The fifo leaf's queue manager (lib/qm.h, docs/pqm.md). */
+		/* The fifo leaf's queue manager (lib/sched/qm.h, docs/pqm.md). */
 		json_object_set_new(o, "aqm", json_string(weir_qm_name(pk->cbq.qm)));
 		json_object_set_new(o, "drops_qm", json_integer((json_int_t)sum.drops_qm));
 		json_object_set_new(o, "qm", json_pack(

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: LibreQoS's two files read as they are — ShapedDevices.csv (a row
  * per device; rows with one Circuit ID are one subscriber) and network.json
- * (the node tree) — into a subscriber set (lib/subscriber.h).
+ * (the node tree) — into a subscriber set (lib/classify/subscriber.h).
  *
  * Every bad row is reported as FILE:LINE: why; the caller applies nothing
  * of a set with problems.

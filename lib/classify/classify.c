@@ -19,7 +19,7 @@
 #include <rte_common.h>
 
 #include "classify.h"
-#include "classify_acl.h"
+#include "classify_int.h"
 
 /* Large enough for any real policy, small enough that a typo in a generated
  * config (a million rules) fails loudly at build time rather than making

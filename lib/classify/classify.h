@@ -140,7 +140,7 @@ int weir_classify_rule_index(const struct weir_classifier *c, const struct weir_
 int weir_classify_scan(const struct weir_classifier *c, const struct weir_cls_tuple *t);
 
 /*
- * Match with DPDK ACL tries from now on (needs EAL; lib/classify_acl.c)
+ * Match with DPDK ACL tries from now on (needs EAL; lib/classify/classify_acl.c)
  * when there are WEIR_CLS_ACL_MIN rules or more. Returns 1 when built, 0
  * when not needed, -1 on failure (err says why; the scan stays in use).
  * Call before the classifier is shared with workers.

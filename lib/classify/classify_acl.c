@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: the classifier's rules compiled into DPDK ACL tries (librte_acl).
  *
- * The first-match scan of lib/classify.c costs a rule test per rule: fine
+ * The first-match scan of lib/classify/classify.c costs a rule test per rule: fine
  * for tens of rules, not for the hundred thousand a generated policy may
  * have (a worker classifies every new flow). rte_acl answers in roughly
  * constant time whatever the count, so a classifier with at least
@@ -31,7 +31,7 @@
 #include <rte_common.h>
 #include <rte_errno.h>
 
-#include "classify_acl.h"
+#include "classify_int.h"
 
 /* What the tries read, in network order (rte_acl compares bytes). The
  * first field must be one byte; fields sharing 4 bytes share an input. */
@@ -339,12 +339,6 @@ weir_cls_acl_free(struct weir_cls_acl *a)
 	rte_acl_free(a->ctx[0]);
 	rte_acl_free(a->ctx[1]);
 	free(a);
-}
-
-uint32_t
-weir_cls_acl_rules(const struct weir_cls_acl *a)
-{
-	return a->n_acl_rules[0] + a->n_acl_rules[1];
 }
 
 int

@@ -48,13 +48,13 @@ enum weir_shape_mode {
 	WEIR_MODE_POSTACK = 0,          /* per-flow queues + ACKs held by the release rule (default) */
 	WEIR_MODE_PFQ = 1,              /* per-flow queues only: data waits at the gateway */
 	WEIR_MODE_FIFO = 2,             /* one queue for the class (the paper's "pure CBQ") */
-	WEIR_MODE_TCR = 3,              /* per-flow queues + window sizing and ACK pacing (lib/tcr.c) */
+	WEIR_MODE_TCR = 3,              /* per-flow queues + window sizing and ACK pacing (lib/modes/tcr.c) */
 	WEIR_MODE_PACED = 4,            /* per-flow queues + PostACK as on-off ACK pacing (Fig. 4) */
-	WEIR_MODE_IPABR = 5,            /* per-flow queues + an explicit rate per flow by window (lib/ipabr.h) */
-	WEIR_MODE_PEP = 6,              /* per-flow queues + premature ACKs with a watermark (lib/pep.h) */
+	WEIR_MODE_IPABR = 5,            /* per-flow queues + an explicit rate per flow by window (lib/modes/ipabr.h) */
+	WEIR_MODE_PEP = 6,              /* per-flow queues + premature ACKs with a watermark (lib/modes/pep.h) */
 	WEIR_MODE__COUNT
 };
-/* The mode's name, from the modes table (lib/mode.c): the one place
+/* The mode's name, from the modes table (lib/modes/mode.c): the one place
  * names are, for the config, Lua, the API and stats alike. */
 const char *weir_shape_mode_name(unsigned int mode);
 
@@ -106,10 +106,10 @@ struct weir_policy_tree_conf {
 	uint32_t default_limit;                 /* leaf limit when a class says 0 */
 	uint8_t mode;                           /* of the one "default" leaf when n_classes == 0 */
 	uint8_t no_aqm;                         /* 1: no CoDel in this tree's pfq and tcr leaves */
-	uint8_t qm;                             /* fifo leaves' queue manager (lib/qm.h) by default */
+	uint8_t qm;                             /* fifo leaves' queue manager (lib/sched/qm.h) by default */
 	struct weir_qm_params qm_params;        /* its parameters (0 fields: defaults) */
-	uint32_t young;                         /* young-flow budget, bytes (lib/drr.h); 0 = none */
-	uint8_t new_quanta;                     /* the new-flows list's bound (lib/drr.h); 0 = default */
+	uint32_t young;                         /* young-flow budget, bytes (lib/sched/drr.h); 0 = none */
+	uint8_t new_quanta;                     /* the new-flows list's bound (lib/sched/drr.h); 0 = default */
 	uint8_t plain;                          /* 1: plain DRR in every leaf, no new-flows list */
 };
 
@@ -125,7 +125,7 @@ struct weir_policy_conf {
 	struct weir_policy_tree_conf tree[WEIR_POLICY_DIRS];
 	unsigned int n_rules;
 	const struct weir_policy_rule_conf *rules;
-	/* Subscribers (lib/subscriber_policy.h): their classes are in the
+	/* Subscribers (lib/classify/subscriber_policy.h): their classes are in the
 	 * trees' class lists already; this maps them to targets. NULL: none. */
 	const struct weir_subs *subs;
 	uint16_t subs_base[WEIR_POLICY_DIRS];   /* classes before the subscribers' in each tree */
@@ -183,6 +183,17 @@ struct weir_policy_tree {
 	struct weir_policy_class *classes;
 	struct weir_qm_params qm_params;        /* fifo leaves' queue managers (cbq conf) */
 };
+
+/* The markers' contracts of tree t, class by class (lib/sched/marker.h). */
+static inline struct weir_marker_confs
+weir_policy_tree_markers(const struct weir_policy_tree *t)
+{
+	return (struct weir_marker_confs){
+		.first = t->n_classes > 0 ? &t->classes[0].marker : NULL,
+		.stride = sizeof(t->classes[0]),
+		.n = t->n_classes,
+	};
+}
 
 /* A policy's own copy of what it was built from. */
 struct weir_policy_src {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: a set of subscribers and nodes — building, checking, diffing
- * (lib/subscriber.h). Plain C over libc: front ends check files before
+ * (lib/classify/subscriber.h). Plain C over libc: front ends check files before
  * EAL is up (weir --check) and unit tests run it at 100,000 subscribers.
  */
 #include <arpa/inet.h>

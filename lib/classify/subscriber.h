@@ -19,7 +19,7 @@
  *
  * Memory: sizeof(struct weir_sub) (192 bytes) a subscriber, 24 bytes a
  * prefix, 8 a MAC, plus the id index (4 bytes a subscriber) and the
- * compiled lookup (lib/subscriber_lpm.h).
+ * compiled lookup (lib/classify/subscriber_lpm.h).
  */
 #ifndef WEIR_SUBSCRIBER_H
 #define WEIR_SUBSCRIBER_H

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: subscriber lookup by longest-prefix match (lib/subscriber_lpm.h).
+ * weir: subscriber lookup by longest-prefix match (lib/classify/subscriber_lpm.h).
  */
 #include <stdbool.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
  * download in the inbound tree, upload in the outbound one). The policy
  * keeps a table subscriber index -> target (weir_policy.sub_target), and
  * a flow's LAN-side address finds its subscriber by longest-prefix match
- * (lib/subscriber_lpm.h) once per new flow, before the rule list.
+ * (lib/classify/subscriber_lpm.h) once per new flow, before the rule list.
  *
  * Today's trees hold WEIR_CBQ_MAX_CLASSES classes with 16-bit indexes, so a
  * set larger than that is refused here with the count; the set, the lookup

@@ -97,7 +97,7 @@ struct weir_flow {
 	uint64_t bytes[2];      /* by enum weir_dir, wire bytes */
 	uint32_t pkts[2];
 	uint32_t fin_seq[2];    /* seq just past each side's FIN, to see it ACKed */
-	uint16_t class_id;      /* policy target (lib/policy.h), set by classification */
+	uint16_t class_id;      /* policy target (lib/classify/policy.h), set by classification */
 	uint16_t policy_epoch;  /* low 16 bits of the policy it was classified under; 0 = not yet */
 	uint8_t  state;         /* enum weir_flow_state */
 	uint8_t  flags;         /* WEIR_FF_* */
@@ -120,7 +120,7 @@ struct weir_flow {
 						* (set on hold, cleared when seen empty) */
 #define WEIR_FSH_PEP            0x80  /* pep keeps state (copies) for it, whatever its class
 				       * now: its TCP packets go to the keeper's kept_packet
-				       * (lib/mode.h, weir_mode_keeper) */
+				       * (lib/modes/mode.h, weir_mode_keeper) */
 
 /* Idle timeouts in seconds, by state family. */
 struct weir_flow_timeouts {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: per-SA sequence tracking (lib/sa_seq.h has the rule).
+ * weir: per-SA sequence tracking (lib/flow/sa_seq.h has the rule).
  */
 #include <string.h>
 

@@ -95,7 +95,7 @@ bpt(const struct weir_worker *w, uint64_t bps)
 
 /*
  * The allocation per unit of weight, water-filled (max-min, as the
- * worker's per-flow share: lib/worker_active.c): the light flows keep
+ * worker's per-flow share: lib/worker/worker_active.c): the light flows keep
  * what they use, the heavy ones divide the rest by weight; never less
  * than avail / wsum. A 10 Hz ping-pong beside a bulk download counted
  * as a whole flow and cut the download to half the class (4.8 of 10
@@ -290,7 +290,7 @@ class_of(struct weir_worker *w, struct weir_ipabr *ia, int d, uint32_t leaf, uin
 /*
  * Which flows the class divides among: those that sent data in it within
  * its last activity period or the current one, each counted with its
- * rule's weight. As the worker's own active count (lib/worker.c), but the
+ * rule's weight. As the worker's own active count (lib/worker/worker.c), but the
  * period is at least 1.25 round trips of the class's flows (200 ms to 4 s):
  * a window-limited flow 900 ms away sends a burst per round trip and would
  * drop out of a 200 ms period between bursts.
@@ -389,7 +389,7 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 	    2 * w->cls_ctr[d][leaf].young <= w->cls_ctr[d][leaf].active)
 		tf->flags |= WEIR_IPABR_LATE;
 	tf->flags |= WEIR_IPABR_ACK_SEEN;
-	/* The handshake's halves (lib/postack_store.c) start the averages. */
+	/* The handshake's halves (lib/modes/postack_store.c) start the averages. */
 	if (tf->rtt_right == 0)
 		tf->rtt_right = w->pa->q[a][slot].rtt;
 	if (tf->rtt_left == 0)
@@ -414,7 +414,7 @@ ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 	cs->rtt_max = RTE_MAX(cs->rtt_max, rtt);
 	alloc = cs->unit_bpt * weight;
 	/* A flow that started beside grown-up ones is served from the
-	 * new-flows list while young (lib/drr.h): the list, not its weight,
+	 * new-flows list while young (lib/sched/drr.h): the list, not its weight,
 	 * sets its rate then, up to n / (n + 1) of the leaf (new_quanta n)
 	 * for the young flows together. Its window covers the whole class
 	 * over its round trip (divided among the young flows) so that its
@@ -696,7 +696,7 @@ ipabr_uncut(struct weir_worker *w, const struct weir_flow *f, const struct weir_
 	weir_postack_note_seen(w->pa, f, p, a, slot);
 }
 
-/* The management side's view of the mode's counters (lib/worker_view.h):
+/* The management side's view of the mode's counters (lib/worker/worker_view.h):
  * here, beside the state it reads, so the worker's files include no mode. */
 void
 weir_worker_ipabr_stats(const struct weir_worker *w, struct weir_ipabr_stats *out)

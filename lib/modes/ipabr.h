@@ -11,7 +11,7 @@
  * Eq. 4.7, and the silly-window credit of Eq. 5.4-5.6. Every ACK of the
  * flow's data has its window cut to Eq. 4.6's Wnd_opt (never raised).
  *
- * The layout is here for the mode (lib/ipabr.c), the white-box unit tests
+ * The layout is here for the mode (lib/modes/ipabr.c), the white-box unit tests
  * and weir-bench; the management side reads nothing of it.
  */
 #ifndef WEIR_IPABR_H
@@ -75,7 +75,7 @@ struct weir_ipabr_class {
 	/* Max-min (water-filling) among them: the weights of the heavy flows
 	 * (used half their allocation or more in their last period, or not
 	 * measured), and the bytes the light ones used in theirs (the worker's
-	 * measure, lib/worker_active.c: per its period of light_len ticks). */
+	 * measure, lib/worker/worker_active.c: per its period of light_len ticks). */
 	uint32_t wheavy;
 	uint32_t wheavy_cur;
 	uint64_t light;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: the table of leaf modes (lib/mode.h). A new mode is one file with
+ * weir: the table of leaf modes (lib/modes/mode.h). A new mode is one file with
  * its ops and one line here.
  */
 #include "mode.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: leaf modes, one interface.
  *
- * A leaf class has a mode (enum weir_shape_mode, lib/policy.h) that decides
+ * A leaf class has a mode (enum weir_shape_mode, lib/classify/policy.h) that decides
  * what happens to its flows' packets beyond "queue the data per flow, serve
  * the queues by DRR, send what the class tree lets go". The worker calls a
  * mode at fixed moments of its loop and never decides anything a mode owns:
@@ -46,27 +46,27 @@
  * per-flow queueing). The worker reaches a mode only through these hooks
  * and the table below; it includes no mode's header.
  *
- * Services modes use, none of them a mode: the ACK store (lib/postack.h,
- * its layout lib/postack_store.h: holds, orders and releases ACKs, times
+ * Services modes use, none of them a mode: the ACK store (lib/modes/postack.h,
+ * its layout lib/modes/postack_store.h: holds, orders and releases ACKs, times
  * the handshake, keeps the window edges), the pacing state and its clocks
- * (lib/tcr_state.h, lib/pace.h), and the worker's functions declared below
- * (weir_worker_out in lib/worker.c; release, hold, young and data_qlen in
- * lib/worker_ack.c). The worker makes, resets and frees the store and the
+ * (lib/modes/tcr_state.h, lib/modes/pace.h), and the worker's functions declared below
+ * (weir_worker_out in lib/worker/worker.c; release, hold, young and data_qlen in
+ * lib/worker/worker_ack.c). The worker makes, resets and frees the store and the
  * pacing state; a mode's own state is made by its init and freed by fini.
  *
  * Frames a mode releases or creates never leave from inside it: it hands
  * them to the worker's out-array (weir_worker_out / weir_mode_release),
  * the one place frames are sent from, in the order they were handed over.
  * A mode's per-flow state is its own (indexed by flow slot and data
- * direction); the management side sees it only through lib/worker_view.h.
+ * direction); the management side sees it only through lib/worker/worker_view.h.
  *
  * Ordering is the worker's, not the modes': before a frame of a flow goes
  * on (forwarded, queued, passed), every ACK the flow holds in that
  * direction is released ahead of it, so no mode can reorder a flow.
  *
- * Adding a mode: a value in enum weir_shape_mode (lib/policy.h), one file
+ * Adding a mode: a value in enum weir_shape_mode (lib/classify/policy.h), one file
  * with a `const struct weir_mode_ops` declared below, one line in
- * weir_modes[] (lib/mode.c). Its name is the ops' `name`: the config, Lua
+ * weir_modes[] (lib/modes/mode.c). Its name is the ops' `name`: the config, Lua
  * and the API look names up in the table (weir_shape_mode_name), nowhere
  * else. docs/modes.md.
  */
@@ -171,12 +171,12 @@ weir_mode(uint8_t mode)
 
 /* The one mode whose per-flow state may outlive its class (a policy
  * reload that takes the mode away cannot take back what it promised a
- * sender): the flows it keeps state for carry WEIR_FSH_PEP (lib/flow.h),
+ * sender): the flows it keeps state for carry WEIR_FSH_PEP (lib/flow/flow.h),
  * and the worker hands them to its kept_packet and kept_end hooks. */
 extern const struct weir_mode_ops *const weir_mode_keeper;
 
-/* ---- what the worker offers modes (weir_worker_out: lib/worker.c; the
- * rest: lib/worker_ack.c) ---- */
+/* ---- what the worker offers modes (weir_worker_out: lib/worker/worker.c; the
+ * rest: lib/worker/worker_ack.c) ---- */
 
 /* Hand frame m to the out-array of port `to` (sent by the loop's transmit
  * point, after everything handed over before it), counted as forwarded
@@ -191,7 +191,7 @@ unsigned int weir_mode_release(struct weir_worker *w, int d, uint32_t slot, uint
 enum weir_verdict weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot,
 				 struct rte_mbuf *m, uint64_t now);
 /* Is flow f young in data direction d (within its leaf's young-flow budget,
- * lib/drr.h) beside an active flow that is not? DRR serves it ahead of bulk
+ * lib/sched/drr.h) beside an active flow that is not? DRR serves it ahead of bulk
  * flows; a mode that holds or paces ACKs lets it run too, or the head start
  * would be taken back. Among young flows only, nobody is ahead. */
 bool weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t leaf);

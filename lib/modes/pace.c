@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: the ACK pacing clocks (lib/pace.h).
+ * weir: the ACK pacing clocks (lib/modes/pace.h).
  */
 #include "pace.h"
 #include "postack_store.h"
@@ -51,7 +51,7 @@ weir_tcr_pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint3
  * often later than one gap: releasing one ACK per look, with a single gap
  * of credit, let a late look lose its share's time for good, and a
  * bbr sender, which sets its rate from the delivery rate the ACKs show,
- * then sent below its share (issue 23). The clock moves by what each ACK
+ * then sent below its share. The clock moves by what each ACK
  * asks for (a gap per segment of its advance, at least one: a delayed ACK
  * takes two) and never stays more than one gap of credit behind `now`, so
  * what is owed stays bounded.

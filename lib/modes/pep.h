@@ -14,7 +14,7 @@
  * Its state outlives its class: a flow whose data was p-acked still needs
  * its copies and its recovery when a policy reload takes the mode away.
  * Such a flow carries WEIR_FSH_PEP and pep is the modes' keeper
- * (lib/mode.h, weir_mode_keeper): the worker hands every TCP packet of it
+ * (lib/modes/mode.h, weir_mode_keeper): the worker hands every TCP packet of it
  * to weir_pep_packet() (the kept_packet hook) whatever its class, and its
  * end to weir_pep_end() (kept_end); the poll hook is weir_pep_poll() (the
  * per-flow retransmission timers), the stop drain's hooks are below, and
@@ -91,7 +91,7 @@ void weir_pep_end(struct weir_worker *w, struct weir_flow *f, uint32_t slot);
  * handed out. *wake is lowered to when the next call is wanted. */
 unsigned int weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake);
 /*
- * Stopping (lib/worker_life.c, weir_worker_stopping): no data S was told
+ * Stopping (lib/worker/worker_life.c, weir_worker_stopping): no data S was told
  * of is dropped silently. drain_begin stops new copies and p-ACKs; while
  * the worker still forwards and recovers, owed says whether R still lacks
  * p-acked data; at the drain's deadline give_up_all resets both ends of

@@ -15,10 +15,10 @@
  * This module holds the ACK queues of one worker, for both data
  * directions: queue [d][slot] holds ACKs travelling opposite to data
  * direction d of flow-table slot `slot`. It is a service, not a mode
- * (lib/postack_store.c): it stores, orders and releases, times the
+ * (lib/modes/postack_store.c): it stores, orders and releases, times the
  * handshake and keeps the window edges; the modes built on it decide what
- * to hold and when it goes: postack (lib/postack_mode.c), postack-paced
- * (lib/postack_paced.c), tcr, ipabr and pep.
+ * to hold and when it goes: postack (lib/modes/postack_mode.c), postack-paced
+ * (lib/modes/postack_paced.c), tcr, ipabr and pep.
  *
  * Compact storage: a held ACK is copied into a 128-byte record from a
  * fixed per-worker pool and its mbuf is freed at once, so thousands of
@@ -101,7 +101,7 @@ struct weir_postack_stats {
 	uint32_t mbufs;         /* held ACKs in mbufs now (kept or as_mbuf) */
 };
 
-/* Opaque outside the data plane: its layout is lib/postack_store.h's, which
+/* Opaque outside the data plane: its layout is lib/modes/postack_store.h's, which
  * only the worker and the modes include. */
 struct weir_postack;
 
@@ -155,7 +155,7 @@ weir_postack_charge(uint64_t gap, uint64_t tpb16, uint32_t adv, uint32_t seg)
  * go into out[] (up to max in all). Returns how many; dir_of[i] is each
  * one's data direction (it leaves through that direction's rx port).
  * Flows still holding ACKs stay on the ring. PostACK's decision is
- * each mode's tick (lib/mode.h).
+ * each mode's tick (lib/modes/mode.h).
  */
 typedef uint32_t (*weir_postack_decide_fn)(void *arg, int d, uint32_t slot, uint64_t now,
 					   uint32_t held, enum weir_postack_why *why);

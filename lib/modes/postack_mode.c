@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: the postack mode (lib/mode.h, lib/postack_mode.h): which ACKs the
+ * weir: the postack mode (lib/modes/mode.h, lib/modes/postack_mode.h): which ACKs the
  * ACK store holds, and when they go, for a postack leaf.
  */
 #include <netinet/in.h>
@@ -65,7 +65,7 @@ weir_postack_mode_clamp(struct weir_worker *w, const struct weir_flow *f, struct
 }
 
 /*
- * postack's share clamp (issue 19 item 5). Holding ACKs bounds the data
+ * postack's share clamp. Holding ACKs bounds the data
  * queued here, not the sender's window: nothing is dropped, so cwnd grew
  * until ack_limit and the socket buffers stopped it, and the delay moved
  * into the senders (8 cubic flows, 20 Mbit/s, 5 ms: their srtt 1.9 s; the
@@ -80,7 +80,7 @@ weir_postack_mode_clamp(struct weir_worker *w, const struct weir_flow *f, struct
  * whatever the flow count. share x RTT is raised by clamp_margin (a
  * fraction of it) so a loss's multiplicative decrease leaves the window at
  * the BDP or above, not the link idle (docs/results/postack-clamp). The
- * same Eq. 4.6 arithmetic as ipabr (lib/tcpwin.h), at most the hold window
+ * same Eq. 4.6 arithmetic as ipabr (lib/modes/tcpwin.h), at most the hold window
  * (postack_hold_window). A young flow gets the larger of that and the young
  * budget divided among the class's active flows (weir_postack_young_window):
  * a lone short transfer keeps its head start, 32 flows starting together
@@ -215,10 +215,9 @@ weir_postack_mode_sack_news(struct weir_worker *w, const struct weir_flow *f, co
  * beside the gateway, whose data is back a moment after its ACK goes. A
  * sender a round trip away (a download's, across the WAN) cannot refill
  * the queue before the share drains it, so holding its ACKs from one
- * queued packet on leaves the class idle (issue 23: a lone 1 MB download
+ * queued packet on leaves the class idle (a lone 1 MB download
  * 33 % slower than pfq). And gating on the queue alone closes a loop
- * whose delay is that round trip (issue 23 cells 2 and 4,
- * docs/results/fct/ack-loop.md): releases stop while the queue is long, a
+ * whose delay is that round trip (docs/results/fct/ack-loop.md): releases stop while the queue is long, a
  * round trip later nothing arrives and it runs dry, then the data of the
  * ACKs paced out meanwhile comes back as a burst. So the data the ACKs
  * let go asked for and that has not arrived counts as queued (a Smith
@@ -263,9 +262,9 @@ postack_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
 		return WEIR_V_PASS;
 	if (weir_mode_data_qlen(w, f, a, slot) != 0)
 		goto pass;      /* earlier frames of this direction still queued: keep order */
-	/* A young flow is served ahead of the bulk ones (lib/drr.h) at more
+	/* A young flow is served ahead of the bulk ones (lib/sched/drr.h) at more
 	 * than its share: holding it to its share's BDP would cap its slow
-	 * start at a few segments beside bulk flows (issue 23 item 3). */
+	 * start at a few segments beside bulk flows. */
 	if (held == 0 && weir_mode_young(w, f, d, leaf))
 		goto pass;
 	over = postack_over(w, f, d, slot, leaf, weir_mode_data_qlen(w, f, d, slot), now);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: the postack mode's rules that postack-paced applies too
- * (lib/postack_mode.c): the window clamp, SACK news, the own-drop mark and
+ * (lib/modes/postack_mode.c): the window clamp, SACK news, the own-drop mark and
  * the sender's BDP. For the two modes' files only.
  */
 #ifndef WEIR_POSTACK_MODE_H

@@ -1,6 +1,6 @@
 
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: the postack-paced mode (lib/mode.h): a postack leaf's ACKs let go
+ * weir: the postack-paced mode (lib/modes/mode.h): a postack leaf's ACKs let go
  * on the class's and the flow's clocks (Fig. 4) rather than with its data.
  */
 #include <netinet/in.h>
@@ -98,7 +98,7 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 		 * backlog standing in a few long queues is someone who does
 		 * not answer ACK pacing (UDP): a flow with nothing waiting
 		 * still gets its ticks, or every TCP flow's ACKs stopped (TCP
-		 * got 0.000 of the class, issue 17 item 4). Ticking past a
+		 * got 0.000 of the class). Ticking past a
 		 * spread backlog kept Fig. 8's class of 32 flows at its limit
 		 * (24 of 27 packets, 21 % retransmitted; 6 and 5 % before). */
 		if (paced_backlogged(lqlen, w->tsc_hz / 1000, cgap, bdp ? on_way - bdp : 0, seg) &&
@@ -138,8 +138,8 @@ paced_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 		return WEIR_V_PASS;
 	/* Behind a frame of its own direction (order); or nothing held, the
 	 * flow's queue empty and the class without a backlog: there is room,
-	 * and pacing would only slow its start (issue 23); or the flow is
-	 * young (lib/drr.h: served ahead of bulk flows); or its tick is due. */
+	 * and pacing would only slow its start; or the flow is
+	 * young (lib/sched/drr.h: served ahead of bulk flows); or its tick is due. */
 	if (weir_mode_data_qlen(w, f, a, slot) != 0 ||
 	    (held == 0 && weir_mode_young(w, f, d, leaf)) ||
 	    (held == 0 && weir_mode_data_qlen(w, f, d, slot) == 0 &&

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: the ACK store's layout and inline accessors (lib/postack.h). For
+ * weir: the ACK store's layout and inline accessors (lib/modes/postack.h). For
  * the data plane only (the worker, the modes, white-box tests): the
- * management side sees the store through lib/worker_view.h.
+ * management side sees the store through lib/worker/worker_view.h.
  */
 #ifndef WEIR_POSTACK_STORE_H
 #define WEIR_POSTACK_STORE_H
@@ -24,7 +24,7 @@ struct weir_postack_q {
 	uint32_t drop_seq;      /* seq of this direction's last data segment the gateway dropped */
 	/* What the ACKs let go (passed or released) asked the sender for
 	 * (their advance of the cumulative ACK) within the last round trip to
-	 * it: the data on its way (issue 23, the ACK loop). Two buckets of a
+	 * it: the data on its way (the ACK loop). Two buckets of a
 	 * round trip each, the older one counted for the part of it still
 	 * inside the last round trip. Bytes. */
 	uint32_t ack_hi;        /* highest cumulative ACK of this direction's data seen */
@@ -33,10 +33,10 @@ struct weir_postack_q {
 	uint32_t rtt_inv;       /* 2^32 / (rtt >> WEIR_PA_EPOCH_SHIFT), saturated: no division per ACK */
 	/* Furthest right edge shown to the sender by a packet no mode cuts
 	 * (a SYN+ACK, data or a FIN carrying an ACK): the sender may send up
-	 * to it whatever re_max says. ipabr's ACK clock (lib/ipabr.c). */
+	 * to it whatever re_max says. ipabr's ACK clock (lib/modes/ipabr.c). */
 	uint32_t seen_max;
 	/* What the flow sent in this direction over its last activity period
-	 * (lib/worker_active.c: max-min shares): the low 32 bits of its byte
+	 * (lib/worker/worker_active.c: max-min shares): the low 32 bits of its byte
 	 * count at its first data frame of the current period, and the bytes
 	 * from its first frame of the period before to that one (valid with
 	 * WEIR_PAQ_USE_VALID: it was seen in the period before). */

@@ -7,7 +7,7 @@
  * with BW_i = the class's rate / its active flows (the fair share) and
  * D_w the flow's round trip, and the ACKs are clocked out one every
  * MSS / BW_i. The ACKs wait in the same compact store PostACK uses
- * (lib/postack.h); the watchdog paces them from its round-robin over the
+ * (lib/modes/postack.h); the watchdog paces them from its round-robin over the
  * flows holding ACKs, so there is no timer per flow. D_w is the sum of two
  * halves the gateway sees: to the data's sender and back (the handshake)
  * and to its receiver and back (`srtt`: the handshake's, smoothed with
@@ -15,9 +15,9 @@
  * from the moment it leaves the gateway towards the receiver to the ACK
  * that covers it).
  *
- * tcr.c is the mode (lib/mode.h). The per-flow pacing state is a service
+ * tcr.c is the mode (lib/modes/mode.h). The per-flow pacing state is a service
  * it shares with PostACK's pacing of starving flows and postack-paced
- * (lib/tcr_state.h), and so are the clocks over it (lib/pace.h); the per-class
+ * (lib/modes/tcr_state.h), and so are the clocks over it (lib/modes/pace.h); the per-class
  * figures (bytes per tick and ticks per byte of the fair share, fixed
  * point) are the worker's, recomputed when a class's flow count or rate
  * changes, never per packet.
@@ -40,7 +40,7 @@
  * smoothed by data/ACK samples) and to the sender and back (the handshake
  * of direction d). An upload's first half is the WAN, a download's the
  * LAN; taking only the sampled half made a download's window one segment
- * (issue 23: a 1 MB download took 19 s). 0: not known yet.
+ * (a 1 MB download took 19 s). 0: not known yet.
  */
 static inline uint64_t
 tcr_rtt(const struct weir_worker *w, const struct weir_tcr_flow *tf, int d, uint32_t slot)
@@ -53,7 +53,7 @@ tcr_rtt(const struct weir_worker *w, const struct weir_tcr_flow *tf, int d, uint
  * flow's BDP (its share of the class x D_w), and it leaves no sooner than
  * MSS / share after the flow's previous ACK; early ones wait in the ACK
  * store and the watchdog ring clocks them out. Two departures from the
- * paper's TCR, for flows to fill their share (issue 23): the window is the
+ * paper's TCR, for flows to fill their share: the window is the
  * BDP plus an eighth plus up to two segments (a window of exactly rate x
  * RTT cannot carry the rate once any queueing adds to the RTT; the bounds
  * are below), and the share
@@ -75,7 +75,7 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 		tf->srtt = w->pa->q[a][slot].rtt;       /* the receiver's side, from the handshake */
 	weir_tcr_on_ack(w->tcr, d, slot, p->ack, now);
 	rtt = tcr_rtt(w, tf, d, slot);
-	/* A young flow is served ahead of the bulk ones (lib/drr.h): its
+	/* A young flow is served ahead of the bulk ones (lib/sched/drr.h): its
 	 * window follows its share only once it has sent its budget. */
 	if (rtt != 0 && !young) {
 		uint64_t bdp = (rtt * c->share_bytes_per_tick) >> 32;
@@ -118,7 +118,7 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 		return WEIR_V_PASS;
 	}
 	/* Nothing of the flow waits and its class has no backlog: there is
-	 * room, and pacing would only slow its start (issue 23). The window
+	 * room, and pacing would only slow its start. The window
 	 * cut above still bounds it to its share. */
 	if (held == 0 && weir_mode_data_qlen(w, f, d, slot) == 0 &&
 	    weir_cbq_leaf_qlen(w->shaper[d], leaf) == 0) {

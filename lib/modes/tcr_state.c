@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: the per-flow pacing state's memory (lib/tcr_state.h).
+ * weir: the per-flow pacing state's memory (lib/modes/tcr_state.h).
  */
 #include <rte_malloc.h>
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: the per-flow pacing state, its layout and inline updates: a
  * service of the worker (made, reset and freed with the ACK store) shared
- * by the modes that pace ACKs or time a flow's round trip: tcr (lib/tcr.c),
- * postack and postack-paced; their clocks over it are lib/pace.h's. For
+ * by the modes that pace ACKs or time a flow's round trip: tcr (lib/modes/tcr.c),
+ * postack and postack-paced; their clocks over it are lib/modes/pace.h's. For
  * the data plane only: the worker, the modes, white-box tests.
  */
 #ifndef WEIR_TCR_STATE_H
@@ -34,8 +34,8 @@ void weir_tcr_free(struct weir_tcr *t);
 
 /* A TCR window's headroom over the flow's BDP: two segments (in 1/16 of a
  * segment), fewer where the class's queue is short against its flows, and
- * at most what the flow's share sends in WEIR_TCR_MARGIN_MS (lib/tcr.c).
- * The worker turns them into per-class figures (lib/worker_active.c). */
+ * at most what the flow's share sends in WEIR_TCR_MARGIN_MS (lib/modes/tcr.c).
+ * The worker turns them into per-class figures (lib/worker/worker_active.c). */
 #define WEIR_TCR_MARGIN16 32u
 #define WEIR_TCR_MARGIN_MS 40u
 

@@ -15,7 +15,7 @@
  * is the TTL weir sees. A remote host cannot make its bulk data pass as
  * control by picking port 179 or 3784: its frames arrive with a routed TTL.
  * What a local host could still send this way is bounded by the worker's
- * budget (worker.l3_control_pps, lib/worker.c).
+ * budget (worker.l3_control_pps, lib/worker/worker.c).
  *
  * IS-IS runs over 802.3/LLC, not IP: frames to its multicast groups count as
  * L3 control too (no TTL to check; they cannot be routed).

@@ -14,7 +14,7 @@
 
 struct weir_mbuf_meta {
 	struct weir_pkt pkt;
-	/* Next packet in the same per-flow queue (lib/drr.c). The queue chains
+	/* Next packet in the same per-flow queue (lib/sched/drr.c). The queue chains
 	 * mbufs through their private area instead of using a ring per flow:
 	 * no per-flow storage beyond head/tail, O(1) enqueue/dequeue, and the
 	 * line is already touched for the parse record. m->next is not used:

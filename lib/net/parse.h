@@ -9,7 +9,7 @@
  * the caller. Fragments are not malformed but are unmanaged too
  * (no L4 header to key on in non-first fragments), flagged WEIR_PF_FRAGMENT.
  * What the worker does with each kind (L2 control ahead of shaping, fragments
- * per host pair, malformed frames rate-limited) is in lib/worker.c and the
+ * per host pair, malformed frames rate-limited) is in lib/worker/worker.c and the
  * README's "What the bridge does with each frame".
  */
 #ifndef WEIR_PARSE_H
@@ -124,14 +124,14 @@ struct weir_pkt {
 	uint8_t  plain : 1;     /* no mode but pfq/fifo may act on this frame (a last
 				 * mile's exempt flow) */
 	uint8_t  clocked : 1;   /* its sender is clocked by ACKs weir holds or windows it
-				 * sizes: its queue waking is not a sparse flow (lib/drr.h) */
+				 * sizes: its queue waking is not a sparse flow (lib/sched/drr.h) */
 	uint8_t  tcp_signed : 1; /* of a TCP flow signed by TCP-MD5/AO (WEIR_FF_TCP_SIGNED):
 				 * no mode but pfq/fifo acts on it, nothing rewrites,
 				 * holds or answers it */
 	uint8_t  lm_cut : 1;    /* a last mile cut this ACK's window (then `win` is the
 				 * window it wrote); settled once its mode had its say
-				 * (lib/worker_ack.c) */
-	uint8_t  l3_control : 1; /* a router's link-local control (lib/l3ctl.h): sent on
+				 * (lib/worker/worker_ack.c) */
+	uint8_t  l3_control : 1; /* a router's link-local control (lib/net/l3ctl.h): sent on
 				 * ahead of shaping, never tracked as a flow */
 };
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: a capture's filter and the worker's copy ring (lib/capture.h).
+ * weir: a capture's filter and the worker's copy ring (lib/observe/capture.h).
  * Runs only while a capture is active; nothing here is on the path of a
  * worker without one.
  */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: IPFIX message building (lib/ipfix.h). No I/O, no EAL.
+ * weir: IPFIX message building (lib/observe/ipfix.h). No I/O, no EAL.
  */
 #include <stddef.h>
 #include <string.h>

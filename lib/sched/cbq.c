@@ -202,7 +202,7 @@ class_set_buckets(struct weir_cbq *c, struct cbq_class *k, uint64_t rate, uint64
 }
 
 /* A leaf's per-flow queues may hold a bandwidth-delay product at its
- * ceiling for flows of known round trip (lib/drr.h: a lone flow far away
+ * ceiling for flows of known round trip (lib/sched/drr.h: a lone flow far away
  * fills its class), at most the leaf's limit and its part of the pool. */
 static void
 leaf_set_bdp(struct weir_cbq *c, struct cbq_class *k)
@@ -1001,7 +1001,7 @@ weir_cbq_set_rate(struct weir_cbq *c, uint32_t cls, uint64_t rate, uint64_t ceil
 		return -EINVAL;
 	if (ceil == 0 || cls == 0)
 		ceil = rate;
-	/* A worker's part of a class (lib/share.c) may be far below what a
+	/* A worker's part of a class (lib/worker/share.c) may be far below what a
 	 * configured class needs. */
 	if (!rate_ok(rate, ceil, WEIR_CBQ_SHARE_MIN))
 		return -EINVAL;

@@ -4,7 +4,7 @@
  * Class 0 is the root: the link, rate = ceil. Every other class names a
  * parent with a smaller index (the array is in tree order). Classes without
  * children are leaves; a leaf owns a DRR over the per-flow queues of its
- * flows (lib/drr.h), and only leaves hold packets.
+ * flows (lib/sched/drr.h), and only leaves hold packets.
  *
  * Each class has two token buckets, both in bytes scaled by 2^shift and
  * refilled by (now - last) * rate with rate precomputed per TSC tick (see
@@ -55,9 +55,9 @@ struct weir_cbq_class_conf {
 	uint32_t quantum;       /* leaf: bytes per DRR round among leaves of one prio; 0 = mtu */
 	uint8_t fifo;           /* leaf: its flows share one queue (the caller's queue id for
 				 * it): only `limit` bounds it, not the per-flow limit */
-	uint8_t aqm;            /* leaf: CoDel on each flow queue (lib/codel.h) */
-	uint8_t plain;          /* leaf: plain DRR, no new-flows list (lib/drr.h) */
-	uint8_t qm;             /* fifo leaf: its queue manager, enum weir_qm_kind (lib/qm.h);
+	uint8_t aqm;            /* leaf: CoDel on each flow queue (lib/sched/codel.h) */
+	uint8_t plain;          /* leaf: plain DRR, no new-flows list (lib/sched/drr.h) */
+	uint8_t qm;             /* fifo leaf: its queue manager, enum weir_qm_kind (lib/sched/qm.h);
 				 * such a leaf never cuts through (the manager sees every
 				 * arrival) */
 	uint32_t young;         /* leaf: young-flow budget in bytes (weir_drr.young); 0 = none */
@@ -107,12 +107,12 @@ struct weir_cbq_stats {
 	uint64_t drops_flow;    /* the flow's queue was full */
 	uint64_t drops_class;   /* the class limit was reached */
 	uint64_t drops_pool;    /* the tree's backlog_limit (its mempool share) was reached */
-	uint64_t drops_qm;      /* the leaf's queue manager refused it (lib/qm.h: why) */
+	uint64_t drops_qm;      /* the leaf's queue manager refused it (lib/sched/qm.h: why) */
 	uint64_t borrowed;
 	uint64_t lent;
 	uint32_t qlen;          /* leaf: packets queued now */
 	uint32_t backlogged;    /* leaf: flows with packets queued now */
-	uint64_t new_flows;     /* leaf: queues served from the new-flows list (lib/drr.h) */
+	uint64_t new_flows;     /* leaf: queues served from the new-flows list (lib/sched/drr.h) */
 	uint64_t new_deferred;  /* leaf: packets old flows sent past waiting new ones (its bound) */
 	uint64_t young_flows;   /* leaf: of new_flows, those served with a young budget */
 	uint64_t young_spent;   /* leaf: young flows made old by waiting beside others */
@@ -165,7 +165,7 @@ int weir_cbq_enqueue(struct weir_cbq *c, uint32_t leaf, uint32_t queue_id,
 int weir_cbq_enqueue_young(struct weir_cbq *c, uint32_t leaf, uint32_t queue_id,
 			   struct rte_mbuf *m, uint64_t now, uint64_t attained);
 /* The same; when the leaf is at its limit and it has per-flow queues, the
- * head of its longest queue is dropped instead of m (lib/drr.h,
+ * head of its longest queue is dropped instead of m (lib/sched/drr.h,
  * weir_drr_fattest): *evicted (else NULL) is that packet, *evicted_qid its
  * queue, for the caller to count and free; m is then queued (0). */
 int weir_cbq_enqueue_evict(struct weir_cbq *c, uint32_t leaf, uint32_t queue_id,
@@ -220,7 +220,7 @@ uint32_t weir_cbq_backlog(const struct weir_cbq *c);       /* packets queued in 
 uint32_t weir_cbq_leaf_qlen(const struct weir_cbq *c, uint32_t leaf);      /* packets in a leaf */
 uint32_t weir_cbq_leaf_backlogged(const struct weir_cbq *c, uint32_t leaf); /* its flows with packets */
 /* Is flow qid, which has sent `attained` bytes, young in leaf `leaf` (within
- * its young-flow budget, and not made old by waiting: lib/drr.h)? */
+ * its young-flow budget, and not made old by waiting: lib/sched/drr.h)? */
 bool weir_cbq_young(const struct weir_cbq *c, uint32_t leaf, uint32_t qid, uint64_t attained);
 
 /* Young flow qid of leaf `leaf` was active in one more period; true when
@@ -234,7 +234,7 @@ uint32_t weir_cbq_leaf_limit(const struct weir_cbq *c, uint32_t leaf);
 /* Leaf `leaf`'s young-flow budget in bytes (0: none, or not a leaf). */
 uint32_t weir_cbq_young_budget(const struct weir_cbq *c, uint32_t leaf);
 /* Flow queue qid has a new flow (rtt 0) or its round trip was measured
- * (TSC ticks): CoDel's interval for it follows (lib/codel.h). No-op when
+ * (TSC ticks): CoDel's interval for it follows (lib/sched/codel.h). No-op when
  * no leaf of the tree runs CoDel. */
 void weir_cbq_flow_rtt(struct weir_cbq *c, uint32_t qid, uint64_t rtt);
 /* Queue qid's slot holds a new flow: round trip unknown, young again. */

@@ -75,7 +75,7 @@ weir_codel_above(struct weir_codel *c, const struct weir_codel_params *p, uint64
  * long path a slow start's overshoot stands for a round trip and more, and
  * drops at that law landed in three windows in a row: a lone cubic
  * download at 150 ms cut its window 585 -> 458 -> 224 -> 156 segments (the
- * pipe is ~250) and took ~8 s to grow back (issue 23). One flow answers one
+ * pipe is ~250) and took ~8 s to grow back. One flow answers one
  * drop per round trip with one cut: more drops in that time only cut more.
  */
 static inline void
@@ -84,8 +84,8 @@ codel_answer_floor(struct weir_codel *c, const struct weir_codel_params *base, u
 {
 	/* tscale is half the round trip in quarters of the tree's target, so
 	 * tscale x target is twice the round trip (at least 20 ms at 5 ms).
-	 * Twice since the target became half the round trip (2026-11-27; one
-	 * round trip before): the 150 ms fill below was measured with it. */
+	 * Twice, not once: the target is half the round trip, and the 150 ms
+	 * fill below was measured with this floor. */
 	const uint64_t answer = (uint64_t)c->tscale * base->target + sojourn;
 
 	if (c->scale != 0 && c->drop_next < now + answer)
@@ -98,7 +98,7 @@ codel_answer_floor(struct weir_codel *c, const struct weir_codel_params *base, u
  * it is given its own round trip as interval (at least twice the tree's
  * target): a sender answers a drop in one round trip, and 100 ms on a 10 ms
  * path let each of 8 cubic flows' queues stand for ten round trips between
- * dropping states (senders' RTT 2.3x the path, issue 23 item 4). A slow
+ * dropping states (senders' RTT 2.3x the path). A slow
  * start keeps the tree's interval: its overshoot drains within it, and
  * dropping from it cost an idle 100 KB transfer 68 -> 77 ms.
  */
@@ -211,7 +211,7 @@ codel_quarters(uint64_t rtt, uint64_t base)
  * 150 ms (7.5 ms scaled) a lone cubic flow carried 0.75-0.79 of its 20
  * Mbit/s class, cut to 0.7 and growing back for ~6 s each time. A quarter
  * of the round trip (37.5 ms) carried 0.87-0.99 (0.87 in 3 of 4 runs), half
- * of it 0.997-0.998 in 4 of 4, side by side (issue 23). The sender's round
+ * of it 0.997-0.998 in 4 of 4, side by side. The sender's round
  * trip stays within 1.5x the path's plus the time to drop (4 uploads at 40
  * ms: 65 ms smoothed against 56 with a quarter and 95 without CoDel). Up
  * to a 10 ms path the target stays RFC 8289's 5 ms.

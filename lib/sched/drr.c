@@ -241,7 +241,7 @@ young_bonus(struct weir_drr *d, struct weir_drr_q *q, uint32_t bonus)
  * and each time it emptied a bulk flow woke on the new list and took a
  * young transfer's turns. With a round-trip interval at 10 ms, 4 bulk
  * downloads woke there ~250 times a second and a 100 KB reply beside them
- * took 96-102 ms against 79-80 (idle 69; issue 23 items 3 and 4). A sparse
+ * took 96-102 ms against 79-80 (idle 69). A sparse
  * flow never stands above the target, so it is never dropped from and
  * keeps the new list. m, the waking packet, was stamped at enqueue: now.
  */
@@ -362,7 +362,7 @@ drr_peek(struct weir_drr *d, uint32_t *qid)
 			 * (32 x 256 KiB: 44 s at 1.5 Mbit/s) and emptied their
 			 * queue at each turn, which kept their CoDel from ever
 			 * dropping while slow start queued 2,800 packets
-			 * (issue 23 item 4). A lone young flow is not held. */
+			 * A lone young flow is not held. */
 			if (q->deficit > 0 && d->new_visit >= d->quantum * q->weight &&
 			    q->next != id) {
 				d->new_last = id;       /* rotate: the head becomes the tail */
@@ -403,7 +403,7 @@ weir_drr_peek(struct weir_drr *d, uint32_t *qid)
  * have had at the old list's tail has come (RFC 8290 sec. 4.2 moves a new
  * one there), so pausing briefly does not make a flow new again. That turn is
  * a count of the old list's turns, kept in the idle queue's deficit: two
- * list operations fewer per flow that wakes (issue 23's cost goal). */
+ * list operations fewer per flow that wakes. */
 static inline void
 pop_head(struct weir_drr *d, uint32_t id, struct rte_mbuf *m, uint32_t wl)
 {

@@ -58,7 +58,7 @@
 /* Quanta the new-flows list may send between two packets of waiting old
  * flows (shaping.new_quanta): new flows together get at most n / (n + 1) of
  * the leaf while old ones wait. 3: a 100 KB reply beside 4 bulk flows on a
- * 10 ms, 20 Mbit/s path takes 1.17x its idle time (1.32x at 1, issue 23);
+ * 10 ms, 20 Mbit/s path takes 1.17x its idle time (1.32x at 1);
  * old flows keep a quarter under a scan. */
 #define WEIR_DRR_NEW_QUANTA_DEFAULT 3u
 #define WEIR_DRR_NEW_QUANTA_MAX 16u
@@ -82,7 +82,7 @@ struct weir_drr_q {
 	 * or dropping). While it is clear, a head packet younger than the
 	 * tree's target cannot change that state, and dequeue does not read
 	 * it: at 64K flows the separate state array cost a cache miss a
-	 * packet (issue 23's cost goal). */
+	 * packet. */
 	uint8_t  aqm_armed;
 	uint8_t  youth;         /* WEIR_DRR_Y_*: its flow's young budget (weir_drr_enqueue_young) */
 };
@@ -105,7 +105,7 @@ weir_drr_count_drop(struct weir_drr_q *q)
 struct weir_drr_qtab {
 	uint32_t n;             /* queue ids are 0 .. n-1 */
 	uint16_t limit;         /* packets per queue */
-	struct weir_codel *codel;       /* [n] CoDel state per queue (lib/codel.h), or NULL */
+	struct weir_codel *codel;       /* [n] CoDel state per queue (lib/sched/codel.h), or NULL */
 	/* [n] each queue's flow's round trip in ms (0: unknown, e.g. not TCP),
 	 * read only when a queue reaches `limit` (weir_drr_set_rtt). */
 	uint16_t *rtt_ms;
@@ -141,7 +141,7 @@ weir_drr_youth_spent(const struct weir_drr_qtab *t, uint32_t qid)
 
 /*
  * Queue qid's flow, young, was active in one more period (its owner's
- * clock: lib/worker_active.c). Once that makes `periods` (1..31) its youth
+ * clock: lib/worker/worker_active.c). Once that makes `periods` (1..31) its youth
  * is spent for good, whatever it has sent. Returns true at that moment.
  */
 static inline bool
@@ -207,7 +207,7 @@ struct weir_drr {
 	const uint16_t *rtt_ms; /* the table's */
 	/* TSC ticks a full frame takes at the leaf's rate (weir_drr_set_frame_ticks),
 	 * 0: unknown. CoDel's round-trip interval is at least what a flow's
-	 * share takes to send TCP's smallest window (lib/codel.h). */
+	 * share takes to send TCP's smallest window (lib/sched/codel.h). */
 	uint32_t frame_ticks;
 };
 

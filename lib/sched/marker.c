@@ -14,7 +14,6 @@
 #include "cksum.h"
 #include "marker_int.h"
 #include "mbuf_meta.h"
-#include "policy.h"
 
 #define FRAME_MAX 1514u         /* a bucket smaller than a full frame never lets one through */
 #define QUEUE_MAX 4096u
@@ -291,17 +290,14 @@ part(uint64_t rate, uint64_t num, uint64_t den)
 }
 
 int
-weir_markers_set_share(struct weir_markers *ms, const struct weir_policy_tree *t, uint32_t cls,
+weir_markers_set_share(struct weir_markers *ms, const struct weir_marker_conf *c, uint32_t cls,
 		       uint64_t num, uint64_t den, uint64_t now)
 {
-	const struct weir_marker_conf *c;
 	struct weir_marker *k;
 	uint64_t cir, pir;
 
-	if (ms == NULL || cls >= ms->n || cls >= t->n_classes || den == 0 ||
-	    ms->m[cls].type == WEIR_MARK_NONE)
+	if (ms == NULL || cls >= ms->n || den == 0 || ms->m[cls].type == WEIR_MARK_NONE)
 		return -1;
-	c = &t->classes[cls].marker;
 	k = &ms->m[cls];
 	cir = part(c->cir, num, den);
 	pir = RTE_MAX(part(c->pir, num, den), cir);
@@ -355,27 +351,27 @@ weir_markers_set_share(struct weir_markers *ms, const struct weir_policy_tree *t
 }
 
 struct weir_markers *
-weir_markers_create(const struct weir_policy_tree *t, uint64_t num, uint64_t den, uint64_t hz,
+weir_markers_create(struct weir_marker_confs confs, uint64_t num, uint64_t den, uint64_t hz,
 		    uint64_t now, int socket_id, int *err)
 {
 	struct weir_markers *ms;
 	uint16_t n_mark = 0;
 
 	*err = 0;
-	for (uint16_t i = 0; i < t->n_classes; i++)
-		n_mark += t->classes[i].marker.type != WEIR_MARK_NONE;
+	for (uint16_t i = 0; i < confs.n; i++)
+		n_mark += weir_marker_confs_at(confs, i)->type != WEIR_MARK_NONE;
 	if (n_mark == 0 || den == 0)
 		return NULL;
-	ms = rte_zmalloc_socket("weir_markers", sizeof(*ms) + t->n_classes * sizeof(ms->m[0]),
+	ms = rte_zmalloc_socket("weir_markers", sizeof(*ms) + confs.n * sizeof(ms->m[0]),
 				RTE_CACHE_LINE_SIZE, socket_id);
 	if (ms == NULL) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	ms->n = t->n_classes;
+	ms->n = confs.n;
 	ms->next = UINT64_MAX;
-	for (uint16_t i = 0; i < t->n_classes; i++) {
-		const struct weir_marker_conf *c = &t->classes[i].marker;
+	for (uint16_t i = 0; i < confs.n; i++) {
+		const struct weir_marker_conf *c = weir_marker_confs_at(confs, i);
 		/* The worker's share of the contract. */
 		uint64_t cir = part(c->cir, num, den);
 		uint64_t pir = RTE_MAX(part(c->pir, num, den), cir);

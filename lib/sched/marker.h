@@ -27,6 +27,7 @@
 #define WEIR_MARKER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <rte_mbuf.h>
@@ -99,17 +100,31 @@ struct weir_markers_out {
 	void *arg;
 };
 
-/* NULL when no class of tree t (lib/policy.h) has a marker (or on failure:
- * *err < 0). The contract rates are scaled by num/den (the worker's share). */
-struct weir_policy_tree;
-struct weir_markers *weir_markers_create(const struct weir_policy_tree *t, uint64_t num,
-					 uint64_t den, uint64_t tsc_hz, uint64_t now, int socket_id,
-					 int *err);
-/* The worker's share of class cls's contract is now num/den of it (the
+/* The contracts of one class tree, class by class: class i's is at
+ * first + i * stride bytes (a class record of the policy embeds its own;
+ * policy.h's weir_policy_tree_markers gives a tree's). The markers know
+ * contracts, not policies. */
+struct weir_marker_confs {
+	const struct weir_marker_conf *first;
+	size_t stride;
+	uint16_t n;
+};
+
+static inline const struct weir_marker_conf *
+weir_marker_confs_at(struct weir_marker_confs c, uint16_t i)
+{
+	return (const struct weir_marker_conf *)((const char *)c.first + (size_t)i * c.stride);
+}
+
+/* NULL when no class of the tree has a marker (or on failure: *err < 0).
+ * The contract rates are scaled by num/den (the worker's share). */
+struct weir_markers *weir_markers_create(struct weir_marker_confs c, uint64_t num, uint64_t den,
+					 uint64_t tsc_hz, uint64_t now, int socket_id, int *err);
+/* The worker's share of class cls's contract c is now num/den of it (the
  * multi-worker rebalancer moved the class's rate on this worker): the
  * meters' and buckets' rates follow, their tokens kept; a controller keeps
  * its token rate in proportion. 0, or -1 for a class without a marker. */
-int weir_markers_set_share(struct weir_markers *ms, const struct weir_policy_tree *t, uint32_t cls,
+int weir_markers_set_share(struct weir_markers *ms, const struct weir_marker_conf *c, uint32_t cls,
 			   uint64_t num, uint64_t den, uint64_t now);
 /* Release every held frame red (in order) through out, then free. */
 void weir_markers_free(struct weir_markers *ms, const struct weir_markers_out *out);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: a fifo leaf's queue manager, one object per leaf (lib/qm.h). This
+ * weir: a fifo leaf's queue manager, one object per leaf (lib/sched/qm.h). This
  * file is the dispatch, the parameters and the flow key; the algorithms
- * are lib/red.c, lib/choke.c and lib/pqm.c.
+ * are lib/sched/red.c, lib/sched/choke.c and lib/sched/pqm.c.
  */
 #include <string.h>
 
@@ -152,12 +152,6 @@ weir_qm_free(struct weir_qm *q)
 	rte_free(q);
 }
 
-enum weir_qm_kind
-weir_qm_kind_of(const struct weir_qm *q)
-{
-	return (enum weir_qm_kind)q->kind;
-}
-
 static inline void
 count(struct weir_qm *q, enum weir_qm_verdict v)
 {
@@ -216,12 +210,6 @@ weir_qm_left(struct weir_qm *q, struct rte_mbuf *m, uint64_t now)
 	if (now > q->red.last_left)     /* RED's idle time starts at the last departure */
 		q->red.last_left = now;
 	return q->kind == WEIR_QM_CHOKE && weir_choke_left(q, m);
-}
-
-uint32_t
-weir_qm_doomed(const struct weir_qm *q)
-{
-	return q->choke.doomed;
 }
 
 void

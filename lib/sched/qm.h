@@ -9,16 +9,16 @@
  *
  *   red     RED (Floyd & Jacobson): drop with a probability rising from 0 at
  *           min_th to max_p at max_th of an EWMA of the queue, all above
- *           max_th (lib/red.c);
+ *           max_th (lib/sched/red.c);
  *   choke   CHOKe (Pan et al.): above min_th, compare the arrival with a
  *           frame drawn at random from the queue; the same flow: both go,
- *           else RED decides (lib/choke.c);
+ *           else RED decides (lib/sched/choke.c);
  *   pqm     PQM, Algorithm 5.3.1 of the thesis: REM's link price from the
  *           backlog and the rate mismatch, byte-mode drops; flows REM drops
  *           from enter a bounded monitored set, whose members' arrival rates
  *           are estimated (Eq. 5.6); a monitored flow whose rate after REM
  *           is above a TCP's fair rate at this price (Eq. 5.1 with an RTT
- *           floor and a packet-size ceiling) is dropped (lib/pqm.c);
+ *           floor and a packet-size ceiling) is dropped (lib/sched/pqm.c);
  *   pqm-pb  PQM with a penalty box: a dropped frame still counts in its
  *           flow's rate, so a flow that keeps sending above the fair rate
  *           loses everything until it slows down.
@@ -116,7 +116,6 @@ struct weir_qm;
 struct weir_qm *weir_qm_create(enum weir_qm_kind kind, const struct weir_qm_params *p,
 			       uint64_t rate_bps, uint32_t limit, uint64_t tsc_hz, int socket_id);
 void weir_qm_free(struct weir_qm *q);
-enum weir_qm_kind weir_qm_kind_of(const struct weir_qm *q);
 
 /* Frame m arrives at a leaf holding qlen packets (qbytes wire bytes).
  * WEIR_QM_ADMIT: queue it (then call weir_qm_queued); anything else: the
@@ -129,8 +128,6 @@ void weir_qm_queued(struct weir_qm *q, struct rte_mbuf *m);
  * true when it was CHOKe's victim: the caller drops it instead of sending
  * it. */
 bool weir_qm_left(struct weir_qm *q, struct rte_mbuf *m, uint64_t now);
-/* Frames marked as victims and still queued (not the queue's real load). */
-uint32_t weir_qm_doomed(const struct weir_qm *q);
 /* The leaf's rate changed (a worker's share): REM's capacity. */
 void weir_qm_set_rate(struct weir_qm *q, uint64_t rate_bps);
 void weir_qm_stats(const struct weir_qm *q, struct weir_qm_stats *out);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: the queue managers' shared state (lib/qm.h). Internal to qm.c,
+ * weir: the queue managers' shared state (lib/sched/qm.h). Internal to qm.c,
  * red.c, choke.c and pqm.c.
  */
 #ifndef WEIR_QM_INT_H
@@ -11,7 +11,7 @@
 
 #include "qm.h"
 
-/* RED's average and its count since the last drop (lib/red.c). */
+/* RED's average and its count since the last drop (lib/sched/red.c). */
 struct weir_red {
 	double avg;             /* EWMA of the queue, packets */
 	double wq;
@@ -21,7 +21,7 @@ struct weir_red {
 	uint64_t pkt_ticks;     /* one pkt_mean frame's time at the leaf's rate */
 };
 
-/* One frame of the queue as CHOKe sees it (lib/choke.c): a ring in queue
+/* One frame of the queue as CHOKe sees it (lib/sched/choke.c): a ring in queue
  * order, so a random queued frame is one index away. */
 struct weir_choke_slot {
 	const struct rte_mbuf *m;       /* to keep the ring in step with the queue */
@@ -38,7 +38,7 @@ struct weir_choke {
 	const struct rte_mbuf *last_m;
 };
 
-/* A monitored flow (lib/pqm.c). */
+/* A monitored flow (lib/sched/pqm.c). */
 struct weir_pqm_flow {
 	double rate;            /* Eq. 5.6: bytes per second */
 	uint64_t last;          /* TSC of its last counted arrival */

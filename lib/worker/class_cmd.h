@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: run-time changes of one class, from the management lcore to a
- * worker's class tree (lib/cbq.h: weir_cbq_class_set/_add/_remove).
+ * worker's class tree (lib/sched/cbq.h: weir_cbq_class_set/_add/_remove).
  *
  * Each worker has a ring of these (weir_worker_conf.class_cmds, single
  * producer: the management lcore; single consumer: the worker), taken at

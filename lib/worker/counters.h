@@ -43,7 +43,7 @@ struct weir_port_counters {
 	uint64_t non_ip;         /* bridged unmanaged: other ethertypes (not L2 control) */
 	uint64_t l2_control;     /* ARP, RARP, LLDP, LACP, EAPOL, 01:80:c2:00:00:0X:
 				  * sent on at once, ahead of shaping */
-	/* Routers' link-local control (OSPF, BGP, BFD, VRRP...: lib/l3ctl.h),
+	/* Routers' link-local control (OSPF, BGP, BFD, VRRP...: lib/net/l3ctl.h),
 	 * with worker.l3_control: sent on at once, ahead of shaping, untracked.
 	 * l3_control_dropped: those over worker.l3_control_pps in a shaped
 	 * direction, dropped. */
@@ -60,7 +60,7 @@ struct weir_port_counters {
 	 * workers (conf.count_split): the flow is split across workers
 	 * (docs/multiworker.md, "flow_split"). Forwarded and shaped as usual. */
 	uint64_t flow_split;
-	/* IPsec SAs (lib/sa_seq.h): frames of ESP/AH flows tracked, the
+	/* IPsec SAs (lib/flow/sa_seq.h): frames of ESP/AH flows tracked, the
 	 * sequence numbers they skipped (loss upstream, before weir), filled
 	 * late (reordering), repeated, too old to tell, and jumps/wraps.
 	 * ipsec_plain: frames of IPsec flows whose leaf's mode would rewrite
@@ -73,12 +73,12 @@ struct weir_port_counters {
 	uint64_t ipsec_resync;
 	uint64_t ipsec_plain;
 	uint64_t ipsec_untracked;       /* frames of SAs beyond the worker's records */
-	/* Last miles (lib/lastmile.h): segments whose advertised window was
+	/* Last miles (lib/worker/lastmile.h): segments whose advertised window was
 	 * clamped to the last mile's pipe + buffer; frames of flows exempt
 	 * from per-flow fairness shaped pfq instead of their leaf's mode. */
 	uint64_t lm_clamped;
 	uint64_t lm_exempt;
-	/* Segments of TCP flows signed by TCP-MD5 or TCP-AO (lib/parse.h,
+	/* Segments of TCP flows signed by TCP-MD5 or TCP-AO (lib/net/parse.h,
 	 * WEIR_PF_TCP_SIGNED): the signature covers the window and the ACK,
 	 * so no mode rewrites, holds or answers them; shaped pfq. */
 	uint64_t tcp_signed;

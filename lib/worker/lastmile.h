@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: last miles (seed 002 ch. 3; docs/lastmile.md). A flow whose policy
- * target has a last mile (lib/policy.h, struct weir_last_mile) has the
+ * target has a last mile (lib/classify/policy.h, struct weir_last_mile) has the
  * window its last-mile host advertises clamped to that link's pipe plus
  * its buffer; an exempt one is left out of weir's per-flow fairness. The
- * clamp itself is the worker's ACK control (lib/worker_ack.c, lm_clamp):
+ * clamp itself is the worker's ACK control (lib/worker/worker_ack.c, lm_clamp):
  * it runs before any mode, on the ACK store's window cut.
  */
 #ifndef WEIR_LASTMILE_H

@@ -17,7 +17,7 @@
  *  - a leaf whose mode sizes windows to the worker's part (tcr, ipabr)
  *    counts its flows while they send, queued or not, since they never
  *    queue. There each worker also reports how its flows used their shares
- *    in its last activity period (lib/worker_active.c): the heavy ones (at
+ *    in its last activity period (lib/worker/worker_active.c): the heavy ones (at
  *    least half their share) and the light ones with what they used. The
  *    light flows of a worker are given 2.5 times what they used, no more
  *    than the heavy flows' level; the heavy flows everywhere split the rest

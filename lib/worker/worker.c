@@ -222,7 +222,7 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	uint32_t leaf = t->leaf[from];  /* targets[0]: the default class */
 
 	/* A last mile's exempt flow: out of the class's per-flow share, and
-	 * no mode but pfq/fifo acts on it (lib/lastmile.h). */
+	 * no mode but pfq/fifo acts on it (lib/worker/lastmile.h). */
 	if (unlikely(t->lm_flags & WEIR_LM_EXEMPT) && f != NULL)
 		weir_mbuf_meta(m)->pkt.plain = 1;
 	else if (f != NULL && weir_mbuf_meta(m)->pkt.payload_len > 0)
@@ -254,7 +254,7 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	 * share (ipabr: 16 window-sized downloads woke their queues at every
 	 * packet and a young 100 KB reply shared the new list with them, 320
 	 * ms against 68), is clocked by weir: not sparse when its queue wakes
-	 * (lib/drr.c). Flags in registers and the frame's own meta line. */
+	 * (lib/sched/drr.c). Flags in registers and the frame's own meta line. */
 	weir_mbuf_meta(m)->pkt.clocked = f != NULL && (ops->flags & WEIR_MODEF_ACKS) &&
 		((ops->flags & WEIR_MODEF_WINDOW) || (f->shape & WEIR_FSH_HELD(from)));
 	/* The flow's bytes so far in this direction, this frame's included:
@@ -296,7 +296,7 @@ enum um_fate {
  * - L2 control is the link's own signalling (ARP resolution, LACP, STP):
  *   it goes ahead of shaping, never queued or dropped by weir; it is a
  *   few frames a second, and queued behind bulk data it timed out (16.3);
- * - L3 control (lib/l3ctl.h: routers' hellos, BFD, BGP) goes ahead too,
+ * - L3 control (lib/net/l3ctl.h: routers' hellos, BFD, BGP) goes ahead too,
  *   within the worker's l3_control_pps in a shaped direction: what a local
  *   host might dress up as control cannot take the link, and what is over
  *   is dropped rather than queued (queued, a BGP segment would fall behind
@@ -384,7 +384,7 @@ sa_account(struct weir_worker *w, const struct weir_flow *f, const struct weir_p
 	}
 }
 
-/* A TCP segment of flow f arrived travelling `from` (lib/tcpmeas.h). */
+/* A TCP segment of flow f arrived travelling `from` (lib/worker/tcpmeas.h). */
 static inline void
 tcp_measure(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
 	    enum weir_port_role from, uint64_t now)
@@ -396,7 +396,7 @@ tcp_measure(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m
 }
 
 /* Frame m of queue qid left weir travelling `dir` at now after weir held
- * it: a probe it carries starts now (lib/tcpmeas.h). */
+ * it: a probe it carries starts now (lib/worker/tcpmeas.h). */
 void
 weir_wk_tcpm_departed(struct weir_worker *w, struct rte_mbuf *m, uint32_t qid, int dir,
 		      uint64_t now)
@@ -768,7 +768,7 @@ weir_worker_flush_queues(struct weir_worker *w)
 	weir_wk_markers_drop(w);
 	if (w->shaper[0] == NULL && w->shaper[1] == NULL)
 		return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
-	/* Held ACKs (issue 16.8): the app checks the pool right after this,
+	/* Held ACKs: the app checks the pool right after this,
 	 * before weir_worker_free would give them back, so postack-paced,
 	 * which holds ACKs nearly all the time, exited 3. An ACK of data
 	 * direction d came in through the other port. */

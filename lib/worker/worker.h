@@ -4,7 +4,7 @@
  * A worker owns RX/TX queue `queue` of both ports and the flow table of the
  * flows that hash to that queue. One turn of its loop: rx burst from each
  * port -> process (parse, flow lookup/insert, classify if new or stale,
- * the leaf's mode acts: lib/mode.h) -> enqueue in the class tree -> dequeue
+ * the leaf's mode acts: lib/modes/mode.h) -> enqueue in the class tree -> dequeue
  * what the tree allows now (the mode hears what was sent) -> the ACK
  * store's watchdog -> policy switch, hook commands, rate shares -> a short
  * expiry scan -> tx: every frame leaves from the one out-array per port,
@@ -28,7 +28,7 @@
 #include "sa_seq.h"
 #include "share.h"
 
-struct weir_tcr;        /* the pacing state, lib/tcr_state.h */
+struct weir_tcr;        /* the pacing state, lib/modes/tcr_state.h */
 
 #define WEIR_BURST_MAX 64
 /* Frames one port's out-array holds before it is sent early: a loop's
@@ -112,7 +112,7 @@ struct weir_worker_conf {
 	void (*emit)(void *arg, enum weir_port_role to, struct rte_mbuf **pkts, uint16_t n);
 	void *emit_arg;
 	/* With several workers: where the management lcore posts this
-	 * worker's share of each class's rate (lib/share.h). NULL = keep the
+	 * worker's share of each class's rate (lib/worker/share.h). NULL = keep the
 	 * rates the trees were created with. */
 	const struct weir_share_box *share_box;
 	/* Policy hooks (NULL: none): events out (elements of struct
@@ -121,7 +121,7 @@ struct weir_worker_conf {
 	 * events (there is an on_flow hook); events_per_s caps them. */
 	struct rte_ring *events;
 	struct rte_ring *cmds;
-	/* Run-time class changes (struct weir_class_cmd, lib/class_cmd.h):
+	/* Run-time class changes (struct weir_class_cmd, lib/worker/class_cmd.h):
 	 * single producer, the management lcore; NULL = none. */
 	struct rte_ring *class_cmds;
 	bool new_flow_events;
@@ -131,7 +131,7 @@ struct weir_worker_conf {
 	 * token bucket of one second's worth, full at start); more are dropped,
 	 * counted. 0 = no limit. An unshaped direction passes them all. */
 	uint32_t malformed_pps;
-	/* Routers' link-local control (lib/l3ctl.h: OSPF, BGP, BFD, VRRP...)
+	/* Routers' link-local control (lib/net/l3ctl.h: OSPF, BGP, BFD, VRRP...)
 	 * crosses ahead of shaping, untracked; l3_control_pps bounds it a
 	 * second in a shaped direction (a token bucket as malformed_pps; more
 	 * is dropped, counted; 0 = no limit). false: such frames are ordinary
@@ -143,7 +143,7 @@ struct weir_worker_conf {
 	 * (the thesis' first implementation; shaping.ipabr.sws_credit = false,
 	 * for the utilisation sweep of docs/results/ipabr). false = credit on. */
 	bool ipabr_no_sws_credit;
-	/* ipabr: time added to a flow's round trip in Eq. 4.6 (lib/ipabr.c):
+	/* ipabr: time added to a flow's round trip in Eq. 4.6 (lib/modes/ipabr.c):
 	 * a window of exactly rate x min RTT loses throughput to any jitter. */
 	uint32_t ipabr_headroom_us;
 	/* pep's copies this worker may hold (0: an eighth of the pool, for
@@ -153,10 +153,10 @@ struct weir_worker_conf {
 	 * a mode owes a receiver data its sender was told arrived (pep); then
 	 * both ends are reset. */
 	uint32_t stop_drain_us;
-	/* Passive TCP measurement of every flow (lib/tcpmeas.h): round trips
+	/* Passive TCP measurement of every flow (lib/worker/tcpmeas.h): round trips
 	 * each side, retransmissions, holes, duplicate ACKs. Needs flows. */
 	bool tcp_measure;
-	/* Packet capture (lib/capture.h; NULL: none): the ring this worker
+	/* Packet capture (lib/observe/capture.h; NULL: none): the ring this worker
 	 * puts copies on (single producer: this worker, elements of struct
 	 * weir_cap_rec) and the pool the copies come from (shared by the
 	 * workers). Without both, a posted tap is ignored. */
@@ -211,7 +211,7 @@ struct weir_class_counters {
 	 * has sent (weir_drr_youth_age); set at each period's start. */
 	uint8_t young_periods;
 	uint8_t _pad8[6];
-	/* Max-min shares (lib/worker_active.c): of the active flows, the
+	/* Max-min shares (lib/worker/worker_active.c): of the active flows, the
 	 * heavy ones (used at least half their share in their last period,
 	 * or not measured yet), and the bytes the light ones used in theirs;
 	 * carried from the last period, and this period's own counts. */
@@ -231,7 +231,7 @@ struct weir_class_counters {
 	/* The same for the class's ceil: what a flow may get when the class
 	 * borrows (PostACK's window clamp must not stop that). */
 	uint64_t ceil_share_bytes_per_tick;     /* << 32 */
-	/* TCR's headroom per flow over its BDP (lib/tcr.c): in sixteenths of
+	/* TCR's headroom per flow over its BDP (lib/modes/tcr.c): in sixteenths of
 	 * a segment, two segments, less where the flows' two each would fill
 	 * more than half the class's queue limit; and in bytes, what the share
 	 * sends in WEIR_TCR_MARGIN_MS. The smaller applies. */
@@ -308,7 +308,7 @@ unsigned int weir_worker_expire(struct weir_worker *w, uint64_t now, unsigned in
  * the loop calls it. Returns commands taken. */
 unsigned int weir_worker_cmds(struct weir_worker *w);
 
-/* Take class commands (lib/class_cmd.h) from conf.class_cmds and apply them
+/* Take class commands (lib/worker/class_cmd.h) from conf.class_cmds and apply them
  * to this worker's trees; the loop calls it. Returns commands taken. */
 unsigned int weir_worker_class_cmds(struct weir_worker *w);
 struct weir_class_cmd_stats;

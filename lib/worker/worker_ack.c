@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: the worker's side of the mode interface (lib/mode.h) for modes that
+ * weir: the worker's side of the mode interface (lib/modes/mode.h) for modes that
  * control ACKs: which mode a TCP packet's ACKs belong to, the ACK store's
  * hold and release into the out-arrays, the handshake's timing, the
  * watchdog's question to a mode, and a flow's end. The decisions are the
- * modes' (lib/postack_mode.c, postack_paced.c, tcr.c, ipabr.c, pep.c) and
- * the last miles' (lib/lastmile.h, whose clamp is here); this is where the
+ * modes' (lib/modes/postack_mode.c, postack_paced.c, tcr.c, ipabr.c, pep.c) and
+ * the last miles' (lib/worker/lastmile.h, whose clamp is here); this is where the
  * worker asks them.
  */
 #include <rte_common.h>
@@ -182,7 +182,7 @@ weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, u
 	       c->active > c->young;
 }
 
-/* A handshake packet: time both sides (lib/postack_store.c); once both are
+/* A handshake packet: time both sides (lib/modes/postack_store.c); once both are
  * known, each direction's CoDel follows the flow's round trip. */
 static void
 handshake(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p, int a,
@@ -231,7 +231,7 @@ weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf 
 	 * it. The one check for them all; it never held an ACK or had pep. */
 	if (unlikely(p->tcp_signed))
 		return false;
-	/* pep's state outlives its class (lib/mode.h, weir_mode_keeper): a
+	/* pep's state outlives its class (lib/modes/mode.h, weir_mode_keeper): a
 	 * flow it keeps copies for has all its TCP packets looked at, and R's
 	 * ACKs for data the gateway already acknowledged are taken. */
 	if (unlikely(f->shape & WEIR_FSH_PEP) &&

@@ -76,7 +76,7 @@ weir_wk_share_update(struct weir_worker *w, int d, uint32_t leaf)
 }
 
 /*
- * Which flows a share divides among (issue 17 item 4b): the ones that sent
+ * Which flows a share divides among: the ones that sent
  * data in the class within the last activity period or the one before,
  * not every connection counted in it (an idle ssh session or HTTP
  * keep-alive would take a share it never uses). One compare per data
@@ -87,13 +87,13 @@ weir_wk_share_update(struct weir_worker *w, int d, uint32_t leaf)
 
 /*
  * A period is at least two round trips (handshake, both sides) of the
- * flows counted in the last one, at most 4 s (issue 19 item 5): a flow
+ * flows counted in the last one, at most 4 s: a flow
  * whose window is cut to its share sends one burst per round trip, and
  * over a 200 ms period of a 900 ms path most such flows were missed; the
  * share of the few counted (a whole class's BDP) was then written into
  * their windows, which no later ACK may take back (RFC 7323 2.4). Two
  * round trips: the queue the window's target allows adds to the base.
- * ipabr's periods follow its own measured round trips (lib/ipabr.c).
+ * ipabr's periods follow its own measured round trips (lib/modes/ipabr.c).
  */
 /* The period before the current one (periods count 1..WEIR_ACTIVE_ONCE - 1). */
 static inline uint8_t
@@ -111,7 +111,7 @@ carried_less_one(uint32_t carried, uint32_t cur)
 }
 
 /*
- * Youth bounded in time: a young flow (lib/drr.h) active in more periods
+ * Youth bounded in time: a young flow (lib/sched/drr.h) active in more periods
  * than this is old, whatever it has sent. At least WEIR_YOUNG_PERIODS (so
  * at least 0.8 s and 8 round trips of the class's slowest flow: a 256 KiB
  * slow start takes ~6), and twice what the budget takes at the class's
@@ -226,7 +226,7 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
 	 * counts it. One frame (a DNS query, an ICMPv6 router solicitation, a
 	 * keep-alive) took a whole share for a period: a lone bulk flow's TCR
 	 * window halved at 150 ms when a host's router solicitation crossed
-	 * its class (issue 23). The two frames may be a period apart: a flow
+	 * its class. The two frames may be a period apart: a flow
 	 * of a few packets a period (32 flows in Fig. 8's 500 KB/s class send
 	 * ~2 in 200 ms) was missed whenever one fell out, the share was then
 	 * divided among too few and postack-paced's clocks ran fast (the class
@@ -284,7 +284,7 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
  * this, a closed connection kept its share for up to two periods: under
  * TCR a 1 MB download fetched right after a 100 KB one from the same host
  * took half the class for its first 200 ms (658 against pfq's 590 ms at
- * 40 ms, issue 23 item 2). */
+ * 40 ms). */
 void
 weir_wk_active_forget(struct weir_worker *w, struct weir_flow *f, int d, uint32_t leaf)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: a worker's part in packet capture (lib/capture.h): the frames a
+ * weir: a worker's part in packet capture (lib/observe/capture.h): the frames a
  * running capture wants, copied as they arrive and handed to the
  * management lcore with what weir did with them. Only frames of a worker
  * with a tap come here (worker.c's frame_captured).

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: a worker takes run-time class changes (lib/class_cmd.h).
+ * weir: a worker takes run-time class changes (lib/worker/class_cmd.h).
  */
 #include <errno.h>
 

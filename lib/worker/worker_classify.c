@@ -3,7 +3,7 @@
  * per packet: classification (the policy's rules, then the hooks' events),
  * admission against a class's flow_min (or its fallback), and the flow
  * counts that admission and the shares read. The per-packet check that
- * calls these is shape_flow in lib/worker.c.
+ * calls these is shape_flow in lib/worker/worker.c.
  */
 #include <rte_common.h>
 

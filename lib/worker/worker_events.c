@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: the worker's flow events for the policy hooks (lib/worker_int.h):
+ * weir: the worker's flow events for the policy hooks (lib/worker/worker_int.h):
  * once per flow, never per packet, posted to the management lcore's ring
  * within a rate budget; the token bucket is the malformed-frame limit's too.
  */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: what lib/worker.c shares with the files beside it (worker_policy.c:
+ * weir: what lib/worker/worker.c shares with the files beside it (worker_policy.c:
  * policy switches and hook commands; worker_active.c: rate shares;
  * worker_ack.c: the ACK modes' calls; worker_classify.c: classification and
  * admission), and lib/'s files that keep per-worker state (modes, pep,
@@ -26,12 +26,12 @@ struct weir_worker {
 	uint16_t epoch16;                      /* the policy's epoch as flows store it */
 	struct weir_class_counters *cls_ctr[WEIR_PORT__COUNT];   /* [class], NULL if unshaped */
 	struct weir_postack *pa;               /* = conf.postack */
-	struct weir_tcr *tcr;                  /* with pa: the pacing state (lib/tcr_state.h) */
-	struct weir_sa_table *sa;              /* IPsec SAs' sequence tracking (lib/sa_seq.h) */
-	struct weir_tcpm_table *tcpm;          /* TCP measurement (lib/tcpmeas.h); NULL: off */
+	struct weir_tcr *tcr;                  /* with pa: the pacing state (lib/modes/tcr_state.h) */
+	struct weir_sa_table *sa;              /* IPsec SAs' sequence tracking (lib/flow/sa_seq.h) */
+	struct weir_tcpm_table *tcpm;          /* TCP measurement (lib/worker/tcpmeas.h); NULL: off */
 	struct weir_tcpm_stats tcpm_st;
 	uint64_t tcpm_now;                     /* the TSC of the burst or dequeue under way */
-	void *mode_state[WEIR_MODE__COUNT];    /* a mode's own per-worker state (lib/mode.h) */
+	void *mode_state[WEIR_MODE__COUNT];    /* a mode's own per-worker state (lib/modes/mode.h) */
 	/* The modes with a poll hook, called each loop turn (only those: the
 	 * loop pays nothing for the others). */
 	const struct weir_mode_ops *polled[WEIR_MODE__COUNT];
@@ -59,14 +59,14 @@ struct weir_worker {
 	uint64_t events_sent;
 	uint64_t events_dropped;               /* ring full or over events_per_s */
 	uint64_t cmds_applied;
-	struct weir_class_cmd_stats class_cmd_st;      /* lib/worker_classcmd.c */
+	struct weir_class_cmd_stats class_cmd_st;      /* lib/worker/worker_classcmd.c */
 	uint64_t cmds_stale;                   /* the flow or the policy had changed */
-	/* DiffServ markers per direction (lib/marker.h; NULL: no class marks),
+	/* DiffServ markers per direction (lib/sched/marker.h; NULL: no class marks),
 	 * where frames leave the class tree. */
 	struct weir_markers *markers[WEIR_PORT__COUNT];
 	struct weir_markers_out mk_out[WEIR_PORT__COUNT];
 	uint64_t marker_fail;                  /* switches whose markers could not be built */
-	/* Capture (lib/worker_capture.c): the tap in force (NULL: none, and
+	/* Capture (lib/worker/worker_capture.c): the tap in force (NULL: none, and
 	 * the loop's only cost is a branch a frame) and the one the
 	 * management lcore posted; the worker takes a posted tap at the start
 	 * of a burst, and the poster frees a replaced one once `cap` shows it
@@ -117,9 +117,9 @@ void weir_wk_flow_uncount(struct weir_worker *w, struct weir_flow *f);
 bool weir_wk_admit_flow(struct weir_worker *w, struct weir_flow *f, uint16_t target);
 void weir_wk_share_update(struct weir_worker *w, int d, uint32_t leaf);
 
-/* lib/worker_active.c: the flows a class's per-flow share divides among
- * (issue 17 item 4b: those that sent data in the last activity period or
- * the one before, not every connection). */
+/* lib/worker/worker_active.c: the flows a class's per-flow share divides among
+ * (those that sent data in the last activity period or the one before,
+ * not every connection). */
 #define WEIR_ACTIVE_PERIOD_MS 200
 /* Periods count 1..127; a flow's mark with this bit: one frame seen in the period. */
 #define WEIR_ACTIVE_ONCE 0x80
@@ -143,7 +143,7 @@ weir_wk_note_active(struct weir_worker *w, struct weir_flow *f, int d, uint32_t 
 		return;
 	weir_wk_active_mark(w, c, f, d, leaf);
 }
-/* lib/worker_ack.c: a TCP packet of flow f travelling a, to its ACK mode
+/* lib/worker/worker_ack.c: a TCP packet of flow f travelling a, to its ACK mode
  * (true: the mode took it); the watchdog's look at a flow holding ACKs (how
  * many go, and why); flow f ends (held ACKs go, modes give back what they
  * kept). */
@@ -153,19 +153,19 @@ uint32_t weir_wk_ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint
 			     enum weir_postack_why *why);
 void weir_wk_mode_end(struct weir_worker *w, struct weir_flow *f);
 
-/* lib/worker.c: frame m of queue qid leaves weir travelling dir after
+/* lib/worker/worker.c: frame m of queue qid leaves weir travelling dir after
  * weir held it (measurement on): the probe it carries starts now. */
 void weir_wk_tcpm_departed(struct weir_worker *w, struct rte_mbuf *m, uint32_t qid, int dir,
 			   uint64_t now);
 
-/* lib/worker_marker.c: the markers of the policy in force (0 or -errno);
+/* lib/worker/worker_marker.c: the markers of the policy in force (0 or -errno);
  * release what they hold to the out-arrays and free them (policy switch);
  * free them and what they hold, counted dropped (shutdown). */
 int weir_wk_markers_build(struct weir_worker *w, int socket_id);
 void weir_wk_markers_release(struct weir_worker *w);
 unsigned int weir_wk_markers_drop(struct weir_worker *w);
 
-/* lib/worker_capture.c: a captured frame before weir decides its fate
+/* lib/worker/worker_capture.c: a captured frame before weir decides its fate
  * (the slots that want it and its copy, NULL: none or lost) and once
  * decided (its verdict): the copy goes on the ring or is freed. */
 struct rte_mbuf *weir_wk_cap_pre(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f,
@@ -184,7 +184,7 @@ weir_wk_cap_take(struct weir_worker *w)
 				 t : NULL, __ATOMIC_RELEASE);
 }
 
-/* lib/worker_events.c: flow events for the hooks, and their token bucket. */
+/* lib/worker/worker_events.c: flow events for the hooks, and their token bucket. */
 bool weir_wk_tbucket_take(struct weir_tbucket *b, uint32_t per_s, uint64_t hz, uint64_t now);
 void weir_wk_event_new(struct weir_worker *w, struct weir_flow *f, const struct weir_cls_tuple *t,
 		       const uint8_t *frame, const struct weir_pkt *p);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: a worker's making and unmaking (lib/worker.h). Cold: once per
+ * weir: a worker's making and unmaking (lib/worker/worker.h). Cold: once per
  * worker. What the caller hands in (flow table, shapers, the ACK store)
  * is the worker's after a successful create and stays the caller's after a
  * failed one.
@@ -106,7 +106,7 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
 		if (weir_modes[m]->poll != NULL)
 			w->polled[w->n_polled++] = weir_modes[m];
-	/* An SA is a flow; records for a few thousand (lib/sa_seq.h). */
+	/* An SA is a flow; records for a few thousand (lib/flow/sa_seq.h). */
 	if (flows != NULL && (w->sa = weir_sa_table_create(weir_flow_table_capacity(flows),
 							   WEIR_SA_TABLE_CAP, socket_id)) == NULL) {
 		unmake(w, false);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: a worker's DiffServ markers (lib/marker.h): built per direction from
+ * weir: a worker's DiffServ markers (lib/sched/marker.h): built per direction from
  * the policy in force, at creation and at each policy switch. Frames leave
  * a marker through the worker's out-array, counted forwarded there; a
  * capped TBQ's drops are counted dropped.
@@ -51,7 +51,7 @@ weir_wk_markers_build(struct weir_worker *w, int socket_id)
 		if (w->shaper[d] == NULL || weir_cbq_stats(w->shaper[d], 0, &st) != 0)
 			continue;
 		/* This worker's share: its tree's link rate over the policy's. */
-		w->markers[d] = weir_markers_create(t, st.rate_bps, t->classes[0].cbq.rate,
+		w->markers[d] = weir_markers_create(weir_policy_tree_markers(t), st.rate_bps, t->classes[0].cbq.rate,
 						    w->tsc_hz, now, socket_id, &err);
 		if (err != 0)
 			return err;

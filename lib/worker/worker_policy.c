@@ -237,7 +237,7 @@ weir_worker_share_apply(struct weir_worker *w)
 				/* A marker's contract follows the class's rate on
 				 * this worker (its part of the class's traffic). */
 				if (t->classes[c].marker.type != WEIR_MARK_NONE)
-					weir_markers_set_share(w->markers[d], t, c, rate,
+					weir_markers_set_share(w->markers[d], &t->classes[c].marker, c, rate,
 							       t->classes[c].cbq.rate, rte_rdtsc());
 			}
 		}

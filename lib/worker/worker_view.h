@@ -67,7 +67,7 @@ struct weir_class_view {
  * not one of p's classes there. */
 int weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p, int dir,
 			   uint32_t cls, struct weir_class_view *out);
-/* The marker counters of class cls (lib/marker.h) on this worker: -ENOENT
+/* The marker counters of class cls (lib/sched/marker.h) on this worker: -ENOENT
  * when the class has none, -EAGAIN while the worker runs another policy. */
 int weir_worker_marker_view(const struct weir_worker *w, const struct weir_policy *p, int dir,
 			    uint32_t cls, struct weir_marker_counters *out);
@@ -90,7 +90,7 @@ int weir_worker_flow_view(const struct weir_worker *w, const struct weir_policy 
 			  uint32_t slot, const struct weir_flow *f, int dir,
 			  struct weir_flow_view *out);
 
-/* Passive TCP measurement of one flow (lib/tcpmeas.h, docs/measure.md).
+/* Passive TCP measurement of one flow (lib/worker/tcpmeas.h, docs/measure.md).
  * A side is the path between weir and the host on that side of it: its
  * round trip is weir -> host -> weir (the host's stack and delayed ACKs
  * included, weir's own queues and held ACKs not). */
@@ -138,7 +138,7 @@ int weir_worker_sa_view(const struct weir_worker *w, uint32_t slot, const struct
 int weir_worker_postack_stats(const struct weir_worker *w, struct weir_postack_stats *out);
 
 /* The worker's ipabr counters (a copy; zeros when no worker state;
- * lib/ipabr.c). */
+ * lib/modes/ipabr.c). */
 struct weir_ipabr_stats;
 void weir_worker_ipabr_stats(const struct weir_worker *w, struct weir_ipabr_stats *out);
 
@@ -161,7 +161,7 @@ void weir_worker_info(const struct weir_worker *w, struct weir_worker_info *out)
  * from the next flow on. No-op for a worker without an event ring. */
 void weir_worker_set_flow_events(struct weir_worker *w, bool new_flow, bool end_flow);
 
-/* Packet capture (lib/capture.h). Post tap t (NULL: none) for the worker
+/* Packet capture (lib/observe/capture.h). Post tap t (NULL: none) for the worker
  * to take at its next burst; the one it replaces stays in use until
  * weir_worker_cap_taken(w, t) (a worker with no traffic takes it late).
  * The counters are a copy (values may be a frame apart). */

@@ -8,7 +8,7 @@ Usage: /usr/bin/python3 test/pcap/gen_malformed.py OUT.pcap OUT.json
           on the pcap and fail unless its counts equal the labels)
 
 Each frame is built with a label (managed, ipsec (managed too), non_ip, l2_control, fragment or a malformed
-reason named as lib/parse.c's weir_malformed_name() names it), so the JSON is
+reason named as lib/net/parse.c's weir_malformed_name() names it), so the JSON is
 what the generator *intends*; test/unit/parse_pcap.c prints what the parser
 *finds*, and tests compare the two. The same bytes come out on every run
 (fixed addresses, ids, timestamps and shuffle seed) so a failure reproduces.
@@ -29,7 +29,7 @@ from scapy.layers.ipsec import AH, ESP
 from scapy.packet import Raw
 from scapy.utils import RawPcapWriter
 
-# In enum weir_malformed order (lib/parse.h); the JSON always carries every one.
+# In enum weir_malformed order (lib/net/parse.h); the JSON always carries every one.
 REASONS = ["trunc_l2", "trunc_l3", "ip_version", "ip_ihl", "ip_len", "ip_opt", "ip6_ext",
            "trunc_l4", "tcp_doff", "tcp_opt", "udp_len", "ipsec_short", "ipsec_spi0"]
 ROUNDS = 3      # every frame appears this often, shuffled, so order bugs show

@@ -4,9 +4,9 @@ One 20 Mbit/s class each way; WAN host w1 sits on a 150 ms path. A lone cubic do
 through pfq carried 0.75-0.90 of what the class can carry in steady state: its slow start
 ended in ~170 drops at `flow_limit` (128, half that path's BDP), then CoDel dropped again
 and again while the overshoot drained, each drop in a new window, and cubic took ~8 s to
-grow back from 0.6 of the pipe. Per-flow limits now follow the flow's round trip (lib/drr.h),
+grow back from 0.6 of the pipe. Per-flow limits now follow the flow's round trip (lib/sched/drr.h),
 CoDel's target is at least a quarter of it and a known flow is not dropped from again before
-it can have answered (lib/codel.h).
+it can have answered (lib/sched/codel.h).
 """
 import os
 import sys

@@ -1,4 +1,4 @@
-"""Passive TCP measurement in weir (lib/tcpmeas.h, docs/measure.md), checked against
+"""Passive TCP measurement in weir (lib/worker/tcpmeas.h, docs/measure.md), checked against
 the emulated paths of weir-wanemu: the WAN-side round trip weir measures for a flow is
 the path's round trip within 1 ms (10 and 50 ms paths here; 150 ms by hand with
 scripts/measure_accuracy.py), and the retransmissions of a sender whose path drops

@@ -548,7 +548,7 @@ def test_hooks_move_flows_on_both_workers(mw_tb):
     class, and together they get the class's ceiling (shared by the rebalancer), not
     the link. Nothing stays queued after the transfers: a flow moved while its DRR
     queue, new and just emptied, waited on the old leaf's list used to be stuck for
-    good (iperf3 hung in about one run in six; lib/drr.c weir_drr_move, test_drr
+    good (iperf3 hung in about one run in six; lib/sched/drr.c weir_drr_move, test_drr
     test_move_idle)."""
     tb = mw_tb
     (tb.cfg_dir / "hooks.lua").write_text(HOOK_SCRIPT)

@@ -707,7 +707,7 @@ def test_tcp_pcaps_are_data_and_matching_acks(pcaps):
     syns = [f for f in data if f[1] == "S"]
     synacks = [f for f in acks if f[1] == "SA"]
     assert len(syns) == len(synacks) == flows
-    for f in syns + synacks:    # weir learns scale and MSS from both (lib/worker.c ack_wscale)
+    for f in syns + synacks:    # weir learns scale and MSS from both (lib/worker/worker.c ack_wscale)
         assert "WScale" in f[2] and "MSS" in f[2] and "SAckOK" in f[2] and "Timestamp" in f[2]
     pure = [f for f in acks if f[1] == "A"]
     assert len(pure) + len(synacks) == len(acks)

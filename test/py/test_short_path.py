@@ -162,7 +162,7 @@ def test_codel_keeps_8_pfq_flows_near_a_short_path(st_tb10):
     path. Their senders' smoothed RTT stays within 2x the path's, goodput within 2 % of
     the same without an AQM. With the tree's 100 ms interval on every path under it, a
     flow's queue stood above the target for ten round trips before each drop: 24-25 ms
-    (2.3-2.4x); a flow in its sawtooth now uses its own round trip (lib/codel.h)."""
+    (2.3-2.4x); a flow in its sawtooth now uses its own round trip (lib/sched/codel.h)."""
     restart(st_tb10, "pfq")
     ping = st_tb10.ping("l2", "w1", count=5)
     assert ping.ok, ping.output

@@ -255,7 +255,7 @@ def test_lone_bbr_flow_fills_tcr_class(st_tb, reverse):
     payload the class can carry in steady state (issue 23: 0.78-0.92 on a loaded VM). bbr
     sets its rate from the delivery rate the ACKs show, and TCR paces those ACKs: a
     watchdog look that came late released one ACK and lost the rest of the share's time
-    (lib/tcr.c, weir_tcr_pace_owed)."""
+    (lib/modes/tcr.c, weir_tcr_pace_owed)."""
     restart(st_tb, "tcr")
 
     def run():
@@ -320,7 +320,7 @@ LIGHT_PORT = 5341
 
 @pytest.mark.parametrize("mode", ["tcr", "ipabr"])
 def test_bulk_download_beside_light_flow_fills_its_class(st_tb, mode):
-    """Max-min per-flow shares (lib/worker_active.c, docs/cbq.md): one bulk download (l2)
+    """Max-min per-flow shares (lib/worker/worker_active.c, docs/cbq.md): one bulk download (l2)
     in the 20 Mbit/s class beside a light TCP connection (l1: 64 bytes each way every
     0.1 s, ~10 kbit/s, as an ssh session or a keep-alive) carries >= 0.9 of the payload
     the class can carry. The light flow counted as a whole active flow: the download's

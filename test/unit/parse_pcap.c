@@ -3,7 +3,7 @@
  * print the counts in the shape test/pcap/gen_malformed.py writes, so a test
  * can compare what the generator meant with what the parser finds without
  * starting weir. Frames are classified as the worker does
- * (lib/worker.c classify_unmanaged): malformed first, then fragment, then
+ * (lib/worker/worker.c classify_unmanaged): malformed first, then fragment, then
  * non-IP (anything else not manageable), else managed.
  */
 #include <pcap/pcap.h>

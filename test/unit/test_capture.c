@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Capture: filter parsing (what the REST API hands lib/capture.c), matching
+ * Capture: filter parsing (what the REST API hands lib/observe/capture.c), matching
  * real frames (addresses, ports, prefixes, BPF through rte_bpf), and a
  * worker with a tap: the copies on its ring carry the verdicts, a class
  * filter follows a new flow's class, a full ring or empty pool is counted

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests for the class tree (lib/cbq.c) with a fake TSC and real mbufs.
+ * Unit tests for the class tree (lib/sched/cbq.c) with a fake TSC and real mbufs.
  *
  * The simulator plays a worker: it keeps the chosen flows backlogged (a
  * packet refills its flow's queue as soon as one leaves), dequeues up to a

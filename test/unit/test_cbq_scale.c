@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests of the class tree at ISP scale (lib/cbq.c), on a fake TSC:
+ * Unit tests of the class tree at ISP scale (lib/sched/cbq.c), on a fake TSC:
  * 100,000 leaves under three levels of nodes, run-time changes of one
  * class (set, add, remove), bursts and time boosts.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Unit tests of run-time class changes through a worker's command ring
- * (lib/class_cmd.h, lib/worker_classcmd.c): set, add, remove, refusals,
+ * (lib/worker/class_cmd.h, lib/worker/worker_classcmd.c): set, add, remove, refusals,
  * stale commands, and the time from request to in force for one change and
  * for a batch of 10,000.
  */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests for the flow classifier (lib/classify.c).
+ * Unit tests for the flow classifier (lib/classify/classify.c).
  *
  * Frames are built by hand with the weir_pkt fields parse.h documents (as
  * test_flow does), so the test does not depend on the parser. EAL is set up

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests for per-flow DRR (lib/drr.c) with real mbufs from a mempool.
+ * Unit tests for per-flow DRR (lib/sched/drr.c) with real mbufs from a mempool.
  * A packet carries (flow, sequence) in its data so order can be checked.
  */
 #include <stdio.h>
@@ -460,7 +460,7 @@ test_young_turn_after_drain(void)
 	weir_drr_qtab_free(t);
 }
 
-/* Young flows (lib/drr.h): a flow that has sent less than d.young bytes
+/* Young flows (lib/sched/drr.h): a flow that has sent less than d.young bytes
  * stays on the new list for the rest of its budget, not one quantum, still
  * at most about 3/4 of the leaf while old flows wait; a flow past its
  * budget (or of unknown age) gets one quantum, as before. */

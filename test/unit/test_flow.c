@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests for the flow table (lib/flow.c) on a real rte_hash under EAL.
+ * Unit tests for the flow table (lib/flow/flow.c) on a real rte_hash under EAL.
  *
  * Frames are built by hand (the headers key_make reads: addresses at
  * l3_off + saddr_off) with the weir_pkt fields parse.h documents, so the test

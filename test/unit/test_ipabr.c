@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests for the ipabr mode (lib/ipabr.c), with synthetic TCP frames
+ * Unit tests for the ipabr mode (lib/modes/ipabr.c), with synthetic TCP frames
  * through a whole worker (test/unit/rig.h) and a fake clock: Eq. 4.6's
  * window and the silly-window credit (Eq. 5.4-5.6), the min-tracking RTT
  * filter (Eq. 4.7), no sample from a retransmission, the sender side from

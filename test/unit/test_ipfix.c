@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * IPFIX message building (lib/ipfix.c): the templates describe exactly the
+ * IPFIX message building (lib/observe/ipfix.c): the templates describe exactly the
  * records that follow them (each record decoded with its template gives
  * back the flow), reverse elements carry PEN 29305, sets are split at the
  * message's size, the header's length and sequence are RFC 7011's.

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Unit tests for IPsec SAs as flows: the sequence-number rule
- * (lib/sa_seq.c), the SA's directional flow key (lib/flow.c), and a worker
+ * (lib/flow/sa_seq.c), the SA's directional flow key (lib/flow/flow.c), and a worker
  * that carries ESP/AH through leaves whose modes rewrite TCP (postack, tcr)
- * without touching a byte, counted as shaped pfq (lib/worker.c).
+ * without touching a byte, counted as shaped pfq (lib/worker/worker.c).
  */
 #include <errno.h>
 #include <netinet/in.h>

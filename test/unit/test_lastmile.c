@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests for last miles (lib/lastmile.h, lib/worker_ack.c, lib/policy.c): the policy's
+ * Unit tests for last miles (lib/worker/lastmile.h, lib/worker/worker_ack.c, lib/classify/policy.c): the policy's
  * targets, the advertised-window clamp (pipe + buffer + one segment, never
  * raised), the per-flow opt-out, and the fairness exemption (a postack
  * leaf holds none of an exempt flow's ACKs; its frames are shaped pfq).

@@ -265,7 +265,7 @@ make_markers(struct weir_marker_conf *c, uint64_t now)
 		return NULL;
 	}
 	tree_cls[1].marker = *c;
-	return weir_markers_create(&t, 1, 1, hz, now, SOCKET_ID_ANY, &e);
+	return weir_markers_create(weir_policy_tree_markers(&t), 1, 1, hz, now, SOCKET_ID_ANY, &e);
 }
 
 /* A frame of `len` bytes whose IPv4 ID is seq (order checks), DSCP dscp. */
@@ -415,7 +415,7 @@ test_set_share(uint64_t t0)
 	memset(tree_cls, 0, sizeof(tree_cls));
 	CHECK(weir_marker_conf_check(&c, 100000000000ull, err, sizeof(err)) == 0, "conf");
 	tree_cls[1].marker = c;
-	ms = weir_markers_create(&t, 1, 2, hz, t0, SOCKET_ID_ANY, &e);
+	ms = weir_markers_create(weir_policy_tree_markers(&t), 1, 2, hz, t0, SOCKET_ID_ANY, &e);
 	CHECK(ms != NULL, "built");
 	if (ms == NULL)
 		return;
@@ -424,15 +424,15 @@ test_set_share(uint64_t t0)
 	for (int i = 0; i < 3; i++)
 		weir_markers_pass(ms, 1, seq_frame((uint16_t)i, 1000, 0), t0, &cap);
 	/* The whole contract now: 1 ms later 1000 B have accrued (500 B at half). */
-	CHECK(weir_markers_set_share(ms, &t, 1, 1, 1, t0) == 0, "moved");
+	CHECK(weir_markers_set_share(ms, &t.classes[1].marker, 1, 1, 1, t0) == 0, "moved");
 	weir_markers_pass(ms, 1, seq_frame(3, 1000, 0), t0 + hz / 1000 + hz / 100000, &cap);
 	CHECK(n_sent == 4 && dscp_of(sent_q[3]) == 10, "green at the new rate (dscp %u)",
 	      n_sent == 4 ? dscp_of(sent_q[3]) : 0);
 	weir_markers_counters(ms, 1, &k);
 	CHECK(k.token_rate == 8000000 && k.pkts[WEIR_GREEN] == 4, "token rate %lu",
 	      (unsigned long)k.token_rate);
-	CHECK(weir_markers_set_share(ms, &t, 0, 1, 1, t0) == -1 &&
-	      weir_markers_set_share(ms, &t, 1, 1, 0, t0) == -1, "no marker, no share: refused");
+	CHECK(weir_markers_set_share(ms, &t.classes[0].marker, 0, 1, 1, t0) == -1 &&
+	      weir_markers_set_share(ms, &t.classes[1].marker, 1, 1, 0, t0) == -1, "no marker, no share: refused");
 	sent_free();
 	weir_markers_free(ms, NULL);
 
@@ -443,8 +443,8 @@ test_set_share(uint64_t t0)
 	memset(tree_cls, 0, sizeof(tree_cls));
 	CHECK(weir_marker_conf_check(&c, 100000000000ull, err, sizeof(err)) == 0, "conf carm");
 	tree_cls[1].marker = c;
-	ms = weir_markers_create(&t, 1, 1, hz, t0, SOCKET_ID_ANY, &e);
-	CHECK(ms != NULL && weir_markers_set_share(ms, &t, 1, 1, 4, t0) == 0, "carm moved");
+	ms = weir_markers_create(weir_policy_tree_markers(&t), 1, 1, hz, t0, SOCKET_ID_ANY, &e);
+	CHECK(ms != NULL && weir_markers_set_share(ms, &t.classes[1].marker, 1, 1, 4, t0) == 0, "carm moved");
 	if (ms != NULL) {
 		weir_markers_counters(ms, 1, &k);
 		CHECK(k.token_rate == 2000000, "carm token rate %lu", (unsigned long)k.token_rate);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests for the parser (lib/parse.c): hand-built frames for every
+ * Unit tests for the parser (lib/net/parse.c): hand-built frames for every
  * protocol it reads and every malformed reason it reports, and a guard-page
  * check that no prefix of a valid frame makes it read past the end.
  */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests for the pep mode (lib/pep.c) through a whole worker
+ * Unit tests for the pep mode (lib/modes/pep.c) through a whole worker
  * (test/unit/rig.h) on a fake clock: p-ACKs made for data on its way
  * (checksums, timestamps, window), the watermark and withheld p-ACKs
  * released by real ACKs, real ACKs dropped, SACK purge, recovery from the

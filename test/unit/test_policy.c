@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests for the compiled policy (lib/policy.c) and for what the worker
- * does with it (lib/worker.c): classification into leaves, per-flow weights,
+ * Unit tests for the compiled policy (lib/classify/policy.c) and for what the worker
+ * does with it (lib/worker/worker.c): classification into leaves, per-flow weights,
  * admission with both actions and its release, re-classification of a reused
  * 4-tuple with its queue moved in order. (Drains at eviction forward frames,
  * so they need ports: the testbed tests cover them.)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests for PostACK: the ACK store alone (lib/postack_store.c: compact
+ * Unit tests for PostACK: the ACK store alone (lib/modes/postack_store.c: compact
  * records round-trip bit-exactly, pool and per-flow limits, the idle
  * watchdog on a fake clock), then the worker's rule with synthetic TCP
- * exchanges (lib/worker.c): what is held, when the dequeue of the flow's
+ * exchanges (lib/worker/worker.c): what is held, when the dequeue of the flow's
  * data releases it, what flushes it, and that no segment is reordered.
  */
 #include <inttypes.h>
@@ -1349,7 +1349,7 @@ two_senders(struct rig *r, uint64_t t0, unsigned int from, unsigned int to, bool
 	}
 }
 
-/* Max-min shares (lib/worker_active.c): a light flow (100 bytes every
+/* Max-min shares (lib/worker/worker_active.c): a light flow (100 bytes every
  * 100 ms) beside a bulk one keeps what it uses, and the bulk flow's share
  * is the rest of the class, not half (a 10 Hz ping-pong cut a TCR download
  * to half its class). When the light flow turns bulk, both are heavy and

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests for the fifo leaves' queue managers (lib/qm.h: RED, CHOKe,
+ * Unit tests for the fifo leaves' queue managers (lib/sched/qm.h: RED, CHOKe,
  * PQM, PQM-PB) through the class tree, with real mbufs and a fake TSC.
  *
  * The simulator offers constant-rate flows (each its own rate and packet

@@ -5,7 +5,7 @@
  * when the test says so, long after the management side stopped waiting.
  * The policy in force must stay valid memory throughout, the old one must
  * be freed only once the late worker took the switch, and nothing may be
- * freed twice, and readers (lib/worker_view.h) must leave the late
+ * freed twice, and readers (lib/worker/worker_view.h) must leave the late
  * worker's tree alone until it took the switch. Run it in an ASan build
  * to see a use-after-free directly
  * (meson setup build-asan -Db_sanitize=address,undefined).

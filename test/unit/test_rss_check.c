@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * The RSS self-test's software model (lib/rss_check.c): the repeated-0x6d5a
+ * The RSS self-test's software model (lib/net/rss_check.c): the repeated-0x6d5a
  * key weir programs is symmetric over any redirection table, the common
  * default (Microsoft's verification) key is not, and the model's Toeplitz
  * hash matches the published verification vector.

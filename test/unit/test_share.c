@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests for class rates divided among workers (lib/share.c): the split
+ * Unit tests for class rates divided among workers (lib/worker/share.c): the split
  * itself, the mailbox, and two workers' class trees run side by side on a
  * fake clock, rebalanced every 10 ms as the management lcore does, against
  * the static 1/n split.
@@ -395,7 +395,7 @@ test_late_switch(void)
 	}
 	a = (uint16_t)weir_policy_class_find(np, 0, "a");
 	/* The new trees as the management lcore builds them: 1/NW of each
-	 * class (lib/policy.h), until the rebalancer says otherwise. */
+	 * class (lib/classify/policy.h), until the rebalancer says otherwise. */
 	{
 		const struct weir_cbq_conf conf = {
 			.socket_id = SOCKET_ID_ANY, .tsc_hz = rte_get_tsc_hz(), .classes = cc,

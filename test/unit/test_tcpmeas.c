@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Passive TCP measurement (lib/tcpmeas.h): round trips each side from the
+ * Passive TCP measurement (lib/worker/tcpmeas.h): round trips each side from the
  * handshake and timestamps, data/ACK timing without them and Karn's rule,
  * retransmissions, holes and duplicate ACKs, on a 1 GHz clock.
  */

@@ -7,7 +7,7 @@
  *   counted tx_full, nothing is held forever, the other direction keeps
  *   flowing meanwhile, and once the peer reads again every frame goes
  *   through, in order. The counters add up by kind and by fate
- *   (lib/counters.h) and every mbuf comes back.
+ *   (lib/worker/counters.h) and every mbuf comes back.
  * - A mempool that runs dry while PostACK holds an ACK as bytes: the
  *   release finds no mbuf, counts nombuf and keeps the ACK; once mbufs are
  *   back the same ACK goes, byte for byte.

@@ -435,7 +435,7 @@ ip6_hl(uint8_t proto, uint8_t hl, uint16_t sport, uint16_t dport)
 	return m;
 }
 
-/* Routers' link-local control (lib/l3ctl.h) goes on at once, ahead of a
+/* Routers' link-local control (lib/net/l3ctl.h) goes on at once, ahead of a
  * full default class, counted; the same protocols with a routed TTL are
  * ordinary traffic; a budget bounds it in a shaped direction; off, nothing
  * is control. */

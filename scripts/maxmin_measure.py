@@ -5,7 +5,7 @@ bulk4: 4 cubic downloads l2<-w1. 3 runs each; goodput from 4 s on, class wire ra
 import os, sys, time
 from pathlib import Path
 import pytest
-REPO = Path(os.environ.get("WLT_REPO", "/work/wt-light"))
+REPO = Path(os.environ.get("WLT_REPO", Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "test/py"))
 import weirtb

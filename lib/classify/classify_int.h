@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: the classifier's compiled rules, and their DPDK ACL form
- * (lib/classify_acl.c). Internal to lib/classify.c and its tests.
+ * (classify_acl.c). Private to classify.c, classify_acl.c and their tests.
  */
-#ifndef WEIR_CLASSIFY_ACL_H
-#define WEIR_CLASSIFY_ACL_H
+#ifndef WEIR_CLASSIFY_INT_H
+#define WEIR_CLASSIFY_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -41,7 +41,5 @@ struct weir_cls_acl *weir_cls_acl_build(const struct weir_cls_acl_rule *rules, u
 void weir_cls_acl_free(struct weir_cls_acl *a);
 /* Index of the first rule matching t, or -1. */
 int weir_cls_acl_lookup(const struct weir_cls_acl *a, const struct weir_cls_tuple *t);
-/* ACL rules the weir rules expanded to (src/dst by direction, DSCP runs). */
-uint32_t weir_cls_acl_rules(const struct weir_cls_acl *a);
 
-#endif /* WEIR_CLASSIFY_ACL_H */
+#endif /* WEIR_CLASSIFY_INT_H */
