@@ -16,7 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-LIB_LAYERS = ["net", "flow", "sched", "classify", "modes", "worker"]
+LIB_LAYERS = ["net", "flow", "sched", "classify", "modes", "observe", "worker"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
