@@ -532,8 +532,10 @@ tcp_metrics(FILE *out, const struct weir_app *a)
 		  "Flows of a leaf class sampled in the last interval whose smoothed round trip "
 		  "on a side of weir (lan, wan) is at most le seconds (a gauge histogram).");
 	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
-		for (uint16_t cls = 0; cls < p->tree[d].n_classes; cls++) {
-			if (!p->tree[d].classes[cls].is_leaf)
+		for (uint32_t cls = 0; cls < p->tree[d].n_classes; cls++) {
+			/* Subscribers' leaves: no series of their own (above). */
+			if (!p->tree[d].classes[cls].is_leaf ||
+			    weir_subs_is_class(metrics_subs, p->tree[d].classes[cls].name))
 				continue;
 			for (int sd = 0; sd < 2; sd++) {
 				uint64_t n[RTT_BUCKETS] = { 0 };
@@ -544,7 +546,7 @@ tcp_metrics(FILE *out, const struct weir_app *a)
 					double x;
 					size_t b = 0;
 
-					if (m.f[i].leaf[d] != cls || !weir_meas_recent(&m, v))
+					if (m.f[i].leaf[d] != (int)cls || !weir_meas_recent(&m, v))
 						continue;
 					x = v->srtt_us / 1e6;
 					while (b < RTE_DIM(rtt_le) && x > rtt_le[b])
