@@ -270,13 +270,7 @@ class Fleet:
         p = self.procs.pop(box, None)
         if p is None:
             return None
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        netns.terminate(p, timeout)
         self.weir_exits.append((box, signal.SIGTERM, p.returncode))
         return p.returncode
 

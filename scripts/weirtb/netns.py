@@ -104,6 +104,18 @@ def ns_pids(ns):
     return [int(p) for p in cp.stdout.split() if p.strip().isdigit()]
 
 
+def terminate(p, timeout=10.0):
+    """Stop a child Popen p: SIGTERM, then SIGKILL after timeout. Returns its exit code."""
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    return p.returncode
+
+
 def kill_wait(pid, sig=signal.SIGTERM, timeout=5.0):
     """Signal pid and wait until it is gone; escalate to SIGKILL after timeout.
     Returns True if the process existed."""

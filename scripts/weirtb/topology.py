@@ -334,12 +334,7 @@ class Testbed:
         if p is None:
             return None
         if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            netns.terminate(p, timeout)
             if role == "weir":
                 self.weir_exits.append((p.returncode, self.log_tail("weir", 40)))
         self._save_state()
