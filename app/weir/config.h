@@ -106,6 +106,7 @@ struct weir_config {
 	 * hang from (docs/subscribers.md). */
 	char subs_csv[4096], subs_network[4096];
 	char subs_parent[32];
+	uint16_t subs_box;              /* subscribers.box: this box's partition (0: all) */
 	uint64_t policy_instructions;           /* Lua instruction budget per run */
 	uint64_t policy_memory;                 /* bytes the script may allocate */
 	uint32_t policy_events_per_s;           /* flow events a worker may post a second */

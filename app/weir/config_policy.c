@@ -332,11 +332,12 @@ static int
 load_subs(struct loader *ld, const config_setting_t *root, struct weir_config *cfg,
 	  struct weir_policy_conf *pc, struct policy_src *src, struct weir_subs **out)
 {
-	static const char *const keys[] = { "shaped_devices", "network", "parent", NULL };
+	static const char *const keys[] = { "shaped_devices", "network", "parent", "box", NULL };
 	const config_setting_t *g = cfg_group(ld, root, "subscribers", false);
 	char csv[4096], net[4096], parent[WEIR_POLICY_NAME_LEN], err[256];
 	struct weir_sub_errs e = { 0 };
 	struct weir_subs *s;
+	long long box;
 
 	*out = NULL;
 	if (g == NULL)
@@ -344,11 +345,12 @@ load_subs(struct loader *ld, const config_setting_t *root, struct weir_config *c
 	if (cfg_check_keys(ld, g, keys) < 0 ||
 	    subs_path(ld, g, "shaped_devices", cfg->path, csv, sizeof(csv)) < 0 ||
 	    subs_path(ld, g, "network", cfg->path, net, sizeof(net)) < 0 ||
-	    cfg_str(ld, g, "parent", "", parent, sizeof(parent)) < 0)
+	    cfg_str(ld, g, "parent", "", parent, sizeof(parent)) < 0 ||
+	    cfg_int(ld, g, "box", 0, 0, 65535, &box) < 0)
 		return -1;
 	if (csv[0] == '\0')
 		return cfg_fail(ld, g, "subscribers needs shaped_devices = \"FILE\"");
-	s = weir_subs_load_lqos(csv, net, &e);
+	s = weir_subs_load_lqos(csv, net, (uint16_t)box, &e);
 	if (s == NULL) {
 		snprintf(ld->err, ld->errlen, "%s(%u problems in the subscriber files; none of "
 			 "them applied)", e.text != NULL ? e.text : "", e.n);
@@ -359,6 +361,7 @@ load_subs(struct loader *ld, const config_setting_t *root, struct weir_config *c
 	snprintf(cfg->subs_csv, sizeof(cfg->subs_csv), "%s", csv);
 	snprintf(cfg->subs_network, sizeof(cfg->subs_network), "%s", net);
 	snprintf(cfg->subs_parent, sizeof(cfg->subs_parent), "%s", parent);
+	cfg->subs_box = (uint16_t)box;
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		struct weir_policy_tree_conf *tc = &pc->tree[d];
 		struct weir_policy_class_conf dflt = { .name = "default" }, *cls;

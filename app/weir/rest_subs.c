@@ -400,7 +400,8 @@ h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
 	}
 	if (rest_switch_busy(a, r))
 		return;
-	s = weir_subs_load_lqos(a->cfg.subs_csv, a->cfg.subs_network, &e);
+	s = weir_subs_load_lqos(a->cfg.subs_csv, a->cfg.subs_network, a->cfg.subs_box,
+				&e);
 	if (s == NULL) {
 		rest_reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%u problems in the subscriber "
 			    "files; nothing of them applied", e.n);

@@ -198,7 +198,7 @@ csv_header(char **cell, int n, int *at, const char *path, uint32_t line, struct 
 /* One device row. */
 static uint32_t
 csv_row(struct weir_subs *s, char **cell, const int *at, uint16_t file, uint32_t line,
-	struct weir_sub_errs *e)
+	uint16_t box, struct weir_sub_errs *e)
 {
 	const char *path = weir_subs_file_name(s, file);
 	struct weir_sub_conf c = { 0 };
@@ -233,6 +233,9 @@ csv_row(struct weir_subs *s, char **cell, const int *at, uint16_t file, uint32_t
 	}
 	if (bad != 0)
 		return bad;
+	/* Another box's partition: that box shapes it (docs/fleet.md). */
+	if (box != 0 && c.box != 0 && c.box != box)
+		return 0;
 	c.id = CELL(C_CIRCUIT_ID);
 	c.name = CELL(C_CIRCUIT_NAME);
 	c.parent = CELL(C_PARENT)[0] != '\0' ? CELL(C_PARENT) : CELL(C_PARENT_ID);
@@ -263,7 +266,8 @@ duplicate_devices(struct dev_id *dev, uint32_t n, const char *path, struct weir_
 }
 
 uint32_t
-weir_subs_read_shaped_devices(struct weir_subs *s, const char *path, struct weir_sub_errs *e)
+weir_subs_read_shaped_devices(struct weir_subs *s, const char *path, uint16_t box,
+			      struct weir_sub_errs *e)
 {
 	size_t len;
 	char *buf = slurp(path, &len, e), *pos;
@@ -314,7 +318,7 @@ weir_subs_read_shaped_devices(struct weir_subs *s, const char *path, struct weir
 		}
 		if (cell[at[C_DEVICE_ID]][0] != '\0')
 			dev[n_dev++] = (struct dev_id){ cell[at[C_DEVICE_ID]], at_line };
-		bad += csv_row(s, cell, at, file, at_line, e) != 0;
+		bad += csv_row(s, cell, at, file, at_line, box, e) != 0;
 	}
 	if (header_n == 0 && bad == 0) {
 		weir_sub_errs_add(e, path, 1, "no header row");
@@ -467,7 +471,8 @@ weir_subs_read_network_json(struct weir_subs *s, const char *path, struct weir_s
 }
 
 struct weir_subs *
-weir_subs_load_lqos(const char *shaped_devices, const char *network, struct weir_sub_errs *e)
+weir_subs_load_lqos(const char *shaped_devices, const char *network, uint16_t box,
+		    struct weir_sub_errs *e)
 {
 	struct weir_subs *s = weir_subs_new();
 	uint32_t bad = 0;
@@ -478,7 +483,7 @@ weir_subs_load_lqos(const char *shaped_devices, const char *network, struct weir
 	}
 	if (network != NULL && network[0] != '\0')
 		bad += weir_subs_read_network_json(s, network, e);
-	bad += weir_subs_read_shaped_devices(s, shaped_devices, e);
+	bad += weir_subs_read_shaped_devices(s, shaped_devices, box, e);
 	/* Resolving parents needs the nodes whole: checked even after row
 	 * errors, so one pass reports every bad row. */
 	bad += weir_subs_check(s, e);

@@ -15,13 +15,15 @@
 uint32_t weir_subs_read_network_json(struct weir_subs *s, const char *path,
 				     struct weir_sub_errs *e);
 
-/* ShapedDevices.csv's rows into s. Returns problems. */
-uint32_t weir_subs_read_shaped_devices(struct weir_subs *s, const char *path,
+/* ShapedDevices.csv's rows into s. Returns problems. box != 0: only the rows
+ * of that fleet partition (Box column) and those with no Box are taken; every
+ * row is still checked. */
+uint32_t weir_subs_read_shaped_devices(struct weir_subs *s, const char *path, uint16_t box,
 				       struct weir_sub_errs *e);
 
 /* Both files (network may be NULL: a flat network), then the check: a
  * checked set, or NULL with every problem in e. */
 struct weir_subs *weir_subs_load_lqos(const char *shaped_devices, const char *network,
-				      struct weir_sub_errs *e);
+				      uint16_t box, struct weir_sub_errs *e);
 
 #endif /* WEIR_SUBS_LQOS_H */

@@ -46,7 +46,7 @@ test_example(void)
 {
 	struct weir_sub_errs e = { 0 };
 	struct weir_subs *s = weir_subs_load_lqos(WEIR_SRC_DIR "/conf/subscribers/ShapedDevices.csv",
-						  WEIR_SRC_DIR "/conf/subscribers/network.json", &e);
+						  WEIR_SRC_DIR "/conf/subscribers/network.json", 0, &e);
 	const struct weir_sub *u;
 	int64_t i;
 
@@ -115,7 +115,7 @@ test_bad_rows(void)
 		{ 15, "unbalanced quote" },
 	};
 	struct weir_sub_errs e = { 0 };
-	struct weir_subs *s = weir_subs_load_lqos(csv, net, &e);
+	struct weir_subs *s = weir_subs_load_lqos(csv, net, 0, &e);
 
 	CHECK(s == NULL, "a file with bad rows was taken");
 	CHECK(e.n == RTE_DIM(want), "%u problems, want %zu:\n%s", e.n, RTE_DIM(want),
@@ -137,7 +137,7 @@ test_bad_rows(void)
 	memset(&e, 0, sizeof(e));
 	net = write_tmp("bad.json", "{\n \"A\": {\"downloadBandwidthMbps\": \"fast\"},\n"
 				    " \"B\": {\"children\": {\"C\": 7}}\n}\n");
-	s = weir_subs_load_lqos(csv, net, &e);
+	s = weir_subs_load_lqos(csv, net, 0, &e);
 	CHECK(s == NULL && e.text != NULL && strstr(e.text, ":2: node 'A': bandwidth") != NULL,
 	      "%s", e.text ? e.text : "");
 	CHECK(e.text != NULL && strstr(e.text, ":3: node 'C' is not an object") != NULL, "%s",
@@ -145,7 +145,7 @@ test_bad_rows(void)
 	weir_sub_errs_free(&e);
 	net = write_tmp("syntax.json", "{\n \"A\": {\n}\n,\n");
 	memset(&e, 0, sizeof(e));
-	s = weir_subs_load_lqos(csv, net, &e);
+	s = weir_subs_load_lqos(csv, net, 0, &e);
 	CHECK(s == NULL && e.text != NULL && strstr(e.text, "syntax.json:5:") != NULL, "%s",
 	      e.text ? e.text : "");
 	weir_sub_errs_free(&e);
@@ -201,9 +201,9 @@ test_scale(void)
 	const char *a = write_big("a", n, false, &net_a), *b = write_big("b", n, true, &net_b);
 	struct weir_sub_errs e = { 0 };
 	double t0 = now_s();
-	struct weir_subs *sa = weir_subs_load_lqos(a, net_a, &e);
+	struct weir_subs *sa = weir_subs_load_lqos(a, net_a, 0, &e);
 	double t1 = now_s();
-	struct weir_subs *sb = weir_subs_load_lqos(b, net_b, &e);
+	struct weir_subs *sb = weir_subs_load_lqos(b, net_b, 0, &e);
 	struct weir_sub_diff d;
 	double t2, t3;
 
@@ -345,6 +345,43 @@ out:
 	weir_sub_errs_free(&e);
 }
 
+/* subscribers.box: a box takes its own partition's rows and the shared
+ * ones (no Box); a bad row in another box's part still fails the file. */
+static void
+test_box(void)
+{
+	static const char head[] = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,"
+				   "Parent Node ID,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,"
+				   "Download Max Mbps,Upload Max Mbps,Comment,Box\n";
+	char text[1024];
+	const char *csv;
+	struct weir_sub_errs e = { 0 };
+	struct weir_subs *s;
+
+	snprintf(text, sizeof(text), "%s%s", head,
+		 "a1,a1,d1,x,,,,10.0.1.1,,1,1,10,10,,1\n"
+		 "b1,b1,d2,x,,,,10.0.2.1,,1,1,10,10,,2\n"
+		 "all,all,d3,x,,,,10.0.3.1,,1,1,10,10,,\n");
+	csv = write_tmp("box.csv", text);
+	for (uint16_t box = 0; box <= 2; box++) {
+		s = weir_subs_load_lqos(csv, NULL, box, &e);
+		CHECK(s != NULL && weir_subs_count(s) == (box == 0 ? 3u : 2u), "box %u: %s", box,
+		      e.text ? e.text : "");
+		CHECK(s != NULL && weir_subs_find(s, "all") >= 0 &&
+		      (weir_subs_find(s, "a1") >= 0) == (box != 2) &&
+		      (weir_subs_find(s, "b1") >= 0) == (box != 1), "box %u's rows", box);
+		weir_subs_free(s);
+	}
+	snprintf(text, sizeof(text), "%s%s", head,
+		 "a1,a1,d1,x,,,,10.0.1.1,,1,1,10,10,,1\n"
+		 "b1,b1,d2,x,,,,10.0.2.1,,1,1,ten,10,,2\n");
+	csv = write_tmp("box-bad.csv", text);
+	s = weir_subs_load_lqos(csv, NULL, 1, &e);
+	CHECK(s == NULL && e.text != NULL && strstr(e.text, ":3: ") != NULL, "%s",
+	      e.text ? e.text : "");
+	weir_sub_errs_free(&e);
+}
+
 /* No argument: the files and their bad rows. "scale": 100,000 subscribers
  * loaded and diffed, 1,000,000 prefixes in the LPM (minutes under ASan, so
  * the sanitizer stage leaves this half out: meson suite "scale"). */
@@ -358,6 +395,7 @@ main(int argc, char **argv)
 	} else {
 		test_example();
 		test_bad_rows();
+		test_box();
 	}
 	return unit_report();
 }
