@@ -20,7 +20,7 @@
 #include "policy_lua.h"
 #include "policy_values.h"
 #include "subs_lqos.h"
-#include "subscriber_policy.h"
+#include "policy_subs.h"
 
 static const char *const dir_key[WEIR_PORT__COUNT] = { "outbound", "inbound" };
 

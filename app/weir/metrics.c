@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "subscriber_policy.h"
+#include "policy_subs.h"
 #include "metrics.h"
 #include "stats.h"
 #include "flow.h"

@@ -23,7 +23,7 @@
 #include <rte_pause.h>
 
 #include "policy_switch.h"
-#include "subscriber_policy.h"
+#include "policy_subs.h"
 #include "rebalance.h"
 #include "worker_view.h"
 

@@ -7,7 +7,7 @@
  * PATCH /api/v1/subscribers/{id} {download_min, download_max, upload_min,
  * upload_max}: a plan change, switched to as a class PATCH is (every
  * worker at once, queued packets kept in order). A subscriber's figures
- * are its leaf classes' (lib/classify/subscriber_policy.h: the one mapping).
+ * are its leaf classes' (lib/classify/policy_subs.h: the one mapping).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +17,7 @@
 #include "policy_switch.h"
 #include "rest_int.h"
 #include "subs_lqos.h"
-#include "subscriber_policy.h"
+#include "policy_subs.h"
 
 #define SUBS_PAGE_MAX 1000
 

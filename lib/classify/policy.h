@@ -125,7 +125,7 @@ struct weir_policy_conf {
 	struct weir_policy_tree_conf tree[WEIR_POLICY_DIRS];
 	unsigned int n_rules;
 	const struct weir_policy_rule_conf *rules;
-	/* Subscribers (lib/classify/subscriber_policy.h): their classes are in the
+	/* Subscribers (lib/classify/policy_subs.h): their classes are in the
 	 * trees' class lists already; this maps them to targets. NULL: none. */
 	const struct weir_subs *subs;
 	uint16_t subs_base[WEIR_POLICY_DIRS];   /* classes before the subscribers' in each tree */

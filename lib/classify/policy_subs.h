@@ -14,8 +14,8 @@
  * set larger than that is refused here with the count; the set, the lookup
  * and the index -> target table are 32-bit already.
  */
-#ifndef WEIR_SUBSCRIBER_POLICY_H
-#define WEIR_SUBSCRIBER_POLICY_H
+#ifndef WEIR_POLICY_SUBS_H
+#define WEIR_POLICY_SUBS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -53,4 +53,4 @@ struct weir_policy_class_conf *weir_subs_classes(const struct weir_subs *s, int 
  * before workers see it). 0, or -1 with err. */
 int weir_policy_subs_accelerate(struct weir_policy *p, int socket_id, char *err, size_t errlen);
 
-#endif /* WEIR_SUBSCRIBER_POLICY_H */
+#endif /* WEIR_POLICY_SUBS_H */

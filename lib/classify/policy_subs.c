@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: subscribers as classes of the policy's trees (subscriber_policy.h).
+ * weir: subscribers as classes of the policy's trees (policy_subs.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "subscriber_lpm.h"
-#include "subscriber_policy.h"
+#include "policy_subs.h"
 
 void
 weir_subs_class_name(const struct weir_subs *s, uint32_t i, char out[WEIR_POLICY_NAME_LEN])
