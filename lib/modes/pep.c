@@ -35,6 +35,20 @@
 
 /* ---- state ---- */
 
+/* Everything pep_init allocated (any of it may be NULL), and st itself. */
+static void
+pep_state_free(struct pep *st)
+{
+	rte_free(st->idx[0]);
+	rte_free(st->idx[1]);
+	rte_free(st->fl);
+	rte_free(st->free_fl);
+	rte_free(st->active);
+	rte_free(st->lost);
+	rte_free(st->rec);
+	rte_free(st);
+}
+
 static int
 pep_init(struct weir_worker *w, uint32_t n_flows, int socket_id)
 {
@@ -72,14 +86,7 @@ pep_init(struct weir_worker *w, uint32_t n_flows, int socket_id)
 				    socket_id);
 	if (st->idx[0] == NULL || st->idx[1] == NULL || st->fl == NULL || st->free_fl == NULL ||
 	    st->active == NULL || st->lost == NULL || st->rec == NULL) {
-		rte_free(st->idx[0]);
-		rte_free(st->idx[1]);
-		rte_free(st->fl);
-		rte_free(st->free_fl);
-		rte_free(st->active);
-		rte_free(st->lost);
-		rte_free(st->rec);
-		rte_free(st);
+		pep_state_free(st);
 		return -ENOMEM;
 	}
 	for (uint16_t i = 0; i < WEIR_PEP_MAX_FLOWS; i++)
@@ -100,14 +107,7 @@ pep_fini(struct weir_worker *w)
 	if (st == NULL)
 		return;
 	weir_pep_flush(w);
-	rte_free(st->idx[0]);
-	rte_free(st->idx[1]);
-	rte_free(st->fl);
-	rte_free(st->free_fl);
-	rte_free(st->active);
-	rte_free(st->lost);
-	rte_free(st->rec);
-	rte_free(st);
+	pep_state_free(st);
 	w->mode_state[WEIR_MODE_PEP] = NULL;
 }
 
