@@ -121,10 +121,8 @@ codel_rtt_interval(const struct weir_codel *c, const struct weir_codel_params *b
  * The round-trip interval is at least what the flow's share of its leaf
  * takes to send this many frames, TCP's smallest window: a flow at that
  * window cannot shorten its queue any further, and dropping from it sooner
- * only costs it a retransmission timeout. 1 MB under tcr beside 16 bulk
- * downloads (a share of ~1 frame a round trip at 10 ms, 20 Mbit/s) took
- * 6.5-6.6 s with the round trip alone, 6.1-6.4 with the tree's interval;
- * 6.3-6.6 with this floor (docs/results/fct/2026-11-28e).
+ * only costs it a retransmission timeout (the runs that chose two frames:
+ * docs/results/fct/README.md).
  */
 #define WEIR_CODEL_SHARE_FRAMES 2u
 
