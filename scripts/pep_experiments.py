@@ -14,8 +14,9 @@ told the sine's rate as it moves (the class's rate PATCHed each time the emulato
 read from its stats each second); without, nothing tells weir and the watermark stays at the
 mean. Goodput is measured at the receiver (iperf3's server side, each second).
 
-Modes, side by side: pep, postack, tcr, pfq (weir in that mode) and none (weir without
-shaping). Senders: "paper" = reno with its congestion window clamped at 20 segments and an
+Modes, side by side: pep, postack, tcr, pfq (weir in that mode), none (weir without
+shaping) and, with --modes, pep-bw: pep whose watermark follows the delivery rate weir
+measures from R's ACKs (shaping.pep.watermark = "measured"), told nothing. Senders: "paper" = reno with its congestion window clamped at 20 segments and an
 initial window of 1 (ip route ... cwnd lock 20 initcwnd 1: the paper's NewReno, window 20,
 IW 1), then "cubic" and "bbr" with Linux defaults.
 
@@ -61,7 +62,8 @@ SCENARIOS = {
 QUICK = ["const-d200"]
 SLOW_START_S = 3        # Fig. 5: goodput over a flow's first seconds
 COLORS = {"none": "tab:blue", "pfq": "tab:orange", "postack": "tab:green", "tcr": "tab:red",
-          "pep": "tab:purple"}
+          "pep": "tab:purple",
+          "pep-bw": "tab:brown"}
 
 
 AVAIL = "1mbit"         # the class's guaranteed rate: "the bandwidth available to the flow"
@@ -75,9 +77,11 @@ def config(path, mode):
     """The access link (10 Mbit/s) with one class guaranteed the bottleneck's mean rate and
     allowed to borrow the whole link: no mode is held back by weir's shaper, and pep (and
     tcr) size their flow's share from the rate the paper's PEP is told is available."""
+    wm = ' pep = { watermark = "measured"; };' if mode == "pep-bw" else ""
+    mode = "pep" if mode == "pep-bw" else mode
     tree = f"""{{ rate = "10mbit"; default = "exp";
     classes = ( {{ name = "exp"; rate = "{AVAIL}"; ceil = "{CEIL}"; mode = "{mode}"; }} ); }}"""
-    body = "" if mode == "none" else f"shaping = {{ outbound = {tree}; inbound = {tree}; }};\n"
+    body = "" if mode == "none" else f"shaping = {{{wm} outbound = {tree}; inbound = {tree}; }};\n"
     body += f"management = {{ port = {MGMT_PORT}; }};\n"
     path.write_text(weirtb.testbed_config_text(body))
     return path

@@ -95,6 +95,7 @@ struct weir_config {
 	int64_t postack_mbufs;                  /* held ACKs that may keep their mbufs, per worker; -1 = auto */
 	int64_t pep_copies;                     /* pep's copies per worker; -1 = auto (weir_config_pep_copies) */
 	uint32_t pep_drain_ms;                  /* at stop: delivery of p-acked data before resets */
+	bool pep_wm_measured;                   /* shaping.pep.watermark = "measured" */
 	/* Class trees and rules, compiled (lib/classify/policy.h); NULL when neither
 	 * direction is shaped. Owned by the config. */
 	struct weir_policy *policy;

@@ -587,14 +587,17 @@ load_postack(struct loader *ld, const config_setting_t *g, struct weir_config *c
 	return 0;
 }
 
-/* shaping.pep { copies, drain_ms }: the copies of p-acked data a worker
- * may hold (docs/pep.md "Limits"), and how long a stopping worker goes on
- * delivering them before it resets the flows that still lack some. */
+/* shaping.pep { copies, drain_ms, watermark }: the copies of p-acked data a
+ * worker may hold (docs/pep.md "Limits"), how long a stopping worker goes on
+ * delivering them before it resets the flows that still lack some, and what
+ * the watermark's rate follows: the class's share ("class"), or R's delivery
+ * rate as measured, within what the class may borrow ("measured"). */
 static int
 load_pep(struct loader *ld, const config_setting_t *g, struct weir_config *cfg)
 {
-	static const char *const keys[] = { "copies", "drain_ms", NULL };
+	static const char *const keys[] = { "copies", "drain_ms", "watermark", NULL };
 	const config_setting_t *p = g ? cfg_group(ld, g, "pep", false) : NULL;
+	char wm[16];
 	long long v;
 
 	if (ld->failed || (p && cfg_check_keys(ld, p, keys) < 0))
@@ -611,6 +614,13 @@ load_pep(struct loader *ld, const config_setting_t *g, struct weir_config *cfg)
 	if (cfg_int(ld, p, "drain_ms", 3000, 0, 10000, &v) < 0)
 		return -1;
 	cfg->pep_drain_ms = (uint32_t)v;
+	if (cfg_str(ld, p, "watermark", "class", wm, sizeof(wm)) < 0)
+		return -1;
+	if (strcmp(wm, "class") != 0 && strcmp(wm, "measured") != 0)
+		return cfg_fail(ld, config_setting_get_member(p, "watermark"),
+				"'shaping.pep.watermark' is \"%s\"; expected \"class\" or \"measured\"",
+				wm);
+	cfg->pep_wm_measured = strcmp(wm, "measured") == 0;
 	return 0;
 }
 

@@ -234,6 +234,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 		wc.ipabr_headroom_us = a->cfg.ipabr_headroom_us;
 		wc.pep_copies = weir_config_pep_copies(&a->cfg);
 		wc.stop_drain_us = a->cfg.pep_drain_ms * 1000;
+		wc.pep_wm_measured = a->cfg.pep_wm_measured;
 		a->workers[i] = weir_worker_create(&wc, a->flows[i], shaper, socket);
 		if (a->workers[i] == NULL) {
 			snprintf(err, errlen, "cannot allocate worker %u", i);

@@ -72,6 +72,7 @@ pep_init(struct weir_worker *w, uint32_t n_flows, int socket_id)
 	st->rto_min = w->tsc_hz / 1000000 * WEIR_PEP_RTO_MIN_US;
 	st->rto_max = w->tsc_hz / 1000000 * WEIR_PEP_RTO_MAX_US;
 	st->rtt_unknown = w->tsc_hz / 5;
+	st->wm_measured = w->conf.pep_wm_measured;
 	for (int d = 0; d < 2; d++)
 		st->idx[d] = rte_zmalloc_socket("weir_pep_idx", n_flows * sizeof(uint16_t), 0, socket_id);
 	st->fl = rte_zmalloc_socket("weir_pep_fl", WEIR_PEP_MAX_FLOWS * sizeof(*st->fl),
@@ -237,10 +238,68 @@ flow_new(struct weir_worker *w, struct pep *st, struct weir_flow *f, int d, uint
  * (the slack TCR found a window needs to carry its rate), in bytes. The
  * maximum buffer is twice that. Both are bounded by the flow's copy cap.
  */
+static uint64_t
+bw_estimate(const struct pep_bw *b)
+{
+	return RTE_MAX(b->max[0], b->max[1]);
+}
+
+/* R acknowledged up to r at now (past real_una): end the sample when it
+ * spans a round trip, and begin the next. */
+static void
+bw_sample(struct pep_flow *pf, uint32_t r, uint64_t now)
+{
+	struct pep_bw *b = &pf->bw;
+	uint64_t span = now - b->t0, s, est;
+
+	if (b->t0 == 0 || pf->min_rtt == 0 || span < pf->min_rtt) {
+		if (b->t0 == 0) {
+			b->t0 = now;
+			b->una0 = pf->real_una;
+		}
+		return;
+	}
+	s = (((uint64_t)(r - b->una0)) << 32) / span;
+	if (!b->lossy && (b->limited || s > bw_estimate(b))) {
+		b->max[0] = RTE_MAX(b->max[0], s);
+		if (b->limited && ++b->n >= PEP_BW_EPOCH) {
+			b->max[1] = b->max[0];
+			b->max[0] = 0;
+			b->n = 0;
+		}
+		est = bw_estimate(b);
+		if (est >= b->full_bw + b->full_bw / 4) {
+			b->full_bw = est;
+			b->flat = 0;
+		} else if (b->limited && b->flat < PEP_BW_FULL) {
+			b->flat++;
+		}
+	}
+	b->t0 = now;
+	b->una0 = r;
+	b->limited = 0;
+	b->lossy = (pf->flags & F_RECOVERY) != 0;
+}
+
+/* The rate the watermark carries: the flow's share of its class, or, once
+ * R's delivery rate is known (the pipe full), that rate and a quarter more
+ * to find a rise, within the flow's share of what the class may borrow. */
+static uint64_t
+wm_rate(const struct weir_worker *w, const struct pep *st, const struct pep_flow *pf,
+	uint32_t leaf)
+{
+	const struct weir_class_counters *c = &w->cls_ctr[pf->d][leaf];
+	uint64_t est = bw_estimate(&pf->bw);
+
+	if (!st->wm_measured || pf->bw.flat < PEP_BW_FULL || est == 0)
+		return c->share_bytes_per_tick;
+	return RTE_MIN(est + est / 4, RTE_MAX(c->ceil_share_bytes_per_tick, c->share_bytes_per_tick));
+}
+
 static void
 update_wm(const struct weir_worker *w, const struct pep *st, struct pep_flow *pf, uint32_t leaf)
 {
-	uint64_t rate = w->cls_ctr[pf->d][leaf].share_bytes_per_tick;
+	uint64_t rate = wm_rate(w, st, pf, leaf);
 	uint64_t rtt = pf->min_rtt ? pf->min_rtt : pf->srtt ? pf->srtt : st->rtt_unknown;
 	uint64_t bdp = (uint64_t)(((unsigned __int128)rate * rtt) >> 32);
 	uint64_t seg = pf->mss ? pf->mss : 1460;
@@ -438,6 +497,7 @@ copy_segment(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct 
 	update_wm(w, st, pf, leaf);
 	if (pf->bytes + len > pf->maxbuf) {
 		st->st.buf_full++;
+		pf->bw.limited = 1;
 		return;
 	}
 	if (pf->copies >= st->flow_cap) {
@@ -578,6 +638,7 @@ recover_one(struct weir_worker *w, struct pep *st, struct pep_flow *pf, bool sac
 {
 	if (!(pf->flags & F_RECOVERY)) {
 		pf->flags |= F_RECOVERY;
+		pf->bw.lossy = 1;
 		pf->recover = pf->next_seq;
 		for (uint32_t ri = pf->head; ri != NONE; ri = st->rec[ri].next)
 			st->rec[ri].fl &= (uint8_t)~R_RETX;
@@ -687,6 +748,8 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 	if (p->flags & WEIR_PF_TCP_SACK)
 		sack_mark(st, pf, m, p);
 	if (seq_gt(r, pf->real_una)) {
+		if (st->wm_measured)
+			bw_sample(pf, r, now);
 		purge(st, pf, r, now);
 		pf->real_una = r;
 		pf->retries = 0;
@@ -837,8 +900,10 @@ pep_queued(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
 		return;
 	pf->unq = NONE;
 	release(w, st, f, pf);
-	if (!(st->rec[ri].fl & R_PACKED))
+	if (!(st->rec[ri].fl & R_PACKED)) {
 		st->st.withheld++;
+		pf->bw.limited = 1;
+	}
 }
 
 /* The class refused S's segment (queue full), evicted it from a full leaf
@@ -948,6 +1013,17 @@ weir_pep_watermark(const struct weir_worker *w, int d, uint32_t slot)
 	const struct pep_flow *pf = st ? flow_get(st, d, slot) : NULL;
 
 	return pf ? pf->wm : 0;
+}
+
+uint64_t
+weir_pep_delivery_bps(const struct weir_worker *w, int d, uint32_t slot)
+{
+	const struct pep *st = pep_of(w);
+	const struct pep_flow *pf = st ? flow_get(st, d, slot) : NULL;
+
+	if (pf == NULL || pf->bw.flat < PEP_BW_FULL)
+		return 0;
+	return (uint64_t)(((unsigned __int128)bw_estimate(&pf->bw) * w->tsc_hz * 8) >> 32);
 }
 
 uint32_t

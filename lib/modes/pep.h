@@ -112,6 +112,9 @@ size_t weir_pep_bytes_per_flow(void);
 size_t weir_pep_bytes_per_copy(void);
 /* Views for tests: watermark and buffered bytes of (d, slot); 0 if none. */
 uint32_t weir_pep_watermark(const struct weir_worker *w, int d, uint32_t slot);
+/* R's delivery rate in bits/s once the pipe is full (shaping.pep.watermark
+ * = "measured"), else 0. */
+uint64_t weir_pep_delivery_bps(const struct weir_worker *w, int d, uint32_t slot);
 uint32_t weir_pep_buffered(const struct weir_worker *w, int d, uint32_t slot);
 
 #endif /* WEIR_PEP_H */

@@ -63,6 +63,34 @@ struct pep_tmpl {
 #define F_ECE      0x80         /* R echoed congestion (ECE) since S's last CWR: p-ACKs carry it */
 #define F_RTSECR   0x100        /* r_tsecr is known */
 
+/*
+ * The delivery rate R's ACKs show: bytes R acknowledged over at least one
+ * round trip beyond the gateway, one sample per round trip. The estimate is
+ * the largest sample of the current and the previous epoch of
+ * PEP_BW_EPOCH samples (a windowed maximum, as BBR's bandwidth filter), so
+ * a fall of the path's rate is followed within 2 x PEP_BW_EPOCH round trips
+ * and a rise at once. Only samples during which the watermark held the
+ * sender back (a segment stored without a p-ACK) age the filter: a sender
+ * that sends less than the path carries says nothing of the path. A sample
+ * that spans a loss episode is dropped (the hole's bytes arrive at once when
+ * it fills). The pipe is full after PEP_BW_FULL samples in a row that grew
+ * the estimate by less than a quarter; until then the class's share sets the
+ * watermark, as without measurement.
+ */
+#define PEP_BW_EPOCH 5
+#define PEP_BW_FULL 3
+
+struct pep_bw {
+	uint64_t t0;            /* TSC the sample began; 0: none running */
+	uint64_t max[2];        /* epoch maxima (current, previous), bytes per tick << 32 */
+	uint64_t full_bw;       /* the estimate at the last growth by a quarter */
+	uint32_t una0;          /* R's ACK when the sample began */
+	uint8_t n;              /* pipe-limited samples in the current epoch */
+	uint8_t flat;           /* samples in a row without growth by a quarter */
+	uint8_t limited;        /* the watermark held S back during this sample */
+	uint8_t lossy;          /* a loss episode during this sample */
+};
+
 struct pep_flow {
 	uint32_t head, tail;    /* the chain */
 	uint32_t pk;            /* first record not p-acked, NONE: all are */
@@ -83,6 +111,7 @@ struct pep_flow {
 	uint32_t bytes;         /* bytes of the copies held (SACKed ones not) */
 	uint32_t packed_bytes;  /* bytes p-acked and not yet acked by R */
 	uint32_t wm, maxbuf;    /* watermark and maximum buffer, bytes */
+	struct pep_bw bw;       /* R's delivery rate (shaping.pep.watermark = "measured") */
 	/* gateway -> R -> gateway, TSC ticks: 64 bits, as every tick quantity
 	 * here (2 s is 4.6e9 ticks at 2.3 GHz, more than 32 bits hold). */
 	uint64_t srtt, rttvar, min_rtt;
@@ -121,6 +150,7 @@ struct pep {
 	uint32_t n_flows;
 	struct rte_mempool *mp;
 	uint64_t rto_min, rto_max, rtt_unknown;
+	bool wm_measured;               /* watermark from R's delivery rate (shaping.pep.watermark) */
 	struct weir_pep_stats st;
 };
 

@@ -119,6 +119,7 @@ weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake)
 		}
 		pf->retries++;
 		pf->flags |= F_RECOVERY;
+		pf->bw.lossy = 1;
 		pf->recover = pf->next_seq;
 		for (uint32_t ri = pf->head; ri != NONE; ri = st->rec[ri].next) {
 			if (st->rec[ri].m != NULL) {

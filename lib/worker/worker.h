@@ -149,6 +149,9 @@ struct weir_worker_conf {
 	/* pep's copies this worker may hold (0: an eighth of the pool, for
 	 * tests and benches; the app sets shaping.pep.copies, reserved). */
 	uint32_t pep_copies;
+	/* pep's watermark from R's measured delivery rate (shaping.pep.watermark
+	 * = "measured") instead of only the class's share (lib/modes/pep_int.h). */
+	bool pep_wm_measured;
 	/* At stop, how long the worker keeps forwarding and recovering while
 	 * a mode owes a receiver data its sender was told arrived (pep); then
 	 * both ends are reset. */

@@ -145,6 +145,8 @@ static bool rig_l3_control;
 static uint32_t rig_l3_control_pps;
 /* The fake clock's ticks a second for workers made while set (0: the TSC's). */
 static uint64_t rig_tsc_hz;
+/* weir_worker_conf.pep_wm_measured of workers made while set. */
+static bool rig_pep_wm_measured;
 /* Packets a flow's queue holds in workers made while set (0: 16; weir's default is 128). */
 static uint16_t rig_flow_limit;
 
@@ -167,7 +169,8 @@ rig_make_pa(struct rig *r, const struct weir_policy_conf *pc, const char *name, 
 	struct weir_worker_conf wc = { .burst = 32, .cut_through = rig_cut_through,
 				       .malformed_pps = rig_malformed_pps, .tsc_hz = rig_tsc_hz,
 				       .l3_control = rig_l3_control,
-				       .l3_control_pps = rig_l3_control_pps };
+				       .l3_control_pps = rig_l3_control_pps,
+				       .pep_wm_measured = rig_pep_wm_measured };
 
 	memset(r, 0, sizeof(*r));
 	r->p = weir_policy_build(pc, 1, &e);

@@ -1289,6 +1289,110 @@ test_signed(void)
 	rig_free(&r);
 }
 
+/*
+ * shaping.pep.watermark = "measured": S always has 60 segments out past what
+ * it was shown acknowledged; the path beyond the gateway (20 ms each way)
+ * delivers 250 bytes a millisecond for 1.5 s, then 125. The class's share
+ * (8 Mbit/s) would set a watermark of ~48 kB; R's delivery rate, once the
+ * pipe is full, sets it from 2 Mbit/s, then follows the fall to 1 Mbit/s.
+ */
+#define BW_SEGS 4000
+
+static uint32_t
+pacs_highest(struct rig *r, uint32_t shown)
+{
+	struct seen a[256];
+	unsigned int n = packs(r, a, 256);
+
+	for (unsigned int i = 0; i < n; i++)
+		if ((int32_t)(a[i].ack - shown) > 0)
+			shown = a[i].ack;
+	return shown;
+}
+
+/* The originals leave for R now: each is delivered in turn at the path's
+ * rate (bytes per ms), and R's ACK for it is back 20 ms later. */
+static void
+bw_path(struct rig *r, uint64_t t, uint32_t rate, uint64_t *ack_at, uint32_t *out,
+	uint64_t *deliv)
+{
+	struct rte_mbuf *o[64];
+	uint16_t n;
+
+	while ((n = rig_dequeue(r, WEIR_PORT_LAN, t, o, 64)) > 0) {
+		for (uint16_t i = 0; i < n; i++) {
+			struct seen s = look(o[i]);
+
+			if (s.len > 0 && s.seq == ISN_S + *out * 1000 && *out < BW_SEGS) {
+				uint64_t at = RTE_MAX(t + 20 * MS, *deliv + 1000 * MS / rate);
+
+				*deliv = at;
+				ack_at[(*out)++] = at + 20 * MS;
+			}
+		}
+		rte_pktmbuf_free_bulk(o, n);
+	}
+}
+
+static void
+test_watermark_measured(void)
+{
+	static uint64_t ack_at[BW_SEGS];
+	const uint64_t t0 = *hzp;
+	uint32_t sent = 0, out = 0, acked = 0, shown = ISN_S, wm_hi = 0;
+	uint64_t deliv = 0, bps_hi = 0, bps_lo;
+	struct rig r;
+	int rc;
+
+	rig_pep_wm_measured = true;
+	rig_flow_limit = 128;
+	rc = make(&r, "pep_bw");
+	rig_pep_wm_measured = false;
+	rig_flow_limit = 0;
+	if (rc != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	opened(&r, t0);
+	rig_emitted_free(&r);
+	for (uint64_t t = t0 + 50 * MS; t < t0 + 3500 * MS; t += 2 * MS) {
+		uint32_t rate = t < t0 + 1500 * MS ? 250 : 125, k = acked;
+
+		while (k < out && ack_at[k] <= t)
+			k++;
+		if (k > acked) {
+			struct seg s = rack(0, k * 1000, 2000);
+
+			acked = k;
+			feed_seg(&r, &s, t);
+		}
+		shown = pacs_highest(&r, shown);
+		rig_emitted_free(&r);
+		while (sent < BW_SEGS && sent < (shown - ISN_S) / 1000 + 60) {
+			struct seg s = data(0, sent++ * 1000);
+
+			feed_seg(&r, &s, t);
+		}
+		shown = pacs_highest(&r, shown);
+		rig_emitted_free(&r);
+		bw_path(&r, t, rate, ack_at, &out, &deliv);
+		if (t == t0 + 1450 * MS) {
+			bps_hi = weir_pep_delivery_bps(r.w, 0, 0);
+			wm_hi = weir_pep_watermark(r.w, 0, 0);
+		}
+	}
+	bps_lo = weir_pep_delivery_bps(r.w, 0, 0);
+	printf("pep measured: %" PRIu64 " then %" PRIu64 " bit/s, watermark %u\n", bps_hi, bps_lo, wm_hi);
+	CHECK(bps_hi >= 1800000 && bps_hi <= 2300000, "2 Mbit/s measured (%" PRIu64 ")", bps_hi);
+	/* 2 Mbit/s and a quarter x 40 ms, an eighth and two segments: ~17 kB. */
+	CHECK(wm_hi >= 13000 && wm_hi <= 22000, "the watermark follows it, not the share (%u)",
+	      wm_hi);
+	CHECK(bps_lo >= 900000 && bps_lo <= 1200000, "the fall to 1 Mbit/s followed (%" PRIu64 ")",
+	      bps_lo);
+	CHECK(ST->give_ups == 0, "no give-up");
+	rig_free(&r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1319,6 +1423,7 @@ main(int argc, char **argv)
 	test_mode_off();
 	test_flush();
 	test_signed();
+	test_watermark_measured();
 	CHECK(rte_mempool_in_use_count(mp) == 0, "no mbuf leaked (%u in use)",
 	      rte_mempool_in_use_count(mp));
 	return unit_report();
