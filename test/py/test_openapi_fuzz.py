@@ -109,7 +109,7 @@ def test_schemathesis(sw):
                         # weir refuses a NUL in a URL on purpose (issue 16.4).
                         "--generation-allow-x00", "false",
                         "--phases", "examples,coverage,fuzzing",
-                        "--generation-database", "none", "--max-time", "90"],
+                        "--generation-database", "none", "--max-time", "60"],
                        capture_output=True, text=True, timeout=240,
                        env={**os.environ, "PYTHONPATH": str(ST_DEPS), "SCHEMATHESIS_HOOKS": ""},
                        cwd=sw.dir)
