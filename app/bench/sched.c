@@ -49,11 +49,13 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
+#include <rte_prefetch.h>
 #include <rte_sched.h>
 #include <rte_tcp.h>
 
 #include "harness.h"
 #include "cbq.h"
+#include "drr.h"
 #include "mbuf_meta.h"
 
 #define BURST 32
@@ -209,9 +211,18 @@ static inline unsigned int
 weir_burst(struct weir_cbq *c, struct rte_mbuf **pkts, const uint32_t *fl, const uint32_t *cl,
 	   int lookup, int deq, struct rte_mbuf **out, uint64_t *drops)
 {
+	const struct weir_drr_qtab *qt = weir_cbq_qtab(c);
 	uint64_t now = rte_rdtsc();
 	unsigned int n = 0;
 
+	/* As the worker does (prefetch_flow_state): the burst's flow queue
+	 * entries asked for before the first is needed; the class comes from
+	 * the flow's table entry, which the worker's lookup brought in. */
+	for (int k = 0; k < BURST; k++) {
+		rte_prefetch0(&qt->q[fl[k]]);
+		if (lookup)
+			rte_prefetch0(&flow_class[fl[k]]);
+	}
 	for (int k = 0; k < BURST; k++) {
 		uint32_t leaf = 1 + (lookup ? flow_class[fl[k]] : cl[k]);
 
@@ -288,6 +299,9 @@ rte_burst(struct rte_sched_port *port, struct rte_mbuf **pkts, const uint32_t *f
 {
 	int in;
 
+	if (lookup)
+		for (int k = 0; k < BURST; k++)
+			rte_prefetch0(&flow_class[fl[k]]);
 	for (int k = 0; k < BURST; k++)
 		rte_sched_port_pkt_write(port, pkts[k], 0, lookup ? flow_class[fl[k]] : cl[k],
 					 RTE_SCHED_TRAFFIC_CLASS_BE, be_queue(fl[k]),
