@@ -630,12 +630,15 @@ sack_mark(struct pep *st, struct pep_flow *pf, struct rte_mbuf *m, const struct 
 	}
 }
 
-/* Loss beyond the gateway: retransmit the first copy R still lacks that
- * was not retransmitted in this episode (with SACK: only below the
- * highest SACKed byte, a hole). */
+/* Loss beyond the gateway: retransmit up to `budget` copies R still lacks
+ * that were not retransmitted in the last round trip (with SACK: only below
+ * the highest SACKed byte, holes; without: only the one R names). */
 static void
-recover_one(struct weir_worker *w, struct pep *st, struct pep_flow *pf, bool sack, uint64_t now)
+recover(struct weir_worker *w, struct pep *st, struct pep_flow *pf, bool sack, unsigned int budget,
+	uint64_t now)
 {
+	unsigned int n = 0;
+
 	if (!(pf->flags & F_RECOVERY)) {
 		pf->flags |= F_RECOVERY;
 		pf->bw.lossy = 1;
@@ -669,9 +672,11 @@ recover_one(struct weir_worker *w, struct pep *st, struct pep_flow *pf, bool sac
 			continue;
 		if (r->fl & R_RETX)
 			st->st.retx_again++;
-		if (pep_retransmit(w, st, pf, r, now))
-			st->st.fast_retx++;
-		return;
+		if (!pep_retransmit(w, st, pf, r, now))
+			return;
+		st->st.fast_retx++;
+		if (++n >= budget || !sack)
+			return;
 	}
 }
 
@@ -759,7 +764,14 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 			pf->flags &= (uint16_t)~F_RECOVERY;
 			pf->sack_hi = r;
 		} else if (pf->flags & F_RECOVERY) {
-			recover_one(w, st, pf, false, now);    /* a partial ACK: the next hole */
+			/* A partial ACK: the hole it names, and with SACK every
+			 * hole below R's highest SACKed byte (up to a burst):
+			 * those segments left the path lost, so their resends put
+			 * back no more than it held. One hole a round trip
+			 * (NewReno) stalls S a round trip per segment a burst
+			 * lost: S waits on the full buffer, so no duplicates come
+			 * to clock the rest. */
+			recover(w, st, pf, seq_gt(pf->sack_hi, r), PEP_HOLES_BURST, now);
 		}
 	} else if (pure && r == pf->real_una && p->win == pf->last_win && pf->n > 0 &&
 		   seq_gt(pf->next_seq, r)) {
@@ -767,9 +779,9 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 		if (pf->dups < UINT8_MAX)
 			pf->dups++;
 		if (p->sack_n > 0 && seq_gt(pf->sack_hi, r))
-			recover_one(w, st, pf, true, now);
+			recover(w, st, pf, true, 1, now);
 		else if (pf->dups >= 3)
-			recover_one(w, st, pf, false, now);
+			recover(w, st, pf, false, 1, now);
 	}
 	shown_before = pf->shown;
 	if (seq_gt(r, pf->una)) {

@@ -184,8 +184,9 @@ pep_retransmit(struct weir_worker *w, struct pep *st, const struct pep_flow *pf,
 		restamp(m, &weir_mbuf_meta(r->m)->pkt, pf->r_tsecr);
 	r->fl |= R_RETX | R_EVER_RETX;
 	r->sent = now;
-	/* Straight to R, past the class queue: one frame per loss event,
-	 * and the original already paid its way through the class. */
+	/* Straight to R, past the class queue: a segment the path lost (one
+	 * per duplicate ACK, at most PEP_HOLES_BURST per partial ACK), and the
+	 * original already paid its way through the class. */
 	weir_worker_out(w, pf->d ^ 1, m);
 	return true;
 }

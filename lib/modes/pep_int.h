@@ -63,6 +63,9 @@ struct pep_tmpl {
 #define F_ECE      0x80         /* R echoed congestion (ECE) since S's last CWR: p-ACKs carry it */
 #define F_RTSECR   0x100        /* r_tsecr is known */
 
+/* Copies resent at most on one partial ACK (the holes its SACK shows). */
+#define PEP_HOLES_BURST 16
+
 /*
  * The delivery rate R's ACKs show: bytes R acknowledged over at least one
  * round trip beyond the gateway, one sample per round trip. The estimate is

@@ -1289,6 +1289,59 @@ test_signed(void)
 	rig_free(&r);
 }
 
+/* A burst of losses: R names the first hole with a duplicate, then (a round
+ * trip later) a partial ACK while SACK blocks show four more holes. With S
+ * stalled on the gateway's full buffer no more duplicates come: the partial
+ * ACK must resend the holes it says left room for, not one a round trip. */
+static void
+test_partial_ack_holes(void)
+{
+	const uint64_t t0 = *hzp;
+	struct rig r;
+
+	if (make(&r, "pep_holes") != 0) {
+		CHECK(0, "rig");
+		return;
+	}
+	opened(&r, t0);
+	send_data(&r, 20, t0 + 50 * MS);
+	drain_up(&r, t0 + 50 * MS);
+	rig_emitted_free(&r);
+	{
+		struct seg s = rack(0, 2000, 2000);
+
+		feed_seg(&r, &s, t0 + 100 * MS);
+		s.n_sack = 2;
+		s.sack[0] = ISN_S + 3000;
+		s.sack[1] = ISN_S + 6000;
+		s.sack[2] = ISN_S + 10000;
+		s.sack[3] = ISN_S + 20000;
+		feed_seg(&r, &s, t0 + 101 * MS);
+	}
+	CHECK(retx_of(&r, 2000) == 1 && ST->fast_retx == 1, "the first hole at once");
+	rig_emitted_free(&r);
+	{
+		struct seg s = rack(0, 6000, 2000);
+
+		s.n_sack = 1;
+		s.sack[0] = ISN_S + 10000;
+		s.sack[1] = ISN_S + 20000;
+		feed_seg(&r, &s, t0 + 150 * MS);
+	}
+	CHECK(retx_of(&r, 6000) == 1 && retx_of(&r, 7000) == 1 && retx_of(&r, 8000) == 1 &&
+	      retx_of(&r, 9000) == 1 && ST->fast_retx == 5,
+	      "the partial ACK resends the four holes below the SACKed data (%" PRIu64 " resent)",
+	      ST->fast_retx);
+	rig_emitted_free(&r);
+	{
+		struct seg s = rack(0, 20000, 2000);
+
+		feed_seg(&r, &s, t0 + 200 * MS);
+	}
+	CHECK(weir_pep_buffered(r.w, 0, 0) == 0 && ST->copies == 0, "all purged");
+	rig_free(&r);
+}
+
 /*
  * shaping.pep.watermark = "measured": S always has 60 segments out past what
  * it was shown acknowledged; the path beyond the gateway (20 ms each way)
@@ -1407,6 +1460,7 @@ main(int argc, char **argv)
 	test_pack_basic(1);
 	test_watermark_release();
 	test_local_recovery();
+	test_partial_ack_holes();
 	test_rto_give_up();
 	test_rto_receiver_talks();
 	test_rto_long_path();
