@@ -16,6 +16,7 @@
 
 #include "policy_switch.h"
 #include "rest_int.h"
+#include "subs_apply.h"
 #include "subs_lqos.h"
 #include "policy_subs.h"
 
@@ -48,8 +49,9 @@ sub_dir_json(const struct weir_policy *p, int d, uint32_t i, const json_t *sd)
 #undef F
 }
 
-static json_t *
-sub_json(const struct weir_policy *p, uint32_t i, const json_t *stats)
+json_t *
+rest_sub_json(struct weir_app *a, const struct weir_policy *p, uint32_t i,
+	      const json_t *stats)
 {
 	const struct weir_subs *s = p->subs;
 	const struct weir_sub *u = weir_subs_get(s, i);
@@ -165,7 +167,7 @@ h_subs(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct
 		return;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		all[i] = sub_json(p, i, stats);
+		all[i] = rest_sub_json(a, p, i, stats);
 		keys[i].i = i;
 		keys[i].v = strcmp(sort, "id") == 0 ? 0 : both_dirs(all[i], sort);
 	}
@@ -195,138 +197,13 @@ h_sub_get(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, str
 	if (no_subs(p, r) || (i = find_or_404(p, rq->sub, r)) < 0)
 		return;
 	stats = stats_since_reset(a);
-	rest_reply_json(r, sub_json(p, (uint32_t)i, stats));
+	rest_reply_json(r, rest_sub_json(a, p, (uint32_t)i, stats));
 	json_decref(stats);
 }
 
-/* The body: rates by direction, 0 = unchanged. 0, or -1 with the reply. */
-static int
-sub_change(struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r, uint64_t min[2],
-	   uint64_t max[2])
-{
-	static const char *const key[4] = { "download_min", "download_max", "upload_min",
-					    "upload_max" };
-	uint64_t *out[4] = { &min[WEIR_DIR_IN], &max[WEIR_DIR_IN], &min[WEIR_DIR_OUT],
-			     &max[WEIR_DIR_OUT] };
-	const char *k;
-	json_t *body, *v;
-	int rc = 0;
-
-	if (rest_body_object(c, rq, r, &body) < 0)
-		return -1;
-	if (body == NULL || json_object_size(body) == 0) {
-		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "the body must be a JSON object with at least "
-			    "one of download_min, download_max, upload_min, upload_max");
-		json_decref(body);
-		return -1;
-	}
-	json_object_foreach(body, k, v) {
-		int j;
-
-		for (j = 0; j < 4 && strcmp(k, key[j]) != 0; j++)
-			;
-		if (j == 4) {
-			rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%.64s' (download_min, "
-				    "download_max, upload_min, upload_max)", k);
-			rc = -1;
-		} else {
-			rc = class_rate(key[j], v, out[j], r);
-		}
-		if (rc != 0)
-			break;
-	}
-	json_decref(body);
-	return rc;
-}
-
-/* A plan change: the subscriber's two leaves rebuilt (the policy's own
- * validation) and switched to at once; on any error nothing changes. */
-void
-h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
-{
-	const struct weir_policy *p = a->cfg.policy;
-	uint64_t min[2] = { 0 }, max[2] = { 0 };
-	struct weir_policy *np = NULL, *step;
-	struct weir_policy_err perr;
-	char name[WEIR_POLICY_NAME_LEN], err[sizeof(a->reload_error)];
-	int64_t i;
-	int rc;
-
-	/* The body first, as a class PATCH: a malformed request is 400 whatever it names;
-	 * a 422 says which policy stayed in force, as every 422 of a policy does. */
-	if (sub_change(c, rq, r, min, max) < 0) {
-		if (r->status == MHD_HTTP_UNPROCESSABLE_CONTENT)
-			json_object_set_new(json_object_get(r->json, "error"), "epoch",
-					    json_integer(p != NULL ? p->epoch : 0));
-		return;
-	}
-	if (no_subs(p, r) || (i = find_or_404(p, rq->sub, r)) < 0)
-		return;
-	if (rest_switch_busy(a, r))
-		return;
-	weir_subs_class_name(p->subs, (uint32_t)i, name);
-	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
-		const struct weir_policy *cur = np != NULL ? np : p;
-		int k = cur->tree[d].n_classes ? weir_policy_class_find(cur, d, name) : -1;
-		struct weir_policy_class_change chg = { .rate = min[d], .ceil = max[d], .mode = -1 };
-		const struct weir_policy_class *kc, *pc;
-		uint64_t ceil, rate;
-
-		if (k < 0 || (min[d] == 0 && max[d] == 0))
-			continue;
-		kc = &cur->tree[d].classes[k];
-		pc = &cur->tree[d].classes[kc->cbq.parent];
-		ceil = max[d] ? max[d] : kc->cbq.ceil;
-		rate = min[d] ? min[d] : kc->cbq.rate;
-		/* A plan is within its node: refused, not clipped. */
-		if (ceil > pc->cbq.ceil || rate > ceil) {
-			weir_policy_free(np);
-			rest_reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%s: %s %.3f Mbit/s above %s "
-				    "(%.3f Mbit/s)", d == WEIR_DIR_IN ? "download" : "upload",
-				    rate > ceil ? "min" : "max", (rate > ceil ? rate : ceil) / 1e6,
-				    rate > ceil ? "its max" : "its parent's",
-				    (rate > ceil ? ceil : pc->cbq.ceil) / 1e6);
-			json_object_set_new(json_object_get(r->json, "error"), "epoch",
-					    json_integer(p->epoch));
-			return;
-		}
-		step = weir_policy_with_class(cur, d, name, &chg, 0, &perr);
-		weir_policy_free(np);
-		np = step;
-		if (np == NULL) {
-			rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, perr.msg);
-			return;
-		}
-	}
-	if (np == NULL) {
-		rest_reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "nothing to change");
-		json_object_set_new(json_object_get(r->json, "error"), "epoch",
-				    json_integer(p->epoch));
-		return;
-	}
-	rc = weir_policy_apply(a, np, &a->cfg, err, sizeof(err));
-	if (rc < 0) {
-		weir_policy_free(np);
-		rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
-		return;
-	}
-	if (rc > 0)
-		RTE_LOG(WARNING, USER1, "%s\n", err);
-	p = a->cfg.policy;
-	RTE_LOG(NOTICE, USER1, "policy %u in force (subscriber %s changed through the API)\n",
-		p->epoch, rq->sub);
-	{
-		json_t *stats = stats_since_reset(a), *o = sub_json(p, (uint32_t)i, stats);
-
-		json_object_set_new(o, "epoch", json_integer((json_int_t)p->epoch));
-		json_decref(stats);
-		rest_reply_json(r, o);
-	}
-}
-
 /* Errors text ("FILE:LINE: why\n"...) as a JSON array of lines. */
-static json_t *
-error_lines(const struct weir_sub_errs *e)
+json_t *
+rest_sub_error_lines(const struct weir_sub_errs *e)
 {
 	json_t *a = json_array();
 
@@ -338,39 +215,6 @@ error_lines(const struct weir_sub_errs *e)
 		p += n + (nl != NULL);
 	}
 	return a;
-}
-
-/* The policy in force with subscriber set s in place of its own: the
- * trees' own classes kept, the subscribers' rebuilt. NULL with err. */
-static struct weir_policy *
-policy_with_subs(const struct weir_app *a, const struct weir_policy *p,
-		 const struct weir_subs *s, char *err, size_t errlen)
-{
-	struct weir_policy_conf pc = p->src.conf;
-	struct weir_policy_class_conf *cls[WEIR_POLICY_DIRS] = { NULL, NULL };
-	struct weir_policy_err perr;
-	struct weir_policy *np = NULL;
-
-	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
-		struct weir_policy_tree_conf *tc = &pc.tree[d];
-
-		if (tc->rate == 0 || tc->n_classes == 0)
-			continue;
-		cls[d] = weir_subs_classes(s, d, tc->rate, a->cfg.subs_parent, tc->classes,
-					   pc.subs_base[d], tc->mode, err, errlen);
-		if (cls[d] == NULL)
-			goto out;
-		tc->classes = cls[d];
-		tc->n_classes = (uint16_t)(pc.subs_base[d] + weir_subs_class_count(s));
-	}
-	pc.subs = s;
-	np = weir_policy_build(&pc, 0, &perr);
-	if (np == NULL)
-		snprintf(err, errlen, "%s", perr.msg);
-out:
-	free(cls[0]);
-	free(cls[1]);
-	return np;
 }
 
 /*
@@ -386,7 +230,6 @@ h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
 	struct weir_sub_errs e = { 0 };
 	struct weir_sub_diff d;
 	struct weir_subs *s;
-	struct weir_policy *np;
 	char err[sizeof(a->reload_error)];
 	json_t *diff;
 	int rc;
@@ -405,7 +248,7 @@ h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
 	if (s == NULL) {
 		rest_reply_error(r, MHD_HTTP_UNPROCESSABLE_CONTENT, "%u problems in the subscriber "
 			    "files; nothing of them applied", e.n);
-		json_object_set_new(json_object_get(r->json, "error"), "problems", error_lines(&e));
+		json_object_set_new(json_object_get(r->json, "error"), "problems", rest_sub_error_lines(&e));
 		json_object_set_new(json_object_get(r->json, "error"), "epoch",
 				    json_integer(p->epoch));
 		weir_sub_errs_free(&e);
@@ -416,31 +259,19 @@ h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
 			 "removed", d.n[WEIR_SUB_REMOVED], "rates", d.n[WEIR_SUB_RATES],
 			 "changed", d.n[WEIR_SUB_CHANGED], "unchanged", d.unchanged,
 			 "nodes_changed", d.nodes_changed);
-	if (d.n[0] + d.n[1] + d.n[2] + d.n[3] == 0 && !d.nodes_changed) {
+	if (!subs_diff_any(&d)) {
 		weir_subs_free(s);
 		rest_reply_json(r, json_pack("{s:b, s:I, s:o}", "switched", 0,
 					"epoch", (json_int_t)p->epoch, "diff", diff));
 		return;
 	}
-	np = policy_with_subs(a, p, s, err, sizeof(err));
-	weir_subs_free(s);      /* np holds its own reference */
-	if (np == NULL) {
-		json_decref(diff);
-		rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
-		return;
-	}
-	rc = weir_policy_apply(a, np, &a->cfg, err, sizeof(err));
+	rc = subs_apply(a, s, &d, err, sizeof(err));
 	if (rc < 0) {
-		weir_policy_free(np);
 		json_decref(diff);
-		rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
+		rest_reply_policy_error(a, r, rc == WEIR_SUBS_FULL ? MHD_HTTP_INSUFFICIENT_STORAGE
+					: MHD_HTTP_UNPROCESSABLE_CONTENT, err);
 		return;
 	}
-	if (rc > 0)
-		RTE_LOG(WARNING, USER1, "%s\n", err);
-	RTE_LOG(NOTICE, USER1, "policy %u in force (subscriber files re-read: %u added, %u "
-		"removed, %u changed)\n", a->cfg.policy->epoch, d.n[WEIR_SUB_ADDED],
-		d.n[WEIR_SUB_REMOVED], d.n[WEIR_SUB_RATES] + d.n[WEIR_SUB_CHANGED]);
 	rest_reply_json(r, json_pack("{s:b, s:I, s:o}", "switched", 1,
 				"epoch", (json_int_t)a->cfg.policy->epoch, "diff", diff));
 }
