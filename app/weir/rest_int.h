@@ -192,6 +192,11 @@ void h_sub_delete(struct weir_app *a, struct MHD_Connection *c, struct rest_req 
 		  struct rest_reply *r);
 void h_subs_batch(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
 		  struct rest_reply *r);
+/* rest_subs_upload.c: PUT the subscriber files (ShapedDevices.csv, network.json). */
+void h_subs_upload_csv(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+		       struct rest_reply *r);
+void h_subs_upload_network(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+			   struct rest_reply *r);
 void h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
 		   struct rest_reply *r);
 bool rest_switch_busy(struct weir_app *a, struct rest_reply *r);
@@ -231,6 +236,12 @@ void rest_h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct
 void rest_reply_policy_error(struct weir_app *a, struct rest_reply *r, unsigned int status,
 			const char *msg);
 bool rest_ctype_is(const char *ct, const char *want);
+/* data in a new file beside path (path.upload.XXXXXX, mode), flushed: 0
+ * with its name in out, or -1 with errno and nothing left. */
+int rest_temp_write(const char *path, const char *data, size_t len, mode_t mode, char *out,
+		    size_t outlen);
+/* Make the renames in path's directory durable. */
+void rest_dir_sync(const char *path);
 char *rest_file_read(const char *path, size_t *len);
 
 #endif

@@ -306,8 +306,7 @@ next_set(struct weir_app *a, struct sub_item *it, uint32_t n)
 		item_within_parent(a, p, &it[k]);
 		bad |= it[k].status != 0;
 	}
-	if (bad)
-		goto out;
+	/* The others are still checked, so every bad item is reported. */
 	next = weir_subs_copy(cur, keep_undropped, drop, &e);
 	if (next == NULL)
 		goto errs;
@@ -317,7 +316,7 @@ next_set(struct weir_app *a, struct sub_item *it, uint32_t n)
 		const json_t *x;
 		int64_t i;
 
-		if (it[k].del)
+		if (it[k].del || it[k].status != 0)
 			continue;
 		i = weir_subs_add(next, &it[k].c, f, k + 1, &e);
 		if (i < 0)
@@ -327,7 +326,7 @@ next_set(struct weir_app *a, struct sub_item *it, uint32_t n)
 		json_array_foreach(it[k].macs, j, x)
 			weir_subs_add_mac_text(next, (uint32_t)i, json_string_value(x), f, k + 1, &e);
 	}
-	if (e.n == 0 && weir_subs_check(next, &e) == 0)
+	if (weir_subs_check(next, &e) == 0 && e.n == 0 && !bad)
 		goto out;
 errs:
 	if (e.n_full != 0)

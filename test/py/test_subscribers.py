@@ -191,3 +191,84 @@ def test_reload_applies_what_changed(subs_tb):
     out = tb.run("gw", [PYTHON, str(WEIRCTL), "--url", f"http://127.0.0.1:{MGMT_PORT}", "sub",
                         "reload"]).stdout
     assert out.startswith("nothing changed"), out
+
+
+def api_file(tb, path, method, body, ctype="application/json"):
+    """A request with a large body (from a file), and its HTTP status."""
+    f = FILES["dir"] / "body"
+    f.write_text(body if isinstance(body, str) else json.dumps(body))
+    out = tb.run("gw", ["curl", "-s", "-w", "\n%{http_code}", "-X", method, "-H",
+                        f"Content-Type: {ctype}", "--data-binary", f"@{f}",
+                        f"http://127.0.0.1:{MGMT_PORT}{path}"]).stdout
+    text, code = out.rsplit("\n", 1)
+    return int(code), json.loads(text)
+
+
+def test_put_delete_batch_and_upload(subs_tb):
+    """One subscriber created, refused (a prefix taken 409, above its parent or min above
+    max 422), deleted; a batch refused item by item, then applied whole; a full class tree
+    refused (507) and counted; a ShapedDevices.csv uploaded: bad rows refused by FILE:LINE,
+    a good one applied (its diff only) and written over the configured file."""
+    tb, d = subs_tb, FILES["dir"]
+    total = api(tb, "/api/v1/subscribers")["total"]
+    new = {"name": "New one", "parent": "AP00", "download_max": "5mbit", "upload_max": "2mbit",
+           "download_min": "1mbit", "prefixes": ["10.210.0.0/24", "2001:db8:ffff::/48"],
+           "macs": ["02:00:00:00:00:01"]}
+    code, r = api_file(tb, "/api/v1/subscribers/s-new", "PUT", new)
+    assert code == 201 and r["download"]["max_bps"] == 5_000_000 and r["parent"] == "AP00", r
+    assert r["prefixes"] == ["10.210.0.0/24", "2001:db8:ffff::/48"], r
+    code, r = api_file(tb, "/api/v1/subscribers/s-two", "PUT", {**new, "prefixes": ["10.210.0.0/24"]})
+    assert code == 409 and "'s-new'" in r["error"]["message"], r
+    code, r = api_file(tb, "/api/v1/subscribers/s-two", "PUT", {**new, "download_max": "50mbit"})
+    assert code == 422 and "above its parent" in r["error"]["message"], r
+    code, r = api_file(tb, "/api/v1/subscribers/s-two", "PUT", {**new, "download_min": "9mbit"})
+    assert code == 422 and "above its max" in r["error"]["message"], r
+    code, r = api_file(tb, "/api/v1/subscribers/s-new", "PATCH", {"upload_max": "3mbit"})
+    assert code == 200 and r["upload"]["max_bps"] == 3_000_000 and r["name"] == "New one", r
+    assert api(tb, "/api/v1/subscribers/nobody", "DELETE")["error"]["code"] == 404
+    assert api(tb, "/api/v1/subscribers/s-new", "DELETE")["deleted"] is True
+    assert api(tb, "/api/v1/subscribers/s-new")["error"]["code"] == 404
+    assert api(tb, "/api/v1/subscribers")["total"] == total
+
+    # A batch: all or nothing, every bad item with its index.
+    epoch = api(tb, "/api/v1/classes")["epoch"]
+    batch = [{**new, "id": "b1"}, {**new, "id": "b2", "prefixes": ["10.100.0.5"]},
+             {"id": "ghost", "delete": True}, {**new, "id": "b3", "prefixes": ["10.211.0.1"],
+                                                "upload_min": "8mbit"}]
+    code, r = api_file(tb, "/api/v1/subscribers", "POST", batch)
+    probs = {p["index"]: p for p in r["error"]["problems"]}
+    assert code == 422 and sorted(probs) == [1, 2, 3], r
+    assert probs[1]["status"] == 409 and "'f5'" in probs[1]["reason"], probs
+    assert probs[2]["status"] == 404 and probs[3]["status"] == 422, probs
+    assert api(tb, "/api/v1/classes")["epoch"] == epoch
+    code, r = api_file(tb, "/api/v1/subscribers", "POST", [
+        {**new, "id": "b1"}, {**new, "id": "b2", "prefixes": ["10.211.0.2"]},
+        {"id": "f0", "delete": True}])
+    assert code == 200 and r["diff"]["added"] == 2 and r["diff"]["removed"] == 1, r
+    assert api(tb, "/api/v1/subscribers")["total"] == total + 1
+
+    # More subscribers than the class tree holds: refused whole and counted.
+    many = [{"id": f"m{i}", "parent": "AP01", "download_max": 1000000, "upload_max": 1000000,
+             "prefixes": [f"10.220.{i // 256}.{i % 256}"]} for i in range(700)]
+    code, r = api_file(tb, "/api/v1/subscribers", "POST", many)
+    assert code == 507 and "class" in r["error"]["message"], r
+    assert api(tb, "/api/v1/counters")["policy"]["subscribers_full"] >= 1
+    assert api(tb, "/api/v1/subscribers")["total"] == total + 1
+
+    # The file uploaded (what weir-push sends): checked as a re-read, then written.
+    csv = d / "ShapedDevices.csv"
+    good = csv.read_text()
+    code, r = api_file(tb, "/api/v1/subscribers", "PUT", good + "up1,u,du1,cpe,Nowhere,,,,"
+                       "10.230.0.1,,1,1,5,5,,\n", ctype="text/csv")
+    line = len(good.splitlines()) + 1
+    assert code == 422 and r["error"]["problems"] == [
+        f"{csv}:{line}: circuit 'up1': unknown parent node 'Nowhere'"], r
+    assert csv.read_text() == good
+    up = good + "up1,u,du1,cpe,AP10,,,,10.230.0.1,,1,1,5,5,,\n"
+    # Against the set in force: up1 and f0 (deleted by the batch) come, b1 and b2 go.
+    code, r = api_file(tb, "/api/v1/subscribers?dry_run=true", "PUT", up, ctype="text/csv")
+    assert code == 200 and r["dry_run"] and r["diff"]["added"] == 2 and csv.read_text() == good
+    code, r = api_file(tb, "/api/v1/subscribers", "PUT", up, ctype="text/csv")
+    assert code == 200 and r["switched"] and r["diff"]["added"] == 2, r
+    assert r["diff"]["removed"] == 2 and csv.read_text() == up
+    assert api(tb, "/api/v1/subscribers/up1")["parent"] == "AP10"
