@@ -81,14 +81,17 @@ upload(struct weir_app *a, struct rest_req *rq, struct rest_reply *r, bool csv, 
 				csv ? (a->cfg.subs_network[0] ? a->cfg.subs_network : NULL) : tmp,
 				a->cfg.subs_box, &e);
 	if (s == NULL) {
+		json_t *probs = problems_named(&e, tmp, path);
+
 		unlink(tmp);
 		if (e.n_full != 0)
 			a->subs_full++;
+		/* The first problem in the message: what a push tool shows a box's refusal by. */
 		rest_reply_error(r, e.n_full != 0 ? MHD_HTTP_INSUFFICIENT_STORAGE
-				 : MHD_HTTP_UNPROCESSABLE_CONTENT, "%u problems in %s; nothing of it "
-				 "applied", e.n, path);
-		json_object_set_new(json_object_get(r->json, "error"), "problems",
-				    problems_named(&e, tmp, path));
+				 : MHD_HTTP_UNPROCESSABLE_CONTENT, "%s (%u problems; nothing of the "
+				 "file applied)", json_string_value(json_array_get(probs, 0)) ?: path,
+				 e.n);
+		json_object_set_new(json_object_get(r->json, "error"), "problems", probs);
 		json_object_set_new(json_object_get(r->json, "error"), "epoch",
 				    json_integer(p->epoch));
 		weir_sub_errs_free(&e);
