@@ -56,17 +56,25 @@ rest_sub_json(struct weir_app *a, const struct weir_policy *p, uint32_t i,
 	const struct weir_subs *s = p->subs;
 	const struct weir_sub *u = weir_subs_get(s, i);
 	const json_t *sh = json_object_get(stats, "shaping");
-	json_t *pfx = json_array(), *o;
+	json_t *pfx = json_array(), *macs = json_array(), *o;
 	char txt[64];
 
 	for (uint32_t k = 0; k < u->n_prefixes; k++) {
 		weir_sub_prefix_text(&weir_subs_prefixes(s)[u->first_prefix + k], txt, sizeof(txt));
 		json_array_append_new(pfx, json_string(txt));
 	}
-	o = json_pack("{s:s, s:s, s:o, s:o, s:b, s:i}", "id", u->id, "name", u->name,
+	for (uint32_t k = 0; k < u->n_macs; k++) {
+		const uint8_t *m = weir_subs_macs(s)[u->first_mac + k].addr;
+
+		snprintf(txt, sizeof(txt), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3],
+			 m[4], m[5]);
+		json_array_append_new(macs, json_string(txt));
+	}
+	o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:b, s:i}", "id", u->id, "name", u->name,
 		"parent", u->node == WEIR_SUB_NONE ? json_null()
 			: json_string(weir_subs_node(s, u->node)->name),
-		"prefixes", pfx, "shaping", !(u->flags & WEIR_SUBF_UNSHAPED), "box", (int)u->box);
+		"prefixes", pfx, "macs", macs, "shaping", !(u->flags & WEIR_SUBF_UNSHAPED),
+		"box", (int)u->box);
 	/* download: towards the subscriber, the inbound tree */
 	json_object_set_new(o, "download", sub_dir_json(p, WEIR_DIR_IN, i,
 							json_object_get(sh, "inbound")));

@@ -393,14 +393,17 @@ apply(struct weir_app *a, struct weir_subs *next, struct weir_sub_diff *d, struc
 	return false;
 }
 
+/* Nothing to change without subscribers in the config: 409 as the
+ * re-read (a PATCH names one, so 404 as before). */
 static bool
-no_subs(const struct weir_app *a, struct rest_reply *r)
+no_subs_status(const struct weir_app *a, struct rest_reply *r, unsigned int status)
 {
 	if (a->cfg.policy != NULL && a->cfg.policy->subs != NULL)
 		return false;
-	rest_reply_error(r, MHD_HTTP_NOT_FOUND, "no subscribers: the config has no 'subscribers'");
+	rest_reply_error(r, status, "no subscribers: the config has no 'subscribers'");
 	return true;
 }
+#define no_subs(a, r) no_subs_status(a, r, MHD_HTTP_CONFLICT)
 
 /* One subscriber as it now is, with the epoch. */
 static void
@@ -510,7 +513,7 @@ h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, s
 		json_decref(body);
 		return;
 	}
-	if (no_subs(a, r) || rest_switch_busy(a, r)) {
+	if (no_subs_status(a, r, MHD_HTTP_NOT_FOUND) || rest_switch_busy(a, r)) {
 		json_decref(body);
 		return;
 	}
