@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: the REST API's subscribers (docs/subscribers.md).
  *
- * GET /api/v1/subscribers?limit=&offset=&sort=id|bytes|drops: a page of
- * subscribers with their plan in force and both directions' figures from
- * the last stats snapshot; GET /api/v1/subscribers/{id}: one;
- * PATCH /api/v1/subscribers/{id} {download_min, download_max, upload_min,
- * upload_max}: a plan change, switched to as a class PATCH is (every
- * worker at once, queued packets kept in order). A subscriber's figures
- * are its leaf classes' (lib/classify/policy_subs.h: the one mapping).
+ * GET /api/v1/subscribers?limit=&offset=&sort=id|bytes|drops|rate: a page
+ * of subscribers with their plan in force, both directions' figures from
+ * the last stats snapshot and a current rate; GET /api/v1/subscribers/{id}:
+ * one; POST /api/v1/subscribers/reload: the files re-read, what changed
+ * applied. A subscriber's figures are its leaf classes'
+ * (lib/classify/policy_subs.h: the one mapping). Changes: rest_subs_edit.c,
+ * rest_subs_upload.c.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_cycles.h>
 #include <rte_log.h>
 
 #include "policy_switch.h"
@@ -102,6 +103,100 @@ find_or_404(const struct weir_policy *p, const char *id, struct rest_reply *r)
 	return i;
 }
 
+/*
+ * Current rates: bits/s each way from the subscribers' byte counters, as the
+ * delta between the sample of this request and one at least RATE_MIN_S
+ * older (management only: a few counters read per request, nothing per
+ * packet). Samples are of one policy (a switch starts the counters over):
+ * the first request after a switch or at start has no rate yet (0).
+ */
+#define RATE_MIN_S 1.0
+
+struct rate_sample {
+	uint32_t epoch, n;
+	uint64_t tsc;
+	int64_t *bytes;                 /* 2 a subscriber: download, upload */
+};
+static struct rate_sample rate_prev, rate_last;
+
+static void
+sample_free(struct rate_sample *x)
+{
+	free(x->bytes);
+	memset(x, 0, sizeof(*x));
+}
+
+static int64_t
+dir_bytes(const json_t *o, const char *dir)
+{
+	return json_integer_value(json_object_get(json_object_get(o, dir), "bytes"));
+}
+
+/* Rates into every subscriber's download/upload objects (all[0..n)). */
+static void
+set_rates(const struct weir_policy *p, json_t **all, uint32_t n)
+{
+	static const char *const dir[2] = { "download", "upload" };
+	struct rate_sample now = { .epoch = p->epoch, .n = n, .tsc = rte_rdtsc() };
+	const struct rate_sample *base;
+	double dt;
+
+	now.bytes = malloc(((size_t)n + 1) * 2 * sizeof(*now.bytes));
+	if (now.bytes == NULL)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		for (int d = 0; d < 2; d++)
+			now.bytes[2 * i + d] = dir_bytes(all[i], dir[d]);
+	if (rate_last.bytes != NULL && (rate_last.epoch != now.epoch || rate_last.n != n)) {
+		sample_free(&rate_prev);
+		sample_free(&rate_last);
+	}
+	if (rate_last.bytes != NULL &&
+	    (double)(now.tsc - rate_last.tsc) / rte_get_tsc_hz() >= RATE_MIN_S) {
+		sample_free(&rate_prev);
+		rate_prev = rate_last;
+		rate_last = now;
+	} else if (rate_last.bytes == NULL) {
+		rate_last = now;
+	}
+	base = rate_prev.bytes != NULL ? &rate_prev : NULL;
+	dt = base != NULL ? (double)(now.tsc - base->tsc) / rte_get_tsc_hz() : 0;
+	for (uint32_t i = 0; i < n; i++)
+		for (int d = 0; d < 2; d++) {
+			json_t *o = json_object_get(all[i], dir[d]);
+			int64_t db = base != NULL ? now.bytes[2 * i + d] - base->bytes[2 * i + d] : 0;
+
+			if (json_is_object(o))
+				json_object_set_new(o, "rate_bps", json_integer(
+					db > 0 && dt > 0 ? (json_int_t)(db * 8 / dt) : 0));
+		}
+	if (now.bytes != rate_last.bytes)
+		free(now.bytes);
+}
+
+/* Every subscriber's JSON with its current rates (a new array, n entries). */
+static json_t **
+all_subs_json(struct weir_app *a, const struct weir_policy *p, const json_t *stats)
+{
+	uint32_t n = weir_subs_count(p->subs);
+	json_t **all = calloc((size_t)n + 1, sizeof(*all));
+
+	if (all == NULL)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++)
+		all[i] = rest_sub_json(a, p, i, stats);
+	set_rates(p, all, n);
+	return all;
+}
+
+static void
+all_free(json_t **all, uint32_t n)
+{
+	for (uint32_t i = 0; i < n && all != NULL; i++)
+		json_decref(all[i]);
+	free(all);
+}
+
 struct sort_key {
 	int64_t v;
 	uint32_t i;
@@ -148,8 +243,9 @@ h_subs(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct
 	}
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sort");
 	if (v != NULL) {
-		if (strcmp(v, "id") != 0 && strcmp(v, "bytes") != 0 && strcmp(v, "drops") != 0) {
-			rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "sort must be id, bytes or drops");
+		if (strcmp(v, "id") != 0 && strcmp(v, "bytes") != 0 && strcmp(v, "drops") != 0 &&
+		    strcmp(v, "rate") != 0) {
+			rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "sort must be id, bytes, drops or rate");
 			return;
 		}
 		sort = v;
@@ -163,11 +259,11 @@ h_subs(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct
 	}
 	n = weir_subs_count(p->subs);
 	stats = stats_since_reset(a);
-	all = calloc((size_t)n + 1, sizeof(*all));
+	all = all_subs_json(a, p, stats);
 	keys = calloc((size_t)n + 1, sizeof(*keys));
 	list = json_array();
 	if (all == NULL || keys == NULL || list == NULL) {
-		free(all);
+		all_free(all, n);
 		free(keys);
 		json_decref(stats);
 		json_decref(list);
@@ -175,18 +271,16 @@ h_subs(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct
 		return;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		all[i] = rest_sub_json(a, p, i, stats);
 		keys[i].i = i;
-		keys[i].v = strcmp(sort, "id") == 0 ? 0 : both_dirs(all[i], sort);
+		keys[i].v = strcmp(sort, "id") == 0 ? 0 : both_dirs(all[i], strcmp(sort, "rate") == 0
+								    ? "rate_bps" : sort);
 	}
 	/* Largest first (top-N); "id" keeps the set's order. */
 	if (strcmp(sort, "id") != 0)
 		qsort(keys, n, sizeof(*keys), key_desc);
 	for (uint64_t k = offset; k < n && k < offset + limit; k++)
 		json_array_append(list, all[keys[k].i]);
-	for (uint32_t i = 0; i < n; i++)
-		json_decref(all[i]);
-	free(all);
+	all_free(all, n);
 	free(keys);
 	json_decref(stats);
 	rest_reply_json(r, json_pack("{s:I, s:I, s:I, s:s, s:o}", "total", (json_int_t)n,
@@ -198,15 +292,21 @@ void
 h_sub_get(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
 	const struct weir_policy *p = a->cfg.policy;
-	json_t *stats;
+	json_t *stats, **all;
 	int64_t i;
 
 	(void)c;
 	if (no_subs(p, r) || (i = find_or_404(p, rq->sub, r)) < 0)
 		return;
 	stats = stats_since_reset(a);
-	rest_reply_json(r, rest_sub_json(a, p, (uint32_t)i, stats));
+	all = all_subs_json(a, p, stats);
 	json_decref(stats);
+	if (all == NULL) {
+		rest_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		return;
+	}
+	rest_reply_json(r, json_incref(all[i]));
+	all_free(all, weir_subs_count(p->subs));
 }
 
 /* Errors text ("FILE:LINE: why\n"...) as a JSON array of lines. */

@@ -103,6 +103,11 @@ def test_plans_and_patch_under_traffic(subs_tb):
             th = threading.Thread(target=lambda: res.__setitem__(
                 "f", tb.iperf(n=3, duration=dur, reverse=True, pairs=pairs)), daemon=True)
             th.start()
+            # The top subscribers by current rate, while the three downloads run.
+            s.wait_until(t0 + 4)
+            res["top"] = json.loads(tb.run("gw", [
+                PYTHON, str(WEIRCTL), "--url", f"http://127.0.0.1:{MGMT_PORT}", "--json", "top",
+                "--subscribers", "--count", "1", "--limit", "3"]).stdout)
             s.wait_until(t0 + t_patch)
             drops0 = port_drops(tb.weir_stats())
             tp = time.monotonic()
@@ -136,6 +141,11 @@ def test_plans_and_patch_under_traffic(subs_tb):
     for cid, _, mx in PLANS:
         assert within(r["before"][cid], mx * 1e6), (cid, r["before"])
     assert r["patch"]["download"]["max_bps"] == new_max * 1_000_000, r["patch"]
+    # weir's current rate per subscriber (frames' bytes, so a little above goodput).
+    top = {u["id"]: u["download"]["rate_bps"] for u in r["top"]["subscribers"]}
+    assert sorted(top) == sorted(cid for cid, _, _ in PLANS), r["top"]
+    for cid, _, mx in PLANS:
+        assert 0.8 * mx * 1e6 <= top[cid] <= 1.15 * mx * 1e6, (cid, top)
     assert within(r["after"], new_max * 1e6), r["after"]
     # In force within the next second: l2's goodput in the second after the PATCH
     # is at most the new plan (plus what queued at the old rate).
@@ -272,3 +282,13 @@ def test_put_delete_batch_and_upload(subs_tb):
     assert code == 200 and r["switched"] and r["diff"]["added"] == 2, r
     assert r["diff"]["removed"] == 2 and csv.read_text() == up
     assert api(tb, "/api/v1/subscribers/up1")["parent"] == "AP10"
+    # weirctl's sub add / set / rm.
+    ctl = [PYTHON, str(WEIRCTL), "--url", f"http://127.0.0.1:{MGMT_PORT}", "sub"]
+    out = tb.run("gw", ctl + ["add", "w1", "--parent", "AP01", "--download-max", "6mbit",
+                              "--upload-max", "3mbit", "--prefix", "10.240.0.1"]).stdout
+    assert "in force" in out and "10.240.0.1/32" in out, out
+    tb.run("gw", ctl + ["set", "w1", "--shaping", "off", "--download-max", "7mbit"])
+    w1 = api(tb, "/api/v1/subscribers/w1")
+    assert w1["shaping"] is False and w1["parent"] == "AP01", w1
+    out = tb.run("gw", ctl + ["rm", "w1", "up1"]).stdout
+    assert "removed" in out and api(tb, "/api/v1/subscribers/w1")["error"]["code"] == 404, out
