@@ -292,3 +292,38 @@ def test_put_delete_batch_and_upload(subs_tb):
     assert w1["shaping"] is False and w1["parent"] == "AP01", w1
     out = tb.run("gw", ctl + ["rm", "w1", "up1"]).stdout
     assert "removed" in out and api(tb, "/api/v1/subscribers/w1")["error"]["code"] == 404, out
+
+
+def test_lua_subscriber(tmp_path):
+    """weir.subscriber{} in a policy script: its subscribers are leaves as a file's are and
+    take the API's changes; a bad field is refused as SCRIPT:LINE, the policy in force kept."""
+    from test_rest import put_script, script_weir
+    w, script = script_weir(tmp_path, "luasubs")
+    try:
+        base = script.read_text()
+        good = base + ('\nweir.subscriber{ id = "lua1", name = "Lua one", down = { max = "8mbit" },'
+                       ' up = { min = "1mbit", max = "4mbit" }, prefixes = { "10.0.0.1", '
+                       '"2001:db8::/64" } }\n'
+                       'weir.subscriber{ id = "lua2", down = { max = 5000000 }, up = { max = '
+                       '"2mbit" }, prefixes = { "10.0.0.2" }, shaping = false }\n')
+        status, _, data = put_script(w, good)
+        assert status == 200, data
+        subs = {u["id"]: u for u in w.get("/api/v1/subscribers")[1]["subscribers"]}
+        assert subs["lua1"]["download"]["max_bps"] == 8_000_000, subs
+        assert subs["lua1"]["upload"]["min_bps"] == 1_000_000 and not subs["lua2"]["shaping"]
+        assert subs["lua1"]["prefixes"] == ["10.0.0.1/32", "2001:db8::/64"], subs
+        status, _, data = w.request("PATCH", "/api/v1/subscribers/lua1",
+                                    body={"download_max": "6mbit"})
+        assert status == 200 and json.loads(data)["download"]["max_bps"] == 6_000_000, data
+        line = len(good.splitlines()) + 1
+        for bad, why in [('weir.subscriber{ id = "b", down = { max = "1mbit" } }', "'up'"),
+                         ('weir.subscriber{ id = "b", down = { max = "1mbit" }, up = { max = '
+                          '"1mbit" }, prefixes = { "10.0.0.300" } }', "10.0.0.300"),
+                         ('weir.subscriber{ id = "b", down = { max = "1mbit" }, up = { max = '
+                          '"1mbit" }, prefixes = { "10.0.0.1" } }', "lua1")]:
+            status, _, data = put_script(w, good + bad + "\n")
+            msg = json.loads(data)["error"]["message"]
+            assert status == 422 and f"{script}:{line}:" in msg and why in msg, msg
+        assert w.get("/api/v1/subscribers/lua1")[1]["download"]["max_bps"] == 6_000_000
+    finally:
+        w.stop()
