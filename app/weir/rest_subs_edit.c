@@ -72,6 +72,11 @@ item_rate(struct sub_item *it, int j, const json_t *v)
 	if (json_is_integer(v)) {
 		val.type = WEIR_VALUE_INT;
 		val.i = json_integer_value(v);
+	} else if (json_is_real(v) && json_real_value(v) >= 0 && json_real_value(v) <= 1e12 &&
+		   json_real_value(v) == (double)(json_int_t)json_real_value(v)) {
+		/* 20000000.0 is the integer 20000000 to JSON Schema too. */
+		val.type = WEIR_VALUE_INT;
+		val.i = (json_int_t)json_real_value(v);
 	} else if (json_is_string(v)) {
 		val.type = WEIR_VALUE_STR;
 		val.s = json_string_value(v);
@@ -135,10 +140,13 @@ item_field(struct sub_item *it, const char *k, const json_t *v, bool batch)
 		return 0;
 	}
 	if (strcmp(k, "box") == 0) {
-		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-		    json_integer_value(v) > UINT16_MAX)
-			return item_fail(it, MHD_HTTP_BAD_REQUEST, "'box' must be 0..65535");
-		it->c.box = (uint16_t)json_integer_value(v);
+		double b = json_is_integer(v) ? (double)json_integer_value(v)
+			   : json_is_real(v) ? json_real_value(v) : -1;
+
+		if (b < 0 || b > UINT16_MAX || b != (double)(uint16_t)b)
+			return item_fail(it, json_is_number(v) ? MHD_HTTP_UNPROCESSABLE_CONTENT
+					 : MHD_HTTP_BAD_REQUEST, "'box' must be 0..65535");
+		it->c.box = (uint16_t)b;
 		return 0;
 	}
 	if (strcmp(k, "prefixes") == 0)
@@ -175,7 +183,7 @@ item_parse(const json_t *o, const char *url_id, struct sub_item *it)
 		return;
 	}
 	if (url_id != NULL && json_is_string(id) && strcmp(json_string_value(id), url_id) != 0) {
-		item_fail(it, MHD_HTTP_BAD_REQUEST, "'id' '%.64s' is not the URL's '%.64s'",
+		item_fail(it, MHD_HTTP_UNPROCESSABLE_CONTENT, "'id' '%.64s' is not the URL's '%.64s'",
 			  json_string_value(id), url_id);
 		return;
 	}
