@@ -263,6 +263,8 @@ def test_put_delete_batch_and_upload(subs_tb):
     code, r = api_file(tb, "/api/v1/subscribers", "POST", many)
     assert code == 507 and "class" in r["error"]["message"], r
     assert api(tb, "/api/v1/counters")["policy"]["subscribers_full"] >= 1
+    assert "\nweir_subscribers_full_total 1" in tb.run("gw", [
+        "curl", "-s", f"http://127.0.0.1:{MGMT_PORT}/metrics"]).stdout
     assert api(tb, "/api/v1/subscribers")["total"] == total + 1
 
     # The file uploaded (what weir-push sends): checked as a re-read, then written.
