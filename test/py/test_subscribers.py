@@ -284,6 +284,16 @@ def test_put_delete_batch_and_upload(subs_tb):
     assert code == 200 and r["switched"] and r["diff"]["added"] == 2, r
     assert r["diff"]["removed"] == 2 and csv.read_text() == up
     assert api(tb, "/api/v1/subscribers/up1")["parent"] == "AP10"
+    # network.json likewise: a syntax error at its line; a good one changes the nodes only.
+    net = d / "network.json"
+    good_net = net.read_text()
+    code, r = api_file(tb, "/api/v1/subscribers/network", "PUT", good_net[:-2] + ",,\n}\n")
+    assert code == 422 and r["error"]["problems"][0].startswith(f"{net}:"), r
+    assert net.read_text() == good_net
+    code, r = api_file(tb, "/api/v1/subscribers/network", "PUT",
+                       good_net.replace('"downloadBandwidthMbps": 80', '"downloadBandwidthMbps": 70'))
+    assert code == 200 and r["diff"]["nodes_changed"] and r["diff"]["added"] == 0, r
+    assert '"downloadBandwidthMbps": 70' in net.read_text()
     # weirctl's sub add / set / rm.
     ctl = [PYTHON, str(WEIRCTL), "--url", f"http://127.0.0.1:{MGMT_PORT}", "sub"]
     out = tb.run("gw", ctl + ["add", "w1", "--parent", "AP01", "--download-max", "6mbit",
