@@ -65,6 +65,9 @@ struct weir_app {
 	uint64_t hook_wakes_full;       /* wakes that left events for the next one */
 	uint64_t hook_moves;            /* flows on_flow sent to another class */
 	uint64_t hook_moves_dropped;    /* a worker's command ring was full */
+	/* Subscriber changes refused because a table was full (the class tree,
+	 * the set's subscribers or nodes): subs_apply.h. */
+	uint64_t subs_full;
 	struct weir_rest *rest;         /* the REST API's server (rest_http.c); NULL = none */
 	/* A policy being compiled off the loop (compile_job.c); NULL = none. */
 	struct weir_compile_job *compile_job;

@@ -625,6 +625,9 @@ weir_metrics_text(const struct weir_app *a, size_t *len)
 	fam_begin(&f, out, "weir_policy_reload_failures_total", "counter",
 		  "Reloads refused (the running policy stayed).");
 	sample(&f, num(pol, "reload_failures"), NULL, NULL, NULL, NULL, NULL, NULL);
+	fam_begin(&f, out, "weir_subscribers_full_total", "counter",
+		  "Subscriber changes refused because a table (subscribers, nodes, classes) was full.");
+	sample(&f, num(pol, "subscribers_full"), NULL, NULL, NULL, NULL, NULL, NULL);
 	json_decref(s);
 	if (fclose(out) != 0) {
 		free(buf);

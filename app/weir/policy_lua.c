@@ -24,6 +24,7 @@ run_script(lua_State *L)
 {
 	static const luaL_Reg api[] = {
 		{ "link", pl_api_link }, { "class", pl_api_class }, { "rule", pl_api_rule },
+		{ "subscriber", pl_api_subscriber },
 		{ "set_class", pl_api_set_class }, { "every", pl_api_every }, { "at", pl_api_at },
 		{ "on_flow", pl_api_on_flow }, { "on_flow_end", pl_api_on_flow_end },
 		{ "on_stats", pl_api_on_stats }, { "time", pl_api_time }, { "date", pl_api_date },
@@ -102,6 +103,7 @@ weir_lua_close(struct weir_lua *x)
 		free(x->good[d]);
 	}
 	free(x->rules);
+	weir_subs_free(x->subs);
 	free(x->rule_line);
 	free(x->undo);
 	free(x->timers);

@@ -3,6 +3,7 @@
  * struct weir_policy_conf and the policy builder, with the builder's errors
  * mapped back to the declaration's line.
  */
+#include "policy_subs.h"
 #include "policy_lua_int.h"
 
 /* Map a builder error to the declaration it is about: the set_class that
@@ -61,10 +62,58 @@ settle(struct weir_lua *x, bool good)
 	x->dirty = false;
 }
 
+/*
+ * The script's weir.subscriber set into pc: checked (every problem as
+ * FILE:LINE; the first is the error), then each subscriber a leaf of both
+ * trees under its node or the link, as the config file's subscribers are
+ * (config_policy.c). cls[] receive the class arrays (the caller frees
+ * them). 0, or -1 with err.
+ */
+static int
+with_subs(struct weir_lua *x, struct weir_policy_conf *pc,
+	  struct weir_policy_class_conf *cls[WEIR_POLICY_DIRS], char *err, size_t errlen)
+{
+	struct weir_sub_errs se = { 0 };
+
+	if (weir_subs_check(x->subs, &se) != 0) {
+		snprintf(err, errlen, "%.*s", (int)strcspn(se.text ? se.text : "", "\n"),
+			 se.text ? se.text : "");
+		weir_sub_errs_free(&se);
+		return -1;
+	}
+	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
+		struct weir_policy_tree_conf *tc = &pc->tree[d];
+		struct weir_policy_class_conf dflt = { .name = "default" };
+
+		if (tc->rate == 0)
+			continue;
+		/* A tree without classes gets its "default" as a class beside them. */
+		if (tc->n_classes == 0) {
+			dflt.rate = tc->rate / 100 + 1;
+			dflt.mode = tc->mode;
+			snprintf(tc->default_class, sizeof(tc->default_class), "default");
+		}
+		cls[d] = weir_subs_classes(x->subs, d, tc->rate, "", tc->n_classes ? tc->classes
+					   : &dflt, tc->n_classes ? tc->n_classes : 1, tc->mode,
+					   err, errlen);
+		if (cls[d] == NULL) {
+			free(cls[0]);
+			cls[0] = NULL;
+			return -1;
+		}
+		pc->subs_base[d] = tc->n_classes ? tc->n_classes : 1;
+		tc->n_classes = (uint16_t)(pc->subs_base[d] + weir_subs_class_count(x->subs));
+		tc->classes = cls[d];
+	}
+	pc->subs = x->subs;
+	return 0;
+}
+
 static struct weir_policy *
 compile(struct weir_lua *x, uint32_t epoch, char *err, size_t errlen)
 {
 	struct weir_policy_conf pc = { 0 };
+	struct weir_policy_class_conf *cls[WEIR_POLICY_DIRS] = { NULL, NULL };
 	struct weir_policy_err e;
 	struct weir_policy *p;
 
@@ -90,7 +139,11 @@ compile(struct weir_lua *x, uint32_t epoch, char *err, size_t errlen)
 	}
 	pc.rules = x->rules;
 	pc.n_rules = x->n_rules;
+	if (x->subs != NULL && with_subs(x, &pc, cls, err, errlen) < 0)
+		return NULL;
 	p = weir_policy_build(&pc, epoch, &e);
+	free(cls[0]);
+	free(cls[1]);
 	if (p == NULL)
 		report_build(x, &e, err, errlen);
 	return p;

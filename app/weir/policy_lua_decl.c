@@ -374,6 +374,123 @@ get_last_mile(lua_State *L, int line, bool rule, struct weir_last_mile *lm)
 	lua_pop(L, 2);
 }
 
+/* The first problem of e without its "FILE:LINE: " (the declaration's line
+ * is the one reported). */
+static const char *
+errs_reason(const struct weir_sub_errs *e, char *buf, size_t len)
+{
+	const char *t = e->text != NULL ? e->text : "a bad subscriber", *m = strstr(t, ": ");
+
+	snprintf(buf, len, "%s", m != NULL ? m + 2 : t);
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf;
+}
+
+/* down = { min = RATE, max = RATE } / up = { ... } into c's direction d. */
+static void
+get_plan(lua_State *L, int line, const char *key, struct weir_sub_conf *c, int d)
+{
+	static const char *const mk[2] = { "min", "max" };
+	char msg[256];
+
+	if (field(L, key) != LUA_TTABLE)
+		decl_fail(L, line, "weir.subscriber: '%s' must be a table { min = RATE, max = RATE }",
+			  key);
+	for (int k = 0; k < 2; k++) {
+		struct weir_value v;
+
+		lua_pushstring(L, mk[k]);
+		lua_rawget(L, -2);
+		v = to_value(L, -1);
+		if (lua_type(L, -1) == LUA_TNIL && k == 1)
+			decl_fail(L, line, "weir.subscriber: '%s' needs max", key);
+		if (lua_type(L, -1) != LUA_TNIL &&
+		    weir_value_rate(mk[k], &v, k ? &c->max[d] : &c->min[d], msg, sizeof(msg)) < 0)
+			decl_fail(L, line, "weir.subscriber: %s.%s", key, msg);
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+}
+
+/* The strings of list field key (absent: none) onto subscriber i. */
+static void
+get_devices(lua_State *L, int line, const char *key, uint32_t i)
+{
+	struct weir_lua *x = pl_ctx_of(L);
+	struct weir_sub_errs e = { 0 };
+	char why[MSG_LEN];
+	int t = field(L, key);
+
+	if (t != LUA_TNIL && t != LUA_TTABLE)
+		decl_fail(L, line, "weir.subscriber: '%s' must be a list of strings", key);
+	for (lua_Integer k = 1; t == LUA_TTABLE && lua_rawgeti(L, -1, k) != LUA_TNIL; k++) {
+		int rc;
+
+		if (lua_type(L, -1) != LUA_TSTRING)
+			decl_fail(L, line, "weir.subscriber: '%s'[%lld] must be a string", key,
+				  (long long)k);
+		rc = key[0] == 'p'
+			? weir_subs_add_prefix_text(x->subs, i, lua_tostring(L, -1), 0, line, &e)
+			: weir_subs_add_mac_text(x->subs, i, lua_tostring(L, -1), 0, line, &e);
+		if (rc != 0) {
+			errs_reason(&e, why, sizeof(why));
+			weir_sub_errs_free(&e);
+			decl_fail(L, line, "weir.subscriber: %s", why);
+		}
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+}
+
+/*
+ * weir.subscriber{ id, name, parent, down = {min, max}, up = {min, max},
+ * prefixes = {...}, macs = {...}, shaping, box }: one subscriber (circuit)
+ * of weir's own form, a leaf of each tree as a file's subscriber is. The
+ * set is checked as a whole at compile (a prefix of two subscribers, a
+ * parent unknown: FILE:LINE of the declaration).
+ */
+int
+pl_api_subscriber(lua_State *L)
+{
+	static const char *const keys[] = { "id", "name", "parent", "down", "up", "prefixes",
+					    "macs", "shaping", "box", NULL };
+	struct weir_lua *x = pl_ctx_of(L);
+	int line = caller_line(L);
+	char id[WEIR_SUB_ID_LEN], name[WEIR_SUB_ID_LEN], parent[WEIR_SUB_ID_LEN], why[MSG_LEN];
+	struct weir_sub_conf c = { .id = id, .name = name, .parent = parent };
+	struct weir_sub_errs e = { 0 };
+	int64_t i;
+
+	top_level_only(L, line, "weir.subscriber");
+	check_args(L, line, "weir.subscriber", keys);
+	get_str(L, line, "weir.subscriber", "id", NULL, id, sizeof(id));
+	get_str(L, line, "weir.subscriber", "name", id, name, sizeof(name));
+	get_str(L, line, "weir.subscriber", "parent", "", parent, sizeof(parent));
+	get_plan(L, line, "down", &c, WEIR_SUB_DOWN);
+	get_plan(L, line, "up", &c, WEIR_SUB_UP);
+	c.box = (uint16_t)get_int(L, line, "box", 0, 0, 65535);
+	if (field(L, "shaping") != LUA_TNIL && lua_type(L, -1) != LUA_TBOOLEAN)
+		decl_fail(L, line, "weir.subscriber: 'shaping' must be true or false");
+	c.flags = lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1) ? WEIR_SUBF_UNSHAPED : 0;
+	lua_pop(L, 1);
+	if (x->subs == NULL) {
+		x->subs = weir_subs_new();
+		if (x->subs == NULL || weir_subs_file(x->subs, x->path) != 0)
+			return decl_fail(L, line, "weir.subscriber: out of memory");
+	}
+	if (weir_subs_find(x->subs, id) >= 0)
+		return decl_fail(L, line, "weir.subscriber: '%s' declared twice", id);
+	i = weir_subs_add(x->subs, &c, 0, (uint32_t)line, &e);
+	if (i < 0) {
+		errs_reason(&e, why, sizeof(why));
+		weir_sub_errs_free(&e);
+		return decl_fail(L, line, "weir.subscriber: %s", why);
+	}
+	get_devices(L, line, "prefixes", (uint32_t)i);
+	get_devices(L, line, "macs", (uint32_t)i);
+	return 0;
+}
+
 /* weir.class{ dir, name, parent, rate, ceil, prio, limit, quantum, flow_min,
  * admission, fallback, mode, marker }: the config file's class keys, plus dir. */
 int

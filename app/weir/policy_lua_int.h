@@ -30,6 +30,7 @@
 #include "policy_limits.h"
 #include "policy_lua.h"
 #include "policy_values.h"
+#include "subscriber.h"
 
 #define MSG_LEN 512
 /* Instructions between two budget checks: small enough to stop close to
@@ -118,6 +119,10 @@ struct weir_lua {
 	int hook_ref[WEIR_LUA__HOOKS];  /* LUA_NOREF: none (TIMER unused) */
 	int hook_line[WEIR_LUA__HOOKS];
 	struct weir_lua_counters cnt;
+	/* weir.subscriber declarations (docs/subscribers.md): checked at the
+	 * first compile, then shared with the policies built from it. NULL:
+	 * none. */
+	struct weir_subs *subs;
 };
 
 /* policy_lua_sandbox.c: the allocator, the instruction budget and the time
@@ -134,6 +139,7 @@ void pl_stop_clock(void);
 int pl_api_link(lua_State *L);
 int pl_api_class(lua_State *L);
 int pl_api_rule(lua_State *L);
+int pl_api_subscriber(lua_State *L);
 int pl_api_set_class(lua_State *L);
 int pl_api_every(lua_State *L);
 int pl_api_at(lua_State *L);

@@ -110,6 +110,7 @@ static const char *const flows_query[] = { "limit", "offset", "cursor", "class",
 static const char *const hosts_query[] = { "limit", "sort", NULL };
 static const char *const measure_query[] = { "top", NULL };
 static const char *const subs_query[] = { "limit", "offset", "sort", NULL };
+static const char *const dry_run_query[] = { "dry_run", NULL };
 
 static const struct route routes[] = {
 	{ "/api/v1/status", "GET", rest_h_status, NULL },
@@ -120,6 +121,12 @@ static const struct route routes[] = {
 	{ "/api/v1/subscribers/reload", "POST", h_subs_reload, NULL },
 	{ "/api/v1/subscribers/", "GET", h_sub_get, NULL, 0, true },
 	{ "/api/v1/subscribers/", "PATCH", h_sub_patch, NULL, 0, true },
+	{ "/api/v1/subscribers/", "PUT", h_sub_put, NULL, 0, true },
+	{ "/api/v1/subscribers/", "DELETE", h_sub_delete, NULL, 0, true },
+	{ "/api/v1/subscribers", "POST", h_subs_batch, NULL, REST_SUBS_UPLOAD_MAX },
+	{ "/api/v1/subscribers", "PUT", h_subs_upload_csv, dry_run_query, REST_SUBS_UPLOAD_MAX },
+	{ "/api/v1/subscribers/network", "PUT", h_subs_upload_network, dry_run_query,
+	  REST_SUBS_UPLOAD_MAX },
 	{ "/api/v1/counters/reset", "POST", rest_h_counters_reset, NULL },
 	{ "/api/v1/flows", "GET", rest_h_flows, flows_query },
 	{ "/api/v1/hosts", "GET", h_hosts, hosts_query },

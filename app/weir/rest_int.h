@@ -56,6 +56,8 @@
 #define REST_CONN_TIMEOUT_S 10          /* idle or stalled connections are closed */
 #define REST_SCRIPT_MAX (1024 * 1024)   /* largest policy script GET policy returns */
 #define REST_UPLOAD_MAX (1024 * 1024)   /* PUT /api/v1/policy: a script, not a JSON document */
+/* Subscribers' files and batches: 100,000 subscribers' rows. */
+#define REST_SUBS_UPLOAD_MAX (64 * 1024 * 1024)
 #define FLOWS_LIMIT_DEFAULT 100
 #define FLOWS_LIMIT_MAX 1000
 
@@ -178,7 +180,23 @@ int class_rate(const char *key, const json_t *v, uint64_t *out, struct rest_repl
 /* rest_subs.c: GET subscribers (paged, sorted), GET and PATCH one. */
 void h_subs(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
 void h_sub_get(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+/* One subscriber's JSON (plan in force, figures from stats); problems as lines. */
+json_t *rest_sub_json(struct weir_app *a, const struct weir_policy *p, uint32_t i,
+		      const json_t *stats);
+struct weir_sub_errs;
+json_t *rest_sub_error_lines(const struct weir_sub_errs *e);
+/* rest_subs_edit.c: PUT, PATCH, DELETE one subscriber; POST a batch. */
+void h_sub_put(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
 void h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+void h_sub_delete(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+		  struct rest_reply *r);
+void h_subs_batch(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+		  struct rest_reply *r);
+/* rest_subs_upload.c: PUT the subscriber files (ShapedDevices.csv, network.json). */
+void h_subs_upload_csv(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+		       struct rest_reply *r);
+void h_subs_upload_network(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
+			   struct rest_reply *r);
 void h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
 		   struct rest_reply *r);
 bool rest_switch_busy(struct weir_app *a, struct rest_reply *r);
@@ -218,6 +236,12 @@ void rest_h_policy_rollback(struct weir_app *a, struct MHD_Connection *c, struct
 void rest_reply_policy_error(struct weir_app *a, struct rest_reply *r, unsigned int status,
 			const char *msg);
 bool rest_ctype_is(const char *ct, const char *want);
+/* data in a new file beside path (path.upload.XXXXXX, mode), flushed: 0
+ * with its name in out, or -1 with errno and nothing left. */
+int rest_temp_write(const char *path, const char *data, size_t len, mode_t mode, char *out,
+		    size_t outlen);
+/* Make the renames in path's directory durable. */
+void rest_dir_sync(const char *path);
 char *rest_file_read(const char *path, size_t *len);
 
 #endif

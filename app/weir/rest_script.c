@@ -31,8 +31,8 @@ rest_file_read(const char *path, size_t *len)
  * is made by mkstemp, which creates it with O_EXCL, so no existing file or
  * planted symlink is ever written through. 0 with the name in out, or -1
  * with errno and nothing left behind. */
-static int
-temp_write(const char *path, const char *data, size_t len, mode_t mode, char *out,
+int
+rest_temp_write(const char *path, const char *data, size_t len, mode_t mode, char *out,
 	   size_t outlen)
 {
 	size_t off = 0;
@@ -73,8 +73,8 @@ fail:
 
 /* Make the renames in path's directory durable: without it a power cut
  * after the reply can bring the old name back. */
-static void
-dir_sync(const char *path)
+void
+rest_dir_sync(const char *path)
 {
 	char d[sizeof(((struct weir_config *)0)->policy_script)];
 	int fd;
@@ -173,7 +173,7 @@ script_install(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq
 	snprintf(in->keep, sizeof(in->keep), "%s.keep", path);
 	if (stat(path, &st) == 0)
 		mode = st.st_mode & 0777;
-	if (temp_write(path, text, len, mode, tmp, sizeof(tmp)) != 0) {
+	if (rest_temp_write(path, text, len, mode, tmp, sizeof(tmp)) != 0) {
 		e = errno;
 		rest_reply_error(r, write_status(e), "cannot write the upload next to %s: %s", path,
 			    strerror(e));
@@ -204,7 +204,7 @@ script_install(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq
 		free(in);
 		return -1;
 	}
-	dir_sync(path);
+	rest_dir_sync(path);
 	rc = weir_mgmt_reload_start(a, install_done, rq);
 	if (rc > 0) {
 		in->held = held;
@@ -228,14 +228,14 @@ script_install_end(struct weir_app *a, struct install *in, int rc, struct rest_r
 		/* The script is fine but the switch is not (a change that needs a
 		 * restart, or the config file's own error): the old file goes back. */
 		if (rename(in->keep, path) == 0) {
-			dir_sync(path);
+			rest_dir_sync(path);
 			rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, a->reload_error);
 		} else {
 			/* The rejected script must not be what the next reload or
 			 * restart runs: better no script (which fails loudly). */
 			e = errno;
 			unlink(path);
-			dir_sync(path);
+			rest_dir_sync(path);
 			RTE_LOG(ERR, USER1, "rest: cannot put %s back (%s); removed the rejected "
 				"upload\n", path, strerror(e));
 			if (snprintf(both, sizeof(both), "%s; and the previous script could not be "
@@ -254,7 +254,7 @@ script_install_end(struct weir_app *a, struct install *in, int rc, struct rest_r
 	}
 	if (rename(in->keep, in->prev) != 0)
 		RTE_LOG(WARNING, USER1, "rest: cannot write %s: %s\n", in->prev, strerror(errno));
-	dir_sync(path);
+	rest_dir_sync(path);
 	free(a->rest->prev);
 	a->rest->prev = in->old;
 	a->rest->prev_len = in->old_len;

@@ -556,7 +556,7 @@ weir_stats_json(const struct weir_app *app)
 		json_array_append_new(workers, wo);
 	}
 	o = json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:I, "
-			 "s:o, s:{s:I, s:I, s:I, s:o, s:o, s:I, s:I}, s:{s:I, s:I}}",
+			 "s:o, s:{s:I, s:I, s:I, s:o, s:o, s:I, s:I, s:I}, s:{s:I, s:I}}",
 		"version", WEIR_VERSION,
 		"uptime_s", (double)(rte_rdtsc() - app->start_tsc) / hz,
 		"ports", ports,
@@ -577,6 +577,7 @@ weir_stats_json(const struct weir_app *app)
 			  "token_error", weir_json_text(app->token_error),
 			  "switch_prepare_us", (json_int_t)app->switch_prepare_us,
 			  "switch_take_us", (json_int_t)app->switch_take_us,
+			  "subscribers_full", (json_int_t)app->subs_full,
 		"mbufs", "total", (json_int_t)app->mp->size,
 			 "in_use", (json_int_t)rte_mempool_in_use_count(app->mp));
 	{

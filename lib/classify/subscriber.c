@@ -258,6 +258,8 @@ weir_subs_node_add(struct weir_subs *s, const char *name, const char *id, const 
 
 	if (s->n_nodes >= WEIR_SUB_MAX_NODES) {
 		weir_sub_errs_add(e, FNAME(s, file), line, "more than %u nodes", WEIR_SUB_MAX_NODES);
+		if (e != NULL)
+			e->n_full++;
 		return -1;
 	}
 	if (grow((void **)&s->nodes, &s->cap_nodes, s->n_nodes, sizeof(*s->nodes)) != 0) {
@@ -331,6 +333,8 @@ weir_subs_add(struct weir_subs *s, const struct weir_sub_conf *c, uint16_t file,
 	}
 	if (s->n_subs >= WEIR_SUB_MAX) {
 		weir_sub_errs_add(e, FNAME(s, file), line, "more than %u subscribers", WEIR_SUB_MAX);
+		if (e != NULL)
+			e->n_full++;
 		return -1;
 	}
 	cap = s->cap_subs;
@@ -484,6 +488,75 @@ weir_subs_add_mac_text(struct weir_subs *s, uint32_t sub, const char *text, uint
 	s->macs[s->n_macs] = m;
 	s->mac_sub[s->n_macs++] = sub;
 	return 0;
+}
+
+/* ---- the next set from a checked one ---- */
+
+static int
+copy_node(struct weir_subs *t, const struct weir_subs *s, const struct weir_sub_node *nd,
+	  struct weir_sub_errs *e)
+{
+	return weir_subs_node_add(t, nd->name, nd->id, nd->parent_name, nd->rate,
+				  nd->is_virtual, weir_subs_file(t, FNAME(s, nd->file)), nd->line, e);
+}
+
+/* Subscriber u of s, with its devices, into t. Its parent is named by its
+ * real node: a virtual parent resolves to the same one. */
+static int
+copy_sub(struct weir_subs *t, const struct weir_subs *s, const struct weir_sub *u,
+	 struct weir_sub_errs *e)
+{
+	struct weir_sub_conf c = {
+		.id = u->id, .name = u->name, .box = u->box, .flags = u->flags,
+		.parent = u->node == WEIR_SUB_NONE ? "" : s->nodes[u->node].name,
+	};
+	uint16_t f = weir_subs_file(t, FNAME(s, u->file));
+	int64_t k;
+	char txt[64];
+
+	memcpy(c.min, u->min, sizeof(c.min));
+	memcpy(c.max, u->max, sizeof(c.max));
+	k = weir_subs_add(t, &c, f, u->line, e);
+	if (k < 0)
+		return -1;
+	for (uint32_t j = 0; j < u->n_prefixes; j++) {
+		weir_sub_prefix_text(&s->pfx[u->first_prefix + j], txt, sizeof(txt));
+		if (weir_subs_add_prefix_text(t, (uint32_t)k, txt, f, u->line, e) != 0)
+			return -1;
+	}
+	for (uint32_t j = 0; j < u->n_macs; j++) {
+		const uint8_t *m = s->macs[u->first_mac + j].addr;
+
+		snprintf(txt, sizeof(txt), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3],
+			 m[4], m[5]);
+		if (weir_subs_add_mac_text(t, (uint32_t)k, txt, f, u->line, e) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+struct weir_subs *
+weir_subs_copy(const struct weir_subs *s, bool (*keep)(void *arg, uint32_t i), void *arg,
+	       struct weir_sub_errs *e)
+{
+	struct weir_subs *t = weir_subs_new();
+
+	if (t == NULL) {
+		weir_sub_errs_add(e, "-", 0, "out of memory");
+		return NULL;
+	}
+	for (uint16_t f = 0; f < s->n_files; f++)
+		weir_subs_file(t, s->files[f]);
+	for (uint32_t i = 0; i < s->n_nodes; i++)
+		if (copy_node(t, s, &s->nodes[i], e) != 0)
+			goto fail;
+	for (uint32_t i = 0; i < s->n_subs; i++)
+		if ((keep == NULL || keep(arg, i)) && copy_sub(t, s, &s->subs[i], e) != 0)
+			goto fail;
+	return t;
+fail:
+	weir_subs_free(t);
+	return NULL;
 }
 
 /* ---- the check ---- */
@@ -678,6 +751,8 @@ check_prefixes(struct weir_subs *s, struct weir_sub_errs *e)
 				  "prefix %s of circuit '%s' is already circuit '%s''s (%s:%u)", txt,
 				  s->subs[b->sub].id, s->subs[a->sub].id,
 				  FNAME(s, s->pfx_file[idx[k - 1]]), s->pfx_line[idx[k - 1]]);
+		if (e != NULL)
+			e->n_conflicts++;
 		bad++;
 	}
 	/* Counting sort by subscriber, in the order they were read. */

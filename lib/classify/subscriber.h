@@ -96,6 +96,8 @@ struct weir_sub_errs {
 	char *text;                             /* malloc'd, NUL-terminated, '\n' after each */
 	size_t len, cap;
 	uint32_t n;
+	uint32_t n_conflicts;                   /* of them: a prefix another circuit holds */
+	uint32_t n_full;                        /* of them: the set's table of subscribers/nodes full */
 };
 void weir_sub_errs_add(struct weir_sub_errs *e, const char *file, uint32_t line,
 		       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -133,6 +135,15 @@ int weir_subs_add_mac_text(struct weir_subs *s, uint32_t sub, const char *text,
  * number of problems (0: the set may be used, and is sealed).
  */
 uint32_t weir_subs_check(struct weir_subs *s, struct weir_sub_errs *e);
+
+/*
+ * The start of the next set: a new, unchecked set holding checked set s's
+ * nodes and the subscribers keep(arg, i) accepts (every one when keep is
+ * NULL), with their devices, file names and lines. A front end then adds
+ * or replaces subscribers and checks it. NULL with e when out of memory.
+ */
+struct weir_subs *weir_subs_copy(const struct weir_subs *s, bool (*keep)(void *arg, uint32_t i),
+				 void *arg, struct weir_sub_errs *e);
 
 /* ---- reading a checked set ---- */
 uint32_t weir_subs_count(const struct weir_subs *s);

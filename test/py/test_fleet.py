@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from test_rest import REPO, script_weir
+from test_rest import REPO, Weir, script_weir
 
 PUSH = REPO / "scripts" / "weir-push"
 WEIRCTL = REPO / "scripts" / "weirctl"
@@ -88,6 +88,49 @@ def test_push_policy_to_two_boxes(two_boxes, tmp_path):
     by = {x["box"]: x for x in r["results"]}
     assert by["b1"]["ok"] and by["b2"]["ok"] and by["gone"]["status"] is None
     assert by["gone"]["error"].startswith("unreachable")
+
+
+SUBS_HEADER = ("Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,"
+               "Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment,Box\n")
+
+
+@root
+def test_push_shaped_devices_to_two_boxes(tmp_path_factory, tmp_path):
+    """weir-push's shaped-devices against two weir processes, each box its partition: each
+    takes its rows and the shared ones and writes them over its file; a file with a bad row
+    is refused by both with FILE:LINE, and both keep theirs."""
+    boxes = []
+    try:
+        for i in (1, 2):
+            d = tmp_path_factory.mktemp(f"subs{i}")
+            (d / "ShapedDevices.csv").write_text(SUBS_HEADER + f"c0,zero,d0,r0,,,100.64.9.{i},,"
+                                                 "1,1,5,5,,\n")
+            boxes.append(Weir(d, f"push-subs{i}", edit=lambda t, i=i: t + (
+                f'subscribers = {{ shaped_devices = "ShapedDevices.csv"; box = {i}; }};\n')))
+        fleet = tmp_path / "fleet"
+        fleet.write_text("".join(f"b{i} http://127.0.0.1:{w.port} partitions={i}\n"
+                                 for i, w in enumerate(boxes, 1)))
+        csvf = tmp_path / "ShapedDevices.csv"
+        csvf.write_text(SUBS_HEADER + "c1,one,d1,r1,,,100.64.0.1,,1,1,10,5,,1\n"
+                        "c2,two,d2,r2,,,100.64.0.2,,1,1,10,5,,2\n"
+                        "c3,three,d3,r3,,,100.64.0.3,,1,1,10,5,,\n")
+        r = json.loads(run(PUSH, "--fleet", fleet, "shaped-devices", csvf, "--json").stdout)
+        assert all(x["ok"] and x["status"] == 200 for x in r["results"]), r
+        for w, mine in zip(boxes, ("c1", "c2")):
+            ids = {s["id"] for s in w.get("/api/v1/subscribers")[1]["subscribers"]}
+            assert ids == {mine, "c3"}, ids
+            assert "c0," not in (w.dir / "ShapedDevices.csv").read_text()
+        written = [(w.dir / "ShapedDevices.csv").read_text() for w in boxes]
+        bad = tmp_path / "bad.csv"
+        bad.write_text(csvf.read_text() + "c4,four,d4,r4,,,100.64.0.4,,9,1,5,5,,\n")
+        r = json.loads(run(PUSH, "--fleet", fleet, "shaped-devices", bad, "--json",
+                           ok=(1,)).stdout)
+        for x, w in zip(r["results"], boxes):
+            assert x["status"] == 422 and f"{w.dir / 'ShapedDevices.csv'}:4:" in x["error"], x
+        assert [(w.dir / "ShapedDevices.csv").read_text() for w in boxes] == written
+    finally:
+        for w in boxes:
+            w.stop()
 
 
 def test_push_cuts_a_csv_by_partition(tmp_path):

@@ -103,6 +103,11 @@ def test_plans_and_patch_under_traffic(subs_tb):
             th = threading.Thread(target=lambda: res.__setitem__(
                 "f", tb.iperf(n=3, duration=dur, reverse=True, pairs=pairs)), daemon=True)
             th.start()
+            # The top subscribers by current rate, while the three downloads run.
+            s.wait_until(t0 + 4)
+            res["top"] = json.loads(tb.run("gw", [
+                PYTHON, str(WEIRCTL), "--url", f"http://127.0.0.1:{MGMT_PORT}", "--json", "top",
+                "--subscribers", "--count", "1", "--limit", "3"]).stdout)
             s.wait_until(t0 + t_patch)
             drops0 = port_drops(tb.weir_stats())
             tp = time.monotonic()
@@ -136,6 +141,11 @@ def test_plans_and_patch_under_traffic(subs_tb):
     for cid, _, mx in PLANS:
         assert within(r["before"][cid], mx * 1e6), (cid, r["before"])
     assert r["patch"]["download"]["max_bps"] == new_max * 1_000_000, r["patch"]
+    # weir's current rate per subscriber (frames' bytes, so a little above goodput).
+    top = {u["id"]: u["download"]["rate_bps"] for u in r["top"]["subscribers"]}
+    assert sorted(top) == sorted(cid for cid, _, _ in PLANS), r["top"]
+    for cid, _, mx in PLANS:
+        assert 0.8 * mx * 1e6 <= top[cid] <= 1.15 * mx * 1e6, (cid, top)
     assert within(r["after"], new_max * 1e6), r["after"]
     # In force within the next second: l2's goodput in the second after the PATCH
     # is at most the new plan (plus what queued at the old rate).
@@ -177,14 +187,155 @@ def test_reload_applies_what_changed(subs_tb):
     assert any(":407: circuit 'bad3': download min" in p for p in probs), probs
     assert api(tb, "/api/v1/classes")["epoch"] == epoch
     assert api(tb, "/api/v1/subscribers")["total"] == 403
+    # A PATCHed plan is part of the set in force, so the re-read also takes c-l2's
+    # back to the file's (4 Mbit/s) when the test above changed it.
+    rates = 1 + (api(tb, "/api/v1/subscribers/c-l2")["download"]["max_bps"] != 4_000_000)
     csv.write_text(good.replace("c-l1,c-l1,d-c-l1,cpe,AP00,,,,10.77.1.1,,1,1,3,1.5",
                                 "c-l1,c-l1,d-c-l1,cpe,AP00,,,,10.77.1.1,,1,1,2.5,1.5")
                    + "new1,new,dn1,cpe,AP11,,,,10.202.0.0/24,,1,1,7,7,,\n")
     r = api(tb, "/api/v1/subscribers/reload", "POST")
-    assert r["switched"] and r["diff"]["added"] == 1 and r["diff"]["rates"] == 1, r
-    assert r["diff"]["removed"] == 0 and r["diff"]["unchanged"] == 402, r
+    assert r["switched"] and r["diff"]["added"] == 1 and r["diff"]["rates"] == rates, r
+    assert r["diff"]["removed"] == 0 and r["diff"]["unchanged"] == 403 - rates, r
     assert api(tb, "/api/v1/subscribers/c-l1")["download"]["max_bps"] == 2_500_000
     assert api(tb, "/api/v1/subscribers/new1")["download"]["max_bps"] == 7_000_000
     out = tb.run("gw", [PYTHON, str(WEIRCTL), "--url", f"http://127.0.0.1:{MGMT_PORT}", "sub",
                         "reload"]).stdout
     assert out.startswith("nothing changed"), out
+
+
+def api_file(tb, path, method, body, ctype="application/json"):
+    """A request with a large body (from a file), and its HTTP status."""
+    f = FILES["dir"] / "body"
+    f.write_text(body if isinstance(body, str) else json.dumps(body))
+    out = tb.run("gw", ["curl", "-s", "-w", "\n%{http_code}", "-X", method, "-H",
+                        f"Content-Type: {ctype}", "--data-binary", f"@{f}",
+                        f"http://127.0.0.1:{MGMT_PORT}{path}"]).stdout
+    text, code = out.rsplit("\n", 1)
+    return int(code), json.loads(text)
+
+
+def test_put_delete_batch_and_upload(subs_tb):
+    """One subscriber created, refused (a prefix taken 409, above its parent or min above
+    max 422), deleted; a batch refused item by item, then applied whole; a full class tree
+    refused (507) and counted; a ShapedDevices.csv uploaded: bad rows refused by FILE:LINE,
+    a good one applied (its diff only) and written over the configured file."""
+    tb, d = subs_tb, FILES["dir"]
+    total = api(tb, "/api/v1/subscribers")["total"]
+    new = {"name": "New one", "parent": "AP00", "download_max": "5mbit", "upload_max": "2mbit",
+           "download_min": "1mbit", "prefixes": ["10.210.0.0/24", "2001:db8:ffff::/48"],
+           "macs": ["02:00:00:00:00:01"]}
+    code, r = api_file(tb, "/api/v1/subscribers/s-new", "PUT", new)
+    assert code == 201 and r["download"]["max_bps"] == 5_000_000 and r["parent"] == "AP00", r
+    assert r["prefixes"] == ["10.210.0.0/24", "2001:db8:ffff::/48"], r
+    code, r = api_file(tb, "/api/v1/subscribers/s-two", "PUT", {**new, "prefixes": ["10.210.0.0/24"]})
+    assert code == 409 and "'s-new'" in r["error"]["message"], r
+    code, r = api_file(tb, "/api/v1/subscribers/s-two", "PUT", {**new, "download_max": "50mbit"})
+    assert code == 422 and "above its parent" in r["error"]["message"], r
+    code, r = api_file(tb, "/api/v1/subscribers/s-two", "PUT", {**new, "download_min": "9mbit"})
+    assert code == 422 and "above its max" in r["error"]["message"], r
+    code, r = api_file(tb, "/api/v1/subscribers/s-new", "PATCH", {"upload_max": "3mbit"})
+    assert code == 200 and r["upload"]["max_bps"] == 3_000_000 and r["name"] == "New one", r
+    assert api(tb, "/api/v1/subscribers/nobody", "DELETE")["error"]["code"] == 404
+    assert api(tb, "/api/v1/subscribers/s-new", "DELETE")["deleted"] is True
+    assert api(tb, "/api/v1/subscribers/s-new")["error"]["code"] == 404
+    assert api(tb, "/api/v1/subscribers")["total"] == total
+
+    # A batch: all or nothing, every bad item with its index.
+    epoch = api(tb, "/api/v1/classes")["epoch"]
+    batch = [{**new, "id": "b1"}, {**new, "id": "b2", "prefixes": ["10.100.0.5"]},
+             {"id": "ghost", "delete": True}, {**new, "id": "b3", "prefixes": ["10.211.0.1"],
+                                                "upload_min": "8mbit"}]
+    code, r = api_file(tb, "/api/v1/subscribers", "POST", batch)
+    probs = {p["index"]: p for p in r["error"]["problems"]}
+    assert code == 422 and sorted(probs) == [1, 2, 3], r
+    assert probs[1]["status"] == 409 and "'f5'" in probs[1]["reason"], probs
+    assert probs[2]["status"] == 404 and probs[3]["status"] == 422, probs
+    assert api(tb, "/api/v1/classes")["epoch"] == epoch
+    code, r = api_file(tb, "/api/v1/subscribers", "POST", [
+        {**new, "id": "b1"}, {**new, "id": "b2", "prefixes": ["10.211.0.2"]},
+        {"id": "f0", "delete": True}])
+    assert code == 200 and r["diff"]["added"] == 2 and r["diff"]["removed"] == 1, r
+    assert api(tb, "/api/v1/subscribers")["total"] == total + 1
+
+    # More subscribers than the class tree holds: refused whole and counted.
+    many = [{"id": f"m{i}", "parent": "AP01", "download_max": 1000000, "upload_max": 1000000,
+             "prefixes": [f"10.220.{i // 256}.{i % 256}"]} for i in range(700)]
+    code, r = api_file(tb, "/api/v1/subscribers", "POST", many)
+    assert code == 507 and "class" in r["error"]["message"], r
+    assert api(tb, "/api/v1/counters")["policy"]["subscribers_full"] >= 1
+    assert "\nweir_subscribers_full_total 1" in tb.run("gw", [
+        "curl", "-s", f"http://127.0.0.1:{MGMT_PORT}/metrics"]).stdout
+    assert api(tb, "/api/v1/subscribers")["total"] == total + 1
+
+    # The file uploaded (what weir-push sends): checked as a re-read, then written.
+    csv = d / "ShapedDevices.csv"
+    good = csv.read_text()
+    code, r = api_file(tb, "/api/v1/subscribers", "PUT", good + "up1,u,du1,cpe,Nowhere,,,,"
+                       "10.230.0.1,,1,1,5,5,,\n", ctype="text/csv")
+    line = len(good.splitlines()) + 1
+    assert code == 422 and r["error"]["problems"] == [
+        f"{csv}:{line}: circuit 'up1': unknown parent node 'Nowhere'"], r
+    assert csv.read_text() == good
+    up = good + "up1,u,du1,cpe,AP10,,,,10.230.0.1,,1,1,5,5,,\n"
+    # Against the set in force: up1 and f0 (deleted by the batch) come, b1 and b2 go.
+    code, r = api_file(tb, "/api/v1/subscribers?dry_run=true", "PUT", up, ctype="text/csv")
+    assert code == 200 and r["dry_run"] and r["diff"]["added"] == 2 and csv.read_text() == good
+    code, r = api_file(tb, "/api/v1/subscribers", "PUT", up, ctype="text/csv")
+    assert code == 200 and r["switched"] and r["diff"]["added"] == 2, r
+    assert r["diff"]["removed"] == 2 and csv.read_text() == up
+    assert api(tb, "/api/v1/subscribers/up1")["parent"] == "AP10"
+    # network.json likewise: a syntax error at its line; a good one changes the nodes only.
+    net = d / "network.json"
+    good_net = net.read_text()
+    code, r = api_file(tb, "/api/v1/subscribers/network", "PUT", good_net[:-2] + ",,\n}\n")
+    assert code == 422 and r["error"]["problems"][0].startswith(f"{net}:"), r
+    assert net.read_text() == good_net
+    code, r = api_file(tb, "/api/v1/subscribers/network", "PUT",
+                       good_net.replace('"downloadBandwidthMbps": 80', '"downloadBandwidthMbps": 70'))
+    assert code == 200 and r["diff"]["nodes_changed"] and r["diff"]["added"] == 0, r
+    assert '"downloadBandwidthMbps": 70' in net.read_text()
+    # weirctl's sub add / set / rm.
+    ctl = [PYTHON, str(WEIRCTL), "--url", f"http://127.0.0.1:{MGMT_PORT}", "sub"]
+    out = tb.run("gw", ctl + ["add", "w1", "--parent", "AP01", "--download-max", "6mbit",
+                              "--upload-max", "3mbit", "--prefix", "10.240.0.1"]).stdout
+    assert "in force" in out and "10.240.0.1/32" in out, out
+    tb.run("gw", ctl + ["set", "w1", "--shaping", "off", "--download-max", "7mbit"])
+    w1 = api(tb, "/api/v1/subscribers/w1")
+    assert w1["shaping"] is False and w1["parent"] == "AP01", w1
+    out = tb.run("gw", ctl + ["rm", "w1", "up1"]).stdout
+    assert "removed" in out and api(tb, "/api/v1/subscribers/w1")["error"]["code"] == 404, out
+
+
+def test_lua_subscriber(tmp_path):
+    """weir.subscriber{} in a policy script: its subscribers are leaves as a file's are and
+    take the API's changes; a bad field is refused as SCRIPT:LINE, the policy in force kept."""
+    from test_rest import put_script, script_weir
+    w, script = script_weir(tmp_path, "luasubs")
+    try:
+        base = script.read_text()
+        good = base + ('\nweir.subscriber{ id = "lua1", name = "Lua one", down = { max = "8mbit" },'
+                       ' up = { min = "1mbit", max = "4mbit" }, prefixes = { "10.0.0.1", '
+                       '"2001:db8::/64" } }\n'
+                       'weir.subscriber{ id = "lua2", down = { max = 5000000 }, up = { max = '
+                       '"2mbit" }, prefixes = { "10.0.0.2" }, shaping = false }\n')
+        status, _, data = put_script(w, good)
+        assert status == 200, data
+        subs = {u["id"]: u for u in w.get("/api/v1/subscribers")[1]["subscribers"]}
+        assert subs["lua1"]["download"]["max_bps"] == 8_000_000, subs
+        assert subs["lua1"]["upload"]["min_bps"] == 1_000_000 and not subs["lua2"]["shaping"]
+        assert subs["lua1"]["prefixes"] == ["10.0.0.1/32", "2001:db8::/64"], subs
+        status, _, data = w.request("PATCH", "/api/v1/subscribers/lua1",
+                                    body={"download_max": "6mbit"})
+        assert status == 200 and json.loads(data)["download"]["max_bps"] == 6_000_000, data
+        line = len(good.splitlines()) + 1
+        for bad, why in [('weir.subscriber{ id = "b", down = { max = "1mbit" } }', "'up'"),
+                         ('weir.subscriber{ id = "b", down = { max = "1mbit" }, up = { max = '
+                          '"1mbit" }, prefixes = { "10.0.0.300" } }', "10.0.0.300"),
+                         ('weir.subscriber{ id = "b", down = { max = "1mbit" }, up = { max = '
+                          '"1mbit" }, prefixes = { "10.0.0.1" } }', "lua1")]:
+            status, _, data = put_script(w, good + bad + "\n")
+            msg = json.loads(data)["error"]["message"]
+            assert status == 422 and f"{script}:{line}:" in msg and why in msg, msg
+        assert w.get("/api/v1/subscribers/lua1")[1]["download"]["max_bps"] == 6_000_000
+    finally:
+        w.stop()

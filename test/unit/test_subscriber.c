@@ -382,6 +382,72 @@ test_box(void)
 	weir_sub_errs_free(&e);
 }
 
+static bool
+drop_c1002(void *arg, uint32_t i)
+{
+	const struct weir_subs *s = arg;
+
+	return strcmp(weir_subs_get(s, i)->id, "c-1002") != 0;
+}
+
+/* The next set from the one in force (what every live change builds):
+ * a whole copy diffs as unchanged; one without a subscriber, plus a new one
+ * holding a prefix already taken, is refused naming the holder (and
+ * counted as a conflict); without the conflict it diffs as one added, one
+ * removed, and keeps the file names and lines of what it copied. */
+static void
+test_copy(void)
+{
+	struct weir_sub_errs e = { 0 };
+	struct weir_subs *s = weir_subs_load_lqos(WEIR_SRC_DIR "/conf/subscribers/ShapedDevices.csv",
+						  WEIR_SRC_DIR "/conf/subscribers/network.json", 0, &e);
+	struct weir_sub_conf c = { .id = "new", .name = "new", .parent = "AP_North_1",
+				   .max = { 10000000, 5000000 } };
+	struct weir_sub_diff d;
+	struct weir_subs *t;
+	const struct weir_sub *u;
+	int64_t k;
+	char pfx[64];
+
+	CHECK(s != NULL, "%s", e.text ? e.text : "");
+	if (s == NULL)
+		return;
+	t = weir_subs_copy(s, NULL, NULL, &e);
+	CHECK(t != NULL && weir_subs_check(t, &e) == 0, "%s", e.text ? e.text : "");
+	weir_subs_diff(s, t, &d, NULL, NULL);
+	CHECK(d.n[0] + d.n[1] + d.n[2] + d.n[3] == 0 && !d.nodes_changed && d.unchanged == 3,
+	      "copy: %u %u %u %u %u", d.n[0], d.n[1], d.n[2], d.n[3], d.unchanged);
+	u = weir_subs_get(t, (uint32_t)weir_subs_find(t, "c-1001"));
+	CHECK(u->n_macs == 1 && u->line == weir_subs_get(s, (uint32_t)weir_subs_find(s, "c-1001"))->line,
+	      "devices and line kept");
+	weir_subs_free(t);
+
+	/* c-1001's first prefix, claimed by a new subscriber. */
+	u = weir_subs_get(s, (uint32_t)weir_subs_find(s, "c-1001"));
+	weir_sub_prefix_text(&weir_subs_prefixes(s)[u->first_prefix], pfx, sizeof(pfx));
+	t = weir_subs_copy(s, drop_c1002, s, &e);
+	k = weir_subs_add(t, &c, weir_subs_file(t, "request"), 1, &e);
+	CHECK(k >= 0 && weir_subs_add_prefix_text(t, (uint32_t)k, pfx, weir_subs_file(t, "request"),
+						  1, &e) == 0, "add");
+	CHECK(weir_subs_check(t, &e) == 1 && e.n_conflicts == 1 &&
+	      strstr(e.text, "request:1: prefix") != NULL && strstr(e.text, "'c-1001'") != NULL,
+	      "%s", e.text ? e.text : "");
+	weir_subs_free(t);
+	weir_sub_errs_free(&e);
+
+	t = weir_subs_copy(s, drop_c1002, s, &e);
+	k = weir_subs_add(t, &c, weir_subs_file(t, "request"), 1, &e);
+	CHECK(k >= 0 && weir_subs_add_prefix_text(t, (uint32_t)k, "192.0.2.0/24",
+						  weir_subs_file(t, "request"), 1, &e) == 0 &&
+	      weir_subs_check(t, &e) == 0, "%s", e.text ? e.text : "");
+	weir_subs_diff(s, t, &d, NULL, NULL);
+	CHECK(d.n[WEIR_SUB_ADDED] == 1 && d.n[WEIR_SUB_REMOVED] == 1 && d.unchanged == 2,
+	      "%u %u %u", d.n[WEIR_SUB_ADDED], d.n[WEIR_SUB_REMOVED], d.unchanged);
+	weir_subs_free(t);
+	weir_subs_free(s);
+	weir_sub_errs_free(&e);
+}
+
 /* No argument: the files and their bad rows. "scale": 100,000 subscribers
  * loaded and diffed, 1,000,000 prefixes in the LPM (minutes under ASan, so
  * the sanitizer stage leaves this half out: meson suite "scale"). */
@@ -396,6 +462,7 @@ main(int argc, char **argv)
 		test_example();
 		test_bad_rows();
 		test_box();
+		test_copy();
 	}
 	return unit_report();
 }
