@@ -1,0 +1,79 @@
+"""TCP measurement per subscriber (GET /api/v1/measure?by=subscriber, docs/measure.md):
+two subscribers (LibreQoS files), each a LAN host uploading at once, one over a clean
+10 ms path and one over a 50 ms path that drops every 40th packet after weir. The
+second is the worst by round trip and by retransmissions, the first's WAN round trip
+is its path's, and `weirctl top` lists them.
+"""
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+
+import weirtb  # noqa: E402
+from weirtb import traffic  # noqa: E402
+from conftest import weir_testbed  # noqa: E402
+
+MGMT_PORT = 18441
+PY = "/usr/bin/python3"
+PATHS = [weirtb.PathSpec(delay=5), weirtb.PathSpec(delay=25, ploss=40)]
+HEADER = ("Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,Parent Node ID,"
+          "Anchor Node ID,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,"
+          "Download Max Mbps,Upload Max Mbps,Comment,sqm\n")
+
+
+@pytest.fixture(scope="module")
+def tb(tmp_path_factory):
+    d = tmp_path_factory.mktemp("measure_subs")
+    (d / "network.json").write_text(json.dumps(
+        {"Site": {"downloadBandwidthMbps": 50, "uploadBandwidthMbps": 50, "type": "Site",
+                  "children": {}}}))
+    (d / "ShapedDevices.csv").write_text(
+        HEADER + "".join(f"c-l{i},circuit {i},d{i},cpe,Site,,,,10.77.1.{i},,1,1,40,40,,\n"
+                         for i in (1, 2)))
+    cfg = d / "weir.cfg"
+    cfg.write_text(weirtb.testbed_config_text(
+        'shaping = { mode = "pfq"; outbound = "50mbit"; inbound = "50mbit"; };\n'
+        'subscribers = { shaped_devices = "ShapedDevices.csv"; network = "network.json"; };\n'
+        f"management = {{ port = {MGMT_PORT}; }};\n", stats_interval=0.5))
+    with weir_testbed(cfg, lan=2, wan=2, paths=PATHS) as tb:
+        yield tb
+
+
+def get(tb, path):
+    out = tb.run("gw", ["curl", "-s", "-w", "\n%{http_code}", f"http://127.0.0.1:{MGMT_PORT}{path}"])
+    body, code = out.stdout.rsplit("\n", 1)
+    return int(code), json.loads(body)
+
+
+def test_worst_subscribers_by_rtt_and_retransmissions(tb):
+    assert tb.addr("l1") == "10.77.1.1" and tb.addr("l2") == "10.77.1.2"
+    res = {}
+    t = threading.Thread(target=lambda: res.setdefault("flows", traffic.iperf_flows(
+        tb, n=2, duration=4, pairs=[("l1", "w1"), ("l2", "w2")], extra_args=("-b", "10M"))))
+    t.start()
+    time.sleep(3.5)     # the last interval (1 s) inside the uploads
+    code, m = get(tb, "/api/v1/measure?by=subscriber&top=5")
+    ctl = [PY, str(REPO / "scripts" / "weirctl"), "--url", f"http://127.0.0.1:{MGMT_PORT}"]
+    top = tb.run("gw", ctl + ["top", "--count", "1", "--interval", "0.3"]).stdout
+    t.join()
+    for f in res["flows"]:
+        assert f.error is None, f.error
+    print(json.dumps(m, indent=1))
+    assert code == 200 and m["by"] == "subscriber" and m["subscribers"] == 2, m
+    rtt = {u["id"]: u for u in m["worst_rtt"]}
+    assert [u["id"] for u in m["worst_rtt"]] == ["c-l2", "c-l1"], m
+    assert abs(rtt["c-l1"]["rtt_wan_ms"]["min"] - 10) <= 1.0, rtt["c-l1"]
+    assert 49 <= rtt["c-l2"]["rtt_wan_ms"]["min"] <= rtt["c-l2"]["rtt_wan_ms"]["p95"], rtt["c-l2"]
+    assert rtt["c-l2"]["rtt_ms"] > rtt["c-l1"]["rtt_ms"], m
+    retx = m["worst_retrans"]
+    assert retx and retx[0]["id"] == "c-l2" and retx[0]["retrans_ratio"] > 0 and \
+        retx[0]["retrans_segs_out"] > 0, m
+    assert "worst RTT" in top and "c-l2" in top, top
+    code, e = get(tb, "/api/v1/measure?by=host")
+    assert code == 400 and "by" in e["error"]["message"], e
