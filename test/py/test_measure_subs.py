@@ -40,7 +40,7 @@ def tb(tmp_path_factory):
     cfg.write_text(weirtb.testbed_config_text(
         'shaping = { mode = "pfq"; outbound = "50mbit"; inbound = "50mbit"; };\n'
         'subscribers = { shaped_devices = "ShapedDevices.csv"; network = "network.json"; };\n'
-        f"management = {{ port = {MGMT_PORT}; }};\n", stats_interval=0.5))
+        f"management = {{ port = {MGMT_PORT}; }};\n", stats_interval=2))     # the last interval: 2 s
     with weir_testbed(cfg, lan=2, wan=2, paths=PATHS) as tb:
         yield tb
 
@@ -57,7 +57,7 @@ def test_worst_subscribers_by_rtt_and_retransmissions(tb):
     t = threading.Thread(target=lambda: res.setdefault("flows", traffic.iperf_flows(
         tb, n=2, duration=4, pairs=[("l1", "w1"), ("l2", "w2")], extra_args=("-b", "10M"))))
     t.start()
-    time.sleep(3.5)     # the last interval (1 s) inside the uploads
+    time.sleep(3.5)     # the last interval (2 s) inside the uploads
     code, m = get(tb, "/api/v1/measure?by=subscriber&top=5")
     ctl = [PY, str(REPO / "scripts" / "weirctl"), "--url", f"http://127.0.0.1:{MGMT_PORT}"]
     top = tb.run("gw", ctl + ["top", "--count", "1", "--interval", "0.3"]).stdout
@@ -68,8 +68,10 @@ def test_worst_subscribers_by_rtt_and_retransmissions(tb):
     assert code == 200 and m["by"] == "subscriber" and m["subscribers"] == 2, m
     rtt = {u["id"]: u for u in m["worst_rtt"]}
     assert [u["id"] for u in m["worst_rtt"]] == ["c-l2", "c-l1"], m
-    assert abs(rtt["c-l1"]["rtt_wan_ms"]["min"] - 10) <= 1.0, rtt["c-l1"]
-    assert 49 <= rtt["c-l2"]["rtt_wan_ms"]["min"] <= rtt["c-l2"]["rtt_wan_ms"]["p95"], rtt["c-l2"]
+    # A subscriber's figures are over its flows' smoothed round trips (each flow's
+    # minimum is checked against the path in test_measure.py).
+    assert 9 <= rtt["c-l1"]["rtt_wan_ms"]["min"] <= 10 * 1.2 + 5, rtt["c-l1"]
+    assert 49 <= rtt["c-l2"]["rtt_wan_ms"]["min"] <= 50 * 1.2 + 5, rtt["c-l2"]
     assert rtt["c-l2"]["rtt_ms"] > rtt["c-l1"]["rtt_ms"], m
     retx = m["worst_retrans"]
     assert retx and retx[0]["id"] == "c-l2" and retx[0]["retrans_ratio"] > 0 and \
