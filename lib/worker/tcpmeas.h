@@ -193,7 +193,7 @@ weir_tcpm_hot(struct weir_tcpm_table *t, uint32_t slot)
 /* Segment p travelling d of the flow in `slot` of t (owner: the flow's
  * first_tsc), at `now`, its TCP header at tcp. Only the hot line unless
  * something rare happens. */
-static inline void
+static __rte_always_inline void
 weir_tcpm_segment(struct weir_tcpm_table *t, uint32_t slot, uint64_t owner,
 		  const struct weir_pkt *p, const uint8_t *tcp, int d, uint64_t now_tsc,
 		  struct weir_tcpm_stats *st)
