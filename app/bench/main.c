@@ -16,7 +16,7 @@
  *
  * Usage: weir-bench [EAL args] -- [--flows 1000,65536,1048576] [--packets N]
  *                   [--workers N] [--plain-drr] [--no-newflows] [--no-codel]
- *                   [--modes M,M] [--esp] [--depth P] [--l3-control] [--tcp-measure] [--json]
+ *                   [--modes M,M] [--esp] [--depth P] [--l3-control] [--tcp-measure] [--tcp-in-order] [--json]
  * (--plain-drr: per-flow queues without the new-flows list and CoDel, the
  *  other two without one of them, to tell their costs apart; --modes:
  *  only these modes and the baseline, e.g. under cachegrind.
@@ -178,10 +178,25 @@ write_frame_ack(uint8_t *f, uint32_t flow, int reverse, int pure_ack)
 static uint8_t esp_frames;
 static uint32_t *esp_seq;
 
+/* --tcp-in-order: each flow's data in sequence (its next segment starts
+ * where the one before ended), as a sender's new data is; without it every
+ * frame of a flow repeats its first, which a measuring worker counts as a
+ * retransmission (the rare path, on every frame). */
+static uint8_t tcp_in_order;
+static uint32_t *data_seq;
+
 static void
 write_frame(uint8_t *f, uint32_t flow, int reverse)
 {
 	write_frame_ack(f, flow, reverse, 0);
+	if (data_seq != NULL) {
+		struct rte_tcp_hdr *tcp = (struct rte_tcp_hdr *)(f + sizeof(struct rte_ether_hdr) +
+								 sizeof(struct rte_ipv4_hdr));
+
+		tcp->sent_seq = rte_cpu_to_be_32(data_seq[flow]);
+		data_seq[flow] += FRAME_LEN - sizeof(struct rte_ether_hdr) -
+				  sizeof(struct rte_ipv4_hdr) - sizeof(*tcp);
+	}
 	if (esp_frames) {
 		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + sizeof(struct rte_ether_hdr));
 		uint32_t *esp = (uint32_t *)(ip + 1);
@@ -400,6 +415,12 @@ run(enum mode mode, struct rte_mempool *mp, uint32_t n_flows, uint64_t n_pkts)
 		esp_seq = rte_zmalloc("bench_esp_seq", (size_t)n_flows * sizeof(*esp_seq), 0);
 		if (esp_seq == NULL)
 			rte_exit(EXIT_FAILURE, "cannot allocate ESP sequence numbers\n");
+	}
+	if (tcp_in_order) {
+		rte_free(data_seq);
+		data_seq = rte_zmalloc("bench_data_seq", (size_t)n_flows * sizeof(*data_seq), 0);
+		if (data_seq == NULL)
+			rte_exit(EXIT_FAILURE, "cannot allocate TCP sequence numbers\n");
 	}
 
 	/* Handshakes first where the mode needs them (both SYNs of each flow). */
@@ -636,6 +657,7 @@ main(int argc, char **argv)
 		{ "depth", required_argument, NULL, 'd' },
 		{ "l3-control", no_argument, NULL, 'L' },
 		{ "tcp-measure", no_argument, NULL, 't' },
+		{ "tcp-in-order", no_argument, NULL, 'O' },
 		{ "capture", required_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -651,6 +673,7 @@ main(int argc, char **argv)
 		case 'N': plain_list = 1; break;
 		case 'C': no_codel = 1; break;
 		case 't': tcp_measure = 1; break;
+		case 'O': tcp_in_order = 1; break;
 		case 'm': {
 			/* A subset of modes, e.g. under valgrind --tool=cachegrind,
 			 * where each run costs minutes. */
@@ -695,7 +718,7 @@ main(int argc, char **argv)
 		default:
 			fprintf(stderr, "usage: weir-bench [EAL] -- [--flows N,N] [--packets N] "
 					"[--workers N] [--plain-drr] [--no-newflows] [--no-codel] [--modes M,M] [--esp] "
-					"[--depth P] [--l3-control] [--tcp-measure] "
+					"[--depth P] [--l3-control] [--tcp-measure] [--tcp-in-order] "
 					"[--capture none|other|class] [--json]\n");
 			return 2;
 		}

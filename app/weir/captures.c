@@ -38,6 +38,7 @@
 #include "capture.h"
 #include "captures.h"
 #include "policy.h"
+#include "policy_subs.h"
 #include "worker_view.h"
 
 #define CAPTURES_KEPT 16                /* running and ended captures listed at once */
@@ -551,6 +552,27 @@ parse_filter(struct weir_app *a, const json_t *f, struct capture *c, char *msg, 
 				return 422;
 			}
 			snprintf(c->cls, sizeof(c->cls), "%.63s", val);
+			c->filter.match |= WEIR_CAPF_CLASS;
+			continue;
+		}
+		/* A subscriber is its leaf classes (one name in both trees:
+		 * policy_subs.h), so its filter is theirs, found again by name
+		 * after a policy switch as a class filter is. */
+		if (strcmp(key, "subscriber") == 0) {
+			const struct weir_policy *p = a->cfg.policy;
+			int64_t i = p != NULL && p->subs != NULL ? weir_subs_find(p->subs, val) : -1;
+			char name[WEIR_POLICY_NAME_LEN];
+
+			if (json_object_get(f, "class") != NULL) {
+				snprintf(msg, msglen, "filter: 'class' and 'subscriber' cannot be combined");
+				return 400;
+			}
+			if (i < 0) {
+				snprintf(msg, msglen, "filter 'subscriber': no subscriber '%.64s'", val);
+				return 422;
+			}
+			weir_subs_class_name(p->subs, (uint32_t)i, name);
+			snprintf(c->cls, sizeof(c->cls), "%.63s", name);
 			c->filter.match |= WEIR_CAPF_CLASS;
 			continue;
 		}

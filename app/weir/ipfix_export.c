@@ -26,6 +26,7 @@
 #include "ipfix.h"
 #include "ipfix_export.h"
 #include "text.h"
+#include "subscriber.h"
 #include "worker_view.h"
 
 /* Flow slots the active-timeout scan reads per worker and wake: a scan of
@@ -49,6 +50,10 @@ struct weir_ipfix {
 	struct reported *rep[WEIR_MAX_WORKERS];
 	uint32_t cap[WEIR_MAX_WORKERS];
 	struct weir_ipfix_msg msg;
+	/* Policy target -> subscriber index (WEIR_SUB_NONE: none) of the
+	 * policy of epoch sub_epoch; rebuilt when the policy changes. */
+	uint32_t *target_sub;
+	uint32_t sub_epoch;
 	/* counters */
 	uint64_t records, active_records, messages, templates, send_errors, bytes_sent;
 	int last_errno;
@@ -101,15 +106,45 @@ add_record(struct weir_ipfix *x, struct weir_app *a, const struct weir_ipfix_flo
 	x->records++;
 }
 
-/* The class of target t under the policy in force (outbound leaf, else inbound). */
+/* Target -> subscriber of policy p (its one mapping, sub_target, turned
+ * round); false without subscribers or memory. */
+static bool
+target_subs(struct weir_ipfix *x, const struct weir_policy *p)
+{
+	uint32_t *map, n;
+
+	if (p->subs == NULL || p->sub_target == NULL)
+		return false;
+	if (x->target_sub != NULL && x->sub_epoch == p->epoch)
+		return true;
+	free(x->target_sub);
+	x->target_sub = map = malloc(((size_t)p->n_targets + 1) * sizeof(*map));
+	if (map == NULL)
+		return false;
+	for (uint32_t t = 0; t < p->n_targets; t++)
+		map[t] = WEIR_SUB_NONE;
+	n = weir_subs_count(p->subs);
+	for (uint32_t i = 0; i < n; i++)
+		if (p->sub_target[i] < p->n_targets)
+			map[p->sub_target[i]] = i;
+	x->sub_epoch = p->epoch;
+	return true;
+}
+
+/* The class of target t under the policy in force (outbound leaf, else
+ * inbound), and its subscriber if it is one's. */
 static void
-class_of(const struct weir_app *a, uint32_t epoch, uint16_t t, struct weir_ipfix_flow *r)
+class_of(struct weir_ipfix *x, const struct weir_app *a, uint32_t epoch, uint16_t t,
+	 struct weir_ipfix_flow *r)
 {
 	const struct weir_policy *p = a->cfg.policy;
 
 	if (p == NULL || epoch != p->epoch || t >= p->n_targets)
 		return;
 	r->class_id = t;
+	if (target_subs(x, p) && x->target_sub[t] != WEIR_SUB_NONE)
+		snprintf(r->subscriber, sizeof(r->subscriber), "%s",
+			 weir_subs_get(p->subs, x->target_sub[t])->id);
 	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
 		uint32_t leaf = p->targets[t].leaf[d];
 
@@ -139,6 +174,25 @@ endpoints(struct weir_ipfix_flow *r, bool init_in, const uint8_t *lan, uint16_t 
 	r->rev_packets = pkts[fwd ^ 1];
 }
 
+/* The TCP measurement of the flow in slot of worker wi that began at
+ * first_tsc, if the worker has it: smoothed round trips each side, the
+ * segments each way sent again (the flow's totals so far). */
+static void
+measured(const struct weir_app *a, unsigned int wi, uint32_t slot, uint64_t first_tsc,
+	 bool init_in, struct weir_ipfix_flow *r)
+{
+	struct weir_flow f = { .first_tsc = first_tsc };
+	struct weir_tcp_view t;
+
+	if (r->proto != IPPROTO_TCP || weir_worker_tcp_view(a->workers[wi], slot, &f, &t) != 0)
+		return;
+	r->has_meas = true;
+	r->rtt_lan_us = t.lan.srtt_us;
+	r->rtt_wan_us = t.wan.srtt_us;
+	r->retrans_pkts = init_in ? t.in.retrans_segs : t.out.retrans_segs;
+	r->rev_retrans_pkts = init_in ? t.out.retrans_segs : t.in.retrans_segs;
+}
+
 /* What of flow (first_tsc, totals) is not reported yet; updates the mark. */
 static void
 delta(struct reported *rp, uint64_t first_tsc, const uint64_t bytes[2], const uint32_t pkts[2],
@@ -166,8 +220,11 @@ void
 weir_ipfix_flow_end(struct weir_app *a, unsigned int wi, const struct weir_flow_event *ev)
 {
 	struct weir_ipfix *x = a->ipfix;
+	/* A TCP flow that saw a FIN or RST ended; the rest went idle. */
 	struct weir_ipfix_flow r = { .family = ev->family, .proto = ev->proto,
-				     .end_reason = WEIR_IPFIX_END_IDLE };
+				     .end_reason = ev->proto == IPPROTO_TCP &&
+				     ev->state >= WEIR_FS_FIN_WAIT ? WEIR_IPFIX_END_FLOW :
+				     WEIR_IPFIX_END_IDLE };
 	uint64_t db[2], dp[2];
 
 	if (x == NULL || ev->type != WEIR_FEV_END)
@@ -178,7 +235,8 @@ weir_ipfix_flow_end(struct weir_app *a, unsigned int wi, const struct weir_flow_
 		  db, dp);
 	r.start_ms = tsc_ms(x, ev->first_tsc);
 	r.end_ms = tsc_ms(x, ev->last_tsc);
-	class_of(a, ev->epoch, ev->target, &r);
+	measured(a, wi, ev->slot, ev->first_tsc, ev->init_dir == WEIR_DIR_IN, &r);
+	class_of(x, a, ev->epoch, ev->target, &r);
 	add_record(x, a, &r);
 }
 
@@ -207,8 +265,9 @@ scan_flow(struct weir_app *a, unsigned int wi, uint32_t slot, const struct weir_
 		  hi ? k->port_lo : k->port_hi, db, dp);
 	r.start_ms = tsc_ms(x, f->first_tsc);
 	r.end_ms = tsc_ms(x, f->last_tsc);
+	measured(a, wi, slot, f->first_tsc, f->shape & WEIR_FSH_INIT_IN, &r);
 	if (f->policy_epoch != 0 && a->cfg.policy != NULL)
-		class_of(a, a->cfg.policy->epoch, f->class_id, &r);
+		class_of(x, a, a->cfg.policy->epoch, f->class_id, &r);
 	add_record(x, a, &r);
 	x->active_records++;
 }
@@ -368,6 +427,7 @@ weir_ipfix_free(struct weir_app *a)
 		close(x->fd);
 	for (unsigned int i = 0; i < WEIR_MAX_WORKERS; i++)
 		free(x->rep[i]);
+	free(x->target_sub);
 	free(x);
 	a->ipfix = NULL;
 }

@@ -23,12 +23,48 @@ grow(struct weir_meas *m, size_t *cap)
 	return 0;
 }
 
+/* Leaf class -> subscriber index of tree d (WEIR_SUB_NONE for other
+ * classes), from the policy's one mapping (sub_target); NULL without
+ * subscribers or memory (then no flow has one). */
+static uint32_t *
+leaf_subs(const struct weir_policy *p, int d)
+{
+	uint32_t *map, n;
+
+	if (p == NULL || p->subs == NULL || p->sub_target == NULL || p->tree[d].n_classes == 0)
+		return NULL;
+	map = malloc(p->tree[d].n_classes * sizeof(*map));
+	if (map == NULL)
+		return NULL;
+	for (uint32_t k = 0; k < p->tree[d].n_classes; k++)
+		map[k] = WEIR_SUB_NONE;
+	n = weir_subs_count(p->subs);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t leaf = p->targets[p->sub_target[i]].leaf[d];
+
+		if (leaf < p->tree[d].n_classes)
+			map[leaf] = i;
+	}
+	return map;
+}
+
+static uint32_t
+flow_sub(uint32_t *const map[2], const int leaf[2])
+{
+	for (int d = 0; d < 2; d++)
+		if (map[d] != NULL && leaf[d] >= 0 && map[d][leaf[d]] != WEIR_SUB_NONE)
+			return map[d][leaf[d]];
+	return WEIR_SUB_NONE;
+}
+
 int
 weir_meas_collect(const struct weir_app *a, struct weir_meas *m)
 {
 	const uint64_t hz = rte_get_tsc_hz(), now = rte_rdtsc();
 	double win_s = a->cfg.stats_interval > 1.0 ? a->cfg.stats_interval : 1.0;
 	size_t cap = 0;
+	uint32_t *map[2] = { leaf_subs(a->cfg.policy, 0), leaf_subs(a->cfg.policy, 1) };
+	int rc = 0;
 
 	memset(m, 0, sizeof(*m));
 	m->window_us = (uint64_t)(win_s * 1e6);
@@ -48,7 +84,8 @@ weir_meas_collect(const struct weir_app *a, struct weir_meas *m)
 				continue;
 			if (m->n == cap && grow(m, &cap) != 0) {
 				weir_meas_free(m);
-				return -ENOMEM;
+				rc = -ENOMEM;
+				goto out;
 			}
 			mf = &m->f[m->n++];
 			mf->worker = i;
@@ -65,9 +102,13 @@ weir_meas_collect(const struct weir_app *a, struct weir_meas *m)
 				weir_worker_flow_view(a->workers[i], a->cfg.policy, slot, &f, d, &v);
 				mf->leaf[d] = v.leaf;
 			}
+			mf->sub = flow_sub(map, mf->leaf);
 		}
 	}
-	return 0;
+out:
+	free(map[0]);
+	free(map[1]);
+	return rc;
 }
 
 void

@@ -2,7 +2,9 @@
  * weir: the management lcore's gathering of the workers' TCP measurement
  * (lib/worker/tcpmeas.h through weir_worker_tcp_view) for the REST API's hosts
  * and measure listings and /metrics: every measured TCP flow copied once,
- * then summarised per LAN host, per class, and the worst flows.
+ * then summarised per LAN host, per class, per subscriber, and the worst
+ * flows. A flow's subscriber is the one whose leaf class it is in (either
+ * direction: a policy hook may have moved it out of one).
  *
  * "The last interval" is the window: max(stats.interval, 1 s). Round-trip
  * figures of a group are over its flows with a sample in the window (each
@@ -17,6 +19,7 @@
 #include <stddef.h>
 
 #include "app.h"
+#include "subscriber.h"
 #include "worker_view.h"
 
 struct weir_meas_flow {
@@ -25,6 +28,7 @@ struct weir_meas_flow {
 	bool lan_hi;                    /* the LAN endpoint is key.addr_hi */
 	bool active;                    /* a packet in the window */
 	int leaf[2];                    /* its class per direction (enum weir_dir); -1: none */
+	uint32_t sub;                   /* its subscriber (index), WEIR_SUB_NONE: none */
 	uint64_t bytes[2];              /* wire bytes per direction */
 	struct weir_tcp_view t;
 };
@@ -59,5 +63,12 @@ weir_meas_retrans_bytes(const struct weir_meas_flow *f)
 {
 	return f->t.out.retrans_bytes + f->t.in.retrans_bytes;
 }
+
+/* (rest_measure.c) Every subscriber with a measured TCP flow: an object
+ * keyed by subscriber id, each the figures GET /api/v1/measure?by=subscriber
+ * gives a subscriber (round trips each side, retransmissions and their
+ * ratio over the last interval). NULL without subscribers or memory. One
+ * copy of every flow: call it once per request, not per subscriber. */
+json_t *weir_meas_subs_json(struct weir_app *a);
 
 #endif /* WEIR_MEASURE_H */

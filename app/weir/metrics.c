@@ -14,6 +14,8 @@
 #include "stats.h"
 #include "flow.h"
 #include "measure.h"
+#include "captures.h"
+#include "ipfix_export.h"
 
 /* One metric family being written: its HELP and TYPE go out before its
  * first sample, once. */
@@ -497,6 +499,49 @@ static const double rtt_le[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2
  * every policy switch. So it is a gauge histogram (what the flows of the
  * last interval look like now), cumulative in le as a histogram's buckets
  * are: histogram_quantile() reads it. */
+/* One unlabelled sample of family name. */
+static void
+single(FILE *out, const char *name, const char *type, const char *help, double v)
+{
+	struct fam f;
+
+	fam_begin(&f, out, name, type, help);
+	sample(&f, v, NULL, NULL, NULL, NULL, NULL, NULL);
+}
+
+/* Captures (captures.c) and the IPFIX exporter (ipfix_export.c), when on. */
+static void
+observe_metrics(FILE *out, const struct weir_app *a)
+{
+	json_t *c = weir_captures_json(a), *x = weir_ipfix_json(a);
+	struct fam f;
+
+	if (json_is_object(c)) {
+		single(out, "weir_captures_running", "gauge", "Captures running now.",
+		       num(c, "running"));
+		single(out, "weir_captures_started_total", "counter", "Captures started.",
+		       num(c, "started"));
+		single(out, "weir_capture_packets_copied_total", "counter",
+		       "Frames the workers copied for captures.", num(c, "copied"));
+		fam_begin(&f, out, "weir_capture_packets_lost_total", "counter",
+			  "Frames a capture wanted that were not copied, by reason.");
+		sample(&f, num(c, "lost_pool_empty"), "reason", "pool_empty", NULL, NULL, NULL, NULL);
+		sample(&f, num(c, "lost_ring_full"), "reason", "ring_full", NULL, NULL, NULL, NULL);
+	}
+	if (json_is_object(x)) {
+		single(out, "weir_ipfix_records_total", "counter", "IPFIX data records exported.",
+		       num(x, "records"));
+		single(out, "weir_ipfix_messages_total", "counter",
+		       "IPFIX messages (UDP packets) sent.", num(x, "messages"));
+		single(out, "weir_ipfix_bytes_total", "counter", "IPFIX bytes sent.", num(x, "bytes"));
+		single(out, "weir_ipfix_send_errors_total", "counter",
+		       "IPFIX messages that could not be sent (the collector down, a full socket).",
+		       num(x, "send_errors"));
+	}
+	json_decref(c);
+	json_decref(x);
+}
+
 static void
 tcp_metrics(FILE *out, const struct weir_app *a)
 {
@@ -603,6 +648,7 @@ weir_metrics_text(const struct weir_app *a, size_t *len)
 	worker_metrics(out, json_object_get(s, "workers"));
 	ipsec_metrics(out, json_object_get(s, "ports"), json_object_get(s, "ipsec"));
 	tcp_metrics(out, a);
+	observe_metrics(out, a);
 	if (json_is_object(pa)) {
 		fam_begin(&f, out, "weir_postack_acks_held", "gauge",
 			  "ACKs PostACK holds now, all workers.");

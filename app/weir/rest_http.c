@@ -108,7 +108,7 @@ static const char *const flows_query[] = { "limit", "offset", "cursor", "class",
 					   "proto", NULL };
 
 static const char *const hosts_query[] = { "limit", "sort", NULL };
-static const char *const measure_query[] = { "top", NULL };
+static const char *const measure_query[] = { "top", "by", NULL };
 static const char *const subs_query[] = { "limit", "offset", "sort", NULL };
 static const char *const dry_run_query[] = { "dry_run", NULL };
 

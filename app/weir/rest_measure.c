@@ -3,11 +3,14 @@
  * trips each side, retransmissions; sorted, top N) and GET
  * /api/v1/measure (per class: min/median/p95 round trips and the
  * retransmission ratio; the worst flows by round trip and by
- * retransmissions). Both from one copy of every measured TCP flow
- * (measure.h, which says what "the last interval" is).
+ * retransmissions; with ?by=subscriber the same per subscriber, the worst
+ * subscribers by round trip and by retransmission ratio). All from one copy
+ * of every measured TCP flow (measure.h, which says what "the last
+ * interval" is).
  */
 #include "measure.h"
 #include "rest_int.h"
+#include "subscriber.h"
 
 #define HOSTS_LIMIT_DEFAULT 100
 #define TOP_DEFAULT 10
@@ -249,6 +252,152 @@ cmp_retrans(const void *x, const void *y)
 	return a > b ? -1 : a < b;
 }
 
+static int
+cmp_sub(const void *x, const void *y)
+{
+	const struct weir_meas_flow *a = x, *b = y;
+
+	return a->sub < b->sub ? -1 : a->sub > b->sub;
+}
+
+/* One subscriber's figures: a group's, and the median round trip through
+ * weir (its flows' LAN side plus WAN side medians) it is ranked by. */
+struct sub_row {
+	json_t *o;
+	uint32_t sub;
+	uint64_t rtt_us, retrans;
+	double ratio;
+};
+
+/* A row per subscriber with a measured flow (m->f sorted by subscriber;
+ * rows: m->n + 1 of them). The number of rows. */
+static size_t
+sub_rows(const struct weir_policy *p, struct weir_meas *m, uint32_t *lan, uint32_t *wan,
+	 struct sub_row *rows)
+{
+	size_t n_rows = 0;
+
+	qsort(m->f, m->n, sizeof(*m->f), cmp_sub);
+	for (size_t i = 0; i < m->n && m->f[i].sub != WEIR_SUB_NONE;) {
+		struct group g = { .lan = lan, .wan = wan };
+		const struct weir_sub *u = weir_subs_get(p->subs, m->f[i].sub);
+		struct sub_row *row = &rows[n_rows++];
+		size_t j = i;
+
+		for (; j < m->n && m->f[j].sub == m->f[i].sub; j++)
+			group_add(&g, m, &m->f[j]);
+		row->sub = m->f[i].sub;
+		row->ratio = group_ratio(&g);
+		row->retrans = g.retrans_bytes[0] + g.retrans_bytes[1];
+		row->o = group_json(&g);        /* sorts g.lan and g.wan */
+		row->rtt_us = (g.n_lan ? lan[(g.n_lan - 1) / 2] : 0) +
+			      (g.n_wan ? wan[(g.n_wan - 1) / 2] : 0);
+		json_object_set_new(row->o, "id", json_string(u->id));
+		json_object_set_new(row->o, "name", json_string(u->name));
+		json_object_set_new(row->o, "rtt_ms", json_ms((uint32_t)row->rtt_us,
+							      g.n_lan + g.n_wan != 0));
+		i = j;
+	}
+	return n_rows;
+}
+
+static int
+cmp_sub_rtt(const void *x, const void *y)
+{
+	const struct sub_row *a = x, *b = y;
+
+	return a->rtt_us > b->rtt_us ? -1 : a->rtt_us < b->rtt_us;
+}
+
+static int
+cmp_sub_ratio(const void *x, const void *y)
+{
+	const struct sub_row *a = x, *b = y;
+
+	if (a->ratio != b->ratio)
+		return a->ratio > b->ratio ? -1 : 1;
+	return a->retrans > b->retrans ? -1 : a->retrans < b->retrans;
+}
+
+/* The top worst of rows by cmp, those with a key (have) only: new
+ * references to the rows' objects. */
+static json_t *
+sub_worst(struct sub_row *rows, size_t n, uint64_t top, int (*cmp)(const void *, const void *),
+	  bool by_rtt)
+{
+	json_t *list = json_array();
+
+	qsort(rows, n, sizeof(*rows), cmp);
+	for (size_t i = 0; i < n && i < top; i++) {
+		if (by_rtt ? rows[i].rtt_us == 0 : rows[i].retrans == 0)
+			break;
+		json_array_append(list, rows[i].o);
+	}
+	return list;
+}
+
+/* GET /api/v1/measure?by=subscriber */
+static void
+measure_subs(struct weir_app *a, uint64_t top, struct rest_reply *r)
+{
+	const struct weir_policy *p = a->cfg.policy;
+	struct weir_meas m;
+	uint32_t *lan, *wan;
+	struct sub_row *rows;
+	size_t n;
+	json_t *worst_rtt, *worst_retrans;
+
+	if (p == NULL || p->subs == NULL) {
+		rest_reply_error(r, MHD_HTTP_NOT_FOUND, "no subscribers: the config has no 'subscribers'");
+		return;
+	}
+	if (measure_get(a, &m, &lan, &wan, r) < 0)
+		return;
+	rows = calloc(m.n + 1, sizeof(*rows));
+	if (rows == NULL) {
+		free(lan), free(wan), weir_meas_free(&m);
+		rest_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		return;
+	}
+	n = sub_rows(p, &m, lan, wan, rows);
+	worst_rtt = sub_worst(rows, n, top, cmp_sub_rtt, true);
+	worst_retrans = sub_worst(rows, n, top, cmp_sub_ratio, false);
+	for (size_t i = 0; i < n; i++)
+		json_decref(rows[i].o);
+	rest_reply_json(r, json_pack("{s:b, s:f, s:s, s:i, s:i, s:o, s:o}",
+		"enabled", a->cfg.tcp_measure, "window_s", (double)m.window_us / 1e6,
+		"by", "subscriber", "tcp_flows", (int)m.n, "subscribers", (int)n,
+		"worst_rtt", worst_rtt, "worst_retrans", worst_retrans));
+	free(rows), free(lan), free(wan);
+	weir_meas_free(&m);
+}
+
+json_t *
+weir_meas_subs_json(struct weir_app *a)
+{
+	const struct weir_policy *p = a->cfg.policy;
+	struct weir_meas m;
+	uint32_t *lan = NULL, *wan = NULL;
+	struct sub_row *rows = NULL;
+	json_t *o = NULL;
+
+	if (p == NULL || p->subs == NULL || weir_meas_collect(a, &m) != 0)
+		return NULL;
+	lan = malloc((m.n + 1) * sizeof(*lan));
+	wan = malloc((m.n + 1) * sizeof(*wan));
+	rows = calloc(m.n + 1, sizeof(*rows));
+	if (lan != NULL && wan != NULL && rows != NULL) {
+		size_t n = sub_rows(p, &m, lan, wan, rows);
+
+		o = json_object();
+		for (size_t i = 0; i < n; i++)
+			json_object_set_new(o, weir_subs_get(p->subs, rows[i].sub)->id, rows[i].o);
+	}
+	free(rows), free(lan), free(wan);
+	weir_meas_free(&m);
+	return o;
+}
+
 void
 h_measure(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r)
 {
@@ -264,6 +413,15 @@ h_measure(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, str
 	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "top");
 	if (v != NULL && !rest_parse_uint(v, TOP_MAX, &top)) {
 		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'top' must be an integer from 0 to %d", TOP_MAX);
+		return;
+	}
+	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "by");
+	if (v != NULL && strcmp(v, "subscriber") == 0) {
+		measure_subs(a, top, r);
+		return;
+	}
+	if (v != NULL && strcmp(v, "class") != 0) {
+		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'by' must be class or subscriber");
 		return;
 	}
 	if (measure_get(a, &m, &lan, &wan, r) < 0)

@@ -49,13 +49,15 @@ static const struct field fields[] = {
 	U(136, 0, IN_ALL, end_reason),                          /* flowEndReason */
 	U(WEIR_IE_CLASS_ID, WEIR, IN_ALL, class_id),
 	{ WEIR_IE_CLASS_NAME, WEIR, VARLEN, IN_ALL, STR, M(class_name) },
-	U(WEIR_IE_SUBSCRIBER, WEIR, IN_ALL, subscriber),
+	{ WEIR_IE_SUBSCRIBER, WEIR, VARLEN, IN_ALL, STR, M(subscriber) },
 	U(WEIR_IE_RTT_LAN_US, WEIR, IN_ALL | IN_MEAS, rtt_lan_us),
 	U(WEIR_IE_RTT_WAN_US, WEIR, IN_ALL | IN_MEAS, rtt_wan_us),
 	U(WEIR_IE_RETRANS_PKTS, WEIR, IN_ALL | IN_MEAS, retrans_pkts),
 	U(WEIR_IE_RETRANS_PKTS_REV, WEIR, IN_ALL | IN_MEAS, rev_retrans_pkts),
 };
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
+_Static_assert(sizeof(((struct weir_ipfix_flow *)0)->subscriber) ==
+	       sizeof(((struct weir_ipfix_flow *)0)->class_name), "strings of one size");
 
 static bool
 field_in(const struct field *fl, uint16_t tid)

@@ -36,7 +36,7 @@
 enum weir_ipfix_ie {
 	WEIR_IE_CLASS_ID = 1,           /* unsigned16: the policy target */
 	WEIR_IE_CLASS_NAME = 2,         /* string: its leaf class (outbound, else inbound) */
-	WEIR_IE_SUBSCRIBER = 3,         /* unsigned32: 0 until subscribers exist */
+	WEIR_IE_SUBSCRIBER = 3,         /* string: the subscriber's id, "" for none */
 	WEIR_IE_RTT_LAN_US = 4,         /* unsigned32: the LAN side's round trip, us */
 	WEIR_IE_RTT_WAN_US = 5,         /* unsigned32: the WAN side's */
 	WEIR_IE_RETRANS_PKTS = 6,       /* unsigned32: retransmitted segments, forward */
@@ -65,7 +65,7 @@ struct weir_ipfix_flow {
 	uint64_t start_ms, end_ms;      /* Unix time, ms */
 	uint16_t class_id;
 	char class_name[64];
-	uint32_t subscriber;            /* placeholder: 0 */
+	char subscriber[64];            /* the subscriber's id, "" for none */
 	/* TCP measurement: exported (the measured template) when has_meas. */
 	bool has_meas;
 	uint32_t rtt_lan_us, rtt_wan_us;

@@ -15,10 +15,12 @@ weir_tcpm_table_create(uint32_t n_slots, int socket_id)
 	t = rte_zmalloc_socket("weir_tcpm", sizeof(*t), RTE_CACHE_LINE_SIZE, socket_id);
 	if (t == NULL)
 		return NULL;
-	t->rec = rte_zmalloc_socket("weir_tcpm_rec", (size_t)n_slots * sizeof(*t->rec),
+	t->hot = rte_zmalloc_socket("weir_tcpm_hot", (size_t)n_slots * sizeof(*t->hot),
 				    RTE_CACHE_LINE_SIZE, socket_id);
-	if (t->rec == NULL) {
-		rte_free(t);
+	t->cold = rte_zmalloc_socket("weir_tcpm_cold", (size_t)n_slots * sizeof(*t->cold),
+				     RTE_CACHE_LINE_SIZE, socket_id);
+	if (t->hot == NULL || t->cold == NULL) {
+		weir_tcpm_table_free(t);
 		return NULL;
 	}
 	t->n_slots = n_slots;
@@ -30,27 +32,65 @@ weir_tcpm_table_free(struct weir_tcpm_table *t)
 {
 	if (t == NULL)
 		return;
-	rte_free(t->rec);
+	rte_free(t->hot);
+	rte_free(t->cold);
 	rte_free(t);
+}
+
+/* Whole 8-byte words of a line, each as the worker left it (memcpy: the
+ * record's fields are narrower, and a uint64_t store into them would break
+ * the aliasing rule). */
+static void
+copy_line(void *dst, const void *src, size_t len)
+{
+	const volatile uint64_t *s = src;
+
+	for (size_t i = 0; i < len / 8; i++) {
+		uint64_t v = s[i];
+
+		memcpy((uint8_t *)dst + 8 * i, &v, 8);
+	}
+}
+
+void
+weir_tcpm_read(const struct weir_tcpm_table *t, uint32_t slot, struct weir_tcpm *out)
+{
+	struct weir_tcpm_hot h;
+	struct weir_tcpm_cold c;
+
+	copy_line(&h, &t->hot[slot], sizeof(h));
+	copy_line(&c, &t->cold[slot], sizeof(c));
+	memset(out, 0, sizeof(*out));
+	out->owner = h.owner;
+	for (int d = 0; d < 2; d++) {
+		struct weir_tcpm_dir *o = &out->d[d];
+
+		o->nxt = h.d[d].nxt;
+		o->ack = h.d[d].ack;
+		o->probe = h.d[d].probe;
+		o->probe_at = h.d[d].probe_at;
+		o->tsval = h.d[d].tsval;
+		o->rtt_at = h.d[d].rtt_at;
+		o->win = h.d[d].win;
+		o->flags = h.d[d].flags;
+		o->retrans_bytes = c.d[d].retrans_bytes;
+		o->retrans_segs = c.d[d].retrans_segs;
+		o->ooo = c.d[d].ooo;
+		o->dupacks = c.d[d].dupacks + h.dup16[d];
+		o->samples = c.d[d].samples;
+		o->rtt_last = c.d[d].rtt_last;
+		o->rtt_min = c.d[d].rtt_min;
+		o->srtt8 = c.d[d].srtt8;
+	}
 }
 
 int
 weir_tcpm_peek(const struct weir_tcpm_table *t, uint32_t slot, uint64_t owner,
 	       struct weir_tcpm *out)
 {
-	const volatile uint64_t *src;
-
 	memset(out, 0, sizeof(*out));
 	if (t == NULL || slot >= t->n_slots)
 		return -ENOENT;
-	src = (const volatile uint64_t *)&t->rec[slot];
-	/* Whole 8-byte words, each as the worker left it (memcpy: the
-	 * record's fields are 32-bit, and a uint64_t store into them would
-	 * break the aliasing rule). */
-	for (size_t i = 0; i < sizeof(*out) / 8; i++) {
-		uint64_t v = src[i];
-
-		memcpy((uint8_t *)out + 8 * i, &v, 8);
-	}
-	return out->d[0].owner == (uint32_t)owner && owner != 0 ? 0 : -ENOENT;
+	weir_tcpm_read(t, slot, out);
+	return out->owner == (uint32_t)owner && owner != 0 ? 0 : -ENOENT;
 }

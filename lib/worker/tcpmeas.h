@@ -33,12 +33,15 @@
  * - a duplicate ACK is a pure ACK (no data, SYN, FIN or RST) with the same
  *   ACK number and window as the ACK before it travelling d.
  *
- * Cost: one record of two cache lines per flow slot, written only by the
- * flow's worker; a few compares and stores a segment; no division, no
- * allocation. Times are the TSC shifted right by WEIR_TCPM_SHIFT (1024
- * ticks, about 0.3-1 us; 32 bits wrap after 20 minutes or more). Records
- * belong to a flow by its first_tsc (a slot reused by a new flow starts
- * over).
+ * Cost: one cache line per flow slot touched by every segment (the hot
+ * line: what each segment compares and moves on), and a second line (the
+ * cold one, in an array of its own so no adjacent-line prefetch pulls it
+ * in) written only on the rare paths: a retransmission, a hole, a
+ * completed sample, every 65536th duplicate ACK. A few compares and
+ * stores a segment; no division, no allocation. Times are the TSC shifted
+ * right by WEIR_TCPM_SHIFT (1024 ticks, about 0.3-1 us; 32 bits wrap after
+ * 20 minutes or more). Records belong to a flow by its first_tsc (a slot
+ * reused by a new flow starts over).
  */
 #ifndef WEIR_TCPMEAS_H
 #define WEIR_TCPMEAS_H
@@ -62,38 +65,62 @@
 #define WEIR_TCPM_SEEN  0x08    /* tsval holds the highest TSval seen */
 #define WEIR_TCPM_LEFT  0x10    /* the probe's first frame has left weir (probe_at is then) */
 
-/* One direction of travel d: what its sender sent, and the round trip to
- * its sender (samples completed by its segments). 64 bytes. */
-struct weir_tcpm_dir {
+/* The hot line, per direction of travel d: what every segment travelling
+ * d (or the other way, for the probe) compares and moves on. 28 bytes. */
+struct weir_tcpm_hdir {
 	uint32_t nxt;           /* just past the highest sequence number seen */
 	uint32_t ack;           /* the last ACK number seen */
 	uint32_t probe;         /* outstanding TSval, or without timestamps the sequence
 				 * number just past the timed segment */
 	uint32_t probe_at;      /* when it was first seen (WEIR_TCPM_SHIFT units); 0: none */
+	uint32_t tsval;         /* the highest TSval seen */
+	uint32_t rtt_at;        /* when the latest sample was taken (units) */
+	uint16_t win;           /* the last ACK's raw window */
+	uint8_t  flags;         /* WEIR_TCPM_* */
+	uint8_t  pad;
+};
+
+/* One cache line a flow slot, touched by every segment. */
+struct weir_tcpm_hot {
+	struct weir_tcpm_hdir d[2];     /* by enum weir_dir of the segments */
+	/* The low 32 bits of the first_tsc of the flow the record is of (a
+	 * new flow in the slot starts over). */
+	uint32_t owner;
+	/* Duplicate ACKs travelling d, the low 16 bits: a wrap carries into
+	 * the cold line's count. */
+	uint16_t dup16[2];
+} __rte_cache_aligned;
+
+/* The cold line, per direction d: counts and round-trip figures, written
+ * only on the rare paths. 32 bytes. */
+struct weir_tcpm_cdir {
 	uint32_t retrans_bytes; /* payload bytes of retransmitted segments (wraps at 4 GiB) */
 	uint32_t retrans_segs;
 	uint32_t ooo;           /* segments that left a hole before them */
-	uint32_t dupacks;
+	uint32_t dupacks;       /* duplicate ACKs, less dup16 (multiples of 65536) */
 	uint32_t samples;       /* round-trip samples to d's sender */
 	uint32_t rtt_last;      /* the latest sample (units); 0: none yet */
 	uint32_t rtt_min;       /* the smallest sample (units); 0: none yet */
 	uint32_t srtt8;         /* smoothed sample x 8 (gain 1/8, as RFC 6298's SRTT) */
-	uint32_t rtt_at;        /* when the latest sample was taken (units) */
-	uint32_t tsval;         /* the highest TSval seen */
-	uint16_t win;           /* the last ACK's raw window */
-	uint8_t  flags;         /* WEIR_TCPM_* */
-	uint8_t  pad;
-	/* d[0]: the low 32 bits of the first_tsc of the flow the record is
-	 * of (a new flow in the slot starts over); d[1]: unused. */
+};
+struct weir_tcpm_cold {
+	struct weir_tcpm_cdir d[2];
+} __rte_cache_aligned;
+_Static_assert(sizeof(struct weir_tcpm_hot) == 64, "one hot cache line a flow slot");
+_Static_assert(sizeof(struct weir_tcpm_cold) == 64, "one cold cache line a flow slot");
+
+/* A record as the management side reads it: both lines of a direction in
+ * one, duplicate ACKs whole. */
+struct weir_tcpm_dir {
+	uint32_t nxt, ack, probe, probe_at, tsval, rtt_at;
+	uint16_t win;
+	uint8_t  flags;
+	uint32_t retrans_bytes, retrans_segs, ooo, dupacks, samples, rtt_last, rtt_min, srtt8;
+};
+struct weir_tcpm {
+	struct weir_tcpm_dir d[2];
 	uint32_t owner;
 };
-
-/* Two cache lines a flow slot, both touched by every segment. */
-struct weir_tcpm {
-	struct weir_tcpm_dir d[2];      /* by enum weir_dir of the segments */
-} __rte_cache_aligned;
-_Static_assert(sizeof(struct weir_tcpm_dir) == 64, "one cache line a direction");
-_Static_assert(sizeof(struct weir_tcpm) == 128, "two cache lines a flow slot");
 
 /* Per-worker totals (summed into the counters). */
 struct weir_tcpm_stats {
@@ -119,21 +146,22 @@ weir_tcpm_after(uint32_t a, uint32_t b)
 }
 
 static inline void
-weir_tcpm_sample(struct weir_tcpm_dir *s, uint32_t at, uint32_t now, struct weir_tcpm_stats *st)
+weir_tcpm_sample(struct weir_tcpm_hdir *h, struct weir_tcpm_cdir *c, uint32_t at, uint32_t now,
+		 struct weir_tcpm_stats *st)
 {
 	uint32_t r = now - at;
 
 	if (r == 0)
 		r = 1;
-	s->rtt_last = r;
-	s->rtt_at = now;
-	if (s->rtt_min == 0 || r < s->rtt_min)
-		s->rtt_min = r;
-	if (s->samples == 0)
-		s->srtt8 = r << 3;
+	c->rtt_last = r;
+	h->rtt_at = now;
+	if (c->rtt_min == 0 || r < c->rtt_min)
+		c->rtt_min = r;
+	if (c->samples == 0)
+		c->srtt8 = r << 3;
 	else
-		s->srtt8 += r - (s->srtt8 >> 3);
-	s->samples++;
+		c->srtt8 += r - (c->srtt8 >> 3);
+	c->samples++;
 	st->samples++;
 }
 
@@ -146,22 +174,43 @@ weir_tcpm_rd32(const uint8_t *b)
 	return rte_be_to_cpu_32(v);
 }
 
-/* Segment p travelling d of the flow whose record is r (owner: the flow's
- * first_tsc), at `now`, its TCP header at tcp. */
-static inline void
-weir_tcpm_segment(struct weir_tcpm *r, uint64_t owner, const struct weir_pkt *p,
-		  const uint8_t *tcp, int d, uint64_t now_tsc, struct weir_tcpm_stats *st)
+/* The records of a worker's flows, one per flow slot (a worker without
+ * one does not measure). Owner lcore writes; management reads copies. */
+struct weir_tcpm_table {
+	uint32_t n_slots;
+	struct weir_tcpm_hot *hot;      /* [n_slots] */
+	struct weir_tcpm_cold *cold;    /* [n_slots] */
+};
+struct weir_tcpm_table *weir_tcpm_table_create(uint32_t n_slots, int socket_id);
+void weir_tcpm_table_free(struct weir_tcpm_table *t);
+
+static inline struct weir_tcpm_hot *
+weir_tcpm_hot(struct weir_tcpm_table *t, uint32_t slot)
 {
-	struct weir_tcpm_dir *s = &r->d[d], *o = &r->d[d ^ 1];
+	return &t->hot[slot];
+}
+
+/* Segment p travelling d of the flow in `slot` of t (owner: the flow's
+ * first_tsc), at `now`, its TCP header at tcp. Only the hot line unless
+ * something rare happens. */
+static __rte_always_inline void
+weir_tcpm_segment(struct weir_tcpm_table *t, uint32_t slot, uint64_t owner,
+		  const struct weir_pkt *p, const uint8_t *tcp, int d, uint64_t now_tsc,
+		  struct weir_tcpm_stats *st)
+{
+	struct weir_tcpm_hot *r = &t->hot[slot];
+	struct weir_tcpm_hdir *s = &r->d[d], *o = &r->d[d ^ 1];
+	struct weir_tcpm_cold *c = &t->cold[slot];
 	const uint8_t fl = p->tcp_flags;
 	const uint32_t now = weir_tcpm_time(now_tsc);
 	uint32_t len = p->payload_len + !!(fl & WEIR_TCP_SYN) + !!(fl & WEIR_TCP_FIN);
 	uint32_t end = p->seq + len;
 	bool retrans = false;
 
-	if (unlikely(r->d[0].owner != (uint32_t)owner)) {
+	if (unlikely(r->owner != (uint32_t)owner)) {
 		memset(r, 0, sizeof(*r));
-		r->d[0].owner = (uint32_t)owner;
+		memset(c, 0, sizeof(*c));
+		r->owner = (uint32_t)owner;
 	}
 	st->segs++;
 	if (unlikely(fl & WEIR_TCP_RST))
@@ -171,11 +220,11 @@ weir_tcpm_segment(struct weir_tcpm *r, uint64_t owner, const struct weir_pkt *p,
 		if (likely(s->flags & WEIR_TCPM_NXT)) {
 			if (unlikely(weir_tcpm_after(s->nxt, p->seq))) {
 				retrans = true;
-				s->retrans_segs++;
-				s->retrans_bytes += p->payload_len;
+				c->d[d].retrans_segs++;
+				c->d[d].retrans_bytes += p->payload_len;
 				st->retrans_segs++;
 			} else if (unlikely(p->seq != s->nxt)) {
-				s->ooo++;
+				c->d[d].ooo++;
 				st->ooo++;
 			}
 			if (weir_tcpm_after(end, s->nxt))
@@ -189,8 +238,11 @@ weir_tcpm_segment(struct weir_tcpm *r, uint64_t owner, const struct weir_pkt *p,
 	 * segment (no timestamps). */
 	if (fl & WEIR_TCP_ACK) {
 		if (likely(s->flags & WEIR_TCPM_ACK)) {
-			if (unlikely(p->ack == s->ack && len == 0 && p->win == s->win))
-				s->dupacks++, st->dupacks++;
+			if (unlikely(p->ack == s->ack && len == 0 && p->win == s->win)) {
+				if (unlikely(++r->dup16[d] == 0))
+					c->d[d].dupacks += 1u << 16;
+				st->dupacks++;
+			}
 		} else {
 			s->flags |= WEIR_TCPM_ACK;
 		}
@@ -198,7 +250,7 @@ weir_tcpm_segment(struct weir_tcpm *r, uint64_t owner, const struct weir_pkt *p,
 		s->win = p->win;
 		if (!(o->flags & WEIR_TCPM_TS) && o->probe_at != 0 &&
 		    !weir_tcpm_after(o->probe, p->ack)) {
-			weir_tcpm_sample(s, o->probe_at, now, st);
+			weir_tcpm_sample(s, &c->d[d], o->probe_at, now, st);
 			o->probe_at = 0;
 		}
 	}
@@ -211,7 +263,7 @@ weir_tcpm_segment(struct weir_tcpm *r, uint64_t owner, const struct weir_pkt *p,
 		 * this segment's sender. A newer echo: it was passed over. */
 		if (o->probe_at != 0 && (o->flags & WEIR_TCPM_TS) && (fl & WEIR_TCP_ACK)) {
 			if (tsecr == o->probe) {
-				weir_tcpm_sample(s, o->probe_at, now, st);
+				weir_tcpm_sample(s, &c->d[d], o->probe_at, now, st);
 				o->probe_at = 0;
 			} else if (weir_tcpm_after(tsecr, o->probe)) {
 				o->probe_at = 0;
@@ -248,15 +300,15 @@ weir_tcpm_segment(struct weir_tcpm *r, uint64_t owner, const struct weir_pkt *p,
 	}
 }
 
-/* Frame p of the flow whose record is r leaves weir travelling d at now,
+/* Frame p of the flow whose hot line is r leaves weir travelling d at now,
  * from a class tree (queued or cut through) or the ACKs weir held: the
  * round trip is the far host's, so the outstanding probe starts when its
  * first frame leaves (later frames with the same TSval do not move it). */
 static inline void
-weir_tcpm_departed(struct weir_tcpm *r, const struct weir_pkt *p, const uint8_t *tcp, int d,
+weir_tcpm_departed(struct weir_tcpm_hot *r, const struct weir_pkt *p, const uint8_t *tcp, int d,
 		   uint64_t now_tsc)
 {
-	struct weir_tcpm_dir *s = &r->d[d];
+	struct weir_tcpm_hdir *s = &r->d[d];
 
 	if (s->probe_at == 0 || (s->flags & WEIR_TCPM_LEFT))
 		return;
@@ -270,24 +322,12 @@ weir_tcpm_departed(struct weir_tcpm *r, const struct weir_pkt *p, const uint8_t 
 	s->flags |= WEIR_TCPM_LEFT;
 }
 
-/* The records of a worker's flows, one per flow slot (a worker without
- * one does not measure). Owner lcore writes; management reads copies. */
-struct weir_tcpm_table {
-	uint32_t n_slots;
-	struct weir_tcpm *rec;          /* [n_slots] */
-};
-struct weir_tcpm_table *weir_tcpm_table_create(uint32_t n_slots, int socket_id);
-void weir_tcpm_table_free(struct weir_tcpm_table *t);
+/* Management side: a copy of slot's record, whichever flow's it is.
+ * Copied word by word: figures may be a segment apart. */
+void weir_tcpm_read(const struct weir_tcpm_table *t, uint32_t slot, struct weir_tcpm *out);
 
-static inline struct weir_tcpm *
-weir_tcpm_rec(struct weir_tcpm_table *t, uint32_t slot)
-{
-	return &t->rec[slot];
-}
-
-/* Management side: a copy of slot's record if it is of the flow that began
- * at owner (0), else -ENOENT. Copied word by word: figures may be a segment
- * apart. */
+/* As weir_tcpm_read if the record is of the flow that began at owner (0),
+ * else -ENOENT. */
 int weir_tcpm_peek(const struct weir_tcpm_table *t, uint32_t slot, uint64_t owner,
 		   struct weir_tcpm *out);
 

@@ -391,7 +391,7 @@ tcp_measure(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
 
-	weir_tcpm_segment(weir_tcpm_rec(w->tcpm, weir_flow_slot(w->flows, f)), f->first_tsc, p,
+	weir_tcpm_segment(w->tcpm, weir_flow_slot(w->flows, f), f->first_tsc, p,
 			  rte_pktmbuf_mtod(m, const uint8_t *) + p->l4_off, from, now, &w->tcpm_st);
 }
 
@@ -405,7 +405,7 @@ weir_wk_tcpm_departed(struct weir_worker *w, struct rte_mbuf *m, uint32_t qid, i
 
 	if (qid >= w->unmanaged_qid || p->l4proto != IPPROTO_TCP || p->ipsec != WEIR_IPSEC_NONE)
 		return;
-	weir_tcpm_departed(weir_tcpm_rec(w->tcpm, qid), p,
+	weir_tcpm_departed(weir_tcpm_hot(w->tcpm, qid), p,
 			   rte_pktmbuf_mtod(m, const uint8_t *) + p->l4_off, dir, now);
 }
 
@@ -579,16 +579,13 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		weir_flow_lookup_bulk(w->flows, keys, n_managed, now, flows);
 		if (w->prefetch_state)
 			prefetch_flow_state(w, pkts, managed_idx, flows, n_managed, from);
-		/* A TCP flow's measurement record: two lines apart from it. */
+		/* A TCP flow's measurement record: its hot line, apart from
+		 * the flow (the cold one is for the rare paths). */
 		for (uint16_t k = 0; w->tcpm != NULL && k < n_managed; k++)
 			if (flows[k] != NULL &&
-			    weir_mbuf_meta(pkts[managed_idx[k]])->pkt.l4proto == IPPROTO_TCP) {
-				struct weir_tcpm *r = weir_tcpm_rec(w->tcpm,
-						weir_flow_slot(w->flows, flows[k]));
-
-				rte_prefetch0(&r->d[0]);
-				rte_prefetch0(&r->d[1]);
-			}
+			    weir_mbuf_meta(pkts[managed_idx[k]])->pkt.l4proto == IPPROTO_TCP)
+				rte_prefetch0(weir_tcpm_hot(w->tcpm,
+							    weir_flow_slot(w->flows, flows[k])));
 		/* An SA's sequence record is a cache line apart from its flow. */
 		for (uint16_t k = 0; unlikely(sas != 0) && k < n_managed; k++)
 			if (unlikely(weir_mbuf_meta(pkts[managed_idx[k]])->pkt.ipsec != WEIR_IPSEC_NONE) &&

@@ -62,7 +62,7 @@ struct weir_flow_event {
 	uint8_t proto;
 	uint8_t family;         /* 4 or 6 */
 	uint8_t dscp;
-	uint8_t _pad;
+	uint8_t state;          /* enum weir_flow_state (end events): how it ended */
 	uint16_t vlan;
 	uint16_t lan_port, wan_port;
 	uint32_t slot;          /* with first_tsc: which flow (slots are reused) */

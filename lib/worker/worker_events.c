@@ -94,7 +94,7 @@ weir_wk_event_end(struct weir_worker *w, struct weir_flow *f, const struct weir_
 		.type = WEIR_FEV_END, .init_dir = (f->shape & WEIR_FSH_INIT_IN) ? WEIR_DIR_IN : WEIR_DIR_OUT,
 		.proto = key->proto, .family = key->family, .vlan = key->vlan & WEIR_FK_VLAN_ID,
 		.lan_port = hi ? key->port_hi : key->port_lo, .wan_port = hi ? key->port_lo : key->port_hi,
-		.slot = weir_flow_slot(w->flows, f), .target = f->class_id,
+		.slot = weir_flow_slot(w->flows, f), .target = f->class_id, .state = f->state,
 		.epoch = f->class_gen == w->gen8 ? w->policy->epoch : 0,
 		.first_tsc = f->first_tsc, .last_tsc = f->last_tsc,
 		.bytes = { f->bytes[0], f->bytes[1] }, .pkts = { f->pkts[0], f->pkts[1] },

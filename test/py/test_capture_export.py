@@ -6,6 +6,7 @@ bytes and packets weir counted each way; bad capture requests get 4xx with a
 reason. One weir serves the three tests.
 """
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -203,5 +204,13 @@ def test_ipfix_matches_weir_counters(cap_tb):
             (recs, f)
         assert all(c[3] == f["lan"]["addr"] and c[4] == f["wan"]["addr"] for c in recs)
     assert len(got[5320]) >= 2, got[5320]     # an active-timeout record and the end's
+    # flowEndReason (IE 136): a flow that closed (FIN seen) ends with "end of flow
+    # detected" (3); its earlier records are active-timeout reports (2).
+    raw = subprocess.run(["nfdump", "-q", "-o", "raw", "-R", str(d / "flows")],
+                         capture_output=True, text=True, check=True).stdout
+    reasons = [re.search(r"end reason\s*=\s*(0x[0-9a-f]+)", r).group(1)
+               for r in raw.split("Flow Record:")
+               if re.search(r"dst port\s*=\s*5320\b", r) and "end reason" in r]
+    assert reasons and reasons[-1] == "0x03" and set(reasons[:-1]) <= {"0x02"}, reasons
     # The collector was down at weir's start: counted, and nothing failed since.
     assert tb.weir_stats()["ipfix"]["send_errors"] == errors_before

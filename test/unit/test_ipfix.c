@@ -146,8 +146,8 @@ test_measured_and_v6(void)
 	CHECK(weir_ipfix_msg_record(&m, &f) == 0, "record");
 	len = weir_ipfix_msg_end(&m, 0, 0, 0);
 	/* 16 addresses x2 + ports 4 + proto 1 + counts 32 + times 16 + reason 1
-	 * + class id 2 + name 1 + subscriber 4 + measurement 16 */
-	CHECK(len == 16 + 4 + 32 + 4 + 1 + 32 + 16 + 1 + 2 + 1 + 4 + 16, "record size %zu", len);
+	 * + class id 2 + name 1 + subscriber id 1 + measurement 16 */
+	CHECK(len == 16 + 4 + 32 + 4 + 1 + 32 + 16 + 1 + 2 + 1 + 1 + 16, "record size %zu", len);
 }
 
 static void
