@@ -184,6 +184,49 @@ def rate_between(samples, name, key, t0, t1):
     return (pts[-1][name][key] - pts[0][name][key]) * 8 / (pts[-1]["up"] - pts[0]["up"])
 
 
+def commit_of_tree():
+    """The commit the results come from, '+dirty' when the tree differs from it."""
+    import subprocess
+    try:
+        c = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--",
+                                "lib", "app", "scripts"], capture_output=True, text=True).stdout
+        return c + ("+dirty" if dirty.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def spread_iperf(tb, a, n, secs, spread, port, rng, groups=5):
+    """The thesis starts each aggregate's flows uniformly over [0, 50] s. Here the n flows
+    go in up to `groups` iperf3 instances (-P k each) that start at whole seconds drawn
+    uniformly from [0, spread] and all end at `secs`; the result's per-second goodput is
+    the groups' sum on the run's clock (a group's missing seconds count 0)."""
+    sizes = [n // groups + (g < n % groups) for g in range(min(groups, n))]
+    offs = sorted(rng.randint(0, int(spread)) for _ in sizes)
+    out = [None] * len(sizes)
+
+    def grp(g):
+        time.sleep(offs[g])
+        out[g] = tb.iperf(n=1, duration=secs - offs[g], pairs=[(a[1], a[2])],
+                          base_port=port + g, extra_args=("-P", str(sizes[g])))[0]
+    th = [threading.Thread(target=grp, args=(g,)) for g in range(len(sizes))]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    total = [0.0] * secs
+    for g, f in enumerate(out):
+        for j, v in enumerate(f.interval_bps):
+            if offs[g] + j < secs:
+                total[offs[g] + j] += v
+    err = "; ".join(f.error for f in out if f.error) or None
+    return weirtb.traffic.FlowResult(flow=0, lan=a[1], wan=a[2], direction="out", cc=None,
+                                     interval_bps=total,
+                                     retransmits=sum(f.retransmits or 0 for f in out),
+                                     error=err)
+
+
 def run_one(tb, d, case, kind, args):
     os.environ["WEIR_TESTBED_CFG"] = str(weir_config(d, kind))
     tb.start_gateway("weir")
@@ -200,8 +243,13 @@ def run_one(tb, d, case, kind, args):
     def go(i, a):
         n = max(1, round(a[3] * args.flow_scale))
         secs = args.stop.get(a[0], args.seconds)
-        res[a[0]] = tb.iperf(n=1, duration=secs, pairs=[(a[1], a[2])],
-                             base_port=BASE_PORT + 10 * i, extra_args=("-P", str(n)))[0]
+        spread = getattr(args, "spread", 0)
+        if spread <= 0:
+            res[a[0]] = tb.iperf(n=1, duration=secs, pairs=[(a[1], a[2])],
+                                 base_port=BASE_PORT + 10 * i, extra_args=("-P", str(n)))[0]
+            return
+        res[a[0]] = spread_iperf(tb, a, n, secs, spread, BASE_PORT + 10 * i,
+                                 random.Random(f"{a[0]}-{getattr(args, 'run', 0)}"))
     th = [threading.Thread(target=go, args=(i, a)) for i, a in enumerate(AGGS)]
     t_start = time.monotonic()
     sampler.start()
