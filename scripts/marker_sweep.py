@@ -90,7 +90,7 @@ def fmt(vals):
     return f"{m:.2f} ({lo:.2f}-{hi:.2f})" if len(vals) > 1 else f"{m:.2f}"
 
 
-def write(out, rows, args):
+def write(out, rows, args, quiet=False):
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "sweep.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
@@ -113,6 +113,8 @@ def write(out, rows, args):
                      f"{fmt([r['dropped_in'] for r in rs]).replace('.00', '')} | "
                      f"{THESIS.get(kind, '')} |")
     (out / "sweep.md").write_text("\n".join(lines) + "\n")
+    if quiet:
+        return
     print("\n".join(lines))
     try:
         import matplotlib
@@ -204,6 +206,7 @@ def main():
                              "edge_mbit": a1["edge_mbit"], "background_mbit": bg["goodput_mbit"],
                              "dropped_in": e["dropped_in"], "dropped_out": e["dropped_out"],
                              "retransmits": a1["retransmits"]})
+                write(Path(args.out), rows, args, quiet=True)   # a cut-short sweep keeps its runs
                 print(f"A={a} {kind} run {run}: {a1['goodput_mbit']:.2f} (green {a1['green_mbit']:.2f}), "
                       f"background {bg['goodput_mbit']:.2f}", flush=True)
         finally:
