@@ -54,15 +54,17 @@ EXPS = {1: {"blast": 1.5, "tcp": 1000, "udp": 1000},
         3: {"blast": 1.5, "tcp": 400, "udp": 800}}
 
 
-def scaled(link):
-    """The thesis' queue settings scaled to `link` Mbit/s (same queueing time)."""
-    f = link / THESIS_LINK
+def scaled(link, queue="scaled"):
+    """The thesis' queue settings scaled to `link` Mbit/s (same queueing time), or with
+    queue="thesis" its packet counts as they are (300/100/200: 3.2x the queueing time at
+    20 Mbit/s; the thesis argues CHOKe needs large buffers, Eq. 5.4)."""
+    f = link / THESIS_LINK if queue == "scaled" else 1.0
     return {"limit": round(300 * f), "min_th": round(100 * f), "max_th": round(200 * f),
             "target": max(1, round(20 * f)), "gamma": 0.005 / f}
 
 
-def weir_cfg(d, gw, link):
-    s = scaled(link)
+def weir_cfg(d, gw, link, queue="scaled"):
+    s = scaled(link, queue)
     # Per-flow queues buffer per flow (flow_limit, 128): "pfq"/"postack" run as weir
     # runs them, the class limit left at its default; "-l94" gives them the FIFO's
     # 94-packet class limit as well (a full class then drops whatever arrives).
@@ -75,14 +77,14 @@ def weir_cfg(d, gw, link):
             f'  red = {{ min_th = {s["min_th"]}; max_th = {s["max_th"]}; }};\n'
             f'  pqm = {{ gamma = {s["gamma"]:.6f}; target = {s["target"]}; rtt_min_us = 30000; '
             f'pkt_max = 1000; pkt_mean = 1000; }};\n}};\n')
-    p = d / f"pqm-{gw}.cfg"
+    p = d / f"pqm-{gw}-{queue}.cfg"
     p.write_text(weirtb.testbed_config_text(body))
     return p
 
 
-def htb_spec(link):
+def htb_spec(link, queue="scaled"):
     return {"outbound": {"rate": f"{link}mbit", "classes": [{"name": "all", "rate": f"{link}mbit"}]},
-            "limit": scaled(link)["limit"]}
+            "limit": scaled(link, queue)["limit"]}
 
 
 def _iperf_json(p, timeout):
@@ -171,6 +173,30 @@ def run_one(tb, link, exp, k, warm, blast):
             "tcp_retx": retx}
 
 
+FIELDS = ["exp", "udp_flows", "gateway", "queue", "run", "tcp_share", "udp_share", "tcp_mbit",
+          "udp_mbit", "tcp_alone_mbit", "tcp_retx", "drops_qm", "drops_aqm", "drops_class",
+          "drops_choke", "drops_victim", "drops_early", "drops_forced", "monitored",
+          "monitor_full", "drops_penalty", "prob", "fair_bps", "state_bytes", "cc", "link_mbit",
+          "commit"]
+
+
+COUNTERS = ("drops_qm", "drops_aqm", "drops_class", "drops_penalty", "drops_choke",
+            "drops_victim", "drops_early", "drops_forced")
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+
+
+def marker_commit():
+    from marker_experiments import commit_of_tree
+    return commit_of_tree()
+
+
 def qm_snapshot(tb):
     try:
         c = tb.weir_stats()["shaping"]["outbound"]["classes"]["all"]
@@ -180,7 +206,9 @@ def qm_snapshot(tb):
     return {"drops_qm": c.get("drops_qm"), "drops_aqm": c.get("drops_aqm"),
             "drops_class": c.get("drops_class"), "monitored": q.get("monitored"),
             "monitor_full": q.get("monitor_full"), "drops_penalty": q.get("drops_penalty"),
-            "prob": q.get("prob"), "fair_bps": q.get("fair_bps"), "state_bytes": q.get("state_bytes")}
+            "prob": q.get("prob"), "fair_bps": q.get("fair_bps"), "state_bytes": q.get("state_bytes"),
+            "drops_choke": q.get("drops_choke"), "drops_victim": q.get("drops_victim"),
+            "drops_early": q.get("drops_early"), "drops_forced": q.get("drops_forced")}
 
 
 def plot(rows, out, link):
@@ -210,18 +238,39 @@ def plot(rows, out, link):
     fig.savefig(out / "pqm.png", dpi=110)
 
 
+def stat(vals):
+    """median, min, max"""
+    v = sorted(vals)
+    n = len(v)
+    return (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2), v[0], v[-1]
+
+
+def cell(vals):
+    if not vals:
+        return "-"
+    m, lo, hi = stat(vals)
+    return f"{m:.2f}" if len(vals) == 1 else f"{m:.2f} ({lo:.2f}-{hi:.2f})"
+
+
 def table(rows, link):
-    lines = [f"TCP's share of the {link} Mbit/s class during the blast (20 TCP flows, RTT 30 ms)",
-             "", "| exp | UDP flows | " + " | ".join(GATEWAYS) + " | thesis (text) |",
-             "|---|---|" + "---|" * (len(GATEWAYS) + 1)]
-    keys = sorted({(r["exp"], r["udp_flows"]) for r in rows})
-    for exp, k in keys:
-        cells = []
-        for gw in GATEWAYS:
-            r = [x for x in rows if x["exp"] == exp and x["udp_flows"] == k and x["gateway"] == gw]
-            cells.append(f"{r[0]['tcp_share']:.2f}" if r else "-")
-        th = "; ".join(f"{g} {v}" for g, v in THESIS.items()) if k == keys[0][1] else ""
-        lines.append(f"| {exp} | {k} | " + " | ".join(cells) + f" | {th} |")
+    gws = [g for g in GATEWAYS if any(r["gateway"] == g for r in rows)]
+    queues = sorted({r.get("queue", "scaled") for r in rows})
+    runs = max(sum(1 for x in rows if (x["exp"], x["udp_flows"], x["gateway"], x.get("queue"))
+                   == (r["exp"], r["udp_flows"], r["gateway"], r.get("queue"))) for r in rows)
+    lines = [f"TCP's share of the {link} Mbit/s class during the blast (20 TCP flows, RTT 30 ms); "
+             f"median (min-max) of up to {runs} runs; weir at {rows[0].get('commit', '?')}",
+             "", "| exp | UDP flows | queue | " + " | ".join(gws) + " | thesis (text) |",
+             "|---|---|---|" + "---|" * (len(gws) + 1)]
+    keys = sorted({(r["exp"], r["udp_flows"], r.get("queue", "scaled")) for r in rows})
+    for exp, k, qu in keys:
+        cells = [cell([float(x["tcp_share"]) for x in rows if x["exp"] == exp and
+                       x["udp_flows"] == k and x["gateway"] == gw and
+                       x.get("queue", "scaled") == qu]) for gw in gws]
+        th = "; ".join(f"{g} {v}" for g, v in THESIS.items()) if (exp, k, qu) == keys[0] else ""
+        lines.append(f"| {exp} | {k} | {qu} | " + " | ".join(cells) + f" | {th} |")
+    if len(queues) > 1 or queues != ["scaled"]:
+        lines += ["", "queue: scaled = 94 packets, min_th 31, max_th 62 (the thesis' queueing "
+                  "time at 20 Mbit/s); thesis = 300, 100, 200 packets as in the thesis"]
     return "\n".join(lines) + "\n"
 
 
@@ -237,6 +286,9 @@ def main():
     ap.add_argument("--warm", type=int, default=5)
     ap.add_argument("--blast", type=int, default=14)
     ap.add_argument("--cc", default="cubic")
+    ap.add_argument("--runs", type=int, default=1, help="runs per cell (interleaved)")
+    ap.add_argument("--queue", default="scaled",
+                    help="scaled (94/31/62 at 20 Mbit/s), thesis (300/100/200), or both")
     ap.add_argument("--merge", nargs="+", metavar="CSV",
                     help="no runs: the table and PNG of these CSVs' rows (a later file's "
                          "rows replace an earlier one's for the same gateway)")
@@ -277,45 +329,51 @@ def main():
     if why:
         sys.exit("testbed unavailable: " + "; ".join(why))
     rows = []
+    name = "pqm-quick" if args.quick else "pqm"
+    commit = marker_commit()
     try:
         tb.claim().up()
         for h in tb.lan_hosts:
             tb.set_cc(h, args.cc)
-        for gw in gws:
+        queues = ["scaled", "thesis"] if args.queue == "both" else [args.queue]
+        for qu, gw in [(qu, gw) for qu in queues for gw in gws]:
             if gw == "linux-htb":
-                tb.start_gateway("linux-htb", htb_spec=htb_spec(args.link))
+                tb.start_gateway("linux-htb", htb_spec=htb_spec(args.link, qu))
             else:
-                os.environ["WEIR_TESTBED_CFG"] = str(weir_cfg(d, gw, args.link))
+                os.environ["WEIR_TESTBED_CFG"] = str(weir_cfg(d, gw, args.link, qu))
                 tb.start_gateway("weir")
-            for exp in [int(x) for x in args.exps.split(",")]:
-                for k in [int(x) for x in args.splits.split(",")]:
-                    try:
-                        r = run_one(tb, args.link, exp, k, args.warm, args.blast)
-                    except Exception as e:  # one failed run must not lose the others
-                        print(f"{gw} exp {exp} udp x{k}: FAILED {e}", flush=True)
-                        continue
-                    r.update({"gateway": gw, "exp": exp, "udp_flows": k, "cc": args.cc,
-                              "link_mbit": args.link})
-                    if gw != "linux-htb":
-                        r.update(qm_snapshot(tb))
-                    rows.append(r)
-                    print(f"{gw:>9} exp {exp} udp x{k}: TCP share {r['tcp_share']:.3f} "
-                          f"({r['tcp_mbit']:.2f} Mbit/s goodput, alone {r['tcp_alone_mbit']:.2f}), "
-                          f"UDP {r['udp_mbit']:.2f} Mbit/s, retx {r['tcp_retx']}"
-                          + (f", monitored {r.get('monitored')}, p {r.get('prob')}"
-                             if gw.startswith("pqm") else ""), flush=True)
+            for run in range(args.runs):
+                for exp in [int(x) for x in args.exps.split(",")]:
+                    for k in [int(x) for x in args.splits.split(",")]:
+                        before = qm_snapshot(tb) if gw != "linux-htb" else {}
+                        try:
+                            r = run_one(tb, args.link, exp, k, args.warm, args.blast)
+                        except Exception as e:  # one failed run must not lose the others
+                            print(f"{gw} exp {exp} udp x{k}: FAILED {e}", flush=True)
+                            continue
+                        r.update({"gateway": gw, "exp": exp, "udp_flows": k, "cc": args.cc,
+                                  "link_mbit": args.link, "queue": qu, "run": run,
+                                  "commit": commit})
+                        if gw != "linux-htb":
+                            r.update(qm_snapshot(tb))
+                            for c in COUNTERS:  # this run's, not the gateway's since start
+                                if isinstance(r.get(c), int) and isinstance(before.get(c), int):
+                                    r[c] -= before[c]
+                        rows.append(r)
+                        write_csv(out / f"{name}.csv", rows)   # a cut-short run keeps its rows
+                        print(f"{gw:>9} {qu} exp {exp} udp x{k} run {run}: TCP share "
+                              f"{r['tcp_share']:.3f} ({r['tcp_mbit']:.2f} Mbit/s goodput, alone "
+                              f"{r['tcp_alone_mbit']:.2f}), UDP {r['udp_mbit']:.2f} Mbit/s, "
+                              f"retx {r['tcp_retx']}"
+                              + (f", monitored {r.get('monitored')}, p {r.get('prob')}"
+                                 if gw.startswith("pqm") else "")
+                              + (f", choke drops {r.get('drops_choke')}, victims "
+                                 f"{r.get('drops_victim')}, class drops {r.get('drops_class')}"
+                                 if gw == "choke" else ""), flush=True)
             tb.stop_gateway()
     finally:
         tb.down()
-    fields = ["exp", "udp_flows", "gateway", "tcp_share", "udp_share", "tcp_mbit", "udp_mbit",
-              "tcp_alone_mbit", "tcp_retx", "drops_qm", "drops_aqm", "drops_class", "monitored",
-              "monitor_full", "drops_penalty", "prob", "fair_bps", "state_bytes", "cc", "link_mbit"]
-    name = "pqm-quick" if args.quick else "pqm"
-    with open(out / f"{name}.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow(r)
+    write_csv(out / f"{name}.csv", rows)
     md = table(rows, args.link)
     (out / f"{name}.md").write_text(md)
     if not args.quick:
