@@ -286,6 +286,10 @@ def main():
     ap.add_argument("--warm", type=int, default=5)
     ap.add_argument("--blast", type=int, default=14)
     ap.add_argument("--cc", default="cubic")
+    ap.add_argument("--tcp-legacy", action="store_true",
+                    help="senders without RACK and tail-loss probes (net.ipv4.tcp_recovery=0, "
+                         "tcp_early_retrans=0): loss recovery nearer the thesis' ns-2 TCP, "
+                         "where a small window's losses end in a timeout")
     ap.add_argument("--runs", type=int, default=1, help="runs per cell (interleaved)")
     ap.add_argument("--queue", default="scaled",
                     help="scaled (94/31/62 at 20 Mbit/s), thesis (300/100/200), or both")
@@ -335,6 +339,9 @@ def main():
         tb.claim().up()
         for h in tb.lan_hosts:
             tb.set_cc(h, args.cc)
+            if args.tcp_legacy:
+                weirtb.netns.sysctl(h, "net.ipv4.tcp_recovery", "0")
+                weirtb.netns.sysctl(h, "net.ipv4.tcp_early_retrans", "0")
         queues = ["scaled", "thesis"] if args.queue == "both" else [args.queue]
         for qu, gw in [(qu, gw) for qu in queues for gw in gws]:
             if gw == "linux-htb":
@@ -351,7 +358,8 @@ def main():
                         except Exception as e:  # one failed run must not lose the others
                             print(f"{gw} exp {exp} udp x{k}: FAILED {e}", flush=True)
                             continue
-                        r.update({"gateway": gw, "exp": exp, "udp_flows": k, "cc": args.cc,
+                        r.update({"gateway": gw, "exp": exp, "udp_flows": k,
+                                  "cc": args.cc + ("-legacy" if args.tcp_legacy else ""),
                                   "link_mbit": args.link, "queue": qu, "run": run,
                                   "commit": commit})
                         if gw != "linux-htb":
