@@ -445,6 +445,11 @@ def main():
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "markers"))
     ap.add_argument("--replot", action="store_true",
                     help="no runs: redraw the table and figure from the CSVs in --out")
+    ap.add_argument("--spread", type=float, default=0,
+                    help="each aggregate's flows start over 0..SPREAD s in 5 groups "
+                         "(the thesis: 0-50 s); 0: all at once")
+    if sys.argv[1:2] == ["all"]:
+        return run_all(sys.argv[2:])
     args = ap.parse_args()
     args.stop = {k: int(v) for k, v in (x.split(":") for x in args.stop.split(",") if x)}
     if args.contracts:
@@ -486,6 +491,54 @@ def main():
         finally:
             tb.down()
     write_outputs(Path(args.out), rows, series, extra, args)
+    with open(Path(args.out) / "table.md", "a") as f:
+        f.write(f"\nweir at {commit_of_tree()}; flows' starts spread over 0-{args.spread:g} s.\n")
+
+
+# Every result of docs/results/markers, by one command: `marker_experiments.py all [--dry-run]`.
+# (out under docs/results/markers, the script, its arguments)
+ALL = [
+    ("sweep", "marker_sweep.py", ["--contracts", "4,12", "--markers", "tb,tbq,carm,arm",
+                                  "--seconds", "45", "--warm", "20", "--spread", "15",
+                                  "--runs", "5"]),
+    (".", "marker_experiments.py", ["--spread", "15"]),
+    (".", "marker_experiments.py", ["--markers", "tbq48", "--append", "--spread", "15"]),
+    ("pareto", "marker_experiments.py", ["--pareto", "--cases", "exact,over", "--spread", "15"]),
+    ("alpha", "marker_experiments.py", ["--cases", "exact", "--markers",
+                                        "carm@0.45,carm,carm@0.05", "--spread", "15"]),
+    ("rio-short-out", "marker_experiments.py", ["--cases", "exact", "--rio",
+                                                "50:99:0.1:5:30:0.5", "--spread", "15"]),
+    ("varying-a3-5", "marker_experiments.py", ["--cases", "exact", "--markers", "carm,tb",
+                                               "--contracts", "8,6,5", "--core-mbit", "15",
+                                               "--stop", "a2:30"]),
+    ("varying-a3-7", "marker_experiments.py", ["--cases", "exact", "--markers", "carm,tb",
+                                               "--contracts", "8,6,7", "--core-mbit", "15",
+                                               "--stop", "a2:30"]),
+    ("cc-cubic", "marker_experiments.py", ["--cases", "exact", "--seconds", "50", "--warm", "15",
+                                           "--cc", "cubic", "--spread", "15"]),
+    ("cc-bbr", "marker_experiments.py", ["--cases", "exact", "--seconds", "50", "--warm", "15",
+                                         "--cc", "bbr", "--spread", "15"]),
+]
+
+
+def run_all(argv):
+    """Rebuild every CSV, PNG and table of docs/results/markers (about 2.5 hours as root),
+    each from the tree's commit (written into the tables). --dry-run: the commands only."""
+    import subprocess
+    base = REPO / "docs" / "results" / "markers"
+    for sub, script, extra in ALL:
+        cmd = [sys.executable, str(REPO / "scripts" / script), *extra,
+               "--out", str((base / sub).resolve())]
+        print("+", " ".join(cmd), flush=True)
+        if "--dry-run" not in argv:
+            subprocess.run(cmd, check=True)
+    bench = REPO / "build" / "app" / "bench" / "weir-bench-marker"
+    cmd = [str(bench), "--no-huge", "-m", "512", "--no-pci", "-l", "1", "--",
+           "--packets", "1000000", "--rounds", "7"]
+    print("+", " ".join(cmd), ">", base / "bench.txt", flush=True)
+    if "--dry-run" not in argv:
+        (base / "bench.txt").write_text(subprocess.run(cmd, check=True, capture_output=True,
+                                                       text=True).stdout)
 
 
 if __name__ == "__main__":

@@ -222,15 +222,23 @@ def plot(rows, out, link):
     exps = sorted({r["exp"] for r in rows})
     fig, axes = plt.subplots(1, len(exps), figsize=(5 * len(exps), 4), squeeze=False)
     for ax, exp in zip(axes[0], exps):
-        for gw in GATEWAYS:
-            pts = sorted((r["udp_flows"], r["tcp_share"]) for r in rows
-                         if r["exp"] == exp and r["gateway"] == gw)
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=gw)
+        for gw, qu in [(g, q) for g in GATEWAYS for q in ("scaled", "thesis")]:
+            by = {}
+            for r in rows:
+                if r["exp"] == exp and r["gateway"] == gw and r.get("queue", "scaled") == qu:
+                    by.setdefault(int(r["udp_flows"]), []).append(float(r["tcp_share"]))
+            if not by:
+                continue
+            xs = sorted(by)
+            st = [stat(by[x]) for x in xs]
+            ax.errorbar(xs, [m for m, _, _ in st], yerr=[[m - lo for m, lo, _ in st],
+                                                         [hi - m for m, _, hi in st]],
+                        marker="o", capsize=3,
+                        label=gw + ("" if qu == "scaled" else " (300-packet queue)"))
         ax.set_title(f"Exp. {exp}: blast {EXPS[exp]['blast']}x, TCP {EXPS[exp]['tcp']} B / "
                      f"UDP {EXPS[exp]['udp']} B", fontsize=9)
         ax.set_xlabel("UDP flows in the blast")
-        ax.set_ylabel(f"TCP share of the {link} Mbit/s class")
+        ax.set_ylabel(f"TCP share of the {link} Mbit/s class (median, min-max)")
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
@@ -274,6 +282,29 @@ def table(rows, link):
     return "\n".join(lines) + "\n"
 
 
+# Every result of docs/results/pqm, by one command: `pqm_experiments.py all [--dry-run]`.
+ALL = [
+    (".", ["--blast", "12", "--runs", "5", "--exps", "1,2,3"]),
+    ("choke", ["--gateways", "red,choke", "--exps", "1", "--splits", "2", "--queue", "both",
+               "--runs", "5", "--blast", "12"]),
+    ("choke-legacy", ["--gateways", "red,choke", "--exps", "1", "--splits", "2", "--queue",
+                      "both", "--runs", "3", "--blast", "12", "--tcp-legacy"]),
+]
+
+
+def run_all(argv):
+    """Rebuild every CSV, PNG and table of docs/results/pqm (about 3 hours as root), each
+    from the tree's commit (written into the CSVs and tables). --dry-run: the commands."""
+    import subprocess
+    base = REPO / "docs" / "results" / "pqm"
+    for sub, extra in ALL:
+        cmd = [sys.executable, str(Path(__file__).resolve()), *extra,
+               "--out", str((base / sub).resolve())]
+        print("+", " ".join(cmd), flush=True)
+        if "--dry-run" not in argv:
+            subprocess.run(cmd, check=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -296,6 +327,8 @@ def main():
     ap.add_argument("--merge", nargs="+", metavar="CSV",
                     help="no runs: the table and PNG of these CSVs' rows (a later file's "
                          "rows replace an earlier one's for the same gateway)")
+    if sys.argv[1:2] == ["all"]:
+        return run_all(sys.argv[2:])
     args = ap.parse_args()
     if args.merge:
         out = Path(args.out)
