@@ -32,6 +32,9 @@ and total rate weir's marker counted at the edge, averaged from --warm to the en
         [--contracts 8,6,5] [--core-mbit 15] [--stop a2:30] [--cc reno|cubic|bbr]
         [--out docs/results/markers] [--append] [--replot]
 
+`marker_experiments.py all [--dry-run]` reruns every result of docs/results/markers (the
+sweep included) from the tree's commit, which each table names. --spread S: each
+aggregate's flows start over 0..S s in 5 groups (the thesis: 0-50 s).
 --quick: the exact case, tb and tbq, 3 flows per aggregate, 12 s runs: a check that the
 pipeline works (CI), not a result. Needs root (testbed). Writes runs.csv (per second),
 summary.csv, table.md and markers.png into --out.

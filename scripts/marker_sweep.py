@@ -17,7 +17,11 @@ and carm (depth 50 x 500 B, alpha 0.2).
 
     scripts/marker_sweep.py [--quick] [--contracts 2,4,6,8] [--markers tb,tbq,arm,carm]
         [--seconds 40] [--warm 15] [--excess-mbit 10] [--flow-scale 0.5] [--cc reno]
-        [--out docs/results/markers/sweep] [--append]
+        [--out docs/results/markers/sweep] [--append] [--runs 5] [--spread 15]
+
+--runs: runs per (A, marker) cell, interleaved; the table gives median (min-max), the PNG
+the runs and their range. --spread: each aggregate's flows start over 0..SPREAD s in 5
+iperf3 groups (the thesis starts them uniformly over 0-50 s); 0 starts them together.
 
 Writes sweep.csv, sweep.md (with the thesis' words beside) and sweep.png into --out.
 --quick: A = 2 only, tb and tbq, 3 flows each, 12 s (CI: the pipeline works, not a result).

@@ -19,6 +19,12 @@ here has no RED or CHOKe qdisc).
 
     scripts/pqm_experiments.py [--quick] [--out docs/results/pqm] [--gateways a,b]
                                [--exps 1,2,3] [--splits 2,4,6,8] [--blast 14] [--cc cubic]
+                               [--runs N] [--queue scaled|thesis|both] [--tcp-legacy]
+    scripts/pqm_experiments.py all [--dry-run]     # every result of docs/results/pqm
+
+--runs: runs per cell, the table gives median (min-max). --queue thesis: the thesis' packet
+counts unscaled (300, 100, 200), the buffer its Eq. 5.4 says CHOKe needs. --tcp-legacy:
+senders without RACK and tail-loss probes, nearer the loss recovery of the thesis' ns-2 TCP.
 
 --quick: Exp. 1 with a 2-flow blast, fifo, pqm and pqm-pb only, short runs (CI's check that
 the script works: test/py/test_pqm.py). Needs root; run it under the engineer's
