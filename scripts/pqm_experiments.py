@@ -282,6 +282,17 @@ def table(rows, link):
                        x.get("queue", "scaled") == qu]) for gw in gws]
         th = "; ".join(f"{g} {v}" for g, v in THESIS.items()) if (exp, k, qu) == keys[0] else ""
         lines.append(f"| {exp} | {k} | {qu} | " + " | ".join(cells) + f" | {th} |")
+    # The same runs against what TCP got alone in the run's first seconds: on a loaded
+    # machine TCP alone may fall short of the class, and this ratio does not depend on it.
+    lines += ["", "TCP's goodput during the blast / its goodput alone (first seconds of the run)",
+              "", "| exp | UDP flows | queue | " + " | ".join(gws) + " |",
+              "|---|---|---|" + "---|" * len(gws)]
+    for exp, k, qu in keys:
+        cells = [cell([float(x["tcp_mbit"]) / float(x["tcp_alone_mbit"]) for x in rows
+                       if x["exp"] == exp and x["udp_flows"] == k and x["gateway"] == gw and
+                       x.get("queue", "scaled") == qu and float(x.get("tcp_alone_mbit") or 0) > 0])
+                 for gw in gws]
+        lines.append(f"| {exp} | {k} | {qu} | " + " | ".join(cells) + " |")
     if len(queues) > 1 or queues != ["scaled"]:
         lines += ["", "queue: scaled = 94 packets, min_th 31, max_th 62 (the thesis' queueing "
                   "time at 20 Mbit/s); thesis = 300, 100, 200 packets as in the thesis"]
@@ -330,12 +341,26 @@ def main():
     ap.add_argument("--runs", type=int, default=1, help="runs per cell (interleaved)")
     ap.add_argument("--queue", default="scaled",
                     help="scaled (94/31/62 at 20 Mbit/s), thesis (300/100/200), or both")
+    ap.add_argument("--replot", action="store_true",
+                    help="no runs: the table and PNG again from --out's pqm.csv")
     ap.add_argument("--merge", nargs="+", metavar="CSV",
                     help="no runs: the table and PNG of these CSVs' rows (a later file's "
                          "rows replace an earlier one's for the same gateway)")
     if sys.argv[1:2] == ["all"]:
         return run_all(sys.argv[2:])
     args = ap.parse_args()
+    if args.replot:
+        out = Path(args.out)
+        rows = list(csv.DictReader(open(out / "pqm.csv")))
+        for r in rows:
+            for k in ("exp", "udp_flows", "link_mbit"):
+                r[k] = int(r[k])
+            r["tcp_share"] = float(r["tcp_share"])
+        md = table(rows, rows[0]["link_mbit"])
+        (out / "pqm.md").write_text(md)
+        plot(rows, out, rows[0]["link_mbit"])
+        print(md)
+        return
     if args.merge:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
