@@ -451,6 +451,8 @@ def main():
     ap.add_argument("--spread", type=float, default=0,
                     help="each aggregate's flows start over 0..SPREAD s in 5 groups "
                          "(the thesis: 0-50 s); 0: all at once")
+    ap.add_argument("--run", type=int, default=0,
+                    help="the repetition's number: it seeds the spread starts")
     if sys.argv[1:2] == ["all"]:
         return run_all(sys.argv[2:])
     args = ap.parse_args()
