@@ -32,6 +32,9 @@ and total rate weir's marker counted at the edge, averaged from --warm to the en
         [--contracts 8,6,5] [--core-mbit 15] [--stop a2:30] [--cc reno|cubic|bbr]
         [--out docs/results/markers] [--append] [--replot]
 
+`marker_experiments.py all [--dry-run]` reruns every result of docs/results/markers (the
+sweep included) from the tree's commit, which each table names. --spread S: each
+aggregate's flows start over 0..S s in 5 groups (the thesis: 0-50 s).
 --quick: the exact case, tb and tbq, 3 flows per aggregate, 12 s runs: a check that the
 pipeline works (CI), not a result. Needs root (testbed). Writes runs.csv (per second),
 summary.csv, table.md and markers.png into --out.
@@ -184,6 +187,49 @@ def rate_between(samples, name, key, t0, t1):
     return (pts[-1][name][key] - pts[0][name][key]) * 8 / (pts[-1]["up"] - pts[0]["up"])
 
 
+def commit_of_tree():
+    """The commit the results come from, '+dirty' when the tree differs from it."""
+    import subprocess
+    try:
+        c = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--",
+                                "lib", "app", "scripts"], capture_output=True, text=True).stdout
+        return c + ("+dirty" if dirty.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def spread_iperf(tb, a, n, secs, spread, port, rng, groups=5):
+    """The thesis starts each aggregate's flows uniformly over [0, 50] s. Here the n flows
+    go in up to `groups` iperf3 instances (-P k each) that start at whole seconds drawn
+    uniformly from [0, spread] and all end at `secs`; the result's per-second goodput is
+    the groups' sum on the run's clock (a group's missing seconds count 0)."""
+    sizes = [n // groups + (g < n % groups) for g in range(min(groups, n))]
+    offs = sorted(rng.randint(0, int(spread)) for _ in sizes)
+    out = [None] * len(sizes)
+
+    def grp(g):
+        time.sleep(offs[g])
+        out[g] = tb.iperf(n=1, duration=secs - offs[g], pairs=[(a[1], a[2])],
+                          base_port=port + g, extra_args=("-P", str(sizes[g])))[0]
+    th = [threading.Thread(target=grp, args=(g,)) for g in range(len(sizes))]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    total = [0.0] * secs
+    for g, f in enumerate(out):
+        for j, v in enumerate(f.interval_bps):
+            if offs[g] + j < secs:
+                total[offs[g] + j] += v
+    err = "; ".join(f.error for f in out if f.error) or None
+    return weirtb.traffic.FlowResult(flow=0, lan=a[1], wan=a[2], direction="out", cc=None,
+                                     interval_bps=total,
+                                     retransmits=sum(f.retransmits or 0 for f in out),
+                                     error=err)
+
+
 def run_one(tb, d, case, kind, args):
     os.environ["WEIR_TESTBED_CFG"] = str(weir_config(d, kind))
     tb.start_gateway("weir")
@@ -200,8 +246,13 @@ def run_one(tb, d, case, kind, args):
     def go(i, a):
         n = max(1, round(a[3] * args.flow_scale))
         secs = args.stop.get(a[0], args.seconds)
-        res[a[0]] = tb.iperf(n=1, duration=secs, pairs=[(a[1], a[2])],
-                             base_port=BASE_PORT + 10 * i, extra_args=("-P", str(n)))[0]
+        spread = getattr(args, "spread", 0)
+        if spread <= 0:
+            res[a[0]] = tb.iperf(n=1, duration=secs, pairs=[(a[1], a[2])],
+                                 base_port=BASE_PORT + 10 * i, extra_args=("-P", str(n)))[0]
+            return
+        res[a[0]] = spread_iperf(tb, a, n, secs, spread, BASE_PORT + 10 * i,
+                                 random.Random(f"{a[0]}-{getattr(args, 'run', 0)}"))
     th = [threading.Thread(target=go, args=(i, a)) for i, a in enumerate(AGGS)]
     t_start = time.monotonic()
     sampler.start()
@@ -397,6 +448,13 @@ def main():
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "markers"))
     ap.add_argument("--replot", action="store_true",
                     help="no runs: redraw the table and figure from the CSVs in --out")
+    ap.add_argument("--spread", type=float, default=0,
+                    help="each aggregate's flows start over 0..SPREAD s in 5 groups "
+                         "(the thesis: 0-50 s); 0: all at once")
+    ap.add_argument("--run", type=int, default=0,
+                    help="the repetition's number: it seeds the spread starts")
+    if sys.argv[1:2] == ["all"]:
+        return run_all(sys.argv[2:])
     args = ap.parse_args()
     args.stop = {k: int(v) for k, v in (x.split(":") for x in args.stop.split(",") if x)}
     if args.contracts:
@@ -438,6 +496,54 @@ def main():
         finally:
             tb.down()
     write_outputs(Path(args.out), rows, series, extra, args)
+    with open(Path(args.out) / "table.md", "a") as f:
+        f.write(f"\nweir at {commit_of_tree()}; flows' starts spread over 0-{args.spread:g} s.\n")
+
+
+# Every result of docs/results/markers, by one command: `marker_experiments.py all [--dry-run]`.
+# (out under docs/results/markers, the script, its arguments)
+ALL = [
+    ("sweep", "marker_sweep.py", ["--contracts", "4,12", "--markers", "tb,tbq,carm,arm",
+                                  "--seconds", "45", "--warm", "20", "--spread", "15",
+                                  "--runs", "5"]),
+    (".", "marker_experiments.py", ["--spread", "15"]),
+    (".", "marker_experiments.py", ["--markers", "tbq48", "--append", "--spread", "15"]),
+    ("pareto", "marker_experiments.py", ["--pareto", "--cases", "exact,over", "--spread", "15"]),
+    ("alpha", "marker_experiments.py", ["--cases", "exact", "--markers",
+                                        "carm@0.45,carm,carm@0.05", "--spread", "15"]),
+    ("rio-short-out", "marker_experiments.py", ["--cases", "exact", "--rio",
+                                                "50:99:0.1:5:30:0.5", "--spread", "15"]),
+    ("varying-a3-5", "marker_experiments.py", ["--cases", "exact", "--markers", "carm,tb",
+                                               "--contracts", "8,6,5", "--core-mbit", "15",
+                                               "--stop", "a2:30"]),
+    ("varying-a3-7", "marker_experiments.py", ["--cases", "exact", "--markers", "carm,tb",
+                                               "--contracts", "8,6,7", "--core-mbit", "15",
+                                               "--stop", "a2:30"]),
+    ("cc-cubic", "marker_experiments.py", ["--cases", "exact", "--seconds", "50", "--warm", "15",
+                                           "--cc", "cubic", "--spread", "15"]),
+    ("cc-bbr", "marker_experiments.py", ["--cases", "exact", "--seconds", "50", "--warm", "15",
+                                         "--cc", "bbr", "--spread", "15"]),
+]
+
+
+def run_all(argv):
+    """Rebuild every CSV, PNG and table of docs/results/markers (about 2.5 hours as root),
+    each from the tree's commit (written into the tables). --dry-run: the commands only."""
+    import subprocess
+    base = REPO / "docs" / "results" / "markers"
+    for sub, script, extra in ALL:
+        cmd = [sys.executable, str(REPO / "scripts" / script), *extra,
+               "--out", str((base / sub).resolve())]
+        print("+", " ".join(cmd), flush=True)
+        if "--dry-run" not in argv:
+            subprocess.run(cmd, check=True)
+    bench = REPO / "build" / "app" / "bench" / "weir-bench-marker"
+    cmd = [str(bench), "--no-huge", "-m", "512", "--no-pci", "-l", "1", "--",
+           "--packets", "1000000", "--rounds", "7"]
+    print("+", " ".join(cmd), ">", base / "bench.txt", flush=True)
+    if "--dry-run" not in argv:
+        (base / "bench.txt").write_text(subprocess.run(cmd, check=True, capture_output=True,
+                                                       text=True).stdout)
 
 
 if __name__ == "__main__":

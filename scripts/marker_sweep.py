@@ -17,7 +17,11 @@ and carm (depth 50 x 500 B, alpha 0.2).
 
     scripts/marker_sweep.py [--quick] [--contracts 2,4,6,8] [--markers tb,tbq,arm,carm]
         [--seconds 40] [--warm 15] [--excess-mbit 10] [--flow-scale 0.5] [--cc reno]
-        [--out docs/results/markers/sweep] [--append]
+        [--out docs/results/markers/sweep] [--append] [--runs 5] [--spread 15]
+
+--runs: runs per (A, marker) cell, interleaved; the table gives median (min-max), the PNG
+the runs and their range. --spread: each aggregate's flows start over 0..SPREAD s in 5
+iperf3 groups (the thesis starts them uniformly over 0-50 s); 0 starts them together.
 
 Writes sweep.csv, sweep.md (with the thesis' words beside) and sweep.png into --out.
 --quick: A = 2 only, tb and tbq, 3 flows each, 12 s (CI: the pipeline works, not a result).
@@ -69,25 +73,52 @@ def weir_config(d, kind):
     return _base_config(d, kind, conf=marker_conf, tag="sweep")
 
 
-def write(out, rows, args):
+def cells(rows):
+    """(A, marker) -> the runs' rows, in run order."""
+    out = {}
+    for r in rows:
+        out.setdefault((r["contract_mbit"], r["marker"]), []).append(r)
+    return out
+
+
+def stat(vals):
+    """median, min, max"""
+    v = sorted(vals)
+    n = len(v)
+    med = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    return med, v[0], v[-1]
+
+
+def fmt(vals):
+    m, lo, hi = stat(vals)
+    return f"{m:.2f} ({lo:.2f}-{hi:.2f})" if len(vals) > 1 else f"{m:.2f}"
+
+
+def write(out, rows, args, quiet=False):
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "sweep.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         w.writeheader()
         w.writerows(rows)
+    n_runs = max(len(v) for v in cells(rows).values())
     lines = [f"Runs of {args.seconds} s, means from {args.warm} s; two aggregates of "
              f"{max(1, round(FLOWS * args.flow_scale))} {args.cc.capitalize()}+SACK flows, "
-             f"{2 * DELAY_MS} ms RTT; "
-             f"core = A + {args.excess_mbit:g} Mbit/s, RIO {mx.RIO}.", "",
-             "| A Mbit/s | marker | contracted goodput | / A | green at edge / A | "
-             "background goodput | core drops In / Out | thesis says |",
+             f"{2 * DELAY_MS} ms RTT, starts spread over 0-{args.spread:g} s; "
+             f"core = A + {args.excess_mbit:g} Mbit/s, RIO {mx.RIO}; "
+             f"median (min-max) of {n_runs} runs per cell; weir at {args.commit}.", "",
+             "| A Mbit/s | marker | runs | goodput / A | green at edge / A | "
+             "background Mbit/s | core In drops | thesis says |",
              "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['contract_mbit']:g} | {r['marker']} | {r['goodput_mbit']:.2f} | "
-                     f"{r['goodput_mbit'] / r['contract_mbit']:.2f} | "
-                     f"{r['green_mbit'] / r['contract_mbit']:.2f} | {r['background_mbit']:.2f} | "
-                     f"{r['dropped_in']} / {r['dropped_out']} | {THESIS.get(r['marker'], '')} |")
+    for (a, kind), rs in sorted(cells(rows).items()):
+        lines.append(f"| {a:g} | {kind} | {len(rs)} | "
+                     f"{fmt([r['goodput_mbit'] / a for r in rs])} | "
+                     f"{fmt([r['green_mbit'] / a for r in rs])} | "
+                     f"{fmt([r['background_mbit'] for r in rs])} | "
+                     f"{fmt([r['dropped_in'] for r in rs]).replace('.00', '')} | "
+                     f"{THESIS.get(kind, '')} |")
     (out / "sweep.md").write_text("\n".join(lines) + "\n")
+    if quiet:
+        return
     print("\n".join(lines))
     try:
         import matplotlib
@@ -97,9 +128,17 @@ def write(out, rows, args):
         print("matplotlib missing: no PNG")
         return
     fig, ax = plt.subplots(figsize=(6, 4))
-    for kind in dict.fromkeys(r["marker"] for r in rows):
-        pts = sorted((r["contract_mbit"], r["goodput_mbit"]) for r in rows if r["marker"] == kind)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=kind)
+    kinds = list(dict.fromkeys(r["marker"] for r in rows))
+    for j, kind in enumerate(kinds):
+        cs = sorted((a, rs) for (a, k), rs in cells(rows).items() if k == kind)
+        xs = [a + 0.12 * (j - (len(kinds) - 1) / 2) for a, _ in cs]
+        st = [stat([r["goodput_mbit"] for r in rs]) for _, rs in cs]
+        ax.errorbar(xs, [m for m, _, _ in st], yerr=[[m - lo for m, lo, _ in st],
+                                                     [hi - m for m, _, hi in st]],
+                    marker="o", capsize=3, label=f"{kind} (median, min-max)")
+        for x, (_, rs) in zip(xs, cs):
+            ax.scatter([x] * len(rs), [r["goodput_mbit"] for r in rs], s=6, color="grey",
+                       zorder=3)
     top = max(r["contract_mbit"] for r in rows)
     ax.plot([0, top], [0, top], "k:", linewidth=0.8, label="A")
     ax.set_xlabel("contract rate A, Mbit/s")
@@ -122,6 +161,9 @@ def main():
     ap.add_argument("--excess-mbit", type=float, default=10)
     ap.add_argument("--flow-scale", type=float, default=0.5)
     ap.add_argument("--cc", default="reno", help="senders' congestion control (thesis: Reno+SACK)")
+    ap.add_argument("--runs", type=int, default=5, help="runs per (A, marker) cell")
+    ap.add_argument("--spread", type=float, default=15,
+                    help="flows start over 0..SPREAD s, in 5 groups (thesis: 0-50 s); 0: at once")
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "markers" / "sweep"))
     ap.add_argument("--append", action="store_true",
                     help="keep the rows of --out's sweep.csv for contracts not run now")
@@ -129,6 +171,8 @@ def main():
     if args.quick:
         args.contracts, args.markers, args.seconds, args.warm = "2", "tb,tbq", 12, 4
         args.flow_scale = 3 / FLOWS
+        args.runs, args.spread = 1, 2
+    args.commit = mx.commit_of_tree()
     # marker_experiments' run machinery reads these.
     args.pareto, args.stop = False, {}
     mx.weir_config = weir_config
@@ -150,22 +194,31 @@ def main():
             tb.stop_gateway()
             for h in tb.lan_hosts:
                 tb.set_cc(h, args.cc)
-            for kind in args.markers.split(","):
-                r, _, e = mx.run_one(tb, d, "exact", kind, args)
+            for run, kind in [(n, k) for n in range(args.runs)
+                              for k in args.markers.split(",")]:
+                args.run = run
+                try:
+                    r, _, e = mx.run_one(tb, d, "exact", kind, args)
+                except Exception as ex:  # one failed run must not lose the others
+                    print(f"A={a} {kind} run {run}: FAILED {ex}", flush=True)
+                    tb.stop_gateway()
+                    continue
                 a1 = next(x for x in r if x["agg"] == "a1")
                 bg = next(x for x in r if x["agg"] == "bg")
-                rows.append({"contract_mbit": a, "marker": kind,
+                rows.append({"contract_mbit": a, "marker": kind, "run": run,
                              "goodput_mbit": a1["goodput_mbit"], "green_mbit": a1["green_mbit"],
                              "edge_mbit": a1["edge_mbit"], "background_mbit": bg["goodput_mbit"],
                              "dropped_in": e["dropped_in"], "dropped_out": e["dropped_out"],
                              "retransmits": a1["retransmits"]})
-                print(f"A={a} {kind}: {a1['goodput_mbit']:.2f} (green {a1['green_mbit']:.2f}), "
+                write(Path(args.out), rows, args, quiet=True)   # a cut-short sweep keeps its runs
+                print(f"A={a} {kind} run {run}: {a1['goodput_mbit']:.2f} (green {a1['green_mbit']:.2f}), "
                       f"background {bg['goodput_mbit']:.2f}", flush=True)
         finally:
             tb.down()
     if args.append and (Path(args.out) / "sweep.csv").exists():
         ran = {r["contract_mbit"] for r in rows}
-        old = [{k: (v if k == "marker" else float(v)) for k, v in r.items()}
+        old = [{k: (v if k == "marker" else int(v) if k == "run" else float(v))
+                for k, v in r.items()}
                for r in csv.DictReader(open(Path(args.out) / "sweep.csv"))]
         rows = sorted([r for r in old if r["contract_mbit"] not in ran] + rows,
                       key=lambda r: r["contract_mbit"])

@@ -19,6 +19,12 @@ here has no RED or CHOKe qdisc).
 
     scripts/pqm_experiments.py [--quick] [--out docs/results/pqm] [--gateways a,b]
                                [--exps 1,2,3] [--splits 2,4,6,8] [--blast 14] [--cc cubic]
+                               [--runs N] [--queue scaled|thesis|both] [--tcp-legacy]
+    scripts/pqm_experiments.py all [--dry-run]     # every result of docs/results/pqm
+
+--runs: runs per cell, the table gives median (min-max). --queue thesis: the thesis' packet
+counts unscaled (300, 100, 200), the buffer its Eq. 5.4 says CHOKe needs. --tcp-legacy:
+senders without RACK and tail-loss probes, nearer the loss recovery of the thesis' ns-2 TCP.
 
 --quick: Exp. 1 with a 2-flow blast, fifo, pqm and pqm-pb only, short runs (CI's check that
 the script works: test/py/test_pqm.py). Needs root; run it under the engineer's
@@ -54,15 +60,17 @@ EXPS = {1: {"blast": 1.5, "tcp": 1000, "udp": 1000},
         3: {"blast": 1.5, "tcp": 400, "udp": 800}}
 
 
-def scaled(link):
-    """The thesis' queue settings scaled to `link` Mbit/s (same queueing time)."""
-    f = link / THESIS_LINK
+def scaled(link, queue="scaled"):
+    """The thesis' queue settings scaled to `link` Mbit/s (same queueing time), or with
+    queue="thesis" its packet counts as they are (300/100/200: 3.2x the queueing time at
+    20 Mbit/s; the thesis argues CHOKe needs large buffers, Eq. 5.4)."""
+    f = link / THESIS_LINK if queue == "scaled" else 1.0
     return {"limit": round(300 * f), "min_th": round(100 * f), "max_th": round(200 * f),
             "target": max(1, round(20 * f)), "gamma": 0.005 / f}
 
 
-def weir_cfg(d, gw, link):
-    s = scaled(link)
+def weir_cfg(d, gw, link, queue="scaled"):
+    s = scaled(link, queue)
     # Per-flow queues buffer per flow (flow_limit, 128): "pfq"/"postack" run as weir
     # runs them, the class limit left at its default; "-l94" gives them the FIFO's
     # 94-packet class limit as well (a full class then drops whatever arrives).
@@ -75,14 +83,14 @@ def weir_cfg(d, gw, link):
             f'  red = {{ min_th = {s["min_th"]}; max_th = {s["max_th"]}; }};\n'
             f'  pqm = {{ gamma = {s["gamma"]:.6f}; target = {s["target"]}; rtt_min_us = 30000; '
             f'pkt_max = 1000; pkt_mean = 1000; }};\n}};\n')
-    p = d / f"pqm-{gw}.cfg"
+    p = d / f"pqm-{gw}-{queue}.cfg"
     p.write_text(weirtb.testbed_config_text(body))
     return p
 
 
-def htb_spec(link):
+def htb_spec(link, queue="scaled"):
     return {"outbound": {"rate": f"{link}mbit", "classes": [{"name": "all", "rate": f"{link}mbit"}]},
-            "limit": scaled(link)["limit"]}
+            "limit": scaled(link, queue)["limit"]}
 
 
 def _iperf_json(p, timeout):
@@ -171,6 +179,30 @@ def run_one(tb, link, exp, k, warm, blast):
             "tcp_retx": retx}
 
 
+FIELDS = ["exp", "udp_flows", "gateway", "queue", "run", "tcp_share", "udp_share", "tcp_mbit",
+          "udp_mbit", "tcp_alone_mbit", "tcp_retx", "drops_qm", "drops_aqm", "drops_class",
+          "drops_choke", "drops_victim", "drops_early", "drops_forced", "monitored",
+          "monitor_full", "drops_penalty", "prob", "fair_bps", "state_bytes", "cc", "link_mbit",
+          "commit"]
+
+
+COUNTERS = ("drops_qm", "drops_aqm", "drops_class", "drops_penalty", "drops_choke",
+            "drops_victim", "drops_early", "drops_forced")
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+
+
+def marker_commit():
+    from marker_experiments import commit_of_tree
+    return commit_of_tree()
+
+
 def qm_snapshot(tb):
     try:
         c = tb.weir_stats()["shaping"]["outbound"]["classes"]["all"]
@@ -180,7 +212,9 @@ def qm_snapshot(tb):
     return {"drops_qm": c.get("drops_qm"), "drops_aqm": c.get("drops_aqm"),
             "drops_class": c.get("drops_class"), "monitored": q.get("monitored"),
             "monitor_full": q.get("monitor_full"), "drops_penalty": q.get("drops_penalty"),
-            "prob": q.get("prob"), "fair_bps": q.get("fair_bps"), "state_bytes": q.get("state_bytes")}
+            "prob": q.get("prob"), "fair_bps": q.get("fair_bps"), "state_bytes": q.get("state_bytes"),
+            "drops_choke": q.get("drops_choke"), "drops_victim": q.get("drops_victim"),
+            "drops_early": q.get("drops_early"), "drops_forced": q.get("drops_forced")}
 
 
 def plot(rows, out, link):
@@ -194,15 +228,23 @@ def plot(rows, out, link):
     exps = sorted({r["exp"] for r in rows})
     fig, axes = plt.subplots(1, len(exps), figsize=(5 * len(exps), 4), squeeze=False)
     for ax, exp in zip(axes[0], exps):
-        for gw in GATEWAYS:
-            pts = sorted((r["udp_flows"], r["tcp_share"]) for r in rows
-                         if r["exp"] == exp and r["gateway"] == gw)
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=gw)
+        for gw, qu in [(g, q) for g in GATEWAYS for q in ("scaled", "thesis")]:
+            by = {}
+            for r in rows:
+                if r["exp"] == exp and r["gateway"] == gw and r.get("queue", "scaled") == qu:
+                    by.setdefault(int(r["udp_flows"]), []).append(float(r["tcp_share"]))
+            if not by:
+                continue
+            xs = sorted(by)
+            st = [stat(by[x]) for x in xs]
+            ax.errorbar(xs, [m for m, _, _ in st], yerr=[[m - lo for m, lo, _ in st],
+                                                         [hi - m for m, _, hi in st]],
+                        marker="o", capsize=3,
+                        label=gw + ("" if qu == "scaled" else " (300-packet queue)"))
         ax.set_title(f"Exp. {exp}: blast {EXPS[exp]['blast']}x, TCP {EXPS[exp]['tcp']} B / "
                      f"UDP {EXPS[exp]['udp']} B", fontsize=9)
         ax.set_xlabel("UDP flows in the blast")
-        ax.set_ylabel(f"TCP share of the {link} Mbit/s class")
+        ax.set_ylabel(f"TCP share of the {link} Mbit/s class (median, min-max)")
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
@@ -210,19 +252,74 @@ def plot(rows, out, link):
     fig.savefig(out / "pqm.png", dpi=110)
 
 
+def stat(vals):
+    """median, min, max"""
+    v = sorted(vals)
+    n = len(v)
+    return (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2), v[0], v[-1]
+
+
+def cell(vals):
+    if not vals:
+        return "-"
+    m, lo, hi = stat(vals)
+    return f"{m:.2f}" if len(vals) == 1 else f"{m:.2f} ({lo:.2f}-{hi:.2f})"
+
+
 def table(rows, link):
-    lines = [f"TCP's share of the {link} Mbit/s class during the blast (20 TCP flows, RTT 30 ms)",
-             "", "| exp | UDP flows | " + " | ".join(GATEWAYS) + " | thesis (text) |",
-             "|---|---|" + "---|" * (len(GATEWAYS) + 1)]
-    keys = sorted({(r["exp"], r["udp_flows"]) for r in rows})
-    for exp, k in keys:
-        cells = []
-        for gw in GATEWAYS:
-            r = [x for x in rows if x["exp"] == exp and x["udp_flows"] == k and x["gateway"] == gw]
-            cells.append(f"{r[0]['tcp_share']:.2f}" if r else "-")
-        th = "; ".join(f"{g} {v}" for g, v in THESIS.items()) if k == keys[0][1] else ""
-        lines.append(f"| {exp} | {k} | " + " | ".join(cells) + f" | {th} |")
+    gws = [g for g in GATEWAYS if any(r["gateway"] == g for r in rows)]
+    queues = sorted({r.get("queue", "scaled") for r in rows})
+    runs = max(sum(1 for x in rows if (x["exp"], x["udp_flows"], x["gateway"], x.get("queue"))
+                   == (r["exp"], r["udp_flows"], r["gateway"], r.get("queue"))) for r in rows)
+    lines = [f"TCP's share of the {link} Mbit/s class during the blast (20 TCP flows, RTT 30 ms); "
+             f"median (min-max) of up to {runs} runs; weir at {rows[0].get('commit', '?')}",
+             "", "| exp | UDP flows | queue | " + " | ".join(gws) + " | thesis (text) |",
+             "|---|---|---|" + "---|" * (len(gws) + 1)]
+    keys = sorted({(r["exp"], r["udp_flows"], r.get("queue", "scaled")) for r in rows})
+    for exp, k, qu in keys:
+        cells = [cell([float(x["tcp_share"]) for x in rows if x["exp"] == exp and
+                       x["udp_flows"] == k and x["gateway"] == gw and
+                       x.get("queue", "scaled") == qu]) for gw in gws]
+        th = "; ".join(f"{g} {v}" for g, v in THESIS.items()) if (exp, k, qu) == keys[0] else ""
+        lines.append(f"| {exp} | {k} | {qu} | " + " | ".join(cells) + f" | {th} |")
+    # The same runs against what TCP got alone in the run's first seconds: on a loaded
+    # machine TCP alone may fall short of the class, and this ratio does not depend on it.
+    lines += ["", "TCP's goodput during the blast / its goodput alone (first seconds of the run)",
+              "", "| exp | UDP flows | queue | " + " | ".join(gws) + " |",
+              "|---|---|---|" + "---|" * len(gws)]
+    for exp, k, qu in keys:
+        cells = [cell([float(x["tcp_mbit"]) / float(x["tcp_alone_mbit"]) for x in rows
+                       if x["exp"] == exp and x["udp_flows"] == k and x["gateway"] == gw and
+                       x.get("queue", "scaled") == qu and float(x.get("tcp_alone_mbit") or 0) > 0])
+                 for gw in gws]
+        lines.append(f"| {exp} | {k} | {qu} | " + " | ".join(cells) + " |")
+    if len(queues) > 1 or queues != ["scaled"]:
+        lines += ["", "queue: scaled = 94 packets, min_th 31, max_th 62 (the thesis' queueing "
+                  "time at 20 Mbit/s); thesis = 300, 100, 200 packets as in the thesis"]
     return "\n".join(lines) + "\n"
+
+
+# Every result of docs/results/pqm, by one command: `pqm_experiments.py all [--dry-run]`.
+ALL = [
+    (".", ["--blast", "12", "--runs", "5", "--exps", "1,2,3"]),
+    ("choke", ["--gateways", "red,choke", "--exps", "1", "--splits", "2", "--queue", "both",
+               "--runs", "5", "--blast", "12"]),
+    ("choke-legacy", ["--gateways", "red,choke", "--exps", "1", "--splits", "2", "--queue",
+                      "both", "--runs", "3", "--blast", "12", "--tcp-legacy"]),
+]
+
+
+def run_all(argv):
+    """Rebuild every CSV, PNG and table of docs/results/pqm (about 3 hours as root), each
+    from the tree's commit (written into the CSVs and tables). --dry-run: the commands."""
+    import subprocess
+    base = REPO / "docs" / "results" / "pqm"
+    for sub, extra in ALL:
+        cmd = [sys.executable, str(Path(__file__).resolve()), *extra,
+               "--out", str((base / sub).resolve())]
+        print("+", " ".join(cmd), flush=True)
+        if "--dry-run" not in argv:
+            subprocess.run(cmd, check=True)
 
 
 def main():
@@ -237,10 +334,33 @@ def main():
     ap.add_argument("--warm", type=int, default=5)
     ap.add_argument("--blast", type=int, default=14)
     ap.add_argument("--cc", default="cubic")
+    ap.add_argument("--tcp-legacy", action="store_true",
+                    help="senders without RACK and tail-loss probes (net.ipv4.tcp_recovery=0, "
+                         "tcp_early_retrans=0): loss recovery nearer the thesis' ns-2 TCP, "
+                         "where a small window's losses end in a timeout")
+    ap.add_argument("--runs", type=int, default=1, help="runs per cell (interleaved)")
+    ap.add_argument("--queue", default="scaled",
+                    help="scaled (94/31/62 at 20 Mbit/s), thesis (300/100/200), or both")
+    ap.add_argument("--replot", action="store_true",
+                    help="no runs: the table and PNG again from --out's pqm.csv")
     ap.add_argument("--merge", nargs="+", metavar="CSV",
                     help="no runs: the table and PNG of these CSVs' rows (a later file's "
                          "rows replace an earlier one's for the same gateway)")
+    if sys.argv[1:2] == ["all"]:
+        return run_all(sys.argv[2:])
     args = ap.parse_args()
+    if args.replot:
+        out = Path(args.out)
+        rows = list(csv.DictReader(open(out / "pqm.csv")))
+        for r in rows:
+            for k in ("exp", "udp_flows", "link_mbit"):
+                r[k] = int(r[k])
+            r["tcp_share"] = float(r["tcp_share"])
+        md = table(rows, rows[0]["link_mbit"])
+        (out / "pqm.md").write_text(md)
+        plot(rows, out, rows[0]["link_mbit"])
+        print(md)
+        return
     if args.merge:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -277,45 +397,55 @@ def main():
     if why:
         sys.exit("testbed unavailable: " + "; ".join(why))
     rows = []
+    name = "pqm-quick" if args.quick else "pqm"
+    commit = marker_commit()
     try:
         tb.claim().up()
         for h in tb.lan_hosts:
             tb.set_cc(h, args.cc)
-        for gw in gws:
+            if args.tcp_legacy:
+                weirtb.netns.sysctl(h, "net.ipv4.tcp_recovery", "0")
+                weirtb.netns.sysctl(h, "net.ipv4.tcp_early_retrans", "0")
+        queues = ["scaled", "thesis"] if args.queue == "both" else [args.queue]
+        for qu, gw in [(qu, gw) for qu in queues for gw in gws]:
             if gw == "linux-htb":
-                tb.start_gateway("linux-htb", htb_spec=htb_spec(args.link))
+                tb.start_gateway("linux-htb", htb_spec=htb_spec(args.link, qu))
             else:
-                os.environ["WEIR_TESTBED_CFG"] = str(weir_cfg(d, gw, args.link))
+                os.environ["WEIR_TESTBED_CFG"] = str(weir_cfg(d, gw, args.link, qu))
                 tb.start_gateway("weir")
-            for exp in [int(x) for x in args.exps.split(",")]:
-                for k in [int(x) for x in args.splits.split(",")]:
-                    try:
-                        r = run_one(tb, args.link, exp, k, args.warm, args.blast)
-                    except Exception as e:  # one failed run must not lose the others
-                        print(f"{gw} exp {exp} udp x{k}: FAILED {e}", flush=True)
-                        continue
-                    r.update({"gateway": gw, "exp": exp, "udp_flows": k, "cc": args.cc,
-                              "link_mbit": args.link})
-                    if gw != "linux-htb":
-                        r.update(qm_snapshot(tb))
-                    rows.append(r)
-                    print(f"{gw:>9} exp {exp} udp x{k}: TCP share {r['tcp_share']:.3f} "
-                          f"({r['tcp_mbit']:.2f} Mbit/s goodput, alone {r['tcp_alone_mbit']:.2f}), "
-                          f"UDP {r['udp_mbit']:.2f} Mbit/s, retx {r['tcp_retx']}"
-                          + (f", monitored {r.get('monitored')}, p {r.get('prob')}"
-                             if gw.startswith("pqm") else ""), flush=True)
+            for run in range(args.runs):
+                for exp in [int(x) for x in args.exps.split(",")]:
+                    for k in [int(x) for x in args.splits.split(",")]:
+                        before = qm_snapshot(tb) if gw != "linux-htb" else {}
+                        try:
+                            r = run_one(tb, args.link, exp, k, args.warm, args.blast)
+                        except Exception as e:  # one failed run must not lose the others
+                            print(f"{gw} exp {exp} udp x{k}: FAILED {e}", flush=True)
+                            continue
+                        r.update({"gateway": gw, "exp": exp, "udp_flows": k,
+                                  "cc": args.cc + ("-legacy" if args.tcp_legacy else ""),
+                                  "link_mbit": args.link, "queue": qu, "run": run,
+                                  "commit": commit})
+                        if gw != "linux-htb":
+                            r.update(qm_snapshot(tb))
+                            for c in COUNTERS:  # this run's, not the gateway's since start
+                                if isinstance(r.get(c), int) and isinstance(before.get(c), int):
+                                    r[c] -= before[c]
+                        rows.append(r)
+                        write_csv(out / f"{name}.csv", rows)   # a cut-short run keeps its rows
+                        print(f"{gw:>9} {qu} exp {exp} udp x{k} run {run}: TCP share "
+                              f"{r['tcp_share']:.3f} ({r['tcp_mbit']:.2f} Mbit/s goodput, alone "
+                              f"{r['tcp_alone_mbit']:.2f}), UDP {r['udp_mbit']:.2f} Mbit/s, "
+                              f"retx {r['tcp_retx']}"
+                              + (f", monitored {r.get('monitored')}, p {r.get('prob')}"
+                                 if gw.startswith("pqm") else "")
+                              + (f", choke drops {r.get('drops_choke')}, victims "
+                                 f"{r.get('drops_victim')}, class drops {r.get('drops_class')}"
+                                 if gw == "choke" else ""), flush=True)
             tb.stop_gateway()
     finally:
         tb.down()
-    fields = ["exp", "udp_flows", "gateway", "tcp_share", "udp_share", "tcp_mbit", "udp_mbit",
-              "tcp_alone_mbit", "tcp_retx", "drops_qm", "drops_aqm", "drops_class", "monitored",
-              "monitor_full", "drops_penalty", "prob", "fair_bps", "state_bytes", "cc", "link_mbit"]
-    name = "pqm-quick" if args.quick else "pqm"
-    with open(out / f"{name}.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow(r)
+    write_csv(out / f"{name}.csv", rows)
     md = table(rows, args.link)
     (out / f"{name}.md").write_text(md)
     if not args.quick:

@@ -141,3 +141,28 @@ def test_marker_sweep_quick(tmp_path):
         assert float(row["background_mbit"]) > 0.5, row
         assert int(row["dropped_out"]) > int(row["dropped_in"]), row
     assert "| 2 | tbq |" in (out / "sweep.md").read_text()
+
+
+def test_marker_sweep_carm_arm_claims(tmp_path):
+    """Seed 004, Sec. 4.4 (Figs. 4.12, 4.14-4.15) in a short form: with an aggregate that
+    sends above its contract, CARM marks in profile at the contract (its loop compares the
+    green rate with A), ARM marks in profile below it (its loop compares the total rate,
+    so the excess pulls the token rate under A) while the aggregate still gets A."""
+    if os.geteuid() != 0:
+        pytest.skip("the testbed needs root")
+    out = tmp_path / "sweep"
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "marker_sweep.py"),
+                        "--contracts", "2", "--markers", "carm,arm", "--seconds", "12",
+                        "--warm", "5", "--flow-scale", "0.1", "--runs", "1", "--spread", "2",
+                        "--out", str(out)], capture_output=True, text=True, timeout=150)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    rows = {row["marker"]: row for row in csv.DictReader(open(out / "sweep.csv"))}
+    assert set(rows) == {"carm", "arm"}, rows
+    carm, arm = rows["carm"], rows["arm"]
+    # CARM: green within 10 % of the 2 Mbit/s contract, the aggregate above it.
+    assert 0.9 * 2 < float(carm["green_mbit"]) < 1.1 * 2, carm
+    assert float(carm["goodput_mbit"]) > 2, carm
+    # ARM: in profile well below the contract, though the aggregate gets more than A.
+    assert float(arm["green_mbit"]) < 0.8 * 2, arm
+    assert float(arm["green_mbit"]) < 0.85 * float(carm["green_mbit"]), (arm, carm)
+    assert float(arm["goodput_mbit"]) > 2, arm

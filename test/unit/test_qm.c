@@ -516,6 +516,64 @@ test_choke_stale_key(void)
 	CHECK(rte_mempool_in_use_count(mp) == 0, "%u mbufs leaked", rte_mempool_in_use_count(mp));
 }
 
+/* CHOKe's draw: an arrival at a congested queue is matched (dropped with
+ * a queued frame of its flow) with the probability of its flow's share of
+ * the queue, and never by another flow's frames. Each trial is a fresh
+ * manager (its own seed) over the same queue of 60 frames of flow 1 and 40
+ * of flow 2, interleaved; RED's own drops are kept out (max_p 0, max_th
+ * far above the queue). */
+static void
+test_choke_draw(void)
+{
+	enum { N = 100, TRIALS = 600 };
+	struct rte_mbuf *queued[N], *m1 = pkt(1, 100), *m2 = pkt(2, 100), *m3 = pkt(3, 100);
+	uint32_t hits[4] = { 0 };
+
+	for (int i = 0; i < N; i++)
+		queued[i] = pkt(i % 5 < 3 ? 1 : 2, 100);
+	for (int t = 0; t < TRIALS; t++) {
+		struct weir_qm_params par = { .min_th = 10, .max_th = 1000, .max_p = 1e-9,
+					      .wq = 0.99, .seed = (uint32_t)(t + 1) };
+		struct weir_qm *q = weir_qm_create(WEIR_QM_CHOKE, &par, 10 * MBIT, 1024, HZ,
+						   SOCKET_ID_ANY);
+		struct rte_mbuf *arr[4] = { NULL, m1, m2, m3 };
+
+		if (q == NULL) {
+			CHECK(0, "choke");
+			break;
+		}
+		for (int i = 0; i < N; i++)
+			weir_qm_queued(q, queued[i]);
+		/* The average is brought above min_th first, by an arrival of flow 3
+		 * (no frame of its own queued: it cannot be matched). */
+		(void)weir_qm_arrive(q, m3, N, N * 100, HZ);
+		for (int f = 1; f <= 3; f++) {
+			struct weir_qm_stats st0, st1;
+
+			weir_qm_stats(q, &st0);
+			(void)weir_qm_arrive(q, arr[f], N, N * 100, HZ + (uint64_t)f);
+			weir_qm_stats(q, &st1);
+			hits[f] += (uint32_t)(st1.drops_victim - st0.drops_victim);
+			/* One trial, one draw per flow: a victim is not drawn again. */
+		}
+		weir_qm_free(q);
+	}
+	/* Binomial sd at p = 0.6 over 600 trials is 0.02: allow 4 sd. Flow 2 is
+	 * drawn after flow 1 may have doomed one of flow 1's frames, which
+	 * changes nothing for flow 2 (a doomed frame matches nobody). */
+	CHECK(fabs(hits[1] / (double)TRIALS - 0.6) < 0.08, "flow 1 (60 %% of the queue) matched %.3f",
+	      hits[1] / (double)TRIALS);
+	CHECK(fabs(hits[2] / (double)TRIALS - 0.4) < 0.08, "flow 2 (40 %%) matched %.3f",
+	      hits[2] / (double)TRIALS);
+	CHECK(hits[3] == 0, "flow 3 (no frame queued) matched %u times", hits[3]);
+	for (int i = 0; i < N; i++)
+		rte_pktmbuf_free(queued[i]);
+	rte_pktmbuf_free(m1);
+	rte_pktmbuf_free(m2);
+	rte_pktmbuf_free(m3);
+	CHECK(rte_mempool_in_use_count(mp) == 0, "%u mbufs leaked", rte_mempool_in_use_count(mp));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -534,5 +592,6 @@ main(int argc, char **argv)
 	test_pqm_bytes();
 	test_choke_drain();
 	test_choke_stale_key();
+	test_choke_draw();
 	return unit_report();
 }
