@@ -16,6 +16,7 @@
 #include <rte_log.h>
 
 #include "policy_switch.h"
+#include "measure.h"
 #include "rest_int.h"
 #include "subs_apply.h"
 #include "subs_lqos.h"
@@ -183,8 +184,16 @@ all_subs_json(struct weir_app *a, const struct weir_policy *p, const json_t *sta
 
 	if (all == NULL)
 		return NULL;
-	for (uint32_t i = 0; i < n; i++)
+	json_t *tcp = weir_meas_subs_json(a);   /* NULL: no measurement to show */
+
+	for (uint32_t i = 0; i < n; i++) {
+		json_t *m = tcp != NULL ? json_object_get(tcp, weir_subs_get(p->subs, i)->id) : NULL;
+
 		all[i] = rest_sub_json(a, p, i, stats);
+		if (m != NULL && all[i] != NULL)
+			json_object_set(all[i], "tcp", m);
+	}
+	json_decref(tcp);
 	set_rates(p, all, n);
 	return all;
 }
