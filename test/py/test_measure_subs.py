@@ -91,6 +91,9 @@ def test_worst_subscribers_by_rtt_and_retransmissions(tb):
     assert retx and retx[0]["id"] == "c-l2" and retx[0]["retrans_ratio"] > 0 and \
         retx[0]["retrans_segs_out"] > 0, m
     assert "worst RTT" in top and "c-l2" in top, top
+    # The same figures beside each subscriber's plan and counters.
+    code, u = get(tb, "/api/v1/subscribers/c-l2")
+    assert code == 200 and u["tcp"]["retrans_segs_out"] > 0 and u["tcp"]["tcp_flows"] >= 1, u
     code, e = get(tb, "/api/v1/measure?by=host")
     assert code == 400 and "by" in e["error"]["message"], e
 
