@@ -507,6 +507,9 @@ ALL = [
                                   "--seconds", "45", "--warm", "20", "--spread", "15",
                                   "--runs", "5"]),
     (".", "marker_experiments.py", ["--spread", "15"]),
+    *[(f"repeat-exact/run{i}", "marker_experiments.py",
+       ["--cases", "exact", "--markers", "tb,tbq", "--spread", "15", "--run", str(i)])
+      for i in range(3)],
     (".", "marker_experiments.py", ["--markers", "tbq48", "--append", "--spread", "15"]),
     ("pareto", "marker_experiments.py", ["--pareto", "--cases", "exact,over", "--spread", "15"]),
     ("alpha", "marker_experiments.py", ["--cases", "exact", "--markers",
