@@ -18,6 +18,7 @@
 #include "rest_int.h"
 #include "subs_lqos.h"
 #include "policy_subs.h"
+#include "subs_live.h"
 
 #define SUBS_PAGE_MAX 1000
 
@@ -264,6 +265,23 @@ h_sub_patch(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, s
 		return;
 	if (rest_switch_busy(a, r))
 		return;
+	/* A plan change in place first (no switch, counters kept). */
+	rc = subs_live_patch(a, (uint32_t)i, min, max, err, sizeof(err));
+	if (rc < 0) {
+		rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
+		return;
+	}
+	if (rc > 0) {
+		json_t *stats = stats_since_reset(a), *o;
+
+		p = a->cfg.policy;
+		o = sub_json(p, (uint32_t)i, stats);
+		json_object_set_new(o, "epoch", json_integer((json_int_t)p->epoch));
+		json_object_set_new(o, "in_place", json_true());
+		json_decref(stats);
+		rest_reply_json(r, o);
+		return;
+	}
 	weir_subs_class_name(p->subs, (uint32_t)i, name);
 	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
 		const struct weir_policy *cur = np != NULL ? np : p;
@@ -420,6 +438,19 @@ h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
 		weir_subs_free(s);
 		rest_reply_json(r, json_pack("{s:b, s:I, s:o}", "switched", 0,
 					"epoch", (json_int_t)p->epoch, "diff", diff));
+		return;
+	}
+	/* Plans of existing subscribers change in place (no switch). */
+	rc = subs_live_apply(a, p->subs, s, &d, err, sizeof(err));
+	if (rc != 0) {
+		weir_subs_free(s);      /* the policy holds its own reference when it took it */
+		if (rc < 0) {
+			json_decref(diff);
+			rest_reply_policy_error(a, r, MHD_HTTP_UNPROCESSABLE_CONTENT, err);
+			return;
+		}
+		rest_reply_json(r, json_pack("{s:b, s:b, s:I, s:o}", "switched", 0, "in_place", 1,
+					"epoch", (json_int_t)a->cfg.policy->epoch, "diff", diff));
 		return;
 	}
 	np = policy_with_subs(a, p, s, err, sizeof(err));

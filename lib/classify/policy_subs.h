@@ -35,6 +35,12 @@ bool weir_subs_is_class(const struct weir_subs *s, const char *name);
 /* Classes the set adds to one tree. */
 uint32_t weir_subs_class_count(const struct weir_subs *s);
 
+/* Subscriber i's leaf in policy direction pdir: its rate and ceil (bit/s)
+ * as weir_subs_classes makes them (the one rule: min, else 1 % of max;
+ * capped by its node, or by link_rate; shaping off: all its node has). */
+void weir_subs_leaf_plan(const struct weir_subs *s, uint32_t i, int pdir, uint64_t link_rate,
+			 uint64_t *rate, uint64_t *ceil);
+
 /*
  * Classes of policy direction pdir (0 outbound = upload, 1 inbound =
  * download) appended to base[0..n_base): a new array (free it) of n_base +

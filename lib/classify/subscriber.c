@@ -887,3 +887,62 @@ weir_subs_diff(const struct weir_subs *old, const struct weir_subs *new_, struct
 			visit(arg, WEIR_SUB_REMOVED, i);
 	}
 }
+
+static void *
+dup_array(const void *p, size_t n, size_t sz, bool *ok)
+{
+	void *q;
+
+	if (p == NULL || n == 0)
+		return NULL;
+	q = malloc(n * sz);
+	if (q == NULL)
+		*ok = false;
+	else
+		memcpy(q, p, n * sz);
+	return q;
+}
+
+static void
+dup_tab(struct id_tab *dst, const struct id_tab *src, bool *ok)
+{
+	*dst = *src;
+	dst->slot = dup_array(src->slot, src->slot != NULL ? (size_t)src->mask + 1 : 0,
+			      sizeof(*src->slot), ok);
+}
+
+struct weir_subs *
+weir_subs_with_plan(const struct weir_subs *s, uint32_t i, const uint64_t min[2],
+		    const uint64_t max[2], uint8_t flags)
+{
+	struct weir_subs *c;
+	bool ok = true;
+
+	if (!s->sealed || i >= s->n_subs || (c = weir_subs_new()) == NULL)
+		return NULL;
+	c->subs = dup_array(s->subs, s->n_subs, sizeof(*s->subs), &ok);
+	c->n_subs = c->cap_subs = s->n_subs;
+	c->nodes = dup_array(s->nodes, s->n_nodes, sizeof(*s->nodes), &ok);
+	c->n_nodes = c->cap_nodes = s->n_nodes;
+	c->pfx = dup_array(s->pfx, s->n_pfx, sizeof(*s->pfx), &ok);
+	c->n_pfx = c->cap_pfx = s->n_pfx;
+	c->macs = dup_array(s->macs, s->n_macs, sizeof(*s->macs), &ok);
+	c->n_macs = c->cap_macs = s->n_macs;
+	dup_tab(&c->by_id, &s->by_id, &ok);
+	dup_tab(&c->node_by_name, &s->node_by_name, &ok);
+	dup_tab(&c->node_by_id, &s->node_by_id, &ok);
+	for (uint16_t f = 0; f < s->n_files; f++) {
+		c->files[f] = strdup(s->files[f]);
+		ok = ok && c->files[f] != NULL;
+		c->n_files = f + 1;
+	}
+	c->sealed = true;
+	if (!ok) {
+		weir_subs_free(c);
+		return NULL;
+	}
+	memcpy(c->subs[i].min, min, sizeof(c->subs[i].min));
+	memcpy(c->subs[i].max, max, sizeof(c->subs[i].max));
+	c->subs[i].flags = flags;
+	return c;
+}

@@ -150,6 +150,13 @@ int64_t weir_subs_node_find(const struct weir_subs *s, const char *name);
 /* Bytes the set holds (the figure docs/subscribers.md states). */
 size_t weir_subs_memory(const struct weir_subs *s);
 
+/* A sealed copy of s with subscriber i's plan (rates by enum weir_sub_dir,
+ * WEIR_SUBF_* flags) replaced, for a plan change without re-reading a set:
+ * the caller has checked the new plan against its node. NULL: no memory, or
+ * no such subscriber. O(set) copies, no parsing. */
+struct weir_subs *weir_subs_with_plan(const struct weir_subs *s, uint32_t i, const uint64_t min[2],
+				      const uint64_t max[2], uint8_t flags);
+
 /* Text of prefix p ("10.0.0.0/24", "2001:db8::/56"). */
 void weir_sub_prefix_text(const struct weir_sub_prefix *p, char *buf, size_t len);
 

@@ -181,10 +181,66 @@ def test_reload_applies_what_changed(subs_tb):
                                 "c-l1,c-l1,d-c-l1,cpe,AP00,,,,10.77.1.1,,1,1,2.5,1.5")
                    + "new1,new,dn1,cpe,AP11,,,,10.202.0.0/24,,1,1,7,7,,\n")
     r = api(tb, "/api/v1/subscribers/reload", "POST")
-    assert r["switched"] and r["diff"]["added"] == 1 and r["diff"]["rates"] == 1, r
-    assert r["diff"]["removed"] == 0 and r["diff"]["unchanged"] == 402, r
+    # Rates: c-l1's new file plan, and c-l2's PATCHed plan (in the set in force since
+    # PATCHes change it in place) going back to the file's.
+    assert r["switched"] and r["diff"]["added"] == 1 and r["diff"]["rates"] == 2, r
+    assert r["diff"]["removed"] == 0 and r["diff"]["unchanged"] == 401, r
+    assert api(tb, "/api/v1/subscribers/c-l2")["download"]["max_bps"] == 4_000_000
     assert api(tb, "/api/v1/subscribers/c-l1")["download"]["max_bps"] == 2_500_000
     assert api(tb, "/api/v1/subscribers/new1")["download"]["max_bps"] == 7_000_000
     out = tb.run("gw", [PYTHON, str(WEIRCTL), "--url", f"http://127.0.0.1:{MGMT_PORT}", "sub",
                         "reload"]).stdout
     assert out.startswith("nothing changed"), out
+
+
+def test_plan_change_in_place(subs_tb):
+    """A PATCH and a rates-only re-read go in place (subs_live.c): no policy switch (the
+    epoch stays), the subscriber's class counters keep counting, every worker took the
+    change (class_cmds.applied), the new plan holds within the next second and weir
+    drops nothing for it."""
+    tb, d = subs_tb, FILES["dir"]
+    epoch = api(tb, "/api/v1/classes")["epoch"]
+    plan = api(tb, "/api/v1/subscribers/c-l1")["download"]["max_bps"]
+    new = plan * 0.6
+    dur, t_patch = 8, 3
+    res = {}
+    with Sampler(tb, "inbound") as s:
+        t0 = s.now()
+        th = threading.Thread(target=lambda: res.__setitem__(
+            "f", tb.iperf(n=1, duration=dur, reverse=True, pairs=[("l1", "w1")])), daemon=True)
+        th.start()
+        s.wait_until(t0 + t_patch)
+        st0 = tb.weir_stats()
+        applied0 = sum(w["class_cmds"]["applied"] for w in st0["workers"])
+        bytes0 = st0["shaping"]["inbound"]["classes"]["c-l1"]["bytes"]
+        r = api(tb, "/api/v1/subscribers/c-l1", "PATCH", {"download_max": int(new)})
+        th.join()
+        st1 = tb.weir_stats()
+    c = t0 + t_patch + 1
+    after = s.rate("c-l1", c, t0 + dur - 0.5)
+    before = s.rate("c-l1", t0 + 1, t0 + t_patch)
+    print(f"c-l1 {before / 1e6:.2f} Mbit/s at {plan / 1e6:g}, then {after / 1e6:.2f} at "
+          f"{new / 1e6:g}; class_cmds {[w['class_cmds'] for w in st1['workers']]}")
+    assert res["f"][0].error is None, res["f"][0].error
+    assert r.get("in_place") is True and r["epoch"] == epoch, r
+    assert r["download"]["max_bps"] == int(new), r
+    assert api(tb, "/api/v1/classes")["epoch"] == epoch
+    assert sum(w["class_cmds"]["applied"] for w in st1["workers"]) > applied0
+    assert all(w["class_cmds"]["failed"] == 0 for w in st1["workers"]), st1["workers"]
+    # Counters kept: what the leaf counted before the change is still in its total.
+    assert st1["shaping"]["inbound"]["classes"]["c-l1"]["bytes"] > bytes0
+    assert port_drops(st1) == port_drops(st0), (port_drops(st0), port_drops(st1))
+    assert new * 0.85 <= after <= new * 1.03, after
+    # A re-read where only a plan changed: in place as well, no switch.
+    csv = d / "ShapedDevices.csv"
+    text = csv.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("c-l2,"))
+    f = row.split(",")
+    f[12] = "3.5"
+    csv.write_text(text.replace(row, ",".join(f)))
+    r = api(tb, "/api/v1/subscribers/reload", "POST")
+    assert r.get("in_place") is True and not r["switched"] and r["epoch"] == epoch, r
+    assert r["diff"]["rates"] >= 1 and r["diff"]["added"] == 0, r
+    assert api(tb, "/api/v1/subscribers/c-l2")["download"]["max_bps"] == 3_500_000
+    m = tb.run("gw", ["curl", "-s", f"http://127.0.0.1:{MGMT_PORT}/metrics"]).stdout
+    assert 'weir_worker_class_cmds_total{worker="0",result="applied"}' in m
