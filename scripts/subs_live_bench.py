@@ -5,11 +5,15 @@
 For each subscriber count N (--counts), starts weir on two net_null ports (no namespace, no
 NIC) with N LibreQoS subscribers under --nodes access points, then:
 
+  get      --changes GET /api/v1/subscribers/{id}: what answering alone costs.
   one      --changes PATCH /api/v1/subscribers/{id} of one plan each (alternating 20/30 Mbit/s
            download max), timed from the request to the answer: weir answers once every
            worker took the change (subs_live.c waits for it), so that is request -> in force.
-           Also the workers' own figure: class_cmds.lat_last_us in /api/v1/stats, from the
-           command's posting to the worker applying it.
+           IN_FORCE: weir's own figure (subs_live.last_us in /api/v1/counters) from taking
+           the change up (the copy of the set included) until every worker applied it;
+           WORKER_MS: the slowest worker's posting -> applied (class_cmds.lat_last_us).
+           MS: the whole request as the client sees it, the answer's stats snapshot
+           included (compare with `get`).
   batch    every subscriber's download max changed in ShapedDevices.csv, then
            POST /api/v1/subscribers/reload: N changes at once, timed the same way.
 
@@ -74,8 +78,11 @@ def call(port, method, path, body=None):
 
 
 def lat_us(port):
-    st = call(port, "GET", "/api/v1/stats")[1]
-    return max(w["class_cmds"]["lat_last_us"] for w in st["workers"])
+    """(weir's in-force time of the last change: from taking it up until every worker
+    applied it, and the slowest worker's own posting -> applied), microseconds."""
+    st = call(port, "GET", "/api/v1/counters")[1]
+    return (st["subs_live"]["last_us"],
+            max(w["class_cmds"]["lat_last_us"] for w in st["workers"]))
 
 
 def run_count(n, args, weir):
@@ -111,6 +118,13 @@ def run_count(n, args, weir):
                 time.sleep(0.1)
             out.append({"subscribers": n, "kind": "load", "changes": 0,
                         "ms": round((time.perf_counter() - t0) * 1e3, 1), "note": "start-up"})
+            # The answer's own cost: a PATCH answers with the subscriber as GET does
+            # (its figures from a stats snapshot of every class).
+            gets = [call(port, "GET", f"/api/v1/subscribers/c{(k * 7919) % n}")[2] * 1e3
+                    for k in range(args.changes)]
+            out.append({"subscribers": n, "kind": "get", "changes": 0,
+                        "ms": round(statistics.median(gets), 2), "ms_max": round(max(gets), 2),
+                        "note": "GET of one subscriber (no change): the answer alone"})
             walls, lats, switched = [], [], 0
             for k in range(args.changes):
                 sub = f"c{(k * 7919) % n}"
@@ -120,18 +134,22 @@ def run_count(n, args, weir):
                     sys.exit(f"PATCH {sub}: {st} {r}")
                 switched += not r.get("in_place", False)
                 walls.append(dt * 1e3)
-                lats.append(lat_us(port) / 1e3)
+                lats.append([x / 1e3 for x in lat_us(port)])
             out.append({"subscribers": n, "kind": "one", "changes": args.changes,
                         "ms": round(statistics.median(walls), 2),
                         "ms_max": round(max(walls), 2),
-                        "worker_ms": round(statistics.median(lats), 3),
+                        "in_force_ms": round(statistics.median(x[0] for x in lats), 3),
+                        "in_force_max": round(max(x[0] for x in lats), 3),
+                        "worker_ms": round(statistics.median(x[1] for x in lats), 3),
                         "note": f"{switched} switched" if switched else "in place"})
             write_files(d, n, args.nodes, 45)
             st, r, dt = call(port, "POST", "/api/v1/subscribers/reload")
             if st != 200:
                 sys.exit(f"reload: {st} {r}")
+            f, wk = lat_us(port)
             out.append({"subscribers": n, "kind": "batch", "changes": r["diff"]["rates"],
-                        "ms": round(dt * 1e3, 1), "worker_ms": round(lat_us(port) / 1e3, 3),
+                        "ms": round(dt * 1e3, 1), "in_force_ms": round(f / 1e3, 3),
+                        "worker_ms": round(wk / 1e3, 3),
                         "note": "in place" if r.get("in_place") else "switched"})
         finally:
             p.terminate()
@@ -152,18 +170,20 @@ def main():
     rows = []
     for n in (int(x) for x in args.counts.split(",")):
         rows += run_count(n, args, weir)
-    keys = ["subscribers", "kind", "changes", "ms", "ms_max", "worker_ms", "note"]
+    keys = ["subscribers", "kind", "changes", "ms", "ms_max", "in_force_ms", "in_force_max",
+            "worker_ms", "note"]
     Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
     with open(args.csv, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         for r in rows:
             w.writerow({k: r.get(k, "") for k in keys})
-    print(f"{'SUBS':>7} {'KIND':6} {'CHANGES':>7} {'MS':>9} {'MS_MAX':>8} {'WORKER_MS':>9}  NOTE")
+    print(f"{'SUBS':>7} {'KIND':6} {'CHANGES':>7} {'MS':>9} {'MS_MAX':>8} {'IN_FORCE':>9} "
+          f"{'IF_MAX':>7} {'WORKER_MS':>9}  NOTE")
     for r in rows:
         print(f"{r['subscribers']:>7} {r['kind']:6} {r.get('changes', '')!s:>7} "
-              f"{r.get('ms', '')!s:>9} {r.get('ms_max', '')!s:>8} {r.get('worker_ms', '')!s:>9}  "
-              f"{r.get('note', '')}")
+              f"{r.get('ms', '')!s:>9} {r.get('ms_max', '')!s:>8} {r.get('in_force_ms', '')!s:>9} "
+              f"{r.get('in_force_max', '')!s:>7} {r.get('worker_ms', '')!s:>9}  {r.get('note', '')}")
 
 
 if __name__ == "__main__":

@@ -608,6 +608,7 @@ weir_stats_json(const struct weir_app *app)
 	json_object_set_new(o, "capture", weir_captures_json(app));
 	json_object_set_new(o, "ipfix", weir_ipfix_json(app));
 	json_object_set_new(o, "pep", pep_json(app));
+	json_object_set_new(o, "subs_live", subs_live_json());
 	return o;
 }
 

@@ -67,6 +67,27 @@ subs_live_worker_json(const struct weir_app *a, unsigned int i)
 			 "lat_max_us", (double)st.lat_max / us);
 }
 
+/* Management's own figures of the changes it put in force (management
+ * lcore only). */
+static struct {
+	uint64_t applies;       /* changes put in force in place */
+	uint64_t leaves;        /* leaf plans changed by them */
+	uint32_t last_leaves;
+	uint64_t last_tsc, max_tsc;     /* from the call (the PATCH's copy of the set included)
+					 * until every worker took its commands */
+} live_st;
+
+json_t *
+subs_live_json(void)
+{
+	const double us = (double)rte_get_tsc_hz() / 1e6;
+
+	return json_pack("{s:I, s:I, s:I, s:f, s:f}", "applies", (json_int_t)live_st.applies,
+			 "leaf_changes", (json_int_t)live_st.leaves,
+			 "last_leaf_changes", (json_int_t)live_st.last_leaves,
+			 "last_us", (double)live_st.last_tsc / us, "max_us", (double)live_st.max_tsc / us);
+}
+
 /* One leaf's new plan in one tree. */
 struct leaf_change {
 	uint8_t dir;
@@ -267,9 +288,9 @@ show_changes(struct weir_policy *p, const struct weir_subs *cur, const struct we
 	weir_subs_free((struct weir_subs *)(uintptr_t)cur);
 }
 
-int
-subs_live_apply(struct weir_app *a, const struct weir_subs *cur, const struct weir_subs *next,
-		const struct weir_sub_diff *d, char *err, size_t errlen)
+static int
+apply_from(struct weir_app *a, const struct weir_subs *cur, const struct weir_subs *next,
+	   const struct weir_sub_diff *d, char *err, size_t errlen, uint64_t t0)
 {
 	struct weir_policy *p = a->cfg.policy;
 	struct changes c = { 0 };
@@ -311,6 +332,11 @@ subs_live_apply(struct weir_app *a, const struct weir_subs *cur, const struct we
 			rte_delay_us_sleep(20);
 		failed += f - failed0[w];
 	}
+	live_st.applies++;
+	live_st.leaves += c.n;
+	live_st.last_leaves = c.n;
+	live_st.last_tsc = rte_rdtsc() - t0;
+	live_st.max_tsc = RTE_MAX(live_st.max_tsc, live_st.last_tsc);
 	RTE_LOG(INFO, USER1, "subscribers: %u leaf plans changed in place on %u workers\n", c.n,
 		a->n_workers);
 	free(c.v);
@@ -323,6 +349,13 @@ subs_live_apply(struct weir_app *a, const struct weir_subs *cur, const struct we
 }
 
 int
+subs_live_apply(struct weir_app *a, const struct weir_subs *cur, const struct weir_subs *next,
+		const struct weir_sub_diff *d, char *err, size_t errlen)
+{
+	return apply_from(a, cur, next, d, err, errlen, rte_rdtsc());
+}
+
+int
 subs_live_patch(struct weir_app *a, uint32_t i, const uint64_t min[2], const uint64_t max[2],
 		char *err, size_t errlen)
 {
@@ -331,6 +364,7 @@ subs_live_patch(struct weir_app *a, uint32_t i, const uint64_t min[2], const uin
 	uint64_t nmin[2], nmax[2];
 	struct weir_subs *next;
 	struct weir_sub_diff d = { 0 };
+	const uint64_t t0 = rte_rdtsc();
 	int rc;
 
 	if (p == NULL || p->subs == NULL || i >= weir_subs_count(p->subs) || p->sub_target == NULL)
@@ -357,7 +391,7 @@ subs_live_patch(struct weir_app *a, uint32_t i, const uint64_t min[2], const uin
 		return -1;
 	}
 	d.n[WEIR_SUB_RATES] = 1;
-	rc = subs_live_apply(a, p->subs, next, &d, err, errlen);
+	rc = apply_from(a, p->subs, next, &d, err, errlen, t0);
 	weir_subs_free(next);   /* the policy holds its own reference when it took it */
 	return rc;
 }

@@ -37,6 +37,11 @@ void subs_live_fini(struct weir_app *a);
  * stale, last_err, lat_last_us, lat_max_us. */
 json_t *subs_live_worker_json(const struct weir_app *a, unsigned int i);
 
+/* Management's figures of changes put in force in place: applies,
+ * leaf_changes, last_leaf_changes, last_us and max_us (from the call until
+ * every worker took its commands). */
+json_t *subs_live_json(void);
+
 /*
  * Put the change from `cur` (the set in force) to `next` (d: their diff,
  * weir_subs_diff) in force on every worker through WEIR_CLASS_SET
