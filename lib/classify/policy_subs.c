@@ -104,10 +104,10 @@ weir_subs_classes(const struct weir_subs *s, int pdir, uint64_t link_rate, const
 	uint32_t *order;
 	uint32_t n_nodes;
 
-	if (total + 1 > WEIR_CBQ_MAX_CLASSES) {
+	if (total + 1 > WEIR_POLICY_MAX_CLASSES) {
 		snprintf(err, errlen, "%u subscribers and %u nodes make %llu classes; this class "
 			 "tree holds %u", weir_subs_count(s), weir_subs_node_count(s),
-			 (unsigned long long)total, WEIR_CBQ_MAX_CLASSES - 1);
+			 (unsigned long long)total, WEIR_POLICY_MAX_CLASSES - 1);
 		return NULL;
 	}
 	out = calloc(total + 1, sizeof(*out));

@@ -10,9 +10,9 @@
  * a flow's LAN-side address finds its subscriber by longest-prefix match
  * (lib/classify/subscriber_lpm.h) once per new flow, before the rule list.
  *
- * Today's trees hold WEIR_CBQ_MAX_CLASSES classes with 16-bit indexes, so a
- * set larger than that is refused here with the count; the set, the lookup
- * and the index -> target table are 32-bit already.
+ * A policy's trees hold WEIR_POLICY_MAX_CLASSES classes with 16-bit
+ * indexes, so a set larger than that is refused here with the count; the
+ * set and the lookup are 32-bit already.
  */
 #ifndef WEIR_POLICY_SUBS_H
 #define WEIR_POLICY_SUBS_H
