@@ -97,8 +97,14 @@ def run_count(n, args, weir):
                 f"management = {{ port = {port}; }};\n")
         text = weir_config_text("net_null0,no-rx=1", "net_null1,no-rx=1",
                                 prefix=f"subslive-{os.getpid()}", mem_mb=args.mem_mb,
+                                mbufs=8191 * args.workers,
                                 body=body)
-        text = text.replace("workers = [1];", f"workers = [{workers}];")
+        if args.workers > 1:
+            # More threads than the VM's CPUs: let them float (as the testbed does);
+            # net_null queues per worker.
+            lcores = ",".join(f"{i}@(0-{os.cpu_count() - 1})" for i in range(args.workers + 1))
+            text = text.replace('"--log-level=error"', f'"--log-level=error", "--lcores={lcores}"')
+            text = text.replace("workers = [1];", f"workers = [{workers}];")
         (d / "weir.cfg").write_text(text)
         t0 = time.perf_counter()
         p = subprocess.Popen([str(weir), "--", "--config", str(d / "weir.cfg")],
