@@ -204,7 +204,8 @@ collect(const struct weir_policy *p, const struct weir_subs *cur, const struct w
 
 /* Worker w's part of a leaf's new rate: as the rate-sharing split gives
  * it the old one now (the split follows the policy's figures within its
- * next round), 1/n without a split. */
+ * next round); 1/n without a split, and for the classes the share box does
+ * not carry (they keep the even split they were built with). */
 static uint64_t
 worker_part(const struct weir_app *a, const struct weir_policy_class *pc, uint8_t dir,
 	    uint32_t cls, unsigned int w, uint64_t v, bool ceil)
@@ -214,7 +215,7 @@ worker_part(const struct weir_app *a, const struct weir_policy_class *pc, uint8_
 
 	if (a->n_workers <= 1)
 		return v;
-	if (s == NULL || cls >= s->n_classes)
+	if (s == NULL || cls >= weir_share_box_classes(s->n_classes))
 		return RTE_MAX(v / a->n_workers, WEIR_CBQ_SHARE_MIN);
 	part = ceil ? weir_share_ceil(s, w, cls) : weir_share_rate(s, w, cls);
 	whole = ceil ? pc->cbq.ceil : pc->cbq.rate;
