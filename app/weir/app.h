@@ -57,6 +57,8 @@ struct weir_app {
 	struct weir_lua *lua;
 	struct rte_ring *ev_ring[WEIR_MAX_WORKERS];
 	struct rte_ring *cmd_ring[WEIR_MAX_WORKERS];
+	/* Run-time class changes, one ring per worker (subs_live.c). */
+	struct rte_ring *class_ring[WEIR_MAX_WORKERS];
 	uint64_t hook_errors;           /* hooks, recompiles and switches that failed */
 	char hook_error[512];
 	uint64_t hook_log_tsc;

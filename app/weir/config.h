@@ -108,6 +108,7 @@ struct weir_config {
 	char subs_csv[4096], subs_network[4096];
 	char subs_parent[32];
 	uint16_t subs_box;              /* subscribers.box: this box's partition (0: all) */
+	uint32_t subs_max;              /* subscribers.max: the most this box takes (0: what its trees hold) */
 	uint64_t policy_instructions;           /* Lua instruction budget per run */
 	uint64_t policy_memory;                 /* bytes the script may allocate */
 	uint32_t policy_events_per_s;           /* flow events a worker may post a second */

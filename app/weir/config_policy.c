@@ -332,12 +332,13 @@ static int
 load_subs(struct loader *ld, const config_setting_t *root, struct weir_config *cfg,
 	  struct weir_policy_conf *pc, struct policy_src *src, struct weir_subs **out)
 {
-	static const char *const keys[] = { "shaped_devices", "network", "parent", "box", NULL };
+	static const char *const keys[] = { "shaped_devices", "network", "parent", "box", "max",
+					    NULL };
 	const config_setting_t *g = cfg_group(ld, root, "subscribers", false);
 	char csv[4096], net[4096], parent[WEIR_POLICY_NAME_LEN], err[256];
 	struct weir_sub_errs e = { 0 };
 	struct weir_subs *s;
-	long long box;
+	long long box, max;
 
 	*out = NULL;
 	if (g == NULL)
@@ -346,7 +347,8 @@ load_subs(struct loader *ld, const config_setting_t *root, struct weir_config *c
 	    subs_path(ld, g, "shaped_devices", cfg->path, csv, sizeof(csv)) < 0 ||
 	    subs_path(ld, g, "network", cfg->path, net, sizeof(net)) < 0 ||
 	    cfg_str(ld, g, "parent", "", parent, sizeof(parent)) < 0 ||
-	    cfg_int(ld, g, "box", 0, 0, 65535, &box) < 0)
+	    cfg_int(ld, g, "box", 0, 0, 65535, &box) < 0 ||
+	    cfg_int(ld, g, "max", 0, 0, WEIR_POLICY_MAX_CLASSES - 1, &max) < 0)
 		return -1;
 	if (csv[0] == '\0')
 		return cfg_fail(ld, g, "subscribers needs shaped_devices = \"FILE\"");
@@ -358,10 +360,18 @@ load_subs(struct loader *ld, const config_setting_t *root, struct weir_config *c
 		weir_sub_errs_free(&e);
 		return -1;
 	}
+	if (max != 0 && weir_subs_count(s) > (uint64_t)max) {
+		uint32_t n = weir_subs_count(s);
+
+		weir_subs_free(s);
+		return cfg_fail(ld, config_setting_get_member(g, "max"), "subscribers: the files "
+				"hold %u subscribers, more than 'subscribers.max' (%lld)", n, max);
+	}
 	snprintf(cfg->subs_csv, sizeof(cfg->subs_csv), "%s", csv);
 	snprintf(cfg->subs_network, sizeof(cfg->subs_network), "%s", net);
 	snprintf(cfg->subs_parent, sizeof(cfg->subs_parent), "%s", parent);
 	cfg->subs_box = (uint16_t)box;
+	cfg->subs_max = (uint32_t)max;
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		struct weir_policy_tree_conf *tc = &pc->tree[d];
 		struct weir_policy_class_conf dflt = { .name = "default" }, *cls;

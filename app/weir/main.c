@@ -30,6 +30,7 @@
 #include "reload.h"
 #include "captures.h"
 #include "hooks.h"
+#include "subs_live.h"
 #include "ipfix_export.h"
 #include "rest.h"
 #include "telemetry.h"
@@ -148,6 +149,8 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 		return -1;
 	if (a->cfg.policy != NULL)
 		weir_policy_accelerate(a->cfg.policy, (int)rte_socket_id());
+	if (subs_live_init(a, err, errlen) != 0)
+		return -1;
 	if (weir_rebalance_init(a) != 0) {
 		snprintf(err, errlen, "cannot allocate the rate-sharing state for %u workers",
 			 a->cfg.n_workers);
@@ -181,6 +184,7 @@ start_workers(struct weir_app *a, char *err, size_t errlen)
 		};
 
 		weir_hooks_worker_conf(a, i, &wc);
+		subs_live_worker_conf(a, i, &wc);
 		weir_captures_worker_conf(a, i, &wc);
 
 		struct weir_cbq *shaper[WEIR_PORT__COUNT] = { NULL, NULL };
@@ -392,6 +396,7 @@ out_ports:
 	weir_ipfix_free(&app);
 	weir_rebalance_free(&app);
 	weir_hooks_free(&app);
+	subs_live_fini(&app);
 out_eal:
 	/* The policy's ACL tries (32 rules or more) are EAL memory, and
 	 * rte_acl_free takes EAL's tailq lock: freed while EAL is still up,

@@ -364,6 +364,34 @@ flow_metrics(FILE *out, const struct weir_app *a, const json_t *flows)
 		       NULL, NULL);
 }
 
+/* Each worker's run-time class changes (stats "workers"[i].class_cmds). */
+static void
+class_cmd_metrics(struct fam *f, FILE *out, const json_t *workers)
+{
+	static const char *const result[] = { "applied", "failed", "stale" };
+
+	fam_begin(f, out, "weir_worker_class_cmds_total", "counter",
+		  "Run-time class changes a worker took, by result (stale: made for another policy).");
+	for (size_t i = 0; i < json_array_size(workers); i++) {
+		const json_t *c = json_object_get(json_array_get(workers, i), "class_cmds");
+		char id[24];
+
+		snprintf(id, sizeof(id), "%zu", i);
+		for (size_t k = 0; k < RTE_DIM(result); k++)
+			sample(f, num(c, result[k]), "worker", id, "result", result[k], NULL, NULL);
+	}
+	fam_begin(f, out, "weir_worker_class_cmd_latency_seconds", "gauge",
+		  "From a class change's request to in force on a worker: the last one and the most.");
+	for (size_t i = 0; i < json_array_size(workers); i++) {
+		const json_t *c = json_object_get(json_array_get(workers, i), "class_cmds");
+		char id[24];
+
+		snprintf(id, sizeof(id), "%zu", i);
+		sample(f, num(c, "lat_last_us") / 1e6, "worker", id, "which", "last", NULL, NULL);
+		sample(f, num(c, "lat_max_us") / 1e6, "worker", id, "which", "max", NULL, NULL);
+	}
+}
+
 static void
 worker_metrics(FILE *out, const json_t *workers)
 {
@@ -390,6 +418,7 @@ worker_metrics(FILE *out, const json_t *workers)
 			       NULL, NULL, NULL, NULL);
 		}
 	}
+	class_cmd_metrics(&f, out, workers);
 	worker_by_port(&f, out, workers, "tcp_signed", "weir_worker_tcp_signed_total",
 		       "Segments of TCP-MD5/AO connections a worker left untouched, by rx port.");
 	worker_by_port(&f, out, workers, "flow_split", "weir_worker_flow_split_total",

@@ -32,7 +32,12 @@
 struct weir_cbq *
 weir_app_shaper(const struct weir_config *cfg, const struct weir_policy *pol, int dir, int socket)
 {
-	struct weir_cbq_class_conf classes[WEIR_CBQ_MAX_CLASSES];
+	struct weir_cbq_class_conf *classes = malloc(((size_t)pol->tree[dir].n_classes + 1) *
+						     sizeof(*classes));
+	struct weir_cbq *c;
+
+	if (classes == NULL)
+		return NULL;
 	const struct weir_cbq_conf conf = {
 		.socket_id = socket,
 		.tsc_hz = rte_get_tsc_hz(),
@@ -50,7 +55,9 @@ weir_app_shaper(const struct weir_config *cfg, const struct weir_policy *pol, in
 		.qm_params = &pol->tree[dir].qm_params,
 	};
 
-	return weir_cbq_create(&conf);
+	c = weir_cbq_create(&conf);
+	free(classes);
+	return c;
 }
 
 void

@@ -389,6 +389,7 @@ h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
 					: MHD_HTTP_UNPROCESSABLE_CONTENT, err);
 		return;
 	}
-	rest_reply_json(r, json_pack("{s:b, s:I, s:o}", "switched", 1,
+	rest_reply_json(r, json_pack("{s:b, s:b, s:I, s:o}", "switched", rc != WEIR_SUBS_IN_PLACE,
+				"in_place", rc == WEIR_SUBS_IN_PLACE,
 				"epoch", (json_int_t)a->cfg.policy->epoch, "diff", diff));
 }

@@ -243,10 +243,49 @@ item_within_parent(const struct weir_app *a, const struct weir_policy *p, struct
 	}
 }
 
-static bool
-keep_undropped(void *arg, uint32_t i)
+/* What the copy of the set in force needs to put each item in its place. */
+struct next_ctx {
+	struct sub_item *it;
+	uint32_t *rep;                  /* [subscriber in force]: replacing item + 1, 0 none */
+	uint8_t *placed;                /* [item]: added already */
+	struct weir_sub_errs *e;
+};
+
+/* Item k into set t (its devices too), from the request's item k + 1. */
+static void
+add_item(struct weir_subs *t, struct sub_item *it, uint32_t k, struct weir_sub_errs *e)
 {
-	return !((const uint8_t *)arg)[i];
+	const uint16_t f = weir_subs_file(t, REQ_FILE);
+	const json_t *x;
+	size_t j;
+	int64_t i;
+
+	i = weir_subs_add(t, &it->c, f, k + 1, e);
+	if (i < 0)
+		return;
+	json_array_foreach(it->prefixes, j, x)
+		weir_subs_add_prefix_text(t, (uint32_t)i, json_string_value(x), f, k + 1, e);
+	json_array_foreach(it->macs, j, x)
+		weir_subs_add_mac_text(t, (uint32_t)i, json_string_value(x), f, k + 1, e);
+}
+
+static bool
+keep_unnamed(void *arg, uint32_t i)
+{
+	return ((const struct next_ctx *)arg)->rep[i] == 0;
+}
+
+/* A replaced subscriber's replacement where it stood (a deletion: nothing). */
+static void
+place_item(void *arg, struct weir_subs *t, uint32_t i)
+{
+	struct next_ctx *x = arg;
+	uint32_t k = x->rep[i] - 1;
+
+	if (x->it[k].del || x->it[k].status != 0)
+		return;
+	add_item(t, &x->it[k], k, x->e);
+	x->placed[k] = 1;
 }
 
 /* Problems of set e ("request:K: why" lines) onto their items: a prefix
@@ -292,13 +331,14 @@ next_set(struct weir_app *a, struct sub_item *it, uint32_t n)
 	const struct weir_subs *cur = p->subs;
 	struct weir_sub_errs e = { 0 };
 	struct weir_subs *next = NULL;
-	uint8_t *drop = calloc((size_t)weir_subs_count(cur) + 1, 1);
+	struct next_ctx x = { .it = it, .e = &e };
 	bool bad = false;
-	uint16_t f;
 
-	if (drop == NULL) {
+	x.rep = calloc((size_t)weir_subs_count(cur) + 1, sizeof(*x.rep));
+	x.placed = calloc((size_t)n + 1, 1);
+	if (x.rep == NULL || x.placed == NULL) {
 		item_fail(&it[0], MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-		return NULL;
+		goto out;
 	}
 	for (uint32_t k = 0; k < n; k++) {
 		int64_t i = it[k].status == 0 ? weir_subs_find(cur, it[k].id) : -1;
@@ -308,32 +348,20 @@ next_set(struct weir_app *a, struct sub_item *it, uint32_t n)
 				item_fail(&it[k], MHD_HTTP_UNPROCESSABLE_CONTENT, "subscriber '%.64s' is "
 					  "item %u too", it[k].id, j);
 		if (i >= 0)
-			drop[i] = 1;
+			x.rep[i] = k + 1;
 		else if (it[k].del)
 			item_fail(&it[k], MHD_HTTP_NOT_FOUND, "no subscriber '%.64s'", it[k].id);
 		item_within_parent(a, p, &it[k]);
 		bad |= it[k].status != 0;
 	}
-	/* The others are still checked, so every bad item is reported. */
-	next = weir_subs_copy(cur, keep_undropped, drop, &e);
+	/* The others are still checked, so every bad item is reported. A
+	 * replacement takes its subscriber's place; new ones go at the end. */
+	next = weir_subs_copy(cur, keep_unnamed, place_item, &x, &e);
 	if (next == NULL)
 		goto errs;
-	f = weir_subs_file(next, REQ_FILE);
-	for (uint32_t k = 0; k < n; k++) {
-		size_t j;
-		const json_t *x;
-		int64_t i;
-
-		if (it[k].del || it[k].status != 0)
-			continue;
-		i = weir_subs_add(next, &it[k].c, f, k + 1, &e);
-		if (i < 0)
-			continue;
-		json_array_foreach(it[k].prefixes, j, x)
-			weir_subs_add_prefix_text(next, (uint32_t)i, json_string_value(x), f, k + 1, &e);
-		json_array_foreach(it[k].macs, j, x)
-			weir_subs_add_mac_text(next, (uint32_t)i, json_string_value(x), f, k + 1, &e);
-	}
+	for (uint32_t k = 0; k < n; k++)
+		if (!it[k].del && it[k].status == 0 && !x.placed[k])
+			add_item(next, &it[k], k, &e);
 	if (weir_subs_check(next, &e) == 0 && e.n == 0 && !bad)
 		goto out;
 errs:
@@ -344,7 +372,8 @@ errs:
 	next = NULL;
 out:
 	weir_sub_errs_free(&e);
-	free(drop);
+	free(x.rep);
+	free(x.placed);
 	return next;
 }
 
@@ -384,9 +413,10 @@ reply_items(const struct weir_app *a, struct rest_reply *r, const struct sub_ite
 	reply_epoch(a, r);
 }
 
-/* Diff next against the set in force and put it in force. true: done;
- * false: r holds the refusal and nothing changed. */
-static bool
+/* Diff next against the set in force and put it in force: subs_apply's
+ * answer (WEIR_SUBS_IN_PLACE, 0: done); <0: r holds the refusal and nothing
+ * changed. */
+static int
 apply(struct weir_app *a, struct weir_subs *next, struct weir_sub_diff *d, struct rest_reply *r)
 {
 	char err[sizeof(a->reload_error)];
@@ -394,11 +424,11 @@ apply(struct weir_app *a, struct weir_subs *next, struct weir_sub_diff *d, struc
 
 	weir_subs_diff(a->cfg.policy->subs, next, d, NULL, NULL);
 	rc = subs_apply(a, next, d, err, sizeof(err));
-	if (rc == 0)
-		return true;
+	if (rc >= 0)
+		return rc;
 	rest_reply_policy_error(a, r, rc == WEIR_SUBS_FULL ? MHD_HTTP_INSUFFICIENT_STORAGE
 				: MHD_HTTP_UNPROCESSABLE_CONTENT, err);
-	return false;
+	return rc;
 }
 
 /* Nothing to change without subscribers in the config: 409 as the
@@ -415,7 +445,8 @@ no_subs_status(const struct weir_app *a, struct rest_reply *r, unsigned int stat
 
 /* One subscriber as it now is, with the epoch. */
 static void
-reply_sub(struct weir_app *a, struct rest_reply *r, const char *id, unsigned int status)
+reply_sub(struct weir_app *a, struct rest_reply *r, const char *id, unsigned int status,
+	  bool in_place)
 {
 	const struct weir_policy *p = a->cfg.policy;
 	int64_t i = weir_subs_find(p->subs, id);
@@ -423,6 +454,7 @@ reply_sub(struct weir_app *a, struct rest_reply *r, const char *id, unsigned int
 
 	json_decref(stats);
 	json_object_set_new(o, "epoch", json_integer((json_int_t)p->epoch));
+	json_object_set_new(o, "in_place", json_boolean(in_place));
 	rest_reply_json(r, o);
 	r->status = status;
 }
@@ -434,14 +466,16 @@ put_one(struct weir_app *a, struct rest_reply *r, struct sub_item *it, bool crea
 	struct weir_subs *next;
 	struct weir_sub_diff d;
 	bool existed = weir_subs_find(a->cfg.policy->subs, it->id) >= 0;
+	int rc;
 
 	if (it->status != 0 || (next = next_set(a, it, 1)) == NULL) {
 		reply_items(a, r, it, 1, false);
 		return;
 	}
-	if (!apply(a, next, &d, r))
+	if ((rc = apply(a, next, &d, r)) < 0)
 		return;
-	reply_sub(a, r, it->id, !existed && created_ok ? MHD_HTTP_CREATED : MHD_HTTP_OK);
+	reply_sub(a, r, it->id, !existed && created_ok ? MHD_HTTP_CREATED : MHD_HTTP_OK,
+		  rc == WEIR_SUBS_IN_PLACE);
 }
 
 /* PUT /api/v1/subscribers/{id}: create or replace one subscriber whole. */
@@ -555,7 +589,7 @@ h_sub_delete(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
 		reply_items(a, r, &it, 1, false);
 		return;
 	}
-	if (!apply(a, next, &d, r))
+	if (apply(a, next, &d, r) < 0)
 		return;
 	rest_reply_json(r, json_pack("{s:s, s:b, s:I}", "id", rq->sub, "deleted", 1, "epoch",
 				     (json_int_t)a->cfg.policy->epoch));
@@ -606,6 +640,7 @@ h_subs_batch(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
 	uint32_t n;
 	size_t k;
 	bool bad = false;
+	int rc;
 
 	if (items == NULL)
 		return;
@@ -626,9 +661,11 @@ h_subs_batch(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
 	}
 	if (bad || (next = next_set(a, it, n)) == NULL)
 		reply_items(a, r, it, n, true);
-	else if (apply(a, next, &d, r))
-		rest_reply_json(r, json_pack("{s:I, s:i, s:{s:i, s:i, s:i, s:i, s:i}}", "epoch",
-					     (json_int_t)a->cfg.policy->epoch, "items", (int)n,
+	else if ((rc = apply(a, next, &d, r)) >= 0)
+		rest_reply_json(r, json_pack("{s:I, s:b, s:i, s:{s:i, s:i, s:i, s:i, s:i}}", "epoch",
+					     (json_int_t)a->cfg.policy->epoch, "in_place",
+					     rc == WEIR_SUBS_IN_PLACE,
+					     "items", (int)n,
 					     "diff", "added", d.n[WEIR_SUB_ADDED], "removed",
 					     d.n[WEIR_SUB_REMOVED], "rates", d.n[WEIR_SUB_RATES],
 					     "changed", d.n[WEIR_SUB_CHANGED], "unchanged",

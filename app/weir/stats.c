@@ -13,6 +13,7 @@
 #include "ipabr.h"
 #include "pep.h"
 #include "stats.h"
+#include "subs_live.h"
 #include "ipsec.h"
 #include "captures.h"
 #include "ipfix_export.h"
@@ -553,6 +554,8 @@ weir_stats_json(const struct weir_app *app)
 				    : json_pack("{s:I, s:I, s:I}", "held", (json_int_t)pa.held,
 						"paced", (json_int_t)pa.paced,
 						"acks_held", (json_int_t)pa.in_use));
+		/* Class changes taken live (subs_live.c): applied, failed, stale, latency. */
+		json_object_set_new(wo, "class_cmds", subs_live_worker_json(app, i));
 		json_array_append_new(workers, wo);
 	}
 	o = json_pack("{s:s, s:f, s:o, s:{s:o, s:o}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:I, "
@@ -606,6 +609,7 @@ weir_stats_json(const struct weir_app *app)
 	json_object_set_new(o, "capture", weir_captures_json(app));
 	json_object_set_new(o, "ipfix", weir_ipfix_json(app));
 	json_object_set_new(o, "pep", pep_json(app));
+	json_object_set_new(o, "subs_live", subs_live_json());
 	return o;
 }
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: put a changed subscriber set in force (subs_apply.h).
  *
- * Today's trees change by a switch: the policy in force is rebuilt with the
- * next set in place of its own (the config's own classes and rules kept)
- * and every worker switches at once (queued packets keep their order,
- * nothing is dropped by the switch).
+ * Plans of existing subscribers change in place on every worker
+ * (subs_live.c: class commands, counters and queues kept). Anything else
+ * (subscribers, prefixes or nodes added or removed) is a switch: the policy
+ * in force is rebuilt with the next set in place of its own (the config's
+ * own classes and rules kept) and every worker switches at once (queued
+ * packets keep their order, nothing is dropped by the switch).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include "policy_subs.h"
 #include "policy_switch.h"
 #include "subs_apply.h"
+#include "subs_live.h"
 
 /* The policy in force with subscriber set s in place of its own: the
  * trees' own classes kept, the subscribers' rebuilt. NULL with err; *full
@@ -34,7 +37,7 @@ policy_with_subs(const struct weir_app *a, const struct weir_policy *p,
 		if (tc->rate == 0 || tc->n_classes == 0)
 			continue;
 		if ((uint64_t)pc.subs_base[d] + weir_subs_class_count(s) + 1 >
-		    WEIR_CBQ_MAX_CLASSES)
+		    WEIR_POLICY_MAX_CLASSES)
 			*full = true;
 		cls[d] = weir_subs_classes(s, d, tc->rate, a->cfg.subs_parent, tc->classes,
 					   pc.subs_base[d], tc->mode, err, errlen);
@@ -58,6 +61,7 @@ subs_apply(struct weir_app *a, struct weir_subs *next, const struct weir_sub_dif
 	   char *err, size_t errlen)
 {
 	const struct weir_policy *p = a->cfg.policy;
+	struct weir_sub_diff own;
 	struct weir_policy *np;
 	bool full = false;
 	int rc;
@@ -67,9 +71,28 @@ subs_apply(struct weir_app *a, struct weir_subs *next, const struct weir_sub_dif
 		snprintf(err, errlen, "no subscribers: the config has no 'subscribers'");
 		return WEIR_SUBS_REFUSED;
 	}
-	if (d != NULL && !subs_diff_any(d)) {
+	if (d == NULL) {
+		weir_subs_diff(p->subs, next, &own, NULL, NULL);
+		d = &own;
+	}
+	if (!subs_diff_any(d)) {
 		weir_subs_free(next);
 		return 0;
+	}
+	rc = subs_live_apply(a, p->subs, next, d, err, errlen);
+	if (rc != 0) {
+		weir_subs_free(next);   /* the policy took its own reference when in force */
+		if (rc < 0)
+			return WEIR_SUBS_REFUSED;
+		err[0] = '\0';
+		return WEIR_SUBS_IN_PLACE;
+	}
+	if (a->cfg.subs_max != 0 && weir_subs_count(next) > a->cfg.subs_max) {
+		snprintf(err, errlen, "%u subscribers, more than this box takes "
+			 "('subscribers.max' = %u)", weir_subs_count(next), a->cfg.subs_max);
+		weir_subs_free(next);
+		a->subs_full++;
+		return WEIR_SUBS_FULL;
 	}
 	np = policy_with_subs(a, p, next, &full, err, errlen);
 	weir_subs_free(next);   /* np holds its own reference */
@@ -86,9 +109,8 @@ subs_apply(struct weir_app *a, struct weir_subs *next, const struct weir_sub_dif
 	if (rc > 0)
 		RTE_LOG(WARNING, USER1, "%s\n", err);
 	err[0] = '\0';
-	if (d != NULL)
-		RTE_LOG(NOTICE, USER1, "policy %u in force (subscribers: %u added, %u removed, "
-			"%u changed)\n", a->cfg.policy->epoch, d->n[WEIR_SUB_ADDED],
-			d->n[WEIR_SUB_REMOVED], d->n[WEIR_SUB_RATES] + d->n[WEIR_SUB_CHANGED]);
+	RTE_LOG(NOTICE, USER1, "policy %u in force (subscribers: %u added, %u removed, "
+		"%u changed)\n", a->cfg.policy->epoch, d->n[WEIR_SUB_ADDED],
+		d->n[WEIR_SUB_REMOVED], d->n[WEIR_SUB_RATES] + d->n[WEIR_SUB_CHANGED]);
 	return 0;
 }

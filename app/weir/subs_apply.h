@@ -20,11 +20,16 @@ struct weir_app;
 #define WEIR_SUBS_REFUSED  (-1)         /* the policy refused the set (err says why) */
 #define WEIR_SUBS_FULL     (-2)         /* a table is full (the class tree): counted */
 
+/* subs_apply's success when no switch was needed: plans changed in place. */
+#define WEIR_SUBS_IN_PLACE 1
+
 /*
  * Put checked set `next` in force (takes ownership of it; d: its diff
- * against the set in force). 0: in force on every worker (or nothing
- * changed: nothing switched). <0: nothing changed, err says why; a full
- * table is WEIR_SUBS_FULL and counted in a->subs_full.
+ * against the set in force, NULL: made here). WEIR_SUBS_IN_PLACE: plans
+ * changed in place on every worker, no switch (counters and queues kept);
+ * 0: in force on every worker through a policy switch (or nothing changed:
+ * nothing switched). <0: nothing changed, err says why; a full table is
+ * WEIR_SUBS_FULL and counted in a->subs_full.
  */
 int subs_apply(struct weir_app *a, struct weir_subs *next, const struct weir_sub_diff *d,
 	       char *err, size_t errlen);

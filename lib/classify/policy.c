@@ -84,9 +84,9 @@ build_tree(struct weir_policy *p, const struct weir_policy_tree_conf *tc, int d,
 		     "%s: link rate must be 8kbit .. 400gbit", dir_name[d]);
 		return -1;
 	}
-	if ((unsigned int)n + 1 > WEIR_CBQ_MAX_CLASSES) {
+	if ((unsigned int)n + 1 > WEIR_POLICY_MAX_CLASSES) {
 		fail(NULL, err, WEIR_POLICY_ERR_TREE, d, -1, "%s: more than %d classes",
-		     dir_name[d], WEIR_CBQ_MAX_CLASSES - 1);
+		     dir_name[d], WEIR_POLICY_MAX_CLASSES - 1);
 		return -1;
 	}
 	t->classes = calloc((size_t)n + 1, sizeof(t->classes[0]));
@@ -311,7 +311,7 @@ target_get_lm(struct weir_policy *p, const char *name, uint8_t weight, const str
 		    p->targets[i].lm_rule == t.lm_rule &&
 		    memcmp(&p->targets[i].last_mile, &t.last_mile, sizeof(t.last_mile)) == 0)
 			return i;
-	if (p->n_targets >= WEIR_POLICY_MAX_TARGETS)
+	if (p->n_targets >= p->cap_targets)
 		return -1;
 	p->targets[p->n_targets] = t;
 	return p->n_targets++;
@@ -370,7 +370,9 @@ weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch, struct we
 		mark_inner(&p->tree[d]);
 	}
 	/* The default target first, then one per (class, weight) in use. */
-	p->targets = calloc(WEIR_POLICY_MAX_TARGETS, sizeof(p->targets[0]));
+	p->cap_targets = RTE_MIN((uint32_t)WEIR_POLICY_MAX_TARGETS, WEIR_POLICY_TARGETS_BASE +
+				 (uint32_t)p->tree[0].n_classes + p->tree[1].n_classes);
+	p->targets = calloc(p->cap_targets, sizeof(p->targets[0]));
 	if (p->targets == NULL)
 		return fail(p, err, WEIR_POLICY_ERR_GENERAL, 0, -1, "out of memory");
 	p->n_targets = 1;
@@ -480,6 +482,11 @@ weir_policy_build(const struct weir_policy_conf *conf, uint32_t epoch, struct we
 		}
 		return fail(p, err, WEIR_POLICY_ERR_GENERAL, 0, -1, "%s", cerr);
 	}
+	/* ipabr keeps per-class state in arrays of WEIR_CBQ_MAX_CLASSES (lib/modes/ipabr.h). */
+	if ((p->tree[0].n_classes > WEIR_CBQ_MAX_CLASSES || p->tree[1].n_classes > WEIR_CBQ_MAX_CLASSES)
+	    && weir_policy_uses_mode(p, WEIR_MODE_IPABR))
+		return fail(p, err, WEIR_POLICY_ERR_GENERAL, 0, -1, "mode ipabr holds at most %d "
+			    "classes a tree", WEIR_CBQ_MAX_CLASSES - 1);
 	if (conf->subs != NULL && subs_targets(p, conf->subs) != 0)
 		return fail(p, err, WEIR_POLICY_ERR_GENERAL, 0, -1,
 			    "a subscriber has no leaf class in either tree");

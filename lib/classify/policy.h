@@ -33,7 +33,16 @@
 #include "subscriber_lpm.h"
 
 #define WEIR_POLICY_NAME_LEN 32
-#define WEIR_POLICY_MAX_TARGETS 4096
+/* Classes a policy's tree may have, the root included: its indexes are
+ * 16-bit (weir_policy_tree.n_classes, targets, weir_flow.class_id). The
+ * config's and Lua's own classes stop at WEIR_CBQ_MAX_CLASSES - 1; a
+ * subscriber set's leaves and nodes may take a tree up to this. */
+#define WEIR_POLICY_MAX_CLASSES 65535
+/* Targets: the default, one per (class, weight, last mile) in use. A
+ * policy's table holds WEIR_POLICY_TARGETS_BASE plus its trees' classes,
+ * at most this (16-bit target indexes). */
+#define WEIR_POLICY_MAX_TARGETS 65535
+#define WEIR_POLICY_TARGETS_BASE 4096
 #define WEIR_POLICY_DIRS 2              /* enum weir_dir */
 
 /* What a leaf does with a flow that would push its per-flow share below flow_min. */
@@ -205,6 +214,7 @@ struct weir_policy_src {
 struct weir_policy {
 	uint32_t epoch;                         /* flows classified under an older epoch are re-classified */
 	uint16_t n_targets;
+	uint32_t cap_targets;                   /* entries `targets` holds */
 	struct weir_policy_target *targets;
 	struct weir_policy_tree tree[WEIR_POLICY_DIRS];
 	struct weir_classifier *classifier;     /* rule results are target indices */

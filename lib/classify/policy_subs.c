@@ -57,6 +57,26 @@ weir_subs_class_count(const struct weir_subs *s)
 	return n;
 }
 
+void
+weir_subs_leaf_plan(const struct weir_subs *s, uint32_t i, int pdir, uint64_t link_rate,
+		    uint64_t *rate, uint64_t *ceil)
+{
+	const int sd = pdir == WEIR_DIR_OUT ? WEIR_SUB_UP : WEIR_SUB_DOWN;
+	const struct weir_sub *u = weir_subs_get(s, i);
+	uint64_t cap = link_rate;
+
+	if (u->node != WEIR_SUB_NONE) {
+		const struct weir_sub_node *n = weir_subs_node(s, u->node);
+
+		if (n->rate[sd] != 0 && n->rate[sd] < cap)
+			cap = n->rate[sd];
+	}
+	/* Shaping off: the whole of what is above it, no plan. */
+	*ceil = u->flags & WEIR_SUBF_UNSHAPED ? cap : RTE_MIN(u->max[sd], cap);
+	*rate = u->flags & WEIR_SUBF_UNSHAPED ? cap / 100 + 1
+		: u->min[sd] != 0 ? RTE_MIN(u->min[sd], *ceil) : *ceil / 100 + 1;
+}
+
 /* Nodes in an order with parents first: by depth (at most the tree's). */
 static uint32_t
 nodes_by_depth(const struct weir_subs *s, uint32_t *order)
@@ -84,10 +104,10 @@ weir_subs_classes(const struct weir_subs *s, int pdir, uint64_t link_rate, const
 	uint32_t *order;
 	uint32_t n_nodes;
 
-	if (total + 1 > WEIR_CBQ_MAX_CLASSES) {
+	if (total + 1 > WEIR_POLICY_MAX_CLASSES) {
 		snprintf(err, errlen, "%u subscribers and %u nodes make %llu classes; this class "
 			 "tree holds %u", weir_subs_count(s), weir_subs_node_count(s),
-			 (unsigned long long)total, WEIR_CBQ_MAX_CLASSES - 1);
+			 (unsigned long long)total, WEIR_POLICY_MAX_CLASSES - 1);
 		return NULL;
 	}
 	out = calloc(total + 1, sizeof(*out));
@@ -116,22 +136,13 @@ weir_subs_classes(const struct weir_subs *s, int pdir, uint64_t link_rate, const
 	}
 	for (uint32_t i = 0; i < weir_subs_count(s); i++, c++) {
 		const struct weir_sub *u = weir_subs_get(s, i);
-		uint64_t cap = link_rate;
 
 		weir_subs_class_name(s, i, c->name);
-		if (u->node != WEIR_SUB_NONE) {
-			const struct weir_sub_node *n = weir_subs_node(s, u->node);
-
+		if (u->node != WEIR_SUB_NONE)
 			weir_subs_node_class_name(s, u->node, c->parent);
-			if (n->rate[sd] != 0 && n->rate[sd] < cap)
-				cap = n->rate[sd];
-		} else {
+		else
 			snprintf(c->parent, sizeof(c->parent), "%s", under);
-		}
-		/* Shaping off: the whole of what is above it, no plan. */
-		c->ceil = u->flags & WEIR_SUBF_UNSHAPED ? cap : RTE_MIN(u->max[sd], cap);
-		c->rate = u->flags & WEIR_SUBF_UNSHAPED ? cap / 100 + 1
-			: u->min[sd] != 0 ? RTE_MIN(u->min[sd], c->ceil) : c->ceil / 100 + 1;
+		weir_subs_leaf_plan(s, i, pdir, link_rate, &c->rate, &c->ceil);
 		c->mode = mode;
 	}
 	free(order);

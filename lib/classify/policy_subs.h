@@ -10,9 +10,9 @@
  * a flow's LAN-side address finds its subscriber by longest-prefix match
  * (lib/classify/subscriber_lpm.h) once per new flow, before the rule list.
  *
- * Today's trees hold WEIR_CBQ_MAX_CLASSES classes with 16-bit indexes, so a
- * set larger than that is refused here with the count; the set, the lookup
- * and the index -> target table are 32-bit already.
+ * A policy's trees hold WEIR_POLICY_MAX_CLASSES classes with 16-bit
+ * indexes, so a set larger than that is refused here with the count; the
+ * set and the lookup are 32-bit already.
  */
 #ifndef WEIR_POLICY_SUBS_H
 #define WEIR_POLICY_SUBS_H
@@ -34,6 +34,12 @@ bool weir_subs_is_class(const struct weir_subs *s, const char *name);
 
 /* Classes the set adds to one tree. */
 uint32_t weir_subs_class_count(const struct weir_subs *s);
+
+/* Subscriber i's leaf in policy direction pdir: its rate and ceil (bit/s)
+ * as weir_subs_classes makes them (the one rule: min, else 1 % of max;
+ * capped by its node, or by link_rate; shaping off: all its node has). */
+void weir_subs_leaf_plan(const struct weir_subs *s, uint32_t i, int pdir, uint64_t link_rate,
+			 uint64_t *rate, uint64_t *ceil);
 
 /*
  * Classes of policy direction pdir (0 outbound = upload, 1 inbound =

@@ -536,7 +536,8 @@ copy_sub(struct weir_subs *t, const struct weir_subs *s, const struct weir_sub *
 }
 
 struct weir_subs *
-weir_subs_copy(const struct weir_subs *s, bool (*keep)(void *arg, uint32_t i), void *arg,
+weir_subs_copy(const struct weir_subs *s, bool (*keep)(void *arg, uint32_t i),
+	       void (*place)(void *arg, struct weir_subs *t, uint32_t i), void *arg,
 	       struct weir_sub_errs *e)
 {
 	struct weir_subs *t = weir_subs_new();
@@ -550,9 +551,14 @@ weir_subs_copy(const struct weir_subs *s, bool (*keep)(void *arg, uint32_t i), v
 	for (uint32_t i = 0; i < s->n_nodes; i++)
 		if (copy_node(t, s, &s->nodes[i], e) != 0)
 			goto fail;
-	for (uint32_t i = 0; i < s->n_subs; i++)
-		if ((keep == NULL || keep(arg, i)) && copy_sub(t, s, &s->subs[i], e) != 0)
-			goto fail;
+	for (uint32_t i = 0; i < s->n_subs; i++) {
+		if (keep == NULL || keep(arg, i)) {
+			if (copy_sub(t, s, &s->subs[i], e) != 0)
+				goto fail;
+		} else if (place != NULL) {
+			place(arg, t, i);
+		}
+	}
 	return t;
 fail:
 	weir_subs_free(t);
@@ -962,3 +968,4 @@ weir_subs_diff(const struct weir_subs *old, const struct weir_subs *new_, struct
 			visit(arg, WEIR_SUB_REMOVED, i);
 	}
 }
+

@@ -139,10 +139,15 @@ uint32_t weir_subs_check(struct weir_subs *s, struct weir_sub_errs *e);
 /*
  * The start of the next set: a new, unchecked set holding checked set s's
  * nodes and the subscribers keep(arg, i) accepts (every one when keep is
- * NULL), with their devices, file names and lines. A front end then adds
- * or replaces subscribers and checks it. NULL with e when out of memory.
+ * NULL), with their devices, file names and lines. For one it refuses,
+ * place(arg, t, i) (when not NULL) may add its replacement to the new set t
+ * at that position: a replaced subscriber keeps its index, which is what
+ * lets a plan change go in force without a switch (app/weir/subs_live.c).
+ * A front end then adds or replaces subscribers and checks it. NULL with e
+ * when out of memory.
  */
 struct weir_subs *weir_subs_copy(const struct weir_subs *s, bool (*keep)(void *arg, uint32_t i),
+				 void (*place)(void *arg, struct weir_subs *t, uint32_t i),
 				 void *arg, struct weir_sub_errs *e);
 
 /* ---- reading a checked set ---- */
@@ -160,6 +165,7 @@ int64_t weir_subs_find(const struct weir_subs *s, const char *id);
 int64_t weir_subs_node_find(const struct weir_subs *s, const char *name);
 /* Bytes the set holds (the figure docs/subscribers.md states). */
 size_t weir_subs_memory(const struct weir_subs *s);
+
 
 /* Text of prefix p ("10.0.0.0/24", "2001:db8::/56"). */
 void weir_sub_prefix_text(const struct weir_sub_prefix *p, char *buf, size_t len);

@@ -260,7 +260,7 @@ weir_share_publish(struct weir_share_box *b, uint32_t epoch, struct weir_share *
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	b->epoch = epoch;
 	for (int d = 0; d < 2; d++) {
-		uint16_t n = s[d] != NULL ? s[d]->n_classes : 0;
+		uint16_t n = s[d] != NULL ? weir_share_box_classes(s[d]->n_classes) : 0;
 
 		b->n_classes[d] = n;
 		for (uint16_t c = 0; c < n; c++) {
@@ -287,7 +287,7 @@ weir_share_moved(const struct weir_share_box *b, uint32_t epoch, struct weir_sha
 	if (__atomic_load_n(&b->seq, __ATOMIC_RELAXED) == 0 || b->epoch != epoch)
 		return true;
 	for (int d = 0; d < 2; d++) {
-		uint16_t n = s[d] != NULL ? s[d]->n_classes : 0;
+		uint16_t n = s[d] != NULL ? weir_share_box_classes(s[d]->n_classes) : 0;
 
 		if (b->n_classes[d] != n)
 			return true;

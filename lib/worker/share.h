@@ -115,6 +115,17 @@ struct weir_share_box {
 	uint64_t ceil[2][WEIR_CBQ_MAX_CLASSES];
 } __rte_cache_aligned;
 
+/* Classes of a tree of n the box carries: the first WEIR_CBQ_MAX_CLASSES
+ * (the config's own classes and the first nodes). The others (a large
+ * subscriber set's leaves) keep the even split their trees were built
+ * with: re-dividing 100,000 leaves every 10 ms is what subscriber affinity
+ * (all of one subscriber's flows on one worker) is meant to make needless. */
+static inline uint16_t
+weir_share_box_classes(uint16_t n)
+{
+	return n < WEIR_CBQ_MAX_CLASSES ? n : WEIR_CBQ_MAX_CLASSES;
+}
+
 /* Publish s[dir]'s split for worker w into its box (s[dir] may be NULL:
  * that direction is unshaped). */
 void weir_share_publish(struct weir_share_box *b, uint32_t epoch, struct weir_share *const s[2],

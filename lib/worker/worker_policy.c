@@ -216,7 +216,7 @@ weir_worker_share_apply(struct weir_worker *w)
 		uint16_t n = b->n_classes[d];
 		struct weir_cbq_stats st;
 
-		if (sh == NULL || n != w->policy->tree[d].n_classes)
+		if (sh == NULL || n != weir_share_box_classes(w->policy->tree[d].n_classes))
 			continue;
 		for (uint16_t c = 0; c < n; c++) {
 			uint64_t rate = __atomic_load_n(&b->rate[d][c], __ATOMIC_RELAXED);

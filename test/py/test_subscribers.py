@@ -66,7 +66,8 @@ def subs_tb(tmp_path_factory):
     cfg = d / "subs.cfg"
     cfg.write_text(weirtb.testbed_config_text(
         'shaping = { outbound = "100mbit"; inbound = "100mbit"; };\n'
-        'subscribers = { shaped_devices = "ShapedDevices.csv"; network = "network.json"; };\n'
+        'subscribers = { shaped_devices = "ShapedDevices.csv"; network = "network.json"; '
+        'max = 1000; };\n'
         f"management = {{ port = {MGMT_PORT}; }};\n", stats_interval=STATS_INTERVAL))
     with weir_testbed(cfg, lan=3, wan=1, paths=[PathSpec(delay=5)]) as tb:
         yield tb
@@ -257,11 +258,11 @@ def test_put_delete_batch_and_upload(subs_tb):
     assert code == 200 and r["diff"]["added"] == 2 and r["diff"]["removed"] == 1, r
     assert api(tb, "/api/v1/subscribers")["total"] == total + 1
 
-    # More subscribers than the class tree holds: refused whole and counted.
+    # More subscribers than this box takes (subscribers.max): refused whole and counted.
     many = [{"id": f"m{i}", "parent": "AP01", "download_max": 1000000, "upload_max": 1000000,
              "prefixes": [f"10.220.{i // 256}.{i % 256}"]} for i in range(700)]
     code, r = api_file(tb, "/api/v1/subscribers", "POST", many)
-    assert code == 507 and "class" in r["error"]["message"], r
+    assert code == 507 and "subscribers.max" in r["error"]["message"], r
     assert api(tb, "/api/v1/counters")["policy"]["subscribers_full"] >= 1
     assert "\nweir_subscribers_full_total 1" in tb.run("gw", [
         "curl", "-s", f"http://127.0.0.1:{MGMT_PORT}/metrics"]).stdout
@@ -339,3 +340,58 @@ def test_lua_subscriber(tmp_path):
         assert w.get("/api/v1/subscribers/lua1")[1]["download"]["max_bps"] == 6_000_000
     finally:
         w.stop()
+
+
+def test_plan_change_in_place(subs_tb):
+    """A PATCH and a rates-only re-read go in place (subs_live.c): no policy switch (the
+    epoch stays), the subscriber's class counters keep counting, every worker took the
+    change (class_cmds.applied), the new plan holds within the next second and weir
+    drops nothing for it."""
+    tb, d = subs_tb, FILES["dir"]
+    epoch = api(tb, "/api/v1/classes")["epoch"]
+    plan = api(tb, "/api/v1/subscribers/c-l1")["download"]["max_bps"]
+    new = plan * 0.6
+    dur, t_patch = 8, 3
+    res = {}
+    with Sampler(tb, "inbound") as s:
+        t0 = s.now()
+        th = threading.Thread(target=lambda: res.__setitem__(
+            "f", tb.iperf(n=1, duration=dur, reverse=True, pairs=[("l1", "w1")])), daemon=True)
+        th.start()
+        s.wait_until(t0 + t_patch)
+        st0 = tb.weir_stats()
+        applied0 = sum(w["class_cmds"]["applied"] for w in st0["workers"])
+        bytes0 = st0["shaping"]["inbound"]["classes"]["c-l1"]["bytes"]
+        r = api(tb, "/api/v1/subscribers/c-l1", "PATCH", {"download_max": int(new)})
+        th.join()
+        st1 = tb.weir_stats()
+    c = t0 + t_patch + 1
+    after = s.rate("c-l1", c, t0 + dur - 0.5)
+    before = s.rate("c-l1", t0 + 1, t0 + t_patch)
+    print(f"c-l1 {before / 1e6:.2f} Mbit/s at {plan / 1e6:g}, then {after / 1e6:.2f} at "
+          f"{new / 1e6:g}; class_cmds {[w['class_cmds'] for w in st1['workers']]}")
+    assert res["f"][0].error is None, res["f"][0].error
+    assert r.get("in_place") is True and r["epoch"] == epoch, r
+    assert r["download"]["max_bps"] == int(new), r
+    assert api(tb, "/api/v1/classes")["epoch"] == epoch
+    assert sum(w["class_cmds"]["applied"] for w in st1["workers"]) > applied0
+    assert all(w["class_cmds"]["failed"] == 0 for w in st1["workers"]), st1["workers"]
+    # Counters kept: what the leaf counted before the change is still in its total.
+    assert st1["shaping"]["inbound"]["classes"]["c-l1"]["bytes"] > bytes0
+    assert port_drops(st1) == port_drops(st0), (port_drops(st0), port_drops(st1))
+    assert new * 0.85 <= after <= new * 1.03, after
+    # A re-read where only a plan changed: in place as well, no switch. (First one that
+    # brings the set in force back to the files, which earlier tests changed through the API.)
+    epoch = api(tb, "/api/v1/subscribers/reload", "POST")["epoch"]
+    csv = d / "ShapedDevices.csv"
+    text = csv.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("c-l2,"))
+    f = row.split(",")
+    f[12] = "3.5"
+    csv.write_text(text.replace(row, ",".join(f)))
+    r = api(tb, "/api/v1/subscribers/reload", "POST")
+    assert r.get("in_place") is True and not r["switched"] and r["epoch"] == epoch, r
+    assert r["diff"]["rates"] >= 1 and r["diff"]["added"] == 0, r
+    assert api(tb, "/api/v1/subscribers/c-l2")["download"]["max_bps"] == 3_500_000
+    m = tb.run("gw", ["curl", "-s", f"http://127.0.0.1:{MGMT_PORT}/metrics"]).stdout
+    assert 'weir_worker_class_cmds_total{worker="0",result="applied"}' in m

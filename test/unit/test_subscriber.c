@@ -412,7 +412,7 @@ test_copy(void)
 	CHECK(s != NULL, "%s", e.text ? e.text : "");
 	if (s == NULL)
 		return;
-	t = weir_subs_copy(s, NULL, NULL, &e);
+	t = weir_subs_copy(s, NULL, NULL, NULL, &e);
 	CHECK(t != NULL && weir_subs_check(t, &e) == 0, "%s", e.text ? e.text : "");
 	weir_subs_diff(s, t, &d, NULL, NULL);
 	CHECK(d.n[0] + d.n[1] + d.n[2] + d.n[3] == 0 && !d.nodes_changed && d.unchanged == 3,
@@ -425,7 +425,7 @@ test_copy(void)
 	/* c-1001's first prefix, claimed by a new subscriber. */
 	u = weir_subs_get(s, (uint32_t)weir_subs_find(s, "c-1001"));
 	weir_sub_prefix_text(&weir_subs_prefixes(s)[u->first_prefix], pfx, sizeof(pfx));
-	t = weir_subs_copy(s, drop_c1002, s, &e);
+	t = weir_subs_copy(s, drop_c1002, NULL, s, &e);
 	k = weir_subs_add(t, &c, weir_subs_file(t, "request"), 1, &e);
 	CHECK(k >= 0 && weir_subs_add_prefix_text(t, (uint32_t)k, pfx, weir_subs_file(t, "request"),
 						  1, &e) == 0, "add");
@@ -435,7 +435,7 @@ test_copy(void)
 	weir_subs_free(t);
 	weir_sub_errs_free(&e);
 
-	t = weir_subs_copy(s, drop_c1002, s, &e);
+	t = weir_subs_copy(s, drop_c1002, NULL, s, &e);
 	k = weir_subs_add(t, &c, weir_subs_file(t, "request"), 1, &e);
 	CHECK(k >= 0 && weir_subs_add_prefix_text(t, (uint32_t)k, "192.0.2.0/24",
 						  weir_subs_file(t, "request"), 1, &e) == 0 &&
