@@ -11,8 +11,7 @@
 #include "tcpwin.h"
 #include "pace.h"
 #include "tcr_state.h"
-#include "worker.h"
-#include "worker_int.h"
+#include "mode_svc.h"
 
 
 /* The path's round trip for data direction d, both sides of the gateway
@@ -42,7 +41,7 @@ postack_path_rtt(const struct weir_postack *pa, int d, uint32_t slot)
  * the data sender uses.
  */
 static uint32_t
-postack_hold_window(const struct weir_worker *w, const struct weir_flow *f, int a, uint32_t slot,
+postack_hold_window(const struct weir_mode_svc *w, const struct weir_flow *f, int a, uint32_t slot,
 		    uint32_t leaf)
 {
 	const int d = a ^ 1;
@@ -57,7 +56,7 @@ postack_hold_window(const struct weir_worker *w, const struct weir_flow *f, int 
 /* PostACK's window clamp with the share clamp off: ACK m cut to the hold
  * window. */
 void
-weir_postack_mode_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+weir_postack_mode_clamp(struct weir_mode_svc *w, const struct weir_flow *f, struct rte_mbuf *m,
 	      const struct weir_pkt *p, int a, uint32_t slot, uint32_t leaf)
 {
 	if (weir_postack_cut_window(w->pa, f, m, p, a, slot, postack_hold_window(w, f, a, slot, leaf)))
@@ -90,7 +89,7 @@ weir_postack_mode_clamp(struct weir_worker *w, const struct weir_flow *f, struct
  * noted (a later note from its unrewritten window would undo the cut).
  */
 static bool
-postack_share_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+postack_share_clamp(struct weir_mode_svc *w, const struct weir_flow *f, struct rte_mbuf *m,
 		    const struct weir_pkt *p, int a, uint32_t slot, uint32_t leaf)
 {
 	struct weir_postack *pa = w->pa;
@@ -157,7 +156,7 @@ own_drop(const struct weir_postack *pa, int d, uint32_t slot, uint32_t hole)
 /* The gateway dropped a data segment of f travelling d: remember its seq,
  * so a SACK reporting that hole is known to be this gateway's (own_drop). */
 void
-weir_postack_mode_dropped(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m, int d)
+weir_postack_mode_dropped(struct weir_mode_svc *w, const struct weir_flow *f, struct rte_mbuf *m, int d)
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
 	struct weir_postack_q *q;
@@ -184,7 +183,7 @@ weir_postack_mode_dropped(struct weir_worker *w, const struct weir_flow *f, stru
  * true when the ACK is such news and goes on.
  */
 bool
-weir_postack_mode_sack_news(struct weir_worker *w, const struct weir_flow *f, const struct rte_mbuf *m,
+weir_postack_mode_sack_news(struct weir_mode_svc *w, const struct weir_flow *f, const struct rte_mbuf *m,
 	  const struct weir_pkt *p, int a, uint32_t slot, uint32_t held, bool noted)
 {
 	const int d = a ^ 1;
@@ -228,7 +227,7 @@ weir_postack_mode_sack_news(struct weir_worker *w, const struct weir_flow *f, co
  * over from half its BDP queued, which is one packet, the paper's rule.
  */
 static inline bool
-postack_over(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+postack_over(const struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot,
 	     uint32_t leaf, uint32_t qlen, uint64_t now)
 {
 	const uint64_t seg = f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460;
@@ -250,7 +249,7 @@ postack_over(const struct weir_worker *w, const struct weir_flow *f, int d, uint
  * in the class tree: it is held only while that queue is empty.
  */
 static enum weir_verdict
-postack_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
+postack_ack(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m,
 	    const struct weir_pkt *p, int a, uint32_t slot, uint32_t leaf, uint32_t held,
 	    uint64_t now)
 {
@@ -287,7 +286,7 @@ pass:
  * while what is queued behind it (less one) and on its way is within its
  * room (postack_over). */
 static void
-postack_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t leaf,
+postack_sent(struct weir_mode_svc *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t leaf,
 	     uint32_t qlen, uint64_t now)
 {
 	RTE_SET_USED(m);
@@ -300,7 +299,7 @@ postack_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, ui
  * the data has stopped, one per fair-share gap while its data queue is
  * empty and the sender still sends. */
 static uint32_t
-postack_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
+postack_tick(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
 	     uint64_t now, uint32_t held, enum weir_postack_why *why)
 {
 	if (weir_mode_data_qlen(w, f, d, slot) != 0) {

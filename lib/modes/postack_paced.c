@@ -12,8 +12,7 @@
 #include "tcpwin.h"
 #include "pace.h"
 #include "tcr_state.h"
-#include "worker.h"
-#include "worker_int.h"
+#include "mode_svc.h"
 
 #define WEIR_PACED_BACKLOG 4u      /* packets a postack-paced class may have queued, at least */
 /* A class backlog of at most this many packets a backlogged flow is the
@@ -57,7 +56,7 @@ paced_backlogged(uint32_t qlen, uint64_t ms_ticks, uint64_t cgap, int64_t extra,
  * The pace does not follow borrowing. Returns 1 when an ACK may go now.
  */
 static uint32_t
-paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
+paced_tick(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
 	   uint64_t now, bool arrival)
 {
 	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
@@ -129,7 +128,7 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
  * nothing of its flow is held and its pacing tick is due, else it waits
  * in the ACK store, window clamped as PostACK's, for the watchdog's ticks. */
 static enum weir_verdict
-paced_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
+paced_ack(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
 	  int a, uint32_t slot, uint32_t leaf, uint32_t held, uint64_t now)
 {
 	const int d = a ^ 1;
@@ -155,7 +154,7 @@ paced_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 
 /* Fig. 4 line 13: one more data packet of the flow arrived for the class. */
 static void
-paced_queued(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m, int d,
+paced_queued(struct weir_mode_svc *w, const struct weir_flow *f, struct rte_mbuf *m, int d,
 	     uint32_t slot)
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
@@ -166,7 +165,7 @@ paced_queued(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *
 }
 
 static uint32_t
-paced_tick_op(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+paced_tick_op(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot,
 	      uint32_t leaf, uint64_t now, uint32_t held, enum weir_postack_why *why)
 {
 	RTE_SET_USED(held);
