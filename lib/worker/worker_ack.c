@@ -170,11 +170,10 @@ weir_mode_data_qlen(const struct weir_mode_svc *s, const struct weir_flow *f, in
 }
 
 /* Young, and ahead of someone: some flow active in the class has sent its
- * budget. When every active flow is young (many flows starting together, a
- * small class: Fig. 8's 32 flows in 500 KB/s send ~200 KB each in 14 s)
- * the new-flows list puts nobody ahead, and exempting them all from the
- * ACK modes left TCR and postack-paced without control: 51-55 % of
- * segments retransmitted at limit 27 (2-5 % before the young budget). */
+ * budget. When every active flow is young (many flows starting together in
+ * a small class) the new-flows list puts nobody ahead, and exempting them
+ * all from the ACK modes would leave TCR and postack-paced without control
+ * (docs/results/young-active). */
 bool
 weir_mode_young(const struct weir_mode_svc *s, const struct weir_flow *f, int d, uint32_t leaf)
 {

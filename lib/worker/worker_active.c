@@ -15,8 +15,8 @@
 /*
  * Max-min per-flow shares (water-filling). A light connection (an ssh
  * session, a keep-alive, a 10 Hz ping-pong) counted as a whole active
- * flow, and a window-sizing mode (tcr, ipabr) then cut a bulk flow beside
- * it to half its class: 4.8 of 10 Mbit/s on the wire under ipabr. So each
+ * flow would let a window-sizing mode (tcr, ipabr) cut a bulk flow beside
+ * it to half its class (docs/results/young-active). So each
  * counted flow is light (it used less than half the share in its last
  * period: not limited by it) or heavy (it used more, or was not measured
  * yet); the light ones keep what they use and the heavy ones divide the
@@ -88,10 +88,10 @@ weir_wk_share_update(struct weir_worker *w, int d, uint32_t leaf)
 /*
  * A period is at least two round trips (handshake, both sides) of the
  * flows counted in the last one, at most 4 s: a flow
- * whose window is cut to its share sends one burst per round trip, and
- * over a 200 ms period of a 900 ms path most such flows were missed; the
- * share of the few counted (a whole class's BDP) was then written into
- * their windows, which no later ACK may take back (RFC 7323 2.4). Two
+ * whose window is cut to its share sends one burst per round trip, so a
+ * period shorter than the round trip misses most such flows, and the
+ * share of the few counted (up to a whole class's BDP) would be written
+ * into their windows, which no later ACK may take back (RFC 7323 2.4). Two
  * round trips: the queue the window's target allows adds to the base.
  * ipabr's periods follow its own measured round trips (lib/modes/ipabr.c).
  */
@@ -115,9 +115,9 @@ carried_less_one(uint32_t carried, uint32_t cur)
  * than this is old, whatever it has sent. At least WEIR_YOUNG_PERIODS (so
  * at least 0.8 s and 8 round trips of the class's slowest flow: a 256 KiB
  * slow start takes ~6), and twice what the budget takes at the class's
- * rate. By bytes alone, 64 bulk flows that started together were young
- * for 7 s (256 KiB at 0.3 Mbit/s each): a 100 KB reply beside them was one
- * young flow in 65 and took 0.7-1.5 s against 70 ms idle. Periods in which
+ * rate. By bytes alone, many bulk flows that start together in a small
+ * class stay young for seconds, and a short reply beside them is one young
+ * flow among all of them (docs/results/young-active). Periods in which
  * a flow is idle do not count, so a keep-alive connection stays young
  * until it has sent its budget.
  */
@@ -224,13 +224,11 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
 {
 	/* A flow's first data frame in a period only marks it; the second
 	 * counts it. One frame (a DNS query, an ICMPv6 router solicitation, a
-	 * keep-alive) took a whole share for a period: a lone bulk flow's TCR
-	 * window halved at 150 ms when a host's router solicitation crossed
-	 * its class. The two frames may be a period apart: a flow
-	 * of a few packets a period (32 flows in Fig. 8's 500 KB/s class send
-	 * ~2 in 200 ms) was missed whenever one fell out, the share was then
-	 * divided among too few and postack-paced's clocks ran fast (the class
-	 * at its limit, 13 % retransmitted; 5 % before). A flow seen in the
+	 * keep-alive) would take a whole share for a period, halving a lone
+	 * bulk flow's window. The two frames may be a period apart: a flow
+	 * of a few packets a period (many flows in a small class) would be
+	 * missed whenever one fell out, the share divided among too few and
+	 * the pacing clocks run fast (docs/results/young-active). A flow seen in the
 	 * last period (once or counted) counts on its first frame in this one.
 	 * So does a TCP connection whose handshake weir timed: it is a
 	 * connection, not a stray frame, and a flow paced to a small share
@@ -280,11 +278,10 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
 /* Flow f leaves leaf `leaf` of direction d (it ended, expired, or moved):
  * it no longer takes a share there. It was counted in this period's flows
  * (mark == period) or in the last one's, which the current count carries;
- * the carried count loses one, never below this period's own. Without
- * this, a closed connection kept its share for up to two periods: under
- * TCR a 1 MB download fetched right after a 100 KB one from the same host
- * took half the class for its first 200 ms (658 against pfq's 590 ms at
- * 40 ms). */
+ * the carried count loses one, never below this period's own. Else a
+ * closed connection keeps its share for up to two periods, and a download
+ * fetched right after another from the same host gets half the class for
+ * its first period (docs/results/young-active). */
 void
 weir_wk_active_forget(struct weir_worker *w, struct weir_flow *f, int d, uint32_t leaf)
 {
