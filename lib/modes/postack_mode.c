@@ -32,11 +32,9 @@ postack_path_rtt(const struct weir_postack *pa, int d, uint32_t slot)
  * every byte of window a sender may use beyond its share's BDP ends up as
  * ACKs held here: past the BDP, the ACKs for ack_limit segments, the most
  * that can then wait here, stay within ack_limit. Without the BDP term a
- * flow whose BDP is above ack_limit segments was window-limited whenever a
- * held ACK set its edge (1,024 x 1,448 bytes over 150 ms is 79 Mbit/s);
- * measured, a lone download in a 200 Mbit/s class at 150 ms read 0.92-0.95
- * of it with most held ACKs evicted. Frame bytes, not payload: a bound, 4 %
- * loose, and no division per ACK. Round trip unknown: ack_limit segments.
+ * flow whose BDP is above ack_limit segments is window-limited whenever a
+ * held ACK sets its edge (docs/results/ack-modes). Frame bytes, not
+ * payload: a bound, a few percent loose, and no division per ACK. Round trip unknown: ack_limit segments.
  * f->mss[a]: what the ACK's sender said it can receive, the segment size
  * the data sender uses.
  */
@@ -65,11 +63,10 @@ weir_postack_mode_clamp(struct weir_mode_svc *w, const struct weir_flow *f, stru
 
 /*
  * postack's share clamp. Holding ACKs bounds the data
- * queued here, not the sender's window: nothing is dropped, so cwnd grew
- * until ack_limit and the socket buffers stopped it, and the delay moved
- * into the senders (8 cubic flows, 20 Mbit/s, 5 ms: their srtt 1.9 s; the
- * satellite case 14-17 s), and held ACKs released at the end let them
- * dump those windows into the queues. So every ACK of the flow's data,
+ * queued here, not the sender's window: nothing is dropped, so cwnd grows
+ * until ack_limit and the socket buffers stop it, the delay moves into
+ * the senders (docs/results/ack-modes), and held ACKs released at the end
+ * let them dump those windows into the queues. So every ACK of the flow's data,
  * passed or held, advertises at most its share of the class (of its ceil:
  * borrowing stays possible) times the path's round trip, both sides of the
  * gateway from the handshake (as ipabr starts from), plus a target of
@@ -179,7 +176,7 @@ weir_postack_mode_dropped(struct weir_mode_svc *w, const struct weir_flow *f, st
  * own loss response keeps the data it sends meanwhile in check. Not when
  * the hole is one this gateway made (own_drop): the flow is over its
  * share, and a burst of released ACKs would bring a burst of data into a
- * full queue (32 flows: 10 % retransmitted). Nor for a D-SACK. Returns
+ * full queue. Nor for a D-SACK. Returns
  * true when the ACK is such news and goes on.
  */
 bool
@@ -214,8 +211,7 @@ weir_postack_mode_sack_news(struct weir_mode_svc *w, const struct weir_flow *f, 
  * beside the gateway, whose data is back a moment after its ACK goes. A
  * sender a round trip away (a download's, across the WAN) cannot refill
  * the queue before the share drains it, so holding its ACKs from one
- * queued packet on leaves the class idle (a lone 1 MB download
- * 33 % slower than pfq). And gating on the queue alone closes a loop
+ * queued packet on leaves the class idle (docs/results/ack-modes). And gating on the queue alone closes a loop
  * whose delay is that round trip (docs/results/fct/ack-loop.md): releases stop while the queue is long, a
  * round trip later nothing arrives and it runs dry, then the data of the
  * ACKs paced out meanwhile comes back as a burst. So the data the ACKs

@@ -89,9 +89,8 @@ tcr_ack(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m, const 
 		 *    delayed-ACK timer: a share slower than two segments in
 		 *    that long spaces ACKs further apart than the timer
 		 *    anyway, and each segment more is an ACK held here a gap
-		 *    longer (at 780 B/s shares two segments were 190 ms of
-		 *    held ACKs; the senders' timers fired: 7 % resent with
-		 *    no drop, limit 243).
+		 *    longer, past the senders' retransmission timers
+		 *    (docs/results/ack-modes).
 		 * Never below one segment, TCR's own floor. */
 		const uint64_t margin = RTE_MIN(((uint64_t)seg * c->tcr_margin16) >> 4,
 						(uint64_t)c->tcr_margin_bytes);
