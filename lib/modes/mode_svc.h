@@ -8,8 +8,9 @@
  * worker embeds it (struct weir_worker's `svc`) and hands &w->svc to every
  * hook; the rest of the worker (its rings, buckets, policy switches,
  * capture, out-arrays) is out of a mode's reach. The worker writes these
- * fields; a mode reads them and writes only its own state, the ACK store,
- * the pacing state, the class counters' mode fields and its counters.
+ * fields; a mode reads them and writes only what is its own: mode_state,
+ * the ACK store, the pacing state, mode_wake (lowered, never raised), a
+ * class's pace_next, and the counters it keeps (win_clamped, sack_passed).
  *
  * The worker's services below are functions, not fields: frames leave only
  * through the worker's out-arrays, ACKs are held and released only through
