@@ -53,21 +53,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
+from weirtb.experiment import repo_commit  # noqa: E402
 import paper_experiments as pe  # noqa: E402
-
-def repo_commit():
-    """The commit the results come from (short hash, "-dirty" with uncommitted changes)."""
-    import subprocess
-    try:
-        h = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],
-                           capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--",
-                                "lib", "app", "scripts", "conf"],
-                               capture_output=True, text=True).stdout.strip()
-        return h + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
 
 COMMIT = repo_commit()
 STAGGER = (8, 0.5)          # seed 000 starts 8 flows every 0.5 s (Sec. 5.2.2)

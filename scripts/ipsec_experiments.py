@@ -24,7 +24,6 @@ Usage (as root):
 Writes OUT/loss.csv, OUT/goodput.csv, OUT/ipsec.md and OUT/ipsec.png.
 """
 import argparse
-import csv
 import os
 import statistics
 import sys
@@ -37,6 +36,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
 from weirtb.esp import SPI, EspTunnel, sa_name, wait_stats_settle  # noqa: E402
+from weirtb.experiment import write_csv  # noqa: E402
 
 
 def config(path, shaped):
@@ -131,13 +131,6 @@ def goodput_runs(rounds, nbytes, cfg_dir):
     finally:
         tb.down()
     return rows
-
-
-def write_csv(path, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
 
 
 def plot(loss, good, png):

@@ -36,7 +36,6 @@ Usage (as root):
 Writes OUT/lastmile.csv, OUT/lastmile.md (with the thesis' tables beside) and OUT/lastmile.png.
 """
 import argparse
-import csv
 import os
 import sys
 import tempfile
@@ -48,6 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
+from weirtb.experiment import write_csv  # noqa: E402
 
 SETUPS = {
     # rate of the last hop, one-way delay of w3's path (ms), last_mile rtt (ms)
@@ -235,10 +235,7 @@ def main():
                             rows.append(r)
                 finally:
                     tb.down()
-    with open(out / "lastmile.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out / "lastmile.csv", rows)
     md = ("# Slow last miles through weir (seed 002, Sec. 3.3)\n\n"
           f"`scripts/lastmile_experiments.py {' '.join(sys.argv[1:])}`; {args.seconds} s per run, "
           f"senders {args.cc}, shared link {SHARED}, MTU {MTU} on the slow host.\n\n"

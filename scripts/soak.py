@@ -15,7 +15,7 @@ reclaimed and reused all the time.
 
 Every --sample s: weir's RSS and peak RSS (/proc), flows active/inserted/expired/full,
 mbufs in use, port counters, short flows done/failed -> OUT/soak.csv. At the end: the
-counters must add up (by kind and by fate, lib/worker/counters.h), weir must exit 0 (every mbuf
+counters must add up (by kind and by fate, lib/net/counters.h), weir must exit 0 (every mbuf
 back), and OUT/soak.png (matplotlib) and OUT/summary.md say how RSS moved after the first
 time the table was full.
 
@@ -231,7 +231,7 @@ def sample(tb, pid, t0, status_files):
 
 
 def counters_add_up(tb, timeout=30):
-    """(ok, detail) once nothing is queued: rx by kind and by fate (lib/worker/counters.h)."""
+    """(ok, detail) once nothing is queued: rx by kind and by fate (lib/net/counters.h)."""
     deadline = time.monotonic() + timeout
     while True:
         st = tb.weir_stats()

@@ -33,6 +33,7 @@
 #include "mbuf_meta.h"
 #include "pep.h"
 #include "worker.h"
+#include "worker_view.h"
 
 #define HALF 16
 #define DATA_LEN 1448
@@ -208,7 +209,7 @@ run(uint8_t mode, uint32_t n_flows, uint32_t rounds)
 	r.ack = (double)ca / (double)na;
 	struct weir_pep_stats ps;
 
-	if (weir_pep_stats_copy(w, &ps)) {
+	if (weir_pep_stats_copy(weir_worker_modes_view(w), &ps)) {
 		r.packed = ps.packed;
 		r.dropped = ps.real_dropped;
 	}

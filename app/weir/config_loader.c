@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: the getters the config file's section loaders share (config.c,
+ * weir: the getters the config file's section loaders share (config_file.c,
  * config_eal.c, config_policy.c; config_loader.h).
  */
 #include <stdarg.h>

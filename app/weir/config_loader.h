@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: helpers shared by the config file's section loaders (config.c,
+ * weir: helpers shared by the config file's section loaders (config_file.c,
  * config_eal.c, config_policy.c), defined in config_loader.c. Internal to
  * the appliance.
  *

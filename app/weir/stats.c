@@ -406,7 +406,7 @@ ipabr_json(const struct weir_app *app)
 	for (unsigned int i = 0; i < app->n_workers; i++) {
 		struct weir_ipabr_stats st;
 
-		weir_worker_ipabr_stats(app->workers[i], &st);
+		weir_ipabr_stats_copy(weir_worker_modes_view(app->workers[i]), &st);
 		sum.windows += st.windows;
 		sum.cut += st.cut;
 		sum.rtt_right += st.rtt_right;
@@ -441,7 +441,7 @@ pep_json(const struct weir_app *app)
 		struct weir_pep_stats copy;
 		const struct weir_pep_stats *w = &copy;
 
-		if (!weir_pep_stats_copy(app->workers[i], &copy))
+		if (!weir_pep_stats_copy(weir_worker_modes_view(app->workers[i]), &copy))
 			continue;
 		any = true;
 		s.flows += w->flows;

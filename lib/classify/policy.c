@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "policy.h"
-#include "policy_subs.h"
 
 static struct weir_policy *
 fail(struct weir_policy *p, struct weir_policy_err *err, enum weir_policy_err_kind kind,

@@ -280,4 +280,12 @@ int weir_policy_target_find(const struct weir_policy *p, const char *name);
 /* Class index by name in direction dir's tree, or -1. */
 int weir_policy_class_find(const struct weir_policy *p, int dir, const char *name);
 
+/* The class name of subscriber i / node i (fits WEIR_POLICY_NAME_LEN):
+ * its id or name when short enough, else "sub-I" / "node-I". The policy
+ * finds a subscriber's leaf by it; lib/classify/policy_subs.c makes the
+ * classes. */
+void weir_subs_class_name(const struct weir_subs *s, uint32_t i, char out[WEIR_POLICY_NAME_LEN]);
+void weir_subs_node_class_name(const struct weir_subs *s, uint32_t i,
+			       char out[WEIR_POLICY_NAME_LEN]);
+
 #endif /* WEIR_POLICY_H */

@@ -23,11 +23,8 @@
 #include "policy.h"
 #include "subscriber.h"
 
-/* The class name of subscriber i / node i (fits WEIR_POLICY_NAME_LEN):
- * its id or name when short enough, else "sub-I" / "node-I". */
-void weir_subs_class_name(const struct weir_subs *s, uint32_t i, char out[WEIR_POLICY_NAME_LEN]);
-void weir_subs_node_class_name(const struct weir_subs *s, uint32_t i,
-			       char out[WEIR_POLICY_NAME_LEN]);
+/* weir_subs_class_name, weir_subs_node_class_name: lib/classify/policy.h
+ * (the policy names the classes). */
 
 /* Is class `name` a subscriber's leaf (weir_subs_class_name's names)? */
 bool weir_subs_is_class(const struct weir_subs *s, const char *name);

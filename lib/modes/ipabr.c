@@ -11,18 +11,16 @@
 #include "mode.h"
 #include "postack_store.h"
 #include "tcpwin.h"
-#include "worker.h"
-#include "worker_int.h"
-#include "worker_view.h"
+#include "mode_svc.h"
 
 static inline struct weir_ipabr *
-ipabr_of(const struct weir_worker *w)
+ipabr_of(const struct weir_mode_svc *w)
 {
 	return w->mode_state[WEIR_MODE_IPABR];
 }
 
 static int
-ipabr_init(struct weir_worker *w, uint32_t n_flows, int socket_id)
+ipabr_init(struct weir_mode_svc *w, uint32_t n_flows, int socket_id)
 {
 	struct weir_ipabr *ia = rte_zmalloc_socket("weir_ipabr", sizeof(*ia), RTE_CACHE_LINE_SIZE,
 						   socket_id);
@@ -39,7 +37,7 @@ ipabr_init(struct weir_worker *w, uint32_t n_flows, int socket_id)
  * has an ipabr class, and stay. f[1] is published before f[0]: a worker
  * that sees f[0] sees both, and they are all zero (a reset flow). */
 static int
-ipabr_prepare(struct weir_worker *w, const struct weir_policy *p)
+ipabr_prepare(struct weir_mode_svc *w, const struct weir_policy *p)
 {
 	struct weir_ipabr *ia = ipabr_of(w);
 	struct weir_ipabr_flow *f[2];
@@ -60,7 +58,7 @@ ipabr_prepare(struct weir_worker *w, const struct weir_policy *p)
 }
 
 static void
-ipabr_fini(struct weir_worker *w)
+ipabr_fini(struct weir_mode_svc *w)
 {
 	struct weir_ipabr *ia = ipabr_of(w);
 
@@ -76,7 +74,7 @@ ipabr_fini(struct weir_worker *w)
  * other hook runs for a flow of an ipabr class, so after the switch that
  * brought one, when they do. */
 static void
-ipabr_reset(struct weir_worker *w, uint32_t slot)
+ipabr_reset(struct weir_mode_svc *w, uint32_t slot)
 {
 	struct weir_ipabr *ia = ipabr_of(w);
 
@@ -88,7 +86,7 @@ ipabr_reset(struct weir_worker *w, uint32_t slot)
 
 /* bit/s as bytes per TSC tick << 32. */
 static inline uint64_t
-bpt(const struct weir_worker *w, uint64_t bps)
+bpt(const struct weir_mode_svc *w, uint64_t bps)
 {
 	return (uint64_t)(((unsigned __int128)bps << 32) / (8 * w->tsc_hz));
 }
@@ -123,7 +121,7 @@ class_unit(struct weir_ipabr_class *cs)
  * light every flow's unit grew to the class (all 32 of the satellite
  * case light: windows of the whole class each, seconds of queue). */
 static inline bool
-class_count_use(struct weir_worker *w, struct weir_ipabr_class *cs, struct weir_ipabr_flow *tf,
+class_count_use(struct weir_mode_svc *w, struct weir_ipabr_class *cs, struct weir_ipabr_flow *tf,
 		int d, uint32_t slot, uint32_t leaf)
 {
 	const struct weir_postack_q *q = &w->pa->q[d][slot];
@@ -162,7 +160,7 @@ name_hash(const char *s)
  * 20 s). The measured higher-priority rates are kept by priority.
  */
 static void
-policy_switched(struct weir_worker *w, struct weir_ipabr *ia, int d)
+policy_switched(struct weir_mode_svc *w, struct weir_ipabr *ia, int d)
 {
 	struct weir_ipabr_dir *ds = &ia->dir[d];
 	const struct weir_policy_tree *t = &w->policy->tree[d];
@@ -202,7 +200,7 @@ policy_switched(struct weir_worker *w, struct weir_ipabr *ia, int d)
  * traffic cuts the windows now, its pause does not open them for one look.
  */
 static void
-ipabr_look(struct weir_worker *w, struct weir_ipabr *ia, int d, uint64_t now)
+ipabr_look(struct weir_mode_svc *w, struct weir_ipabr *ia, int d, uint64_t now)
 {
 	struct weir_ipabr_dir *ds = &ia->dir[d];
 	const struct weir_policy_tree *t = &w->policy->tree[d];
@@ -278,7 +276,7 @@ ipabr_look(struct weir_worker *w, struct weir_ipabr *ia, int d, uint64_t now)
 }
 
 static inline struct weir_ipabr_class *
-class_of(struct weir_worker *w, struct weir_ipabr *ia, int d, uint32_t leaf, uint64_t now)
+class_of(struct weir_mode_svc *w, struct weir_ipabr *ia, int d, uint32_t leaf, uint64_t now)
 {
 	struct weir_ipabr_dir *ds = &ia->dir[d];
 
@@ -296,7 +294,7 @@ class_of(struct weir_worker *w, struct weir_ipabr *ia, int d, uint32_t leaf, uin
  * drop out of a 200 ms period between bursts.
  */
 static inline void
-class_roll(struct weir_worker *w, struct weir_ipabr_class *cs, uint64_t now)
+class_roll(struct weir_mode_svc *w, struct weir_ipabr_class *cs, uint64_t now)
 {
 	uint64_t len;
 	bool quiet;
@@ -335,7 +333,7 @@ flow_ratio16(const struct weir_ipabr_flow *tf, uint32_t seg)
 /* Ticks between ACKs of a flow allocated less than a segment per round
  * trip: one segment at its allocation (data bytes), at most 4 s. */
 static inline uint64_t
-sub_gap(const struct weir_worker *w, uint64_t alloc_bpt, uint32_t seg, uint32_t ratio16)
+sub_gap(const struct weir_mode_svc *w, uint64_t alloc_bpt, uint32_t seg, uint32_t ratio16)
 {
 	uint64_t data_bpt = (alloc_bpt * ratio16) >> 16;
 
@@ -359,7 +357,7 @@ sub_gap(const struct weir_worker *w, uint64_t alloc_bpt, uint32_t seg, uint32_t 
  *    untouched, counted (the flow is shaped as pfq).
  */
 static enum weir_verdict
-ipabr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
+ipabr_ack(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
 	  int a, uint32_t slot, uint32_t leaf, uint32_t held, uint64_t now)
 {
 	const int d = a ^ 1;
@@ -497,7 +495,7 @@ order:
  * sample ended at arrival is not ended again).
  */
 static void
-left_answer(struct weir_worker *w, struct weir_ipabr *ia, struct weir_ipabr_flow *tf, int d,
+left_answer(struct weir_mode_svc *w, struct weir_ipabr *ia, struct weir_ipabr_flow *tf, int d,
 	    uint32_t slot, uint32_t end, uint64_t now)
 {
 	/* Data past every edge weir saw: the sender was shown one it did not
@@ -533,7 +531,7 @@ left_answer(struct weir_worker *w, struct weir_ipabr *ia, struct weir_ipabr_flow
  * nothing, and abandons a sample it may be a copy of (Sec. 4.2.1, Karn).
  */
 static void
-ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t leaf,
+ipabr_sent(struct weir_mode_svc *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t leaf,
 	   uint32_t qlen, uint64_t now)
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
@@ -608,7 +606,7 @@ ipabr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint
  * new TCP data answers the ACK clock now (left_answer). A retransmission
  * (below the highest sequence sent) answers nothing. */
 static enum weir_verdict
-ipabr_enqueue(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, int d,
+ipabr_enqueue(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m, int d,
 	      uint32_t leaf, uint64_t now)
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
@@ -629,7 +627,7 @@ ipabr_enqueue(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, in
 /* The watchdog's look at a paced flow's held ACKs: one per segment at its
  * allocation; all of them once it is no longer below a segment per RTT. */
 static uint32_t
-ipabr_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
+ipabr_tick(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
 	   uint64_t now, uint32_t held, enum weir_postack_why *why)
 {
 	struct weir_ipabr *ia = ipabr_of(w);
@@ -652,7 +650,7 @@ ipabr_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
  * fetched right after a 100 KB one over 10 ms shared the class with the
  * finished one for a period and took 888 ms against pfq's 452. */
 static void
-ipabr_leave(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+ipabr_leave(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot,
 	    uint32_t leaf)
 {
 	struct weir_ipabr *ia = ipabr_of(w);
@@ -690,16 +688,14 @@ ipabr_leave(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t sl
 /* A window the ACKs' cut never saw reaches the sender: the ACK clock must
  * not take data sent up to it for an answer to a later ACK. */
 static void
-ipabr_uncut(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p, int a,
+ipabr_uncut(struct weir_mode_svc *w, const struct weir_flow *f, const struct weir_pkt *p, int a,
 	    uint32_t slot)
 {
 	weir_postack_note_seen(w->pa, f, p, a, slot);
 }
 
-/* The management side's view of the mode's counters (lib/worker/worker_view.h):
- * here, beside the state it reads, so the worker's files include no mode. */
 void
-weir_worker_ipabr_stats(const struct weir_worker *w, struct weir_ipabr_stats *out)
+weir_ipabr_stats_copy(const struct weir_mode_svc *w, struct weir_ipabr_stats *out)
 {
 	const struct weir_ipabr *ia = w->mode_state[WEIR_MODE_IPABR];
 

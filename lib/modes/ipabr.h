@@ -122,6 +122,11 @@ struct weir_ipabr {
 	struct weir_ipabr_class old[WEIR_CBQ_MAX_CLASSES];     /* scratch of a policy switch */
 };
 
+/* The mode's counters on the worker w (lib/worker/worker_view.h's
+ * weir_worker_modes_view): a copy, zeros when w has no ipabr state. */
+struct weir_mode_svc;
+void weir_ipabr_stats_copy(const struct weir_mode_svc *w, struct weir_ipabr_stats *out);
+
 /* Bytes of per-flow state (both directions). */
 static inline size_t
 weir_ipabr_bytes_per_flow(void)

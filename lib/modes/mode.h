@@ -49,10 +49,14 @@
  * Services modes use, none of them a mode: the ACK store (lib/modes/postack.h,
  * its layout lib/modes/postack_store.h: holds, orders and releases ACKs, times
  * the handshake, keeps the window edges), the pacing state and its clocks
- * (lib/modes/tcr_state.h, lib/modes/pace.h), and the worker's functions declared below
- * (weir_worker_out in lib/worker/worker.c; release, hold, young and data_qlen in
- * lib/worker/worker_ack.c). The worker makes, resets and frees the store and the
- * pacing state; a mode's own state is made by its init and freed by fini.
+ * (lib/modes/tcr_state.h, lib/modes/pace.h), and the worker as a mode sees it,
+ * lib/modes/mode_svc.h: struct weir_mode_svc (flows, trees, policy, class
+ * counters, clock, counters) and the worker's functions (weir_worker_out in
+ * lib/worker/worker.c; release, hold, young and data_qlen in
+ * lib/worker/worker_ack.c). Every hook gets that view, never the worker:
+ * no mode includes a worker header. The worker makes, resets and frees the
+ * store and the pacing state; a mode's own state is made by its init and
+ * freed by fini.
  *
  * Frames a mode releases or creates never leave from inside it: it hands
  * them to the worker's out-array (weir_worker_out / weir_mode_release),
@@ -79,15 +83,9 @@
 
 #include "flow.h"
 #include "policy.h"
+#include "mode_svc.h"
 #include "postack.h"
 
-struct weir_worker;
-
-enum weir_verdict {
-	WEIR_V_PASS = 0,        /* the frame goes on as the worker would send it */
-	WEIR_V_TAKEN = 1,       /* the mode owns the frame now */
-	WEIR_V_DROP = 2,        /* the worker frees it and counts it dropped */
-};
 
 /* Mode properties the worker needs without calling anything. */
 #define WEIR_MODEF_SHARED_QUEUE 0x01    /* one queue per leaf, not per flow (fifo) */
@@ -99,62 +97,62 @@ struct weir_mode_ops {
 	const char *name;
 	uint32_t flags;
 	/* Per-worker state (0 or -errno), and its end. */
-	int (*init)(struct weir_worker *w, uint32_t n_flows, int socket_id);
-	void (*fini)(struct weir_worker *w);
+	int (*init)(struct weir_mode_svc *w, uint32_t n_flows, int socket_id);
+	void (*fini)(struct weir_mode_svc *w);
 	/* Management lcore, before policy p goes to w (and at create, for
 	 * the first): allocate the per-flow state p's classes of this mode
 	 * need and w lacks, published before the switch is (0 or -errno: the
 	 * switch is refused). Per-flow state no policy asked for is never
 	 * allocated: it costs a table's worth of memory on every worker. */
-	int (*prepare)(struct weir_worker *w, const struct weir_policy *p);
-	void (*reset)(struct weir_worker *w, uint32_t slot);
-	enum weir_verdict (*ack)(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
+	int (*prepare)(struct weir_mode_svc *w, const struct weir_policy *p);
+	void (*reset)(struct weir_mode_svc *w, uint32_t slot);
+	enum weir_verdict (*ack)(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m,
 				 const struct weir_pkt *p, int a, uint32_t slot, uint32_t leaf,
 				 uint32_t held, uint64_t now);
-	enum weir_verdict (*enqueue)(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
+	enum weir_verdict (*enqueue)(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m,
 				     int d, uint32_t leaf, uint64_t now);
-	void (*queued)(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+	void (*queued)(struct weir_mode_svc *w, const struct weir_flow *f, struct rte_mbuf *m,
 		       int d, uint32_t slot);
-	void (*sent)(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot,
+	void (*sent)(struct weir_mode_svc *w, struct rte_mbuf *m, int d, uint32_t slot,
 		     uint32_t leaf, uint32_t qlen, uint64_t now);
-	void (*dropped)(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+	void (*dropped)(struct weir_mode_svc *w, const struct weir_flow *f, struct rte_mbuf *m,
 			int d);
-	uint32_t (*tick)(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+	uint32_t (*tick)(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot,
 			 uint32_t leaf, uint64_t now, uint32_t held, enum weir_postack_why *why);
-	void (*end)(struct weir_worker *w, const struct weir_flow *f, uint32_t slot);
+	void (*end)(struct weir_mode_svc *w, const struct weir_flow *f, uint32_t slot);
 	/* Flow f no longer takes a share of leaf `leaf` of direction d (it
 	 * ended, expired, or moved): a mode that divides the class among its
 	 * active flows by its own count takes it out now, not a period later. */
-	void (*leave)(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+	void (*leave)(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot,
 		      uint32_t leaf);
 	/* A packet travelling a carries an ACK that `ack` never sees (data,
 	 * a SYN+ACK, a FIN): its window reaches direction d's sender uncut. */
-	void (*uncut)(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p,
+	void (*uncut)(struct weir_mode_svc *w, const struct weir_flow *f, const struct weir_pkt *p,
 		      int a, uint32_t slot);
 
 	/* ---- per-flow state that outlives its class (weir_mode_keeper) ---- */
 	/* Every TCP packet (travelling a) of a flow flagged WEIR_FSH_PEP,
 	 * before any other mode sees it, whatever its class is now. True: the
 	 * mode took it (and freed or kept it). */
-	bool (*kept_packet)(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
+	bool (*kept_packet)(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m,
 			    const struct weir_pkt *p, int a, uint32_t slot, uint64_t now);
 	/* Such a flow leaves the table: give back what is kept for it. */
-	void (*kept_end)(struct weir_worker *w, struct weir_flow *f, uint32_t slot);
+	void (*kept_end)(struct weir_mode_svc *w, struct weir_flow *f, uint32_t slot);
 
 	/* ---- per worker: timers, stopping, shutdown ---- */
 	/* Each loop turn: the mode's own timers; returns frames handed out
 	 * and lowers *wake to when it wants the next call. */
-	unsigned int (*poll)(struct weir_worker *w, uint64_t now, uint64_t *wake);
+	unsigned int (*poll)(struct weir_mode_svc *w, uint64_t now, uint64_t *wake);
 	/* The worker stops (weir_worker_stopping): drain_begin once, then it
 	 * forwards while any mode is `owed` (a receiver still lacks data its
 	 * sender was told arrived), up to the drain's deadline, when
 	 * give_up_all ends what is still owed (returns frames handed out). */
-	void (*drain_begin)(struct weir_worker *w);
-	bool (*owed)(const struct weir_worker *w);
-	unsigned int (*give_up_all)(struct weir_worker *w);
+	void (*drain_begin)(struct weir_mode_svc *w);
+	bool (*owed)(const struct weir_mode_svc *w);
+	unsigned int (*give_up_all)(struct weir_mode_svc *w);
 	/* Shutdown (weir_worker_flush_queues): everything the mode keeps back
 	 * to its pool, counted by the mode; returns how many. */
-	unsigned int (*flush)(struct weir_worker *w);
+	unsigned int (*flush)(struct weir_mode_svc *w);
 };
 
 extern const struct weir_mode_ops weir_mode_fifo, weir_mode_pfq, weir_mode_postack,
@@ -175,29 +173,6 @@ weir_mode(uint8_t mode)
  * and the worker hands them to its kept_packet and kept_end hooks. */
 extern const struct weir_mode_ops *const weir_mode_keeper;
 
-/* ---- what the worker offers modes (weir_worker_out: lib/worker/worker.c; the
- * rest: lib/worker/worker_ack.c) ---- */
-
-/* Hand frame m to the out-array of port `to` (sent by the loop's transmit
- * point, after everything handed over before it), counted as forwarded
- * from the other port. */
-void weir_worker_out(struct weir_worker *w, int to, struct rte_mbuf *m);
-/* Release up to max ACKs held for data direction d of slot (all: UINT32_MAX)
- * into the out-array, oldest first; returns how many. */
-unsigned int weir_mode_release(struct weir_worker *w, int d, uint32_t slot, uint32_t max,
-			       enum weir_postack_why why);
-/* Hold ACK m (travelling opposite to data direction d); when the store is
- * full what is held goes first and m after it. Returns the verdict. */
-enum weir_verdict weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot,
-				 struct rte_mbuf *m, uint64_t now);
-/* Is flow f young in data direction d (within its leaf's young-flow budget,
- * lib/sched/drr.h) beside an active flow that is not? DRR serves it ahead of bulk
- * flows; a mode that holds or paces ACKs lets it run too, or the head start
- * would be taken back. Among young flows only, nobody is ahead. */
-bool weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t leaf);
-/* Frames of slot waiting in direction d's class tree (for a fifo leaf, any
- * frame in its shared queue: the flow's own cannot be told apart). */
-uint32_t weir_mode_data_qlen(const struct weir_worker *w, const struct weir_flow *f, int d,
-			     uint32_t slot);
+/* What the worker offers modes: lib/modes/mode_svc.h. */
 
 #endif /* WEIR_MODE_H */

@@ -4,11 +4,10 @@
 #include "pace.h"
 #include "postack_store.h"
 #include "tcr_state.h"
-#include "worker.h"
-#include "worker_int.h"
+#include "mode_svc.h"
 
 uint64_t
-weir_tcr_pace_gap(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t leaf)
+weir_tcr_pace_gap(const struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t leaf)
 {
 	uint64_t gap = ((uint64_t)(f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460) *
 			w->cls_ctr[d][leaf].share_ticks_per_byte) >> 16;
@@ -25,7 +24,7 @@ weir_tcr_pace_gap(const struct weir_worker *w, const struct weir_flow *f, int d,
  * over that count: what it holds goes back within a round trip even when
  * the share is small; a stopped clock (0) starts a gap from now. */
 uint32_t
-weir_tcr_pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+weir_tcr_pace_due(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot,
 		  uint32_t leaf, uint64_t now, uint32_t starving)
 {
 	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
@@ -57,7 +56,7 @@ weir_tcr_pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint3
  * what is owed stays bounded.
  */
 uint32_t
-weir_tcr_pace_owed(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+weir_tcr_pace_owed(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot,
 		   uint32_t leaf, uint64_t now, uint32_t held)
 {
 	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];

@@ -11,22 +11,22 @@
 
 #include <stdint.h>
 
-struct weir_worker;
+struct weir_mode_svc;
 struct weir_flow;
 
 /* One MSS of the flow's data direction d at its class's fair share on
  * this worker, TSC ticks. */
-uint64_t weir_tcr_pace_gap(const struct weir_worker *w, const struct weir_flow *f, int d,
+uint64_t weir_tcr_pace_gap(const struct weir_mode_svc *w, const struct weir_flow *f, int d,
 			   uint32_t leaf);
 /* Is the next paced ACK of (d, slot) due now? Advances its clock if so
  * (pace.c says how; `starving` is PostACK's held count, 0 for TCR). */
-uint32_t weir_tcr_pace_due(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+uint32_t weir_tcr_pace_due(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot,
 			   uint32_t leaf, uint64_t now, uint32_t starving);
 /* How many of the `held` ACKs of (d, slot) the TCR pacing clock owes at
  * `now` (a late look releases what it missed, up to WEIR_TCR_CATCHUP_US of
  * the share's time); advances the clock by that many gaps. */
 #define WEIR_TCR_CATCHUP_US 4000
-uint32_t weir_tcr_pace_owed(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+uint32_t weir_tcr_pace_owed(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot,
 			    uint32_t leaf, uint64_t now, uint32_t held);
 
 #endif /* WEIR_PACE_H */

@@ -50,7 +50,7 @@ pep_state_free(struct pep *st)
 }
 
 static int
-pep_init(struct weir_worker *w, uint32_t n_flows, int socket_id)
+pep_init(struct weir_mode_svc *w, uint32_t n_flows, int socket_id)
 {
 	struct pep *st;
 	uint32_t cap;
@@ -101,7 +101,7 @@ pep_init(struct weir_worker *w, uint32_t n_flows, int socket_id)
 }
 
 static void
-pep_fini(struct weir_worker *w)
+pep_fini(struct weir_mode_svc *w)
 {
 	struct pep *st = pep_of(w);
 
@@ -172,7 +172,7 @@ pep_flow_drop(struct pep *st, struct weir_flow *f, struct pep_flow *pf, uint64_t
 }
 
 static void
-pep_reset(struct weir_worker *w, uint32_t slot)
+pep_reset(struct weir_mode_svc *w, uint32_t slot)
 {
 	struct pep *st = pep_of(w);
 
@@ -189,7 +189,7 @@ pep_reset(struct weir_worker *w, uint32_t slot)
 /* A SYN (or SYN+ACK) of S under pep: the flow is eligible from its start.
  * The template is this frame's headers. */
 static struct pep_flow *
-flow_new(struct weir_worker *w, struct pep *st, struct weir_flow *f, int d, uint32_t slot,
+flow_new(struct weir_mode_svc *w, struct pep *st, struct weir_flow *f, int d, uint32_t slot,
 	 struct rte_mbuf *m, const struct weir_pkt *p)
 {
 	const uint8_t *fr = rte_pktmbuf_mtod(m, const uint8_t *);
@@ -285,7 +285,7 @@ bw_sample(struct pep_flow *pf, uint32_t r, uint64_t now)
  * R's delivery rate is known (the pipe full), that rate and a quarter more
  * to find a rise, within the flow's share of what the class may borrow. */
 static uint64_t
-wm_rate(const struct weir_worker *w, const struct pep *st, const struct pep_flow *pf,
+wm_rate(const struct weir_mode_svc *w, const struct pep *st, const struct pep_flow *pf,
 	uint32_t leaf)
 {
 	const struct weir_class_counters *c = &w->cls_ctr[pf->d][leaf];
@@ -297,7 +297,7 @@ wm_rate(const struct weir_worker *w, const struct pep *st, const struct pep_flow
 }
 
 static void
-update_wm(const struct weir_worker *w, const struct pep *st, struct pep_flow *pf, uint32_t leaf)
+update_wm(const struct weir_mode_svc *w, const struct pep *st, struct pep_flow *pf, uint32_t leaf)
 {
 	uint64_t rate = wm_rate(w, st, pf, leaf);
 	uint64_t rtt = pf->min_rtt ? pf->min_rtt : pf->srtt ? pf->srtt : st->rtt_unknown;
@@ -322,7 +322,7 @@ update_wm(const struct weir_worker *w, const struct pep *st, struct pep_flow *pf
 /* p-ACK stored segments, in order, while the p-acked bytes stay within the
  * watermark and R's window; one p-ACK for all of them. */
 static unsigned int
-release(struct weir_worker *w, struct pep *st, const struct weir_flow *f, struct pep_flow *pf)
+release(struct weir_mode_svc *w, struct pep *st, const struct weir_flow *f, struct pep_flow *pf)
 {
 	unsigned int n = 0;
 
@@ -385,7 +385,7 @@ sender_reset(struct pep *st, struct weir_flow *f, struct pep_flow *pf, const str
 
 /* R's copies all delivered after S reset: R's RST now, state gone. */
 static void
-sender_reset_done(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf)
+sender_reset_done(struct weir_mode_svc *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf)
 {
 	struct rte_mbuf *m = pep_make_frame(st, pf, false, pf->real_una, pf->t.s_ack,
 					WEIR_TCP_RST | WEIR_TCP_ACK, 0);
@@ -398,7 +398,7 @@ sender_reset_done(struct weir_worker *w, struct pep *st, struct weir_flow *f, st
 }
 
 static bool
-receiver_reset(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf,
+receiver_reset(struct weir_mode_svc *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf,
 	       const struct weir_pkt *p)
 {
 	if ((pf->flags & F_SEDGE) &&
@@ -452,7 +452,7 @@ from_sender(struct pep *st, struct weir_flow *f, struct pep_flow *pf, struct rte
  * p-ack it while the buffer is under the watermark, copy it without a
  * p-ACK up to the maximum, let it pass uncopied beyond. */
 static void
-copy_segment(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf,
+copy_segment(struct weir_mode_svc *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf,
 	     struct rte_mbuf *m, const struct weir_pkt *p, uint32_t leaf, uint64_t now)
 {
 	const uint32_t seq = p->seq, len = p->payload_len, end = seq + len;
@@ -634,7 +634,7 @@ sack_mark(struct pep *st, struct pep_flow *pf, struct rte_mbuf *m, const struct 
  * that were not retransmitted in the last round trip (with SACK: only below
  * the highest SACKed byte, holes; without: only the one R names). */
 static void
-recover(struct weir_worker *w, struct pep *st, struct pep_flow *pf, bool sack, unsigned int budget,
+recover(struct weir_mode_svc *w, struct pep *st, struct pep_flow *pf, bool sack, unsigned int budget,
 	uint64_t now)
 {
 	unsigned int n = 0;
@@ -683,7 +683,7 @@ recover(struct weir_worker *w, struct pep *st, struct pep_flow *pf, bool sack, u
 /* Is the mode still pep for the flow's data direction? (A reload may have
  * taken it away: then the flow drains.) */
 static inline bool
-mode_on(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t *leaf)
+mode_on(const struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t *leaf)
 {
 	const struct weir_policy_target *t;
 
@@ -704,7 +704,7 @@ mode_on(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t 
  * data, FIN or SYN always go on. Returns true when taken (dropped).
  */
 static bool
-from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf,
+from_receiver(struct weir_mode_svc *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf,
 	      struct rte_mbuf *m, const struct weir_pkt *p, uint64_t now)
 {
 	const int d = pf->d, ws = ack_ws(f, d);
@@ -846,7 +846,7 @@ from_receiver(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct
 }
 
 bool
-weir_pep_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
+weir_pep_packet(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m,
 		const struct weir_pkt *p, int a, uint32_t slot, uint64_t now)
 {
 	struct pep *st = pep_of(w);
@@ -868,7 +868,7 @@ weir_pep_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
 /* ---- the mode's hooks ---- */
 
 static enum weir_verdict
-pep_enqueue(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, int d, uint32_t leaf,
+pep_enqueue(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m, int d, uint32_t leaf,
 	    uint64_t now)
 {
 	struct pep *st = pep_of(w);
@@ -899,7 +899,7 @@ pep_enqueue(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, int 
 
 /* The class took S's segment: its copy may be p-acked now. */
 static void
-pep_queued(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m, int d,
+pep_queued(struct weir_mode_svc *w, const struct weir_flow *f, struct rte_mbuf *m, int d,
 	   uint32_t slot)
 {
 	struct pep *st = pep_of(w);
@@ -924,7 +924,7 @@ pep_queued(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
  * from the next poll (resend_lost), not at the timeout: every hole behind
  * it would wait for that too. */
 static void
-pep_dropped(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m, int d)
+pep_dropped(struct weir_mode_svc *w, const struct weir_flow *f, struct rte_mbuf *m, int d)
 {
 	struct pep *st = pep_of(w);
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
@@ -966,7 +966,7 @@ pep_dropped(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m
 
 /* S's segment left the class tree: the exact time for its round trip. */
 static void
-pep_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t leaf,
+pep_sent(struct weir_mode_svc *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t leaf,
 	 uint32_t qlen, uint64_t now)
 {
 	struct pep *st = pep_of(w);
@@ -996,7 +996,7 @@ pep_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint32
 }
 
 bool
-weir_pep_stats_copy(const struct weir_worker *w, struct weir_pep_stats *out)
+weir_pep_stats_copy(const struct weir_mode_svc *w, struct weir_pep_stats *out)
 {
 	const struct pep *st = pep_of(w);
 
@@ -1019,7 +1019,7 @@ weir_pep_bytes_per_copy(void)
 }
 
 uint32_t
-weir_pep_watermark(const struct weir_worker *w, int d, uint32_t slot)
+weir_pep_watermark(const struct weir_mode_svc *w, int d, uint32_t slot)
 {
 	const struct pep *st = pep_of(w);
 	const struct pep_flow *pf = st ? flow_get(st, d, slot) : NULL;
@@ -1028,7 +1028,7 @@ weir_pep_watermark(const struct weir_worker *w, int d, uint32_t slot)
 }
 
 uint64_t
-weir_pep_delivery_bps(const struct weir_worker *w, int d, uint32_t slot)
+weir_pep_delivery_bps(const struct weir_mode_svc *w, int d, uint32_t slot)
 {
 	const struct pep *st = pep_of(w);
 	const struct pep_flow *pf = st ? flow_get(st, d, slot) : NULL;
@@ -1039,7 +1039,7 @@ weir_pep_delivery_bps(const struct weir_worker *w, int d, uint32_t slot)
 }
 
 uint32_t
-weir_pep_buffered(const struct weir_worker *w, int d, uint32_t slot)
+weir_pep_buffered(const struct weir_mode_svc *w, int d, uint32_t slot)
 {
 	const struct pep *st = pep_of(w);
 	const struct pep_flow *pf = st ? flow_get(st, d, slot) : NULL;

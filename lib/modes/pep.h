@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <rte_mbuf.h>
 
-struct weir_worker;
+struct weir_mode_svc;
 struct weir_flow;
 struct weir_pkt;
 
@@ -82,14 +82,14 @@ struct weir_pep_stats {
 /* Every TCP packet (travelling a) of a flow flagged WEIR_FSH_PEP, before
  * any mode sees it. True: pep took it (a receiver's ACK for p-acked data,
  * freed and counted). */
-bool weir_pep_packet(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
+bool weir_pep_packet(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m,
 		     const struct weir_pkt *p, int a, uint32_t slot, uint64_t now);
 /* The flow leaves the table: copies freed, RSTs if the sender was told
  * data was delivered that the receiver never acknowledged. */
-void weir_pep_end(struct weir_worker *w, struct weir_flow *f, uint32_t slot);
+void weir_pep_end(struct weir_mode_svc *w, struct weir_flow *f, uint32_t slot);
 /* Retransmission timers of a few flows (round robin); returns frames
  * handed out. *wake is lowered to when the next call is wanted. */
-unsigned int weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake);
+unsigned int weir_pep_poll(struct weir_mode_svc *w, uint64_t now, uint64_t *wake);
 /*
  * Stopping (lib/worker/worker_life.c, weir_worker_stopping): no data S was told
  * of is dropped silently. drain_begin stops new copies and p-ACKs; while
@@ -97,24 +97,24 @@ unsigned int weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake);
  * p-acked data; at the drain's deadline give_up_all resets both ends of
  * every flow that does (drain_resets). flush then frees what is left.
  */
-void weir_pep_drain_begin(struct weir_worker *w);
-bool weir_pep_owed(const struct weir_worker *w);
-unsigned int weir_pep_give_up_all(struct weir_worker *w);
+void weir_pep_drain_begin(struct weir_mode_svc *w);
+bool weir_pep_owed(const struct weir_mode_svc *w);
+unsigned int weir_pep_give_up_all(struct weir_mode_svc *w);
 /* Shutdown: every copy back to its pool; returns how many. */
-unsigned int weir_pep_flush(struct weir_worker *w);
+unsigned int weir_pep_flush(struct weir_mode_svc *w);
 
 /* Copy w's counters into *out; false (out untouched) when pep has no
  * state on w. The worker writes them meanwhile: counters a packet apart
  * at worst. */
-bool weir_pep_stats_copy(const struct weir_worker *w, struct weir_pep_stats *out);
+bool weir_pep_stats_copy(const struct weir_mode_svc *w, struct weir_pep_stats *out);
 /* Bytes of per-flow state and per-copy record (the copy's mbuf aside). */
 size_t weir_pep_bytes_per_flow(void);
 size_t weir_pep_bytes_per_copy(void);
 /* Views for tests: watermark and buffered bytes of (d, slot); 0 if none. */
-uint32_t weir_pep_watermark(const struct weir_worker *w, int d, uint32_t slot);
+uint32_t weir_pep_watermark(const struct weir_mode_svc *w, int d, uint32_t slot);
 /* R's delivery rate in bits/s once the pipe is full (shaping.pep.watermark
  * = "measured"), else 0. */
-uint64_t weir_pep_delivery_bps(const struct weir_worker *w, int d, uint32_t slot);
-uint32_t weir_pep_buffered(const struct weir_worker *w, int d, uint32_t slot);
+uint64_t weir_pep_delivery_bps(const struct weir_mode_svc *w, int d, uint32_t slot);
+uint32_t weir_pep_buffered(const struct weir_mode_svc *w, int d, uint32_t slot);
 
 #endif /* WEIR_PEP_H */

@@ -125,7 +125,7 @@ pack_window(struct pep_flow *pf, uint32_t ack, int ws)
 
 /* Send S an ACK for everything up to una (out of port d: towards S). */
 void
-pep_send_pack(struct weir_worker *w, struct pep *st, const struct weir_flow *f, struct pep_flow *pf)
+pep_send_pack(struct weir_mode_svc *w, struct pep *st, const struct weir_flow *f, struct pep_flow *pf)
 {
 	uint16_t win = pack_window(pf, pf->una, ack_ws(f, pf->d));
 	uint8_t fl = (uint8_t)(WEIR_TCP_ACK | ((pf->flags & F_ECE) ? WEIR_TCP_ECE : 0));
@@ -168,7 +168,7 @@ restamp(struct rte_mbuf *m, const struct weir_pkt *p, uint32_t floor)
 }
 
 bool
-pep_retransmit(struct weir_worker *w, struct pep *st, const struct pep_flow *pf, struct pep_rec *r,
+pep_retransmit(struct weir_mode_svc *w, struct pep *st, const struct pep_flow *pf, struct pep_rec *r,
 	   uint64_t now)
 {
 	struct rte_mbuf *m;
@@ -195,7 +195,7 @@ pep_retransmit(struct weir_worker *w, struct pep *st, const struct pep_flow *pf,
  * gone silent (or reset) while S believes data was delivered. `count` is
  * the reason's counter. */
 void
-pep_give_up(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf,
+pep_give_up(struct weir_mode_svc *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf,
 	    uint64_t *count)
 {
 	struct rte_mbuf *m;

@@ -14,7 +14,7 @@
 
 #include "pep.h"
 #include "tcpwin.h"
-#include "worker_int.h"
+#include "mode_svc.h"
 
 #define NONE UINT32_MAX
 #define POLL_BUDGET 32          /* flows one poll looks at */
@@ -158,7 +158,7 @@ struct pep {
 };
 
 static inline struct pep *
-pep_of(const struct weir_worker *w)
+pep_of(const struct weir_mode_svc *w)
 {
 	return w->mode_state[WEIR_MODE_PEP];
 }
@@ -219,11 +219,11 @@ void pep_flow_drop(struct pep *st, struct weir_flow *f, struct pep_flow *pf, uin
 /* pep_frames.c */
 struct rte_mbuf *pep_make_frame(struct pep *st, const struct pep_flow *pf, bool to_s, uint32_t seq,
 				uint32_t ack, uint8_t flags, uint16_t win);
-void pep_send_pack(struct weir_worker *w, struct pep *st, const struct weir_flow *f,
+void pep_send_pack(struct weir_mode_svc *w, struct pep *st, const struct weir_flow *f,
 		   struct pep_flow *pf);
-bool pep_retransmit(struct weir_worker *w, struct pep *st, const struct pep_flow *pf,
+bool pep_retransmit(struct weir_mode_svc *w, struct pep *st, const struct pep_flow *pf,
 		    struct pep_rec *r, uint64_t now);
-void pep_give_up(struct weir_worker *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf,
+void pep_give_up(struct weir_mode_svc *w, struct pep *st, struct weir_flow *f, struct pep_flow *pf,
 		 uint64_t *count);
 
 #endif /* WEIR_PEP_INT_H */

@@ -15,7 +15,7 @@
 #include "pep_int.h"
 
 void
-weir_pep_end(struct weir_worker *w, struct weir_flow *f, uint32_t slot)
+weir_pep_end(struct weir_mode_svc *w, struct weir_flow *f, uint32_t slot)
 {
 	struct pep *st = pep_of(w);
 
@@ -37,7 +37,7 @@ weir_pep_end(struct weir_worker *w, struct weir_flow *f, uint32_t slot)
  * every recovery is (sent counts as the original's departure), at most
  * `budget`; a flow with more stays listed. */
 static unsigned int
-resend_lost(struct weir_worker *w, struct pep *st, uint64_t now, unsigned int budget)
+resend_lost(struct weir_mode_svc *w, struct pep *st, uint64_t now, unsigned int budget)
 {
 	unsigned int sent = 0;
 
@@ -69,7 +69,7 @@ resend_lost(struct weir_worker *w, struct pep *st, uint64_t now, unsigned int bu
 }
 
 unsigned int
-weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake)
+weir_pep_poll(struct weir_mode_svc *w, uint64_t now, uint64_t *wake)
 {
 	struct pep *st = pep_of(w);
 	unsigned int sent = 0;
@@ -138,7 +138,7 @@ weir_pep_poll(struct weir_worker *w, uint64_t now, uint64_t *wake)
 }
 
 void
-weir_pep_drain_begin(struct weir_worker *w)
+weir_pep_drain_begin(struct weir_mode_svc *w)
 {
 	struct pep *st = pep_of(w);
 
@@ -147,7 +147,7 @@ weir_pep_drain_begin(struct weir_worker *w)
 }
 
 bool
-weir_pep_owed(const struct weir_worker *w)
+weir_pep_owed(const struct weir_mode_svc *w)
 {
 	const struct pep *st = pep_of(w);
 
@@ -158,7 +158,7 @@ weir_pep_owed(const struct weir_worker *w)
 }
 
 unsigned int
-weir_pep_give_up_all(struct weir_worker *w)
+weir_pep_give_up_all(struct weir_mode_svc *w)
 {
 	struct pep *st = pep_of(w);
 	unsigned int n = 0;
@@ -175,7 +175,7 @@ weir_pep_give_up_all(struct weir_worker *w)
 }
 
 unsigned int
-weir_pep_flush(struct weir_worker *w)
+weir_pep_flush(struct weir_mode_svc *w)
 {
 	struct pep *st = pep_of(w);
 	uint64_t before;

@@ -11,8 +11,7 @@
 #include "tcpwin.h"
 #include "pace.h"
 #include "tcr_state.h"
-#include "worker.h"
-#include "worker_int.h"
+#include "mode_svc.h"
 
 
 /* The path's round trip for data direction d, both sides of the gateway
@@ -33,16 +32,14 @@ postack_path_rtt(const struct weir_postack *pa, int d, uint32_t slot)
  * every byte of window a sender may use beyond its share's BDP ends up as
  * ACKs held here: past the BDP, the ACKs for ack_limit segments, the most
  * that can then wait here, stay within ack_limit. Without the BDP term a
- * flow whose BDP is above ack_limit segments was window-limited whenever a
- * held ACK set its edge (1,024 x 1,448 bytes over 150 ms is 79 Mbit/s);
- * measured, a lone download in a 200 Mbit/s class at 150 ms read 0.92-0.95
- * of it with most held ACKs evicted. Frame bytes, not payload: a bound, 4 %
- * loose, and no division per ACK. Round trip unknown: ack_limit segments.
+ * flow whose BDP is above ack_limit segments is window-limited whenever a
+ * held ACK sets its edge (docs/results/ack-modes). Frame bytes, not
+ * payload: a bound, a few percent loose, and no division per ACK. Round trip unknown: ack_limit segments.
  * f->mss[a]: what the ACK's sender said it can receive, the segment size
  * the data sender uses.
  */
 static uint32_t
-postack_hold_window(const struct weir_worker *w, const struct weir_flow *f, int a, uint32_t slot,
+postack_hold_window(const struct weir_mode_svc *w, const struct weir_flow *f, int a, uint32_t slot,
 		    uint32_t leaf)
 {
 	const int d = a ^ 1;
@@ -57,7 +54,7 @@ postack_hold_window(const struct weir_worker *w, const struct weir_flow *f, int 
 /* PostACK's window clamp with the share clamp off: ACK m cut to the hold
  * window. */
 void
-weir_postack_mode_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+weir_postack_mode_clamp(struct weir_mode_svc *w, const struct weir_flow *f, struct rte_mbuf *m,
 	      const struct weir_pkt *p, int a, uint32_t slot, uint32_t leaf)
 {
 	if (weir_postack_cut_window(w->pa, f, m, p, a, slot, postack_hold_window(w, f, a, slot, leaf)))
@@ -66,11 +63,10 @@ weir_postack_mode_clamp(struct weir_worker *w, const struct weir_flow *f, struct
 
 /*
  * postack's share clamp. Holding ACKs bounds the data
- * queued here, not the sender's window: nothing is dropped, so cwnd grew
- * until ack_limit and the socket buffers stopped it, and the delay moved
- * into the senders (8 cubic flows, 20 Mbit/s, 5 ms: their srtt 1.9 s; the
- * satellite case 14-17 s), and held ACKs released at the end let them
- * dump those windows into the queues. So every ACK of the flow's data,
+ * queued here, not the sender's window: nothing is dropped, so cwnd grows
+ * until ack_limit and the socket buffers stop it, the delay moves into
+ * the senders (docs/results/ack-modes), and held ACKs released at the end
+ * let them dump those windows into the queues. So every ACK of the flow's data,
  * passed or held, advertises at most its share of the class (of its ceil:
  * borrowing stays possible) times the path's round trip, both sides of the
  * gateway from the handshake (as ipabr starts from), plus a target of
@@ -90,7 +86,7 @@ weir_postack_mode_clamp(struct weir_worker *w, const struct weir_flow *f, struct
  * noted (a later note from its unrewritten window would undo the cut).
  */
 static bool
-postack_share_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
+postack_share_clamp(struct weir_mode_svc *w, const struct weir_flow *f, struct rte_mbuf *m,
 		    const struct weir_pkt *p, int a, uint32_t slot, uint32_t leaf)
 {
 	struct weir_postack *pa = w->pa;
@@ -157,7 +153,7 @@ own_drop(const struct weir_postack *pa, int d, uint32_t slot, uint32_t hole)
 /* The gateway dropped a data segment of f travelling d: remember its seq,
  * so a SACK reporting that hole is known to be this gateway's (own_drop). */
 void
-weir_postack_mode_dropped(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m, int d)
+weir_postack_mode_dropped(struct weir_mode_svc *w, const struct weir_flow *f, struct rte_mbuf *m, int d)
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
 	struct weir_postack_q *q;
@@ -180,11 +176,11 @@ weir_postack_mode_dropped(struct weir_worker *w, const struct weir_flow *f, stru
  * own loss response keeps the data it sends meanwhile in check. Not when
  * the hole is one this gateway made (own_drop): the flow is over its
  * share, and a burst of released ACKs would bring a burst of data into a
- * full queue (32 flows: 10 % retransmitted). Nor for a D-SACK. Returns
+ * full queue. Nor for a D-SACK. Returns
  * true when the ACK is such news and goes on.
  */
 bool
-weir_postack_mode_sack_news(struct weir_worker *w, const struct weir_flow *f, const struct rte_mbuf *m,
+weir_postack_mode_sack_news(struct weir_mode_svc *w, const struct weir_flow *f, const struct rte_mbuf *m,
 	  const struct weir_pkt *p, int a, uint32_t slot, uint32_t held, bool noted)
 {
 	const int d = a ^ 1;
@@ -215,8 +211,7 @@ weir_postack_mode_sack_news(struct weir_worker *w, const struct weir_flow *f, co
  * beside the gateway, whose data is back a moment after its ACK goes. A
  * sender a round trip away (a download's, across the WAN) cannot refill
  * the queue before the share drains it, so holding its ACKs from one
- * queued packet on leaves the class idle (a lone 1 MB download
- * 33 % slower than pfq). And gating on the queue alone closes a loop
+ * queued packet on leaves the class idle (docs/results/ack-modes). And gating on the queue alone closes a loop
  * whose delay is that round trip (docs/results/fct/ack-loop.md): releases stop while the queue is long, a
  * round trip later nothing arrives and it runs dry, then the data of the
  * ACKs paced out meanwhile comes back as a burst. So the data the ACKs
@@ -228,7 +223,7 @@ weir_postack_mode_sack_news(struct weir_worker *w, const struct weir_flow *f, co
  * over from half its BDP queued, which is one packet, the paper's rule.
  */
 static inline bool
-postack_over(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+postack_over(const struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot,
 	     uint32_t leaf, uint32_t qlen, uint64_t now)
 {
 	const uint64_t seg = f->mss[d ^ 1] ? f->mss[d ^ 1] : 1460;
@@ -250,7 +245,7 @@ postack_over(const struct weir_worker *w, const struct weir_flow *f, int d, uint
  * in the class tree: it is held only while that queue is empty.
  */
 static enum weir_verdict
-postack_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m,
+postack_ack(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m,
 	    const struct weir_pkt *p, int a, uint32_t slot, uint32_t leaf, uint32_t held,
 	    uint64_t now)
 {
@@ -287,7 +282,7 @@ pass:
  * while what is queued behind it (less one) and on its way is within its
  * room (postack_over). */
 static void
-postack_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t leaf,
+postack_sent(struct weir_mode_svc *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t leaf,
 	     uint32_t qlen, uint64_t now)
 {
 	RTE_SET_USED(m);
@@ -300,7 +295,7 @@ postack_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, ui
  * the data has stopped, one per fair-share gap while its data queue is
  * empty and the sender still sends. */
 static uint32_t
-postack_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
+postack_tick(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
 	     uint64_t now, uint32_t held, enum weir_postack_why *why)
 {
 	if (weir_mode_data_qlen(w, f, d, slot) != 0) {

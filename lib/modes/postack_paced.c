@@ -12,8 +12,7 @@
 #include "tcpwin.h"
 #include "pace.h"
 #include "tcr_state.h"
-#include "worker.h"
-#include "worker_int.h"
+#include "mode_svc.h"
 
 #define WEIR_PACED_BACKLOG 4u      /* packets a postack-paced class may have queued, at least */
 /* A class backlog of at most this many packets a backlogged flow is the
@@ -57,7 +56,7 @@ paced_backlogged(uint32_t qlen, uint64_t ms_ticks, uint64_t cgap, int64_t extra,
  * The pace does not follow borrowing. Returns 1 when an ACK may go now.
  */
 static uint32_t
-paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
+paced_tick(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
 	   uint64_t now, bool arrival)
 {
 	struct weir_tcr_flow *tf = &w->tcr->f[d][slot];
@@ -75,9 +74,8 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 	 * late look at the flow is not made up). An ACK goes now; what it
 	 * asks for counts on its way at once, so this stops as soon as enough
 	 * is asked for. The flow's own queue, not the class's: beside other
-	 * flows' packets the class queue hid a flow's empty pipe, and 8
-	 * downloads filled 0.73-0.85 of a 200 Mbit/s class (0.97 now) for
-	 * about 4 packets more queued a flow (docs/postack.md). */
+	 * flows' packets the class queue hides a flow's empty pipe and leaves
+	 * the class underfilled (docs/postack.md, docs/results/ack-modes). */
 	if (bdp >= 2 * (int64_t)seg &&
 	    (int64_t)weir_mode_data_qlen(w, f, d, slot) * seg + on_way < bdp) {
 		tf->out = 0;
@@ -97,10 +95,10 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 		 * its flows (a few packets each: the paced flows' own). A
 		 * backlog standing in a few long queues is someone who does
 		 * not answer ACK pacing (UDP): a flow with nothing waiting
-		 * still gets its ticks, or every TCP flow's ACKs stopped (TCP
-		 * got 0.000 of the class). Ticking past a
-		 * spread backlog kept Fig. 8's class of 32 flows at its limit
-		 * (24 of 27 packets, 21 % retransmitted; 6 and 5 % before). */
+		 * still gets its ticks, or every TCP flow's ACKs stop and TCP
+		 * gets nothing of the class. Ticking past a spread backlog
+		 * keeps a class of many small flows at its limit
+		 * (docs/results/ack-modes). */
 		if (paced_backlogged(lqlen, w->tsc_hz / 1000, cgap, bdp ? on_way - bdp : 0, seg) &&
 		    (weir_mode_data_qlen(w, f, d, slot) != 0 ||
 		     lqlen <= WEIR_PACED_SPREAD * weir_cbq_leaf_backlogged(w->shaper[d], leaf)))
@@ -112,11 +110,10 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
 	tf->next_release = arrival ? now + fgap : RTE_MAX(tf->next_release + fgap, now - fgap);
 	/* Fig. 4 line 03: quench this tick, so the data arriving matches what
 	 * the class sends; with the class's queue empty there is nothing to
-	 * match. A receiver stretching its ACKs (3.3 data packets a paced
-	 * ACK) made each take as many ticks, and a lone bbr upload, paced by
-	 * the ACKs it saw, held
-	 * at 0.83-0.85 of a 200 Mbit/s class with the queue empty and ~80
-	 * ACKs held here (0.95-0.96 since). */
+	 * match. A receiver stretching its ACKs (several data packets a paced
+	 * ACK) would make each take as many ticks, and a lone upload paced by
+	 * the ACKs it sees would hold below the class with its queue empty
+	 * (docs/results/ack-modes). */
 	if (tf->out > 1 && lqlen != 0) {
 		tf->out--;
 		return 0;
@@ -129,7 +126,7 @@ paced_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slo
  * nothing of its flow is held and its pacing tick is due, else it waits
  * in the ACK store, window clamped as PostACK's, for the watchdog's ticks. */
 static enum weir_verdict
-paced_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
+paced_ack(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
 	  int a, uint32_t slot, uint32_t leaf, uint32_t held, uint64_t now)
 {
 	const int d = a ^ 1;
@@ -155,7 +152,7 @@ paced_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const 
 
 /* Fig. 4 line 13: one more data packet of the flow arrived for the class. */
 static void
-paced_queued(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m, int d,
+paced_queued(struct weir_mode_svc *w, const struct weir_flow *f, struct rte_mbuf *m, int d,
 	     uint32_t slot)
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
@@ -166,7 +163,7 @@ paced_queued(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *
 }
 
 static uint32_t
-paced_tick_op(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot,
+paced_tick_op(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot,
 	      uint32_t leaf, uint64_t now, uint32_t held, enum weir_postack_why *why)
 {
 	RTE_SET_USED(held);

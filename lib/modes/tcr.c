@@ -30,8 +30,7 @@
 #include "postack_store.h"
 #include "tcpwin.h"
 #include "tcr_state.h"
-#include "worker.h"
-#include "worker_int.h"
+#include "mode_svc.h"
 
 /*
  * The round trip a TCR window is sized for, D_w: the data's whole loop,
@@ -43,7 +42,7 @@
  * (a 1 MB download took 19 s). 0: not known yet.
  */
 static inline uint64_t
-tcr_rtt(const struct weir_worker *w, const struct weir_tcr_flow *tf, int d, uint32_t slot)
+tcr_rtt(const struct weir_mode_svc *w, const struct weir_tcr_flow *tf, int d, uint32_t slot)
 {
 	return tf->srtt == 0 ? 0 : (uint64_t)tf->srtt + w->pa->q[d][slot].rtt;
 }
@@ -61,7 +60,7 @@ tcr_rtt(const struct weir_worker *w, const struct weir_tcr_flow *tf, int d, uint
  * left (RFC 7323 sec. 2.4) when the share shrinks.
  */
 static enum weir_verdict
-tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
+tcr_ack(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m, const struct weir_pkt *p,
 	int a, uint32_t slot, uint32_t leaf, uint32_t held, uint64_t now)
 {
 	const int d = a ^ 1;
@@ -90,9 +89,8 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 		 *    delayed-ACK timer: a share slower than two segments in
 		 *    that long spaces ACKs further apart than the timer
 		 *    anyway, and each segment more is an ACK held here a gap
-		 *    longer (at 780 B/s shares two segments were 190 ms of
-		 *    held ACKs; the senders' timers fired: 7 % resent with
-		 *    no drop, limit 243).
+		 *    longer, past the senders' retransmission timers
+		 *    (docs/results/ack-modes).
 		 * Never below one segment, TCR's own floor. */
 		const uint64_t margin = RTE_MIN(((uint64_t)seg * c->tcr_margin16) >> 4,
 						(uint64_t)c->tcr_margin_bytes);
@@ -130,7 +128,7 @@ tcr_ack(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf *m, const st
 
 /* A data segment left: time it to its ACK (the round-trip sample). */
 static void
-tcr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t leaf,
+tcr_sent(struct weir_mode_svc *w, struct rte_mbuf *m, int d, uint32_t slot, uint32_t leaf,
 	 uint32_t qlen, uint64_t now)
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
@@ -142,7 +140,7 @@ tcr_sent(struct weir_worker *w, struct rte_mbuf *m, int d, uint32_t slot, uint32
 }
 
 static uint32_t
-tcr_tick(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
+tcr_tick(struct weir_mode_svc *w, const struct weir_flow *f, int d, uint32_t slot, uint32_t leaf,
 	 uint64_t now, uint32_t held, enum weir_postack_why *why)
 {
 	*why = WEIR_PA_PACED;

@@ -238,12 +238,10 @@ young_bonus(struct weir_drr *d, struct weir_drr_q *q, uint32_t bonus)
  * Is queue qid's flow one CoDel controls: dropped from lately, in its
  * sawtooth (codel_sawtooth)? Such a flow has stood above its share, so it
  * is not sparse when its queue runs dry: CoDel keeps it about a packet deep,
- * and each time it emptied a bulk flow woke on the new list and took a
- * young transfer's turns. With a round-trip interval at 10 ms, 4 bulk
- * downloads woke there ~250 times a second and a 100 KB reply beside them
- * took 96-102 ms against 79-80 (idle 69). A sparse
- * flow never stands above the target, so it is never dropped from and
- * keeps the new list. m, the waking packet, was stamped at enqueue: now.
+ * and a bulk flow waking on the new list each time its queue empties would
+ * take a young transfer's turns (docs/results/young-active). A sparse flow
+ * never stands above the target, so it is never dropped from and keeps the
+ * new list. m, the waking packet, is stamped at enqueue: now.
  */
 static inline bool
 drr_controlled(const struct weir_drr *d, struct weir_drr_q *q, uint32_t qid,
@@ -298,10 +296,10 @@ drr_append(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m, uint32_t bonus)
 			bonus = young_bonus(d, q, bonus);
 			/* An old flow whose sender weir clocks (held ACKs,
 			 * sized windows) empties its queue between packets by
-			 * design: it is not sparse. Else in postack-paced every
-			 * packet of 64 paced downloads was a new flow, and a
-			 * 100 KB reply shared the new list with them (174 ms
-			 * against 68 idle). The waking packet says, so the
+			 * design: it is not sparse, or every packet of a
+			 * paced download would be a new flow's and a short
+			 * reply would share the new list with them all
+			 * (docs/results/young-active). The waking packet says, so the
 			 * queue keeps no state for it. Nor is one CoDel has
 			 * dropped from lately (drr_controlled). */
 			if (bonus != 0 ||
@@ -358,10 +356,10 @@ drr_peek(struct weir_drr *d, uint32_t *qid)
 			/* Young flows take turns, a quantum each: their budgets
 			 * put them ahead of old flows, not of each other. Served
 			 * one whole budget after another, flows that start
-			 * together each waited for all the others' budgets
-			 * (32 x 256 KiB: 44 s at 1.5 Mbit/s) and emptied their
-			 * queue at each turn, which kept their CoDel from ever
-			 * dropping while slow start queued 2,800 packets
+			 * together would each wait for all the others' budgets
+			 * and empty their queue at each turn, which keeps their
+			 * CoDel from ever dropping while slow start queues
+			 * (docs/results/young-active).
 			 * A lone young flow is not held. */
 			if (q->deficit > 0 && d->new_visit >= d->quantum * q->weight &&
 			    q->next != id) {

@@ -69,7 +69,7 @@ count_unmanaged(const struct weir_worker *w, struct weir_port_counters *pc, cons
 static void
 send_burst(struct weir_worker *w, enum weir_port_role to, struct rte_mbuf **pkts, uint16_t n)
 {
-	struct weir_port_counters *out = &w->ctr.port[to];
+	struct weir_port_counters *out = &w->svc.ctr.port[to];
 	uint16_t sent = 0;
 	uint64_t bytes = 0;
 
@@ -80,7 +80,7 @@ send_burst(struct weir_worker *w, enum weir_port_role to, struct rte_mbuf **pkts
 	out->tx_pkts += sent;
 	out->tx_bytes += bytes;
 	if (unlikely(sent < n)) {
-		struct weir_port_counters *in = &w->ctr.port[to ^ 1];
+		struct weir_port_counters *in = &w->svc.ctr.port[to ^ 1];
 
 		in->tx_full += n - sent;
 		in->forwarded -= n - sent;
@@ -124,10 +124,12 @@ out_push(struct weir_worker *w, int to, struct rte_mbuf *m)
 }
 
 void
-weir_worker_out(struct weir_worker *w, int to, struct rte_mbuf *m)
+weir_worker_out(struct weir_mode_svc *s, int to, struct rte_mbuf *m)
 {
+	struct weir_worker *w = weir_wk_of(s);
+
 	out_push(w, to, m);
-	w->ctr.port[to ^ 1].forwarded++;
+	w->svc.ctr.port[to ^ 1].forwarded++;
 }
 
 /* Shaping state of a managed packet's flow after tracking it: classify
@@ -167,9 +169,9 @@ frame_mode(struct weir_worker *w, uint8_t mode, struct rte_mbuf *m, enum weir_po
 	if (unlikely(p->ipsec != WEIR_IPSEC_NONE || p->plain || p->tcp_signed) &&
 	    ops != &weir_mode_pfq && ops != &weir_mode_fifo) {
 		if (count && p->ipsec != WEIR_IPSEC_NONE)
-			w->ctr.port[from].ipsec_plain++;
+			w->svc.ctr.port[from].ipsec_plain++;
 		else if (count && !p->tcp_signed)
-			w->ctr.port[from].lm_exempt++;
+			w->svc.ctr.port[from].lm_exempt++;
 		return &weir_mode_pfq;
 	}
 	return ops;
@@ -184,11 +186,11 @@ on_sent(struct weir_worker *w, enum weir_port_role dir, struct rte_mbuf *m, uint
 {
 	const struct weir_mode_ops *ops;
 
-	if (w->pa == NULL || qid >= w->unmanaged_qid)
+	if (w->svc.pa == NULL || qid >= w->unmanaged_qid)
 		return;
-	ops = frame_mode(w, w->policy->tree[dir].classes[leaf].mode, m, dir, false);
+	ops = frame_mode(w, w->svc.policy->tree[dir].classes[leaf].mode, m, dir, false);
 	if (ops->sent != NULL)
-		ops->sent(w, m, dir, qid, leaf, qlen, now);
+		ops->sent(&w->svc, m, dir, qid, leaf, qlen, now);
 }
 
 /* Frame m left leaf `leaf` of direction dir's class tree: to the
@@ -199,7 +201,7 @@ tree_out(struct weir_worker *w, enum weir_port_role dir, uint32_t leaf, struct r
 {
 	if (likely(w->markers[dir] == NULL)) {
 		out_push(w, dir ^ 1, m);
-		w->ctr.port[dir].forwarded++;
+		w->svc.ctr.port[dir].forwarded++;
 		return;
 	}
 	weir_markers_pass(w->markers[dir], leaf, m, now, &w->mk_out[dir]);
@@ -215,8 +217,8 @@ static enum weir_cap_verdict
 enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 	    struct weir_flow *f, uint64_t now)
 {
-	struct weir_cbq *sh = w->shaper[from];
-	const struct weir_policy_target *t = &w->policy->targets[f ? f->class_id : 0];
+	struct weir_cbq *sh = w->svc.shaper[from];
+	const struct weir_policy_target *t = &w->svc.policy->targets[f ? f->class_id : 0];
 	const struct weir_mode_ops *ops;
 	uint32_t qid = weir_wk_shaped_qid(w, t, from, f);
 	uint32_t leaf = t->leaf[from];  /* targets[0]: the default class */
@@ -239,13 +241,13 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 		return WEIR_CAPV_FORWARDED;
 	}
 	if (ops->enqueue != NULL && f != NULL) {
-		enum weir_verdict v = ops->enqueue(w, f, m, from, leaf, now);
+		enum weir_verdict v = ops->enqueue(&w->svc, f, m, from, leaf, now);
 
 		if (v == WEIR_V_TAKEN)
 			return WEIR_CAPV_TAKEN;
 		if (v == WEIR_V_DROP) {
 			rte_pktmbuf_free(m);
-			w->ctr.port[from].dropped++;
+			w->svc.ctr.port[from].dropped++;
 			return WEIR_CAPV_DROP_QUEUE;
 		}
 	}
@@ -266,20 +268,20 @@ enqueue_one(struct weir_worker *w, enum weir_port_role from, struct rte_mbuf *m,
 					f != NULL ? f->bytes[from] : UINT64_MAX, &evicted, &evicted_qid);
 
 	if (unlikely(evicted != NULL)) {
-		if (w->pa != NULL && evicted_qid < w->unmanaged_qid && ops->dropped != NULL)
-			ops->dropped(w, weir_flow_by_slot(w->flows, evicted_qid), evicted, from);
+		if (w->svc.pa != NULL && evicted_qid < w->unmanaged_qid && ops->dropped != NULL)
+			ops->dropped(&w->svc, weir_flow_by_slot(w->svc.flows, evicted_qid), evicted, from);
 		rte_pktmbuf_free(evicted);
-		w->ctr.port[from].dropped++;
+		w->svc.ctr.port[from].dropped++;
 	}
 	if (unlikely(rc != 0)) {
-		if (w->pa != NULL && f != NULL && ops->dropped != NULL)
-			ops->dropped(w, f, m, from);
+		if (w->svc.pa != NULL && f != NULL && ops->dropped != NULL)
+			ops->dropped(&w->svc, f, m, from);
 		rte_pktmbuf_free(m);
-		w->ctr.port[from].dropped++;
+		w->svc.ctr.port[from].dropped++;
 		return WEIR_CAPV_DROP_QUEUE;
 	}
-	if (ops->queued != NULL && f != NULL && w->pa != NULL)
-		ops->queued(w, f, m, from, qid);
+	if (ops->queued != NULL && f != NULL && w->svc.pa != NULL)
+		ops->queued(&w->svc, f, m, from, qid);
 	return WEIR_CAPV_QUEUED;
 }
 
@@ -312,13 +314,13 @@ unmanaged_one(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f,
 	      enum weir_port_role from, uint64_t now)
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
-	struct weir_port_counters *pc = &w->ctr.port[from];
+	struct weir_port_counters *pc = &w->svc.ctr.port[from];
 
 	if (p->flags & WEIR_PF_FRAGMENT) {
 		if (f == NULL)
 			return UM_ON;
 		weir_flow_touch(f, (enum weir_dir)from, m->pkt_len, now);
-		if (w->policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from)) {
+		if (w->svc.policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from)) {
 			rte_pktmbuf_free(m);
 			pc->refused++;
 			return UM_REFUSED;
@@ -326,21 +328,21 @@ unmanaged_one(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f,
 		return UM_ON;
 	}
 	if (p->flags & WEIR_PF_L2_CONTROL) {
-		weir_worker_out(w, from ^ 1, m);
+		weir_worker_out(&w->svc, from ^ 1, m);
 		return UM_SENT;
 	}
 	if (p->l3_control) {
-		if (w->shaper[from] != NULL &&
-		    !weir_wk_tbucket_take(&w->l3c_bucket, w->conf.l3_control_pps, w->tsc_hz, now)) {
+		if (w->svc.shaper[from] != NULL &&
+		    !weir_wk_tbucket_take(&w->l3c_bucket, w->conf.l3_control_pps, w->svc.tsc_hz, now)) {
 			rte_pktmbuf_free(m);
 			pc->l3_control_dropped++;
 			return UM_L3_OVER;
 		}
-		weir_worker_out(w, from ^ 1, m);
+		weir_worker_out(&w->svc, from ^ 1, m);
 		return UM_SENT;
 	}
-	if (p->malformed != WEIR_MAL_NONE && w->shaper[from] != NULL &&
-	    !weir_wk_tbucket_take(&w->mal_bucket, w->conf.malformed_pps, w->tsc_hz, now)) {
+	if (p->malformed != WEIR_MAL_NONE && w->svc.shaper[from] != NULL &&
+	    !weir_wk_tbucket_take(&w->mal_bucket, w->conf.malformed_pps, w->svc.tsc_hz, now)) {
 		rte_pktmbuf_free(m);
 		pc->malformed_dropped++;
 		return UM_MALFORMED;
@@ -354,7 +356,7 @@ static void
 sa_account(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p,
 	   struct weir_port_counters *pc)
 {
-	struct weir_sa_seq *s = weir_sa_table_get(w->sa, weir_flow_slot(w->flows, f));
+	struct weir_sa_seq *s = weir_sa_table_get(w->sa, weir_flow_slot(w->svc.flows, f));
 	uint64_t gaps;
 
 	pc->ipsec++;
@@ -391,7 +393,7 @@ tcp_measure(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
 
-	weir_tcpm_segment(w->tcpm, weir_flow_slot(w->flows, f), f->first_tsc, p,
+	weir_tcpm_segment(w->tcpm, weir_flow_slot(w->svc.flows, f), f->first_tsc, p,
 			  rte_pktmbuf_mtod(m, const uint8_t *) + p->l4_off, from, now, &w->tcpm_st);
 }
 
@@ -421,10 +423,10 @@ prefetch_flow_state(const struct weir_worker *w, struct rte_mbuf **pkts, const u
 	const int d = from ^ 1;
 	/* An empty tree with cut-through on will most likely send the data
 	 * on without looking at its queue. */
-	const struct weir_drr_qtab *own = w->shaper[from] != NULL &&
-		!(w->conf.cut_through && weir_cbq_empty(w->shaper[from])) ?
-		weir_cbq_qtab(w->shaper[from]) : NULL;
-	const struct weir_drr_qtab *qt = w->shaper[d] != NULL ? weir_cbq_qtab(w->shaper[d]) : NULL;
+	const struct weir_drr_qtab *own = w->svc.shaper[from] != NULL &&
+		!(w->conf.cut_through && weir_cbq_empty(w->svc.shaper[from])) ?
+		weir_cbq_qtab(w->svc.shaper[from]) : NULL;
+	const struct weir_drr_qtab *qt = w->svc.shaper[d] != NULL ? weir_cbq_qtab(w->svc.shaper[d]) : NULL;
 
 	for (uint16_t k = 0; k < n; k++) {
 		const struct weir_pkt *p = &weir_mbuf_meta(pkts[idx[k]])->pkt;
@@ -432,12 +434,12 @@ prefetch_flow_state(const struct weir_worker *w, struct rte_mbuf **pkts, const u
 
 		if (flows[k] == NULL)
 			continue;
-		slot = weir_flow_slot(w->flows, flows[k]);
+		slot = weir_flow_slot(w->svc.flows, flows[k]);
 		if (own != NULL)
 			rte_prefetch0(&own->q[slot]);
-		if (w->pa == NULL || p->l4proto != IPPROTO_TCP || p->payload_len != 0)
+		if (w->svc.pa == NULL || p->l4proto != IPPROTO_TCP || p->payload_len != 0)
 			continue;
-		rte_prefetch0(&w->pa->q[d][slot]);
+		rte_prefetch0(&w->svc.pa->q[d][slot]);
 		if (qt != NULL)
 			rte_prefetch0(&qt->q[slot]);
 	}
@@ -450,7 +452,7 @@ static inline enum weir_cap_verdict
 frame_one(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f, bool managed,
 	  bool slow, enum weir_port_role from, uint64_t now, uint16_t *sent, uint16_t *unshaped)
 {
-	struct weir_port_counters *pc = &w->ctr.port[from];
+	struct weir_port_counters *pc = &w->svc.ctr.port[from];
 
 	if (unlikely(slow)) {
 		switch (unmanaged_one(w, m, f, from, now)) {
@@ -489,17 +491,17 @@ frame_one(struct weir_worker *w, struct rte_mbuf *m, struct weir_flow *f, bool m
 			 * unless the flow is split. */
 			if (unlikely(f->flags & WEIR_FF_MIDSTREAM) && w->conf.count_split)
 				pc->flow_split++;
-			if (w->policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from)) {
+			if (w->svc.policy != NULL && !shape_flow(w, f, m, (enum weir_dir)from)) {
 				rte_pktmbuf_free(m);
 				pc->refused++;
 				return WEIR_CAPV_DROP_ADMISSION;
 			}
-			if (w->pa != NULL && weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP &&
+			if (w->svc.pa != NULL && weir_mbuf_meta(m)->pkt.l4proto == IPPROTO_TCP &&
 			    weir_wk_ack_control(w, f, m, (enum weir_dir)from, now))
 				return WEIR_CAPV_HELD;
 		}
 	}
-	if (w->shaper[from] != NULL) {
+	if (w->svc.shaper[from] != NULL) {
 		uint16_t before = w->out[from ^ 1].n;
 		enum weir_cap_verdict v = enqueue_one(w, from, m, f, now);
 
@@ -531,7 +533,7 @@ uint16_t
 weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		    enum weir_port_role from, uint64_t now)
 {
-	struct weir_port_counters *pc = &w->ctr.port[from];
+	struct weir_port_counters *pc = &w->svc.ctr.port[from];
 	struct weir_flow_key keys[WEIR_BURST_MAX];
 	struct weir_flow *flows[WEIR_BURST_MAX];
 	uint16_t managed_idx[WEIR_BURST_MAX];
@@ -565,7 +567,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			slow |= 1ull << i;
 			continue;
 		}
-		if (w->flows != NULL) {
+		if (w->svc.flows != NULL) {
 			weir_flow_key_make(frame, p, &keys[n_managed]);
 			managed_idx[n_managed++] = i;
 			sas += p->ipsec != WEIR_IPSEC_NONE;
@@ -576,7 +578,7 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	w->tcpm_now = now;
 
 	if (n_managed > 0) {
-		weir_flow_lookup_bulk(w->flows, keys, n_managed, now, flows);
+		weir_flow_lookup_bulk(w->svc.flows, keys, n_managed, now, flows);
 		if (w->prefetch_state)
 			prefetch_flow_state(w, pkts, managed_idx, flows, n_managed, from);
 		/* A TCP flow's measurement record: its hot line, apart from
@@ -585,12 +587,12 @@ weir_worker_process(struct weir_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			if (flows[k] != NULL &&
 			    weir_mbuf_meta(pkts[managed_idx[k]])->pkt.l4proto == IPPROTO_TCP)
 				rte_prefetch0(weir_tcpm_hot(w->tcpm,
-							    weir_flow_slot(w->flows, flows[k])));
+							    weir_flow_slot(w->svc.flows, flows[k])));
 		/* An SA's sequence record is a cache line apart from its flow. */
 		for (uint16_t k = 0; unlikely(sas != 0) && k < n_managed; k++)
 			if (unlikely(weir_mbuf_meta(pkts[managed_idx[k]])->pkt.ipsec != WEIR_IPSEC_NONE) &&
 			    flows[k] != NULL)
-				rte_prefetch0(&w->sa->idx[weir_flow_slot(w->flows, flows[k])]);
+				rte_prefetch0(&w->sa->idx[weir_flow_slot(w->svc.flows, flows[k])]);
 	}
 	/* Each frame in arrival order, decided and handed on (queued, sent,
 	 * held) before the next is looked at. */
@@ -622,22 +624,22 @@ aqm_dropped(struct weir_worker *w, enum weir_port_role dir, const struct weir_cb
 		struct rte_mbuf *m = d->dropped[i];
 		uint32_t qid = d->dropped_qid[i];
 
-		if (w->pa != NULL && qid < w->unmanaged_qid) {
+		if (w->svc.pa != NULL && qid < w->unmanaged_qid) {
 			const struct weir_mode_ops *ops = frame_mode(w,
-				w->policy->tree[dir].classes[d->dropped_leaf[i]].mode, m, dir, false);
+				w->svc.policy->tree[dir].classes[d->dropped_leaf[i]].mode, m, dir, false);
 
 			if (ops->dropped != NULL)
-				ops->dropped(w, weir_flow_by_slot(w->flows, qid), m, dir);
+				ops->dropped(&w->svc, weir_flow_by_slot(w->svc.flows, qid), m, dir);
 		}
 		rte_pktmbuf_free(m);
 	}
-	w->ctr.port[dir].dropped += d->n_dropped;
+	w->svc.ctr.port[dir].dropped += d->n_dropped;
 }
 
 uint16_t
 weir_worker_dequeue(struct weir_worker *w, enum weir_port_role dir, uint64_t now, uint16_t max)
 {
-	struct weir_cbq *sh = w->shaper[dir];
+	struct weir_cbq *sh = w->svc.shaper[dir];
 	struct weir_cbq_deq d;
 	uint16_t n = 0, released = 0;
 
@@ -700,23 +702,23 @@ drain_queue(struct weir_worker *w, const struct weir_flow *f, bool forward)
 {
 	struct rte_mbuf *pkts[WEIR_BURST_MAX];
 	unsigned int n, total = 0;
-	uint32_t qid = f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
+	uint32_t qid = f != NULL ? weir_flow_slot(w->svc.flows, f) : w->unmanaged_qid;
 
 	for (int dir = 0; dir < WEIR_PORT__COUNT; dir++) {
 		uint32_t leaf;
 
-		if (w->shaper[dir] == NULL)
+		if (w->svc.shaper[dir] == NULL)
 			continue;
-		leaf = f != NULL ? weir_wk_flow_leaf(w, f, dir) : w->policy->tree[dir].default_leaf;
+		leaf = f != NULL ? weir_wk_flow_leaf(w, f, dir) : w->svc.policy->tree[dir].default_leaf;
 		if (leaf == WEIR_CBQ_NONE)
 			continue;       /* classified under an earlier policy: nothing queued */
-		while ((n = weir_cbq_drain(w->shaper[dir], leaf, qid, pkts, WEIR_BURST_MAX)) > 0) {
+		while ((n = weir_cbq_drain(w->svc.shaper[dir], leaf, qid, pkts, WEIR_BURST_MAX)) > 0) {
 			total += n;
 			if (forward) {
 				for (unsigned int i = 0; i < n; i++)
-					weir_worker_out(w, dir ^ 1, pkts[i]);
+					weir_worker_out(&w->svc, dir ^ 1, pkts[i]);
 			} else {
-				w->ctr.port[dir].dropped += n;
+				w->svc.ctr.port[dir].dropped += n;
 				rte_pktmbuf_free_bulk(pkts, n);
 			}
 		}
@@ -733,8 +735,8 @@ evict_flow(struct weir_flow *f, const struct weir_flow_key *key, void *arg)
 	struct weir_worker *w = arg;
 
 	if (w->sa != NULL)
-		weir_sa_table_put(w->sa, weir_flow_slot(w->flows, f));
-	if (w->policy == NULL)
+		weir_sa_table_put(w->sa, weir_flow_slot(w->svc.flows, f));
+	if (w->svc.policy == NULL)
 		return;
 	weir_wk_mode_end(w, f);
 	drain_queue(w, f, true);
@@ -747,50 +749,50 @@ evict_flow(struct weir_flow *f, const struct weir_flow_key *key, void *arg)
 unsigned int
 weir_worker_expire(struct weir_worker *w, uint64_t now, unsigned int budget)
 {
-	return weir_flow_expire(w->flows, now, budget, evict_flow, w);
+	return weir_flow_expire(w->svc.flows, now, budget, evict_flow, w);
 }
 
 unsigned int
 weir_worker_flush_queues(struct weir_worker *w)
 {
-	uint64_t before = w->ctr.port[0].dropped + w->ctr.port[1].dropped;
+	uint64_t before = w->svc.ctr.port[0].dropped + w->svc.ctr.port[1].dropped;
 
 	/* Frames handed to the out-array and never sent. */
 	for (int to = 0; to < WEIR_PORT__COUNT; to++) {
-		w->ctr.port[to ^ 1].forwarded -= w->out[to].n;
-		w->ctr.port[to ^ 1].dropped += w->out[to].n;
+		w->svc.ctr.port[to ^ 1].forwarded -= w->out[to].n;
+		w->svc.ctr.port[to ^ 1].dropped += w->out[to].n;
 		rte_pktmbuf_free_bulk(w->out[to].pkts, w->out[to].n);
 		w->out[to].n = 0;
 	}
 	weir_wk_markers_drop(w);
-	if (w->shaper[0] == NULL && w->shaper[1] == NULL)
-		return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
+	if (w->svc.shaper[0] == NULL && w->svc.shaper[1] == NULL)
+		return (unsigned int)(w->svc.ctr.port[0].dropped + w->svc.ctr.port[1].dropped - before);
 	/* Held ACKs: the app checks the pool right after this,
 	 * before weir_worker_free would give them back, so postack-paced,
 	 * which holds ACKs nearly all the time, exited 3. An ACK of data
 	 * direction d came in through the other port. */
 	for (int d = 0; d < WEIR_PORT__COUNT; d++)
-		w->ctr.port[d ^ 1].dropped += weir_postack_drop_all(w->pa, d);
+		w->svc.ctr.port[d ^ 1].dropped += weir_postack_drop_all(w->svc.pa, d);
 	/* Every queue of every leaf, each taken from the head of its DRR list:
 	 * O(1) a queue. Walking the flow table instead unlinked queues in slot
 	 * order, a walk of the list each: quadratic, and a million backlogged
 	 * flows never finished tearing down. */
 	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
 		if (weir_modes[m]->flush != NULL)
-			weir_modes[m]->flush(w);    /* what modes keep (counted in their stats) */
+			weir_modes[m]->flush(&w->svc);    /* what modes keep (counted in their stats) */
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		struct rte_mbuf *pkts[WEIR_BURST_MAX];
 		uint32_t leaf = 0;
 		uint32_t qid;
 		unsigned int n;
 
-		while (w->shaper[d] != NULL &&
-		       (n = weir_cbq_drain_next(w->shaper[d], &leaf, &qid, pkts, WEIR_BURST_MAX)) > 0) {
-			w->ctr.port[d].dropped += n;
+		while (w->svc.shaper[d] != NULL &&
+		       (n = weir_cbq_drain_next(w->svc.shaper[d], &leaf, &qid, pkts, WEIR_BURST_MAX)) > 0) {
+			w->svc.ctr.port[d].dropped += n;
 			rte_pktmbuf_free_bulk(pkts, n);
 		}
 	}
-	return (unsigned int)(w->ctr.port[0].dropped + w->ctr.port[1].dropped - before);
+	return (unsigned int)(w->svc.ctr.port[0].dropped + w->svc.ctr.port[1].dropped - before);
 }
 
 unsigned int
@@ -800,11 +802,11 @@ weir_worker_postack_idle(struct weir_worker *w, uint64_t now)
 	uint8_t dir_of[WEIR_BURST_MAX];
 	unsigned int n;
 
-	if (w->pa == NULL || w->pa->ring_n == 0)
+	if (w->svc.pa == NULL || w->svc.pa->ring_n == 0)
 		return 0;
-	n = weir_postack_watchdog(w->pa, now, 8, weir_wk_ring_decide, w, out, dir_of, WEIR_BURST_MAX);
+	n = weir_postack_watchdog(w->svc.pa, now, 8, weir_wk_ring_decide, w, out, dir_of, WEIR_BURST_MAX);
 	for (unsigned int i = 0; i < n; i++)
-		weir_worker_out(w, dir_of[i], out[i]);  /* data direction d's ACKs: out of port d */
+		weir_worker_out(&w->svc, dir_of[i], out[i]);  /* data direction d's ACKs: out of port d */
 	return n;
 }
 
@@ -813,15 +815,15 @@ weir_worker_postack_idle(struct weir_worker *w, uint64_t now)
 static inline uint32_t
 sleep_cap_us(const struct weir_worker *w, uint64_t now)
 {
-	uint64_t wake = RTE_MIN(w->shaper[0] ? w->next_tsc[0] : UINT64_MAX,
-				w->shaper[1] ? w->next_tsc[1] : UINT64_MAX);
+	uint64_t wake = RTE_MIN(w->svc.shaper[0] ? w->next_tsc[0] : UINT64_MAX,
+				w->svc.shaper[1] ? w->next_tsc[1] : UINT64_MAX);
 
 	/* Held ACKs need the watchdog to look now and then. */
-	if (w->pa != NULL && w->pa->ring_n > 0)
-		wake = RTE_MIN(wake, now + 1000 * w->tsc_per_us);
+	if (w->svc.pa != NULL && w->svc.pa->ring_n > 0)
+		wake = RTE_MIN(wake, now + 1000 * w->svc.tsc_per_us);
 	/* And the modes' own timers (their poll hooks). */
-	if (w->mode_wake != UINT64_MAX)
-		wake = RTE_MIN(wake, w->mode_wake);
+	if (w->svc.mode_wake != UINT64_MAX)
+		wake = RTE_MIN(wake, w->svc.mode_wake);
 	/* A TBQ's held frames and the rate controllers have their own times. */
 	wake = RTE_MIN(wake, RTE_MIN(weir_markers_next(w->markers[0]),
 				     weir_markers_next(w->markers[1])));
@@ -830,7 +832,7 @@ sleep_cap_us(const struct weir_worker *w, uint64_t now)
 	if (wake <= now)
 		return 0;
 	/* Idle path only: a division here costs nothing that matters. */
-	return (uint32_t)RTE_MIN((wake - now) / w->tsc_per_us, (uint64_t)w->conf.idle_sleep_us);
+	return (uint32_t)RTE_MIN((wake - now) / w->svc.tsc_per_us, (uint64_t)w->conf.idle_sleep_us);
 }
 
 /* Grow the idle sleep 1, 2, 4 ... up to `cap` microseconds: the first packet
@@ -844,7 +846,7 @@ idle_backoff(struct weir_worker *w, uint32_t cap, uint32_t *idle, uint32_t *slee
 		return;
 	}
 	rte_delay_us_sleep(RTE_MIN(*sleep_us, cap));
-	w->ctr.sleeps++;
+	w->svc.ctr.sleeps++;
 	if (*sleep_us < w->conf.idle_sleep_us)
 		*sleep_us = RTE_MIN(*sleep_us * 2, w->conf.idle_sleep_us);
 }
@@ -871,10 +873,10 @@ weir_worker_main(void *arg)
 		got += poll_port(w, WEIR_PORT_WAN, now);
 		got += weir_worker_dequeue(w, WEIR_PORT_LAN, now, w->conf.burst);
 		got += weir_worker_dequeue(w, WEIR_PORT_WAN, now, w->conf.burst);
-		w->mode_wake = UINT64_MAX;
+		w->svc.mode_wake = UINT64_MAX;
 		got += weir_worker_postack_idle(w, now);       /* tcr's next due ACK */
 		for (unsigned int i = 0; i < w->n_polled; i++)     /* modes' own timers */
-			got += w->polled[i]->poll(w, now, &w->mode_wake);
+			got += w->polled[i]->poll(&w->svc, now, &w->svc.mode_wake);
 		if (unlikely(__atomic_load_n(&w->pending, __ATOMIC_ACQUIRE) != NULL))
 			weir_worker_policy_take(w);
 		weir_wk_cap_take(w);    /* an idle worker too: the poster frees the old tap */
@@ -885,20 +887,20 @@ weir_worker_main(void *arg)
 		if (w->conf.share_box != NULL &&
 		    __atomic_load_n(&w->conf.share_box->seq, __ATOMIC_ACQUIRE) != w->share_seq)
 			weir_worker_share_apply(w);
-		w->ctr.loops++;
+		w->svc.ctr.loops++;
 		/* Bounded expiry work rides along with traffic, so a busy
 		 * worker still reclaims idle flows. */
-		if (w->flows != NULL && (got == 0 || (w->ctr.loops & 63) == 0))
+		if (w->svc.flows != NULL && (got == 0 || (w->svc.ctr.loops & 63) == 0))
 			weir_worker_expire(w, now, w->conf.expire_budget);
 		/* The one transmit point: everything decided above, in order. */
 		weir_worker_tx(w);
 		if (got > 0) {
 			idle = 0;
 			sleep_us = 1;
-			w->ctr.busy_tsc += rte_rdtsc() - now;
+			w->svc.ctr.busy_tsc += rte_rdtsc() - now;
 			continue;
 		}
-		w->ctr.idle_loops++;
+		w->svc.ctr.idle_loops++;
 		idle_backoff(w, sleep_cap_us(w, now), &idle, &sleep_us);
 	}
 	return 0;

@@ -23,6 +23,7 @@
 #include "cbq.h"
 #include "counters.h"
 #include "flow.h"
+#include "mode_svc.h"
 #include "policy.h"
 #include "postack.h"
 #include "sa_seq.h"
@@ -187,64 +188,7 @@ struct weir_policy_switch {
 	struct weir_class_counters *cls_ctr[WEIR_PORT__COUNT];
 };
 
-/* Per class of one direction's tree, on one worker (single writer). Frames
- * without a flow (non-IP other than L2 control, malformed, new flows with
- * the table full) go to the default class, in one queue id past the flow
- * slots. */
-struct weir_class_counters {
-	uint32_t flows;         /* flows classified here and not ended (admission counts these) */
-	uint32_t _pad;
-	uint64_t admitted;      /* flows classified into this class */
-	uint64_t refused;       /* flows refused admission by this class */
-	uint64_t diverted;      /* of those, flows sent to the fallback class */
-	/* Flows that sent data in this class within the last activity
-	 * period or the one before (idle connections do not count): what a
-	 * per-flow share divides the class's rate by. */
-	uint32_t active;
-	uint32_t active_cur;    /* flows seen in the current period */
-	/* Of those, the young ones (their leaf's young budget not yet sent
-	 * when counted): a young flow is ahead of others only while some
-	 * active flow is not (weir_mode_young). */
-	uint32_t young;
-	uint32_t young_cur;
-	uint64_t period_end;    /* TSC the current period ends */
-	uint64_t rtt_max;       /* largest round trip of a flow counted this period: the next one's length */
-	uint8_t period;         /* its number, as flows mark it (never 0) */
-	/* Periods a young flow may be active in before it is old whatever it
-	 * has sent (weir_drr_youth_age); set at each period's start. */
-	uint8_t young_periods;
-	uint8_t _pad8[6];
-	/* Max-min shares (lib/worker/worker_active.c): of the active flows, the
-	 * heavy ones (used at least half their share in their last period,
-	 * or not measured yet), and the bytes the light ones used in theirs;
-	 * carried from the last period, and this period's own counts. */
-	uint32_t heavy;
-	uint32_t heavy_cur;
-	uint64_t light_bytes;
-	uint64_t light_bytes_cur;
-	uint64_t period_len;    /* ticks of the current period */
-	uint64_t light_limit;   /* bytes in a period below which a flow is light */
-	/* The class's per-flow share on this worker: water-filled, what the
-	 * light flows use is theirs and the heavy flows divide the rest
-	 * (never less than rate / active flows), fixed point, recomputed at
-	 * each period's start and when the counts or the rate change. */
-	uint64_t share_bytes_per_tick;  /* << 32 */
-	uint64_t share_ticks_per_byte;  /* << 16 */
-	uint64_t rate_ticks_per_byte;   /* the class's own rate, << 16 (postack-paced's class clock) */
-	/* The same for the class's ceil: what a flow may get when the class
-	 * borrows (PostACK's window clamp must not stop that). */
-	uint64_t ceil_share_bytes_per_tick;     /* << 32 */
-	/* TCR's headroom per flow over its BDP (lib/modes/tcr.c): in sixteenths of
-	 * a segment, two segments, less where the flows' two each would fill
-	 * more than half the class's queue limit; and in bytes, what the share
-	 * sends in WEIR_TCR_MARGIN_MS. The smaller applies. */
-	uint32_t tcr_margin16;
-	uint32_t tcr_margin_bytes;
-	/* postack-paced: TSC the class's next paced ACK may go. The flows'
-	 * own ticks alone fire together (they start together, with one
-	 * gap), and their data would then arrive as a burst of n packets. */
-	uint64_t pace_next;
-};
+/* struct weir_class_counters: lib/modes/mode_svc.h (the modes read it). */
 
 /* The worker itself is lib/'s own (worker_int.h): app/ holds a pointer
  * and goes through the functions here and in worker_view.h. */

@@ -19,21 +19,22 @@
 #include "worker_int.h"
 
 unsigned int
-weir_mode_release(struct weir_worker *w, int d, uint32_t slot, uint32_t max,
+weir_mode_release(struct weir_mode_svc *s, int d, uint32_t slot, uint32_t max,
 		  enum weir_postack_why why)
 {
+	struct weir_worker *w = weir_wk_of(s);
 	struct rte_mbuf *acks[WEIR_BURST_MAX];
 	unsigned int n, total = 0;
 
 	/* Held ACKs of data direction d travel the other way: out of port d. */
 	while (total < max &&
-	       (n = weir_postack_release(w->pa, d, slot, acks, RTE_MIN(max - total, (uint32_t)WEIR_BURST_MAX),
+	       (n = weir_postack_release(w->svc.pa, d, slot, acks, RTE_MIN(max - total, (uint32_t)WEIR_BURST_MAX),
 					 why)) > 0) {
 		for (unsigned int i = 0; i < n; i++) {
 			/* They travel d ^ 1: a TSval they carry leaves now. */
 			if (w->tcpm != NULL)
 				weir_wk_tcpm_departed(w, acks[i], slot, d ^ 1, w->tcpm_now);
-			weir_worker_out(w, d, acks[i]);
+			weir_worker_out(&w->svc, d, acks[i]);
 		}
 		total += n;
 	}
@@ -45,24 +46,24 @@ weir_mode_release(struct weir_worker *w, int d, uint32_t slot, uint32_t max,
 void
 weir_wk_mode_end(struct weir_worker *w, struct weir_flow *f)
 {
-	uint32_t slot = weir_flow_slot(w->flows, f);
+	uint32_t slot = weir_flow_slot(w->svc.flows, f);
 
 	if (unlikely(f->shape & WEIR_FSH_PEP))
-		weir_mode_keeper->kept_end(w, f, slot); /* whatever the class is now */
+		weir_mode_keeper->kept_end(&w->svc, f, slot); /* whatever the class is now */
 
-	if (w->pa != NULL)
+	if (w->svc.pa != NULL)
 		for (int d = 0; d < WEIR_PORT__COUNT; d++)
-			if (weir_postack_len(w->pa, d, slot) > 0)
-				weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
+			if (weir_postack_len(w->svc.pa, d, slot) > 0)
+				weir_mode_release(&w->svc, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		uint32_t leaf = weir_wk_flow_leaf(w, f, d);
 		const struct weir_mode_ops *ops;
 
 		if (leaf == WEIR_CBQ_NONE)
 			continue;
-		ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
-		if (ops->end != NULL && (d == 0 || ops != weir_mode(w->policy->targets[f->class_id].mode[0])))
-			ops->end(w, f, slot);
+		ops = weir_mode(w->svc.policy->targets[f->class_id].mode[d]);
+		if (ops->end != NULL && (d == 0 || ops != weir_mode(w->svc.policy->targets[f->class_id].mode[0])))
+			ops->end(&w->svc, f, slot);
 	}
 }
 
@@ -86,7 +87,7 @@ lm_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
 
 	const uint32_t limit = weir_lastmile_limit(t, f->mss[a]);
 
-	if (a != host_a || w->pa == NULL || (p->tcp_flags & WEIR_TCP_RST))
+	if (a != host_a || w->svc.pa == NULL || (p->tcp_flags & WEIR_TCP_RST))
 		return false;
 	if (p->tcp_flags & WEIR_TCP_SYN) {
 		/* A SYN's window is never scaled (RFC 7323 2.2): cut it as it is,
@@ -95,10 +96,10 @@ lm_clamp(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m,
 		if (p->win <= limit)
 			return false;
 		weir_ack_set_win(m, p, (uint16_t)RTE_MIN(limit, (uint32_t)UINT16_MAX));
-		w->ctr.port[a].lm_clamped++;
+		w->svc.ctr.port[a].lm_clamped++;
 		return true;
 	}
-	if (!(p->tcp_flags & WEIR_TCP_ACK) || !weir_postack_cut_unnoted(w->pa, f, m, p, a, slot, limit))
+	if (!(p->tcp_flags & WEIR_TCP_ACK) || !weir_postack_cut_unnoted(w->svc.pa, f, m, p, a, slot, limit))
 		return false;
 	/* Not final: the mode's own cut may go lower (never higher: it starts
 	 * from the window on the frame). Every later reader of the ACK (the
@@ -126,14 +127,15 @@ lm_settle(struct weir_worker *w, const struct weir_flow *f, struct rte_mbuf *m, 
 	p->lm_cut = 0;
 	if (weir_ack_win(m, p) != p->win)
 		return;
-	w->ctr.port[a].lm_clamped++;
-	weir_postack_note_edge(w->pa, f, p, a, slot);
+	w->svc.ctr.port[a].lm_clamped++;
+	weir_postack_note_edge(w->svc.pa, f, p, a, slot);
 }
 
 enum weir_verdict
-weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot,
+weir_mode_hold(struct weir_mode_svc *s, struct weir_flow *f, int d, uint32_t slot,
 	       struct rte_mbuf *m, uint64_t now)
 {
+	struct weir_worker *w = weir_wk_of(s);
 	struct rte_mbuf *evicted;
 	unsigned int n_ev;
 	int held;
@@ -141,44 +143,45 @@ weir_mode_hold(struct weir_worker *w, struct weir_flow *f, int d, uint32_t slot,
 	/* Settled before the store takes m (it may keep a copy, not m). */
 	lm_settle(w, f, m, d ^ 1, slot);
 	f->shape |= (uint8_t)WEIR_FSH_HELD(d);
-	held = weir_postack_hold(w->pa, d, slot, m, now, &evicted, &n_ev);
+	held = weir_postack_hold(w->svc.pa, d, slot, m, now, &evicted, &n_ev);
 	if (n_ev > 0)
-		weir_worker_out(w, d, evicted);
+		weir_worker_out(&w->svc, d, evicted);
 	if (held)
 		return WEIR_V_TAKEN;
 	/* No record free: what is held goes, then m after it. */
-	weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
+	weir_mode_release(&w->svc, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
 	return WEIR_V_PASS;
 }
 
 uint32_t
-weir_mode_data_qlen(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot)
+weir_mode_data_qlen(const struct weir_mode_svc *s, const struct weir_flow *f, int d, uint32_t slot)
 {
+	const struct weir_worker *w = weir_wk_of_c(s);
 	uint32_t leaf;
 
-	if (w->shaper[d] == NULL)
+	if (w->svc.shaper[d] == NULL)
 		return 0;
 	leaf = weir_wk_flow_leaf(w, f, d);
 	/* A fifo leaf's frames share one queue: any of them may be the flow's. */
 	if (leaf != WEIR_CBQ_NONE &&
-	    (weir_mode(w->policy->targets[f->class_id].mode[d])->flags & WEIR_MODEF_SHARED_QUEUE))
-		return weir_cbq_leaf_qlen(w->shaper[d], leaf);
-	return weir_drr_qlen(weir_cbq_qtab(w->shaper[d]), slot);
+	    (weir_mode(w->svc.policy->targets[f->class_id].mode[d])->flags & WEIR_MODEF_SHARED_QUEUE))
+		return weir_cbq_leaf_qlen(w->svc.shaper[d], leaf);
+	return weir_drr_qlen(weir_cbq_qtab(w->svc.shaper[d]), slot);
 }
 
 /* Young, and ahead of someone: some flow active in the class has sent its
- * budget. When every active flow is young (many flows starting together, a
- * small class: Fig. 8's 32 flows in 500 KB/s send ~200 KB each in 14 s)
- * the new-flows list puts nobody ahead, and exempting them all from the
- * ACK modes left TCR and postack-paced without control: 51-55 % of
- * segments retransmitted at limit 27 (2-5 % before the young budget). */
+ * budget. When every active flow is young (many flows starting together in
+ * a small class) the new-flows list puts nobody ahead, and exempting them
+ * all from the ACK modes would leave TCR and postack-paced without control
+ * (docs/results/young-active). */
 bool
-weir_mode_young(const struct weir_worker *w, const struct weir_flow *f, int d, uint32_t leaf)
+weir_mode_young(const struct weir_mode_svc *s, const struct weir_flow *f, int d, uint32_t leaf)
 {
-	const struct weir_class_counters *c = &w->cls_ctr[d][leaf];
+	const struct weir_worker *w = weir_wk_of_c(s);
+	const struct weir_class_counters *c = &w->svc.cls_ctr[d][leaf];
 
-	return w->shaper[d] != NULL &&
-	       weir_cbq_young(w->shaper[d], leaf, weir_flow_slot(w->flows, f), f->bytes[d]) &&
+	return w->svc.shaper[d] != NULL &&
+	       weir_cbq_young(w->svc.shaper[d], leaf, weir_flow_slot(w->svc.flows, f), f->bytes[d]) &&
 	       c->active > c->young;
 }
 
@@ -190,16 +193,16 @@ handshake(struct weir_worker *w, const struct weir_flow *f, const struct weir_pk
 {
 	uint64_t rtt;
 
-	weir_postack_track(w->pa, f, p, a, slot, now);
-	rtt = (uint64_t)weir_postack_measured_rtt(w->pa, 0, slot) *
-	      weir_postack_measured_rtt(w->pa, 1, slot);
+	weir_postack_track(w->svc.pa, f, p, a, slot, now);
+	rtt = (uint64_t)weir_postack_measured_rtt(w->svc.pa, 0, slot) *
+	      weir_postack_measured_rtt(w->svc.pa, 1, slot);
 	if (rtt == 0)
 		return;         /* a side still unknown */
-	rtt = (uint64_t)weir_postack_measured_rtt(w->pa, 0, slot) +
-	      weir_postack_measured_rtt(w->pa, 1, slot);
+	rtt = (uint64_t)weir_postack_measured_rtt(w->svc.pa, 0, slot) +
+	      weir_postack_measured_rtt(w->svc.pa, 1, slot);
 	for (int d = 0; d < WEIR_PORT__COUNT; d++)
-		if (w->shaper[d] != NULL)
-			weir_cbq_flow_rtt(w->shaper[d], slot, rtt);
+		if (w->svc.shaper[d] != NULL)
+			weir_cbq_flow_rtt(w->svc.shaper[d], slot, rtt);
 }
 
 /*
@@ -216,7 +219,7 @@ weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf 
 {
 	const struct weir_pkt *p = &weir_mbuf_meta(m)->pkt;
 	const int d = a ^ 1;
-	const uint32_t slot = weir_flow_slot(w->flows, f);
+	const uint32_t slot = weir_flow_slot(w->svc.flows, f);
 	const struct weir_mode_ops *ops;
 	enum weir_verdict v = WEIR_V_PASS;
 	bool lm = false;
@@ -235,37 +238,37 @@ weir_wk_ack_control(struct weir_worker *w, struct weir_flow *f, struct rte_mbuf 
 	 * flow it keeps copies for has all its TCP packets looked at, and R's
 	 * ACKs for data the gateway already acknowledged are taken. */
 	if (unlikely(f->shape & WEIR_FSH_PEP) &&
-	    weir_mode_keeper->kept_packet(w, f, m, p, a, slot, now))
+	    weir_mode_keeper->kept_packet(&w->svc, f, m, p, a, slot, now))
 		return true;
 	/* The flow entry says whether ACKs may be held: the store is not
 	 * touched for flows that never held any. */
 	held = 0;
 	if (f->shape & WEIR_FSH_HELD(d)) {
-		held = weir_postack_len(w->pa, d, slot);
+		held = weir_postack_len(w->svc.pa, d, slot);
 		if (held == 0)
 			f->shape &= (uint8_t)~WEIR_FSH_HELD(d);
 	}
 	/* A last mile: its host's windows clamped to its pipe + buffer. Its
 	 * cut of an ACK is settled once the mode had its say (lm_settle). */
-	if (unlikely(w->policy->targets[f->class_id].lm_flags != 0))
-		lm = lm_clamp(w, f, m, p, a, slot, &w->policy->targets[f->class_id]);
+	if (unlikely(w->svc.policy->targets[f->class_id].lm_flags != 0))
+		lm = lm_clamp(w, f, m, p, a, slot, &w->svc.policy->targets[f->class_id]);
 	if ((p->tcp_flags & (WEIR_TCP_SYN | WEIR_TCP_FIN | WEIR_TCP_RST | WEIR_TCP_URG |
 			     WEIR_TCP_ACK)) != WEIR_TCP_ACK || p->payload_len > 0) {
 		if (held > 0)
-			weir_mode_release(w, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
+			weir_mode_release(&w->svc, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
 		if ((p->tcp_flags & (WEIR_TCP_FIN | WEIR_TCP_RST)) && (f->shape & WEIR_FSH_HELD(a)))
-			weir_mode_release(w, a, slot, UINT32_MAX, WEIR_PA_FLUSH);
+			weir_mode_release(&w->svc, a, slot, UINT32_MAX, WEIR_PA_FLUSH);
 		if ((p->tcp_flags & (WEIR_TCP_ACK | WEIR_TCP_RST)) == WEIR_TCP_ACK) {
-			ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
+			ops = weir_mode(w->svc.policy->targets[f->class_id].mode[d]);
 			if (ops->uncut != NULL)
-				ops->uncut(w, f, p, a, slot);
+				ops->uncut(&w->svc, f, p, a, slot);
 		}
 	} else {
-		leaf = w->policy->targets[f->class_id].leaf[d];
-		ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
+		leaf = w->svc.policy->targets[f->class_id].leaf[d];
+		ops = weir_mode(w->svc.policy->targets[f->class_id].mode[d]);
 		/* Unshaped, or out of per-flow fairness: no ACK mode. */
-		if (leaf != WEIR_CBQ_NONE && !weir_lastmile_exempt(w->policy, f) && ops->ack != NULL)
-			v = ops->ack(w, f, m, p, a, slot, leaf, held, now);
+		if (leaf != WEIR_CBQ_NONE && !weir_lastmile_exempt(w->svc.policy, f) && ops->ack != NULL)
+			v = ops->ack(&w->svc, f, m, p, a, slot, leaf, held, now);
 	}
 	/* Taken: m is the mode's (weir_mode_hold settled it); dropped: it is
 	 * never shown. */
@@ -282,17 +285,17 @@ weir_wk_ring_decide(void *arg, int d, uint32_t slot, uint64_t now, uint32_t held
 	    enum weir_postack_why *why)
 {
 	struct weir_worker *w = arg;
-	const struct weir_flow *f = weir_flow_by_slot(w->flows, slot);
+	const struct weir_flow *f = weir_flow_by_slot(w->svc.flows, slot);
 	uint32_t leaf = weir_wk_flow_leaf(w, f, d);
 	const struct weir_mode_ops *ops;
 
 	if (leaf != WEIR_CBQ_NONE) {
-		ops = weir_mode(w->policy->targets[f->class_id].mode[d]);
+		ops = weir_mode(w->svc.policy->targets[f->class_id].mode[d]);
 		if (ops->tick != NULL)
-			return ops->tick(w, f, d, slot, leaf, now, held, why);
+			return ops->tick(&w->svc, f, d, slot, leaf, now, held, why);
 	}
-	if (weir_mode_data_qlen(w, f, d, slot) != 0)
+	if (weir_mode_data_qlen(&w->svc, f, d, slot) != 0)
 		return 0;
 	*why = WEIR_PA_IDLE;
-	return weir_postack_idle(w->pa, d, slot, now, f->last_tsc) ? held : 0;
+	return weir_postack_idle(w->svc.pa, d, slot, now, f->last_tsc) ? held : 0;
 }

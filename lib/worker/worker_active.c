@@ -15,8 +15,8 @@
 /*
  * Max-min per-flow shares (water-filling). A light connection (an ssh
  * session, a keep-alive, a 10 Hz ping-pong) counted as a whole active
- * flow, and a window-sizing mode (tcr, ipabr) then cut a bulk flow beside
- * it to half its class: 4.8 of 10 Mbit/s on the wire under ipabr. So each
+ * flow would let a window-sizing mode (tcr, ipabr) cut a bulk flow beside
+ * it to half its class (docs/results/young-active). So each
  * counted flow is light (it used less than half the share in its last
  * period: not limited by it) or heavy (it used more, or was not measured
  * yet); the light ones keep what they use and the heavy ones divide the
@@ -49,27 +49,27 @@ water_level(const struct weir_class_counters *c, uint64_t rate, uint64_t light)
 void
 weir_wk_share_update(struct weir_worker *w, int d, uint32_t leaf)
 {
-	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
-	const uint64_t rate = weir_cbq_rate(w->shaper[d], leaf);
+	struct weir_class_counters *c = &w->svc.cls_ctr[d][leaf];
+	const uint64_t rate = weir_cbq_rate(w->svc.shaper[d], leaf);
 	const uint64_t light = weir_class_light_bps(w, c);
 	uint64_t share = water_level(c, rate, light);
 	uint32_t limit;
 
 	if (share == 0)
 		share = 1;
-	c->share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->tsc_hz));
-	c->share_ticks_per_byte = (uint64_t)(((unsigned __int128)8 * w->tsc_hz << 16) / share);
-	c->rate_ticks_per_byte = (uint64_t)(((unsigned __int128)8 * w->tsc_hz << 16) / RTE_MAX(rate, 1u));
+	c->share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->svc.tsc_hz));
+	c->share_ticks_per_byte = (uint64_t)(((unsigned __int128)8 * w->svc.tsc_hz << 16) / share);
+	c->rate_ticks_per_byte = (uint64_t)(((unsigned __int128)8 * w->svc.tsc_hz << 16) / RTE_MAX(rate, 1u));
 	/* half of what the share sends in a period */
 	c->light_limit = (uint64_t)(((unsigned __int128)c->share_bytes_per_tick * c->period_len) >> 33);
-	share = RTE_MAX(water_level(c, weir_cbq_ceil(w->shaper[d], leaf), light), share);
-	c->ceil_share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->tsc_hz));
+	share = RTE_MAX(water_level(c, weir_cbq_ceil(w->svc.shaper[d], leaf), light), share);
+	c->ceil_share_bytes_per_tick = (uint64_t)(((unsigned __int128)share << 32) / (8 * w->svc.tsc_hz));
 	/* Half the class's queue over its flows, at most two segments each;
 	 * and what the share sends in WEIR_TCR_MARGIN_MS */
 	c->tcr_margin_bytes = (uint32_t)RTE_MIN(
-		((unsigned __int128)c->share_bytes_per_tick * (w->tsc_hz / 1000 * WEIR_TCR_MARGIN_MS)) >> 32,
+		((unsigned __int128)c->share_bytes_per_tick * (w->svc.tsc_hz / 1000 * WEIR_TCR_MARGIN_MS)) >> 32,
 		(unsigned __int128)UINT32_MAX);
-	limit = weir_cbq_leaf_limit(w->shaper[d], leaf);
+	limit = weir_cbq_leaf_limit(w->svc.shaper[d], leaf);
 	c->tcr_margin16 = limit == 0 ? WEIR_TCR_MARGIN16 :
 			  (uint32_t)RTE_MIN((uint64_t)WEIR_TCR_MARGIN16,
 					    8ull * limit / RTE_MAX(c->active, 1u));
@@ -88,10 +88,10 @@ weir_wk_share_update(struct weir_worker *w, int d, uint32_t leaf)
 /*
  * A period is at least two round trips (handshake, both sides) of the
  * flows counted in the last one, at most 4 s: a flow
- * whose window is cut to its share sends one burst per round trip, and
- * over a 200 ms period of a 900 ms path most such flows were missed; the
- * share of the few counted (a whole class's BDP) was then written into
- * their windows, which no later ACK may take back (RFC 7323 2.4). Two
+ * whose window is cut to its share sends one burst per round trip, so a
+ * period shorter than the round trip misses most such flows, and the
+ * share of the few counted (up to a whole class's BDP) would be written
+ * into their windows, which no later ACK may take back (RFC 7323 2.4). Two
  * round trips: the queue the window's target allows adds to the base.
  * ipabr's periods follow its own measured round trips (lib/modes/ipabr.c).
  */
@@ -115,9 +115,9 @@ carried_less_one(uint32_t carried, uint32_t cur)
  * than this is old, whatever it has sent. At least WEIR_YOUNG_PERIODS (so
  * at least 0.8 s and 8 round trips of the class's slowest flow: a 256 KiB
  * slow start takes ~6), and twice what the budget takes at the class's
- * rate. By bytes alone, 64 bulk flows that started together were young
- * for 7 s (256 KiB at 0.3 Mbit/s each): a 100 KB reply beside them was one
- * young flow in 65 and took 0.7-1.5 s against 70 ms idle. Periods in which
+ * rate. By bytes alone, many bulk flows that start together in a small
+ * class stay young for seconds, and a short reply beside them is one young
+ * flow among all of them (docs/results/young-active). Periods in which
  * a flow is idle do not count, so a keep-alive connection stays young
  * until it has sent its budget.
  */
@@ -126,14 +126,14 @@ carried_less_one(uint32_t carried, uint32_t cur)
 static uint8_t
 young_periods(struct weir_worker *w, int d, uint32_t leaf, uint64_t p)
 {
-	const uint64_t rate = weir_cbq_rate(w->shaper[d], leaf);
-	const uint64_t young = weir_cbq_young_budget(w->shaper[d], leaf);
+	const uint64_t rate = weir_cbq_rate(w->svc.shaper[d], leaf);
+	const uint64_t young = weir_cbq_young_budget(w->svc.shaper[d], leaf);
 	unsigned __int128 n;
 
 	if (rate == 0 || p == 0)
 		return WEIR_DRR_Y_AGE_MAX;
 	/* ceil(2 x young x 8 bits / rate, in periods of p ticks) */
-	n = ((unsigned __int128)16 * young * w->tsc_hz + (unsigned __int128)rate * p - 1) /
+	n = ((unsigned __int128)16 * young * w->svc.tsc_hz + (unsigned __int128)rate * p - 1) /
 	    ((unsigned __int128)rate * p);
 	return (uint8_t)RTE_MIN(RTE_MAX(n, (unsigned __int128)WEIR_YOUNG_PERIODS),
 				(unsigned __int128)WEIR_DRR_Y_AGE_MAX);
@@ -143,8 +143,8 @@ void
 weir_wk_period_roll(struct weir_worker *w, struct weir_class_counters *c, int d, uint32_t leaf,
 	    uint64_t now)
 {
-	const uint64_t p = RTE_MIN(RTE_MAX(w->tsc_hz / 1000 * WEIR_ACTIVE_PERIOD_MS, 2 * c->rtt_max),
-				   4 * w->tsc_hz);
+	const uint64_t p = RTE_MIN(RTE_MAX(w->svc.tsc_hz / 1000 * WEIR_ACTIVE_PERIOD_MS, 2 * c->rtt_max),
+				   4 * w->svc.tsc_hz);
 	const bool quiet = now >= c->period_end + p;    /* quiet a whole period */
 
 	c->active = quiet ? 0 : c->active_cur;
@@ -170,7 +170,7 @@ weir_wk_period_roll(struct weir_worker *w, struct weir_class_counters *c, int d,
 static inline void
 use_note(struct weir_worker *w, const struct weir_flow *f, int d, uint32_t slot, bool seen_prev)
 {
-	struct weir_postack_q *q = &w->pa->q[d][slot];
+	struct weir_postack_q *q = &w->svc.pa->q[d][slot];
 	const uint32_t b = (uint32_t)f->bytes[d];
 
 	q->use = b - q->use_snap;
@@ -188,9 +188,9 @@ use_count(struct weir_worker *w, struct weir_class_counters *c, int d, uint32_t 
 {
 	struct weir_postack_q *q;
 
-	if (w->pa == NULL)
+	if (w->svc.pa == NULL)
 		return true;
-	q = &w->pa->q[d][slot];
+	q = &w->svc.pa->q[d][slot];
 	if ((q->flags & WEIR_PAQ_USE_VALID) && q->use < c->light_limit) {
 		q->flags &= (uint8_t)~WEIR_PAQ_HEAVY;
 		c->light_bytes_cur += q->use;
@@ -205,7 +205,7 @@ use_count(struct weir_worker *w, struct weir_class_counters *c, int d, uint32_t 
 static inline bool
 use_heavy(const struct weir_worker *w, int d, uint32_t slot)
 {
-	return w->pa == NULL || (w->pa->q[d][slot].flags & WEIR_PAQ_HEAVY);
+	return w->svc.pa == NULL || (w->svc.pa->q[d][slot].flags & WEIR_PAQ_HEAVY);
 }
 
 /* A count that grew past the carried one: re-divide at each new flow up
@@ -224,13 +224,11 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
 {
 	/* A flow's first data frame in a period only marks it; the second
 	 * counts it. One frame (a DNS query, an ICMPv6 router solicitation, a
-	 * keep-alive) took a whole share for a period: a lone bulk flow's TCR
-	 * window halved at 150 ms when a host's router solicitation crossed
-	 * its class. The two frames may be a period apart: a flow
-	 * of a few packets a period (32 flows in Fig. 8's 500 KB/s class send
-	 * ~2 in 200 ms) was missed whenever one fell out, the share was then
-	 * divided among too few and postack-paced's clocks ran fast (the class
-	 * at its limit, 13 % retransmitted; 5 % before). A flow seen in the
+	 * keep-alive) would take a whole share for a period, halving a lone
+	 * bulk flow's window. The two frames may be a period apart: a flow
+	 * of a few packets a period (many flows in a small class) would be
+	 * missed whenever one fell out, the share divided among too few and
+	 * the pacing clocks run fast (docs/results/young-active). A flow seen in the
 	 * last period (once or counted) counts on its first frame in this one.
 	 * So does a TCP connection whose handshake weir timed: it is a
 	 * connection, not a stray frame, and a flow paced to a small share
@@ -238,25 +236,25 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
 	 * of segments resent, 0.02 with the rule off at 42d23b2). */
 	const uint8_t prev = period_prev(c);
 	const uint8_t m = f->active_mark[d];
-	const uint32_t slot = weir_flow_slot(w->flows, f);
+	const uint32_t slot = weir_flow_slot(w->svc.flows, f);
 	const bool seen_prev = m == prev || m == (prev | WEIR_ACTIVE_ONCE);
-	const bool conn = w->pa != NULL && (w->pa->q[0][slot].rtt | w->pa->q[1][slot].rtt) != 0;
+	const bool conn = w->svc.pa != NULL && (w->svc.pa->q[0][slot].rtt | w->svc.pa->q[1][slot].rtt) != 0;
 	bool grew = false;
 
-	if (w->pa != NULL && m != (c->period | WEIR_ACTIVE_ONCE))
+	if (w->svc.pa != NULL && m != (c->period | WEIR_ACTIVE_ONCE))
 		use_note(w, f, d, slot, seen_prev);
 	if (m != (c->period | WEIR_ACTIVE_ONCE) && !seen_prev && !conn) {
 		f->active_mark[d] = (uint8_t)(c->period | WEIR_ACTIVE_ONCE);
 		return;
 	}
 	f->active_mark[d] = c->period;
-	if (w->pa != NULL) {
-		const uint64_t rtt = (uint64_t)w->pa->q[0][slot].rtt + w->pa->q[1][slot].rtt;
+	if (w->svc.pa != NULL) {
+		const uint64_t rtt = (uint64_t)w->svc.pa->q[0][slot].rtt + w->svc.pa->q[1][slot].rtt;
 
 		c->rtt_max = RTE_MAX(c->rtt_max, rtt);
 	}
-	if (weir_cbq_young(w->shaper[d], leaf, slot, f->bytes[d]) &&
-	    !weir_cbq_youth_age(w->shaper[d], leaf, slot,
+	if (weir_cbq_young(w->svc.shaper[d], leaf, slot, f->bytes[d]) &&
+	    !weir_cbq_youth_age(w->svc.shaper[d], leaf, slot,
 				RTE_MAX(c->young_periods, WEIR_YOUNG_PERIODS)) &&
 	    ++c->young_cur > c->young)
 		c->young = c->young_cur;
@@ -280,17 +278,16 @@ weir_wk_active_mark(struct weir_worker *w, struct weir_class_counters *c, struct
 /* Flow f leaves leaf `leaf` of direction d (it ended, expired, or moved):
  * it no longer takes a share there. It was counted in this period's flows
  * (mark == period) or in the last one's, which the current count carries;
- * the carried count loses one, never below this period's own. Without
- * this, a closed connection kept its share for up to two periods: under
- * TCR a 1 MB download fetched right after a 100 KB one from the same host
- * took half the class for its first 200 ms (658 against pfq's 590 ms at
- * 40 ms). */
+ * the carried count loses one, never below this period's own. Else a
+ * closed connection keeps its share for up to two periods, and a download
+ * fetched right after another from the same host gets half the class for
+ * its first period (docs/results/young-active). */
 void
 weir_wk_active_forget(struct weir_worker *w, struct weir_flow *f, int d, uint32_t leaf)
 {
-	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
+	struct weir_class_counters *c = &w->svc.cls_ctr[d][leaf];
 	const uint8_t m = f->active_mark[d];
-	const uint32_t slot = weir_flow_slot(w->flows, f);
+	const uint32_t slot = weir_flow_slot(w->svc.flows, f);
 	uint32_t active, heavy = c->heavy;
 
 	f->active_mark[d] = 0;          /* no period is 0: counted afresh wherever it goes */
@@ -298,7 +295,7 @@ weir_wk_active_forget(struct weir_worker *w, struct weir_flow *f, int d, uint32_
 		return;                 /* not counted, or only seen once */
 	if (m == c->period && c->active_cur > 0)
 		c->active_cur--;
-	if (weir_cbq_young(w->shaper[d], leaf, slot, f->bytes[d])) {
+	if (weir_cbq_young(w->svc.shaper[d], leaf, slot, f->bytes[d])) {
 		if (m == c->period && c->young_cur > 0)
 			c->young_cur--;
 		c->young = carried_less_one(c->young, c->young_cur);

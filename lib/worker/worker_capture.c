@@ -17,10 +17,10 @@
 static uint32_t
 frame_class(const struct weir_worker *w, const struct weir_flow *f, int d, bool decided)
 {
-	if (w->policy == NULL || w->shaper[d] == NULL)
+	if (w->svc.policy == NULL || w->svc.shaper[d] == NULL)
 		return WEIR_CBQ_NONE;
 	if (f == NULL)
-		return w->policy->targets[0].leaf[d];
+		return w->svc.policy->targets[0].leaf[d];
 	if (f->policy_epoch != w->epoch16)
 		return decided ? WEIR_CBQ_NONE : WEIR_CAP_CLS_ANY;
 	return weir_wk_flow_leaf(w, f, d);

@@ -48,10 +48,10 @@ weir_worker_class_cmds(struct weir_worker *w)
 	struct weir_class_cmd_stats *st = &w->class_cmd_st;
 
 	for (unsigned int i = 0; i < n; i++) {
-		struct weir_cbq *t = c[i].dir < WEIR_PORT__COUNT ? w->shaper[c[i].dir] : NULL;
+		struct weir_cbq *t = c[i].dir < WEIR_PORT__COUNT ? w->svc.shaper[c[i].dir] : NULL;
 		int rc;
 
-		if (t == NULL || c[i].epoch != w->policy->epoch) {
+		if (t == NULL || c[i].epoch != w->svc.policy->epoch) {
 			st->stale++;
 			continue;
 		}

@@ -37,7 +37,7 @@ weir_wk_tbucket_take(struct weir_tbucket *b, uint32_t per_s, uint64_t hz, uint64
 static inline bool
 event_budget(struct weir_worker *w, uint64_t now)
 {
-	return weir_wk_tbucket_take(&w->ev_bucket, w->conf.events_per_s, w->tsc_hz, now);
+	return weir_wk_tbucket_take(&w->ev_bucket, w->conf.events_per_s, w->svc.tsc_hz, now);
 }
 
 static void
@@ -68,8 +68,8 @@ weir_wk_event_new(struct weir_worker *w, struct weir_flow *f, const struct weir_
 		.type = WEIR_FEV_NEW, .init_dir = t->init_dir, .proto = t->proto,
 		.family = t->family, .dscp = t->dscp, .vlan = t->vlan,
 		.lan_port = t->port[0], .wan_port = t->port[1],
-		.slot = weir_flow_slot(w->flows, f), .target = f->class_id,
-		.epoch = w->policy->epoch, .first_tsc = f->first_tsc, .last_tsc = f->last_tsc,
+		.slot = weir_flow_slot(w->svc.flows, f), .target = f->class_id,
+		.epoch = w->svc.policy->epoch, .first_tsc = f->first_tsc, .last_tsc = f->last_tsc,
 	};
 	struct weir_flow_key key;
 
@@ -94,8 +94,8 @@ weir_wk_event_end(struct weir_worker *w, struct weir_flow *f, const struct weir_
 		.type = WEIR_FEV_END, .init_dir = (f->shape & WEIR_FSH_INIT_IN) ? WEIR_DIR_IN : WEIR_DIR_OUT,
 		.proto = key->proto, .family = key->family, .vlan = key->vlan & WEIR_FK_VLAN_ID,
 		.lan_port = hi ? key->port_hi : key->port_lo, .wan_port = hi ? key->port_lo : key->port_hi,
-		.slot = weir_flow_slot(w->flows, f), .target = f->class_id, .state = f->state,
-		.epoch = f->class_gen == w->gen8 ? w->policy->epoch : 0,
+		.slot = weir_flow_slot(w->svc.flows, f), .target = f->class_id, .state = f->state,
+		.epoch = f->class_gen == w->svc.gen8 ? w->svc.policy->epoch : 0,
 		.first_tsc = f->first_tsc, .last_tsc = f->last_tsc,
 		.bytes = { f->bytes[0], f->bytes[1] }, .pkts = { f->pkts[0], f->pkts[1] },
 	};

@@ -2,12 +2,14 @@
  * weir: what lib/worker/worker.c shares with the files beside it (worker_policy.c:
  * policy switches and hook commands; worker_active.c: rate shares;
  * worker_ack.c: the ACK modes' calls; worker_classify.c: classification and
- * admission), and lib/'s files that keep per-worker state (modes, pep,
- * the ACK store, views): the worker's own, not an interface. Tests may
- * include it.
+ * admission; worker_view.c: the copies): the worker's own, not an
+ * interface. Modes see only struct weir_mode_svc (lib/modes/mode_svc.h),
+ * embedded here as `svc`. Tests may include it.
  */
 #ifndef WEIR_WORKER_INT_H
 #define WEIR_WORKER_INT_H
+
+#include <stddef.h>
 
 #include "capture.h"
 #include "mode.h"
@@ -17,39 +19,28 @@
 
 struct weir_worker {
 	struct weir_worker_conf conf;
-	struct weir_flow_table *flows;
-	/* Per direction (indexed by the rx port's role): NULL = bridged
-	 * unshaped. Needs flows: the flow's slot is its queue id. */
-	struct weir_cbq *shaper[WEIR_PORT__COUNT];
+	/* What the modes see (lib/modes/mode_svc.h: flows, trees, policy,
+	 * class counters, the ACK store, the clock, counters): hooks get &svc. */
+	struct weir_mode_svc svc;
 	uint32_t unmanaged_qid;                /* = flow table capacity */
-	const struct weir_policy *policy;
 	uint16_t epoch16;                      /* the policy's epoch as flows store it */
-	struct weir_class_counters *cls_ctr[WEIR_PORT__COUNT];   /* [class], NULL if unshaped */
-	struct weir_postack *pa;               /* = conf.postack */
-	struct weir_tcr *tcr;                  /* with pa: the pacing state (lib/modes/tcr_state.h) */
 	struct weir_sa_table *sa;              /* IPsec SAs' sequence tracking (lib/flow/sa_seq.h) */
 	struct weir_tcpm_table *tcpm;          /* TCP measurement (lib/worker/tcpmeas.h); NULL: off */
 	struct weir_tcpm_stats tcpm_st;
 	uint64_t tcpm_now;                     /* the TSC of the burst or dequeue under way */
-	void *mode_state[WEIR_MODE__COUNT];    /* a mode's own per-worker state (lib/modes/mode.h) */
 	/* The modes with a poll hook, called each loop turn (only those: the
 	 * loop pays nothing for the others). */
 	const struct weir_mode_ops *polled[WEIR_MODE__COUNT];
 	uint8_t n_polled;
 	bool prefetch_state;                    /* flow table too large for the caches */
-	uint64_t mode_wake;                    /* TSC a mode's timer wants the loop awake by */
 	uint64_t next_tsc[WEIR_PORT__COUNT];   /* a blocked shaper's next chance */
-	uint64_t tsc_per_us;
-	struct weir_worker_counters ctr;
 	volatile bool stop;                    /* set by the management lcore */
 	uint64_t stop_at;                      /* the stop drain's deadline (0: not begun) */
 	unsigned int lcore_id;
-	uint64_t tsc_hz;
 	uint32_t share_seq;                    /* the share box's seq last applied */
 	/* Policy switches: posted by the management lcore, taken between bursts. */
 	struct weir_policy_switch *pending;
 	uint32_t policy_acked;                 /* epoch of the policy in force */
-	uint8_t gen8;                          /* policy generation flows' class_gen refer to */
 	uint64_t policy_switches;
 	uint64_t requeued;                     /* packets moved into new trees by switches */
 	/* Flow events and hook commands. */
@@ -78,6 +69,20 @@ struct weir_worker {
 	struct weir_out out[WEIR_PORT__COUNT];
 } __rte_cache_aligned;
 
+/* The worker behind the view its modes got (the services of
+ * lib/modes/mode_svc.h are the worker's functions). */
+static inline struct weir_worker *
+weir_wk_of(struct weir_mode_svc *s)
+{
+	return (struct weir_worker *)(void *)((char *)s - offsetof(struct weir_worker, svc));
+}
+static inline const struct weir_worker *
+weir_wk_of_c(const struct weir_mode_svc *s)
+{
+	return (const struct weir_worker *)(const void *)((const char *)s -
+							  offsetof(struct weir_worker, svc));
+}
+
 /* Bits per second the light flows of a class used in their last period
  * (bytes per period): the worker's max-min shares, and the rebalancer. */
 static inline uint64_t
@@ -85,7 +90,7 @@ weir_class_light_bps(const struct weir_worker *w, const struct weir_class_counte
 {
 	if (c->period_len == 0 || c->light_bytes == 0)
 		return 0;
-	return (uint64_t)(((unsigned __int128)c->light_bytes * 8 * w->tsc_hz) / c->period_len);
+	return (uint64_t)(((unsigned __int128)c->light_bytes * 8 * w->svc.tsc_hz) / c->period_len);
 }
 
 uint16_t weir_wk_epoch16(uint32_t epoch);
@@ -100,7 +105,7 @@ weir_wk_shaped_qid(const struct weir_worker *w, const struct weir_policy_target 
 {
 	if (unlikely(weir_mode(t->mode[d])->flags & WEIR_MODEF_SHARED_QUEUE))
 		return w->unmanaged_qid + 1 + t->leaf[d];
-	return f != NULL ? weir_flow_slot(w->flows, f) : w->unmanaged_qid;
+	return f != NULL ? weir_flow_slot(w->svc.flows, f) : w->unmanaged_qid;
 }
 /* The flow's leaf in direction d; WEIR_CBQ_NONE when it was classified
  * under an earlier policy (its packets were moved at the switch, and the
@@ -108,9 +113,9 @@ weir_wk_shaped_qid(const struct weir_worker *w, const struct weir_policy_target 
 static inline uint32_t
 weir_wk_flow_leaf(const struct weir_worker *w, const struct weir_flow *f, int d)
 {
-	if (unlikely(f->class_gen != w->gen8 || f->class_id >= w->policy->n_targets))
+	if (unlikely(f->class_gen != w->svc.gen8 || f->class_id >= w->svc.policy->n_targets))
 		return WEIR_CBQ_NONE;
-	return w->policy->targets[f->class_id].leaf[d];
+	return w->svc.policy->targets[f->class_id].leaf[d];
 }
 
 void weir_wk_flow_uncount(struct weir_worker *w, struct weir_flow *f);
@@ -135,7 +140,7 @@ static inline void
 weir_wk_note_active(struct weir_worker *w, struct weir_flow *f, int d, uint32_t leaf,
 		    uint64_t now)
 {
-	struct weir_class_counters *c = &w->cls_ctr[d][leaf];
+	struct weir_class_counters *c = &w->svc.cls_ctr[d][leaf];
 
 	if (unlikely(now >= c->period_end))
 		weir_wk_period_roll(w, c, d, leaf, now);

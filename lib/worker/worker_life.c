@@ -23,17 +23,17 @@ unmake(struct weir_worker *w, bool handed)
 	weir_wk_markers_drop(w);
 	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
 		if (weir_modes[m]->fini != NULL)
-			weir_modes[m]->fini(w);     /* each copes with its init not run */
+			weir_modes[m]->fini(&w->svc);     /* each copes with its init not run */
 	if (handed) {
-		weir_postack_free(w->pa);
-		weir_cbq_free(w->shaper[0]);
-		weir_cbq_free(w->shaper[1]);
+		weir_postack_free(w->svc.pa);
+		weir_cbq_free(w->svc.shaper[0]);
+		weir_cbq_free(w->svc.shaper[1]);
 	}
-	weir_tcr_free(w->tcr);
+	weir_tcr_free(w->svc.tcr);
 	weir_sa_table_free(w->sa);
 	weir_tcpm_table_free(w->tcpm);
-	rte_free(w->cls_ctr[0]);
-	rte_free(w->cls_ctr[1]);
+	rte_free(w->svc.cls_ctr[0]);
+	rte_free(w->svc.cls_ctr[1]);
 	rte_free(w);
 }
 
@@ -43,32 +43,32 @@ static int
 make_shaped(struct weir_worker *w, const struct weir_policy *pol,
 	    struct weir_cbq *const shaper[WEIR_PORT__COUNT], int socket_id)
 {
-	const uint32_t n_flows = weir_flow_table_capacity(w->flows);
+	const uint32_t n_flows = weir_flow_table_capacity(w->svc.flows);
 
-	w->policy = pol;
-	w->pa = w->conf.postack;
-	if (w->pa != NULL && (w->tcr = weir_tcr_create(n_flows, socket_id)) == NULL)
+	w->svc.policy = pol;
+	w->svc.pa = w->conf.postack;
+	if (w->svc.pa != NULL && (w->svc.tcr = weir_tcr_create(n_flows, socket_id)) == NULL)
 		return -ENOMEM;
 	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
-		if (weir_modes[m]->init != NULL && weir_modes[m]->init(w, n_flows, socket_id) != 0)
+		if (weir_modes[m]->init != NULL && weir_modes[m]->init(&w->svc, n_flows, socket_id) != 0)
 			return -ENOMEM;
 	if (weir_worker_policy_prepare(w, pol) != 0)
 		return -ENOMEM;
 	w->epoch16 = weir_wk_epoch16(pol->epoch);
 	w->policy_acked = pol->epoch;
-	w->gen8 = 1;
+	w->svc.gen8 = 1;
 	w->unmanaged_qid = n_flows;
 	/* Queue entries beyond what a core's own caches hold (1 MiB of them
 	 * a direction, 32K flows): worth asking for a burst ahead, else not. */
 	w->prefetch_state = (uint64_t)n_flows * sizeof(struct weir_drr_q) > (1u << 20);
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		w->shaper[d] = shaper[d];
+		w->svc.shaper[d] = shaper[d];
 		if (shaper[d] == NULL)
 			continue;
-		w->cls_ctr[d] = rte_zmalloc_socket("weir_class_ctr",
-			pol->tree[d].n_classes * sizeof(*w->cls_ctr[d]), RTE_CACHE_LINE_SIZE,
+		w->svc.cls_ctr[d] = rte_zmalloc_socket("weir_class_ctr",
+			pol->tree[d].n_classes * sizeof(*w->svc.cls_ctr[d]), RTE_CACHE_LINE_SIZE,
 			socket_id);
-		if (w->cls_ctr[d] == NULL)
+		if (w->svc.cls_ctr[d] == NULL)
 			return -ENOMEM;
 	}
 	return weir_wk_markers_build(w, socket_id) != 0 ? -ENOMEM : 0;
@@ -98,9 +98,15 @@ weir_worker_create(const struct weir_worker_conf *conf, struct weir_flow_table *
 	if (w == NULL)
 		return NULL;
 	w->conf = *conf;
-	w->flows = flows;
-	w->tsc_hz = conf->tsc_hz ? conf->tsc_hz : rte_get_tsc_hz();
-	w->tsc_per_us = RTE_MAX(w->tsc_hz / 1000000, (uint64_t)1);
+	w->svc.conf = (struct weir_mode_conf){
+		.pep_copies = conf->pep_copies,
+		.pep_wm_measured = conf->pep_wm_measured,
+		.ipabr_no_sws_credit = conf->ipabr_no_sws_credit,
+		.ipabr_headroom_us = conf->ipabr_headroom_us,
+	};
+	w->svc.flows = flows;
+	w->svc.tsc_hz = conf->tsc_hz ? conf->tsc_hz : rte_get_tsc_hz();
+	w->svc.tsc_per_us = RTE_MAX(w->svc.tsc_hz / 1000000, (uint64_t)1);
 	w->mal_bucket.tokens = (uint64_t)conf->malformed_pps << 20;    /* full at start */
 	w->l3c_bucket.tokens = (uint64_t)conf->l3_control_pps << 20;
 	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
@@ -129,7 +135,7 @@ static bool
 stop_owed(const struct weir_worker *w)
 {
 	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
-		if (weir_modes[m]->owed != NULL && weir_modes[m]->owed(w))
+		if (weir_modes[m]->owed != NULL && weir_modes[m]->owed(&w->svc))
 			return true;
 	return false;
 }
@@ -138,10 +144,10 @@ bool
 weir_worker_stopping(struct weir_worker *w, uint64_t now)
 {
 	if (w->stop_at == 0) {
-		w->stop_at = now + (uint64_t)w->conf.stop_drain_us * w->tsc_per_us;
+		w->stop_at = now + (uint64_t)w->conf.stop_drain_us * w->svc.tsc_per_us;
 		for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
 			if (weir_modes[m]->drain_begin != NULL)
-				weir_modes[m]->drain_begin(w);
+				weir_modes[m]->drain_begin(&w->svc);
 	}
 	if (!stop_owed(w))
 		return true;
@@ -149,7 +155,7 @@ weir_worker_stopping(struct weir_worker *w, uint64_t now)
 		return false;
 	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++)
 		if (weir_modes[m]->give_up_all != NULL)
-			weir_modes[m]->give_up_all(w);
+			weir_modes[m]->give_up_all(&w->svc);
 	weir_worker_tx(w);
 	return true;
 }

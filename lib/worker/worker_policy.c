@@ -20,7 +20,7 @@ int
 weir_worker_policy_prepare(struct weir_worker *w, const struct weir_policy *p)
 {
 	for (unsigned int m = 0; m < WEIR_MODE__COUNT; m++) {
-		int rc = weir_modes[m]->prepare != NULL ? weir_modes[m]->prepare(w, p) : 0;
+		int rc = weir_modes[m]->prepare != NULL ? weir_modes[m]->prepare(&w->svc, p) : 0;
 
 		if (rc != 0)
 			return rc;
@@ -34,10 +34,10 @@ weir_worker_policy_post(struct weir_worker *w, struct weir_policy_switch *sw)
 	struct weir_policy_switch *none = NULL;
 	int rc;
 
-	if (w->policy == NULL || sw == NULL || sw->policy == NULL)
+	if (w->svc.policy == NULL || sw == NULL || sw->policy == NULL)
 		return -EINVAL;
 	for (int d = 0; d < WEIR_PORT__COUNT; d++)
-		if ((sw->shaper[d] != NULL) != (w->shaper[d] != NULL) ||
+		if ((sw->shaper[d] != NULL) != (w->svc.shaper[d] != NULL) ||
 		    (sw->shaper[d] != NULL) != (sw->policy->tree[d].n_classes != 0) ||
 		    (sw->shaper[d] != NULL && sw->cls_ctr[d] == NULL))
 			return -EINVAL;
@@ -55,7 +55,9 @@ weir_worker_policy_post(struct weir_worker *w, struct weir_policy_switch *sw)
 static void
 flush_holder(void *arg, int d, uint32_t slot)
 {
-	weir_mode_release(arg, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
+	struct weir_worker *w = arg;
+
+	weir_mode_release(&w->svc, d, slot, UINT32_MAX, WEIR_PA_FLUSH);
 }
 
 /* The flow a frame from a fifo leaf's shared queue belongs to. */
@@ -68,7 +70,7 @@ flow_of_frame(struct weir_worker *w, struct rte_mbuf *m)
 
 	if (weir_flow_key_make(rte_pktmbuf_mtod(m, const uint8_t *), p, &key) != 0)
 		return NULL;
-	weir_flow_lookup_bulk(w->flows, &key, 1, rte_rdtsc(), &f);
+	weir_flow_lookup_bulk(w->svc.flows, &key, 1, rte_rdtsc(), &f);
 	return f;
 }
 
@@ -83,10 +85,10 @@ requeue_one(struct weir_worker *w, int d, struct weir_flow *f, struct rte_mbuf *
 	if (f != NULL && f->policy_epoch != w->epoch16)
 		weir_wk_classify_flow(w, f, rte_pktmbuf_mtod(m, const uint8_t *), &weir_mbuf_meta(m)->pkt,
 			      (enum weir_dir)d);
-	t = &w->policy->targets[f != NULL ? f->class_id : WEIR_TARGET_DEFAULT];
+	t = &w->svc.policy->targets[f != NULL ? f->class_id : WEIR_TARGET_DEFAULT];
 	if (t->leaf[d] == WEIR_CBQ_NONE ||
-	    weir_cbq_requeue(w->shaper[d], t->leaf[d], weir_wk_shaped_qid(w, t, d, f), m) != 0) {
-		weir_worker_out(w, d ^ 1, m);   /* no class for it: it goes on unshaped */
+	    weir_cbq_requeue(w->svc.shaper[d], t->leaf[d], weir_wk_shaped_qid(w, t, d, f), m) != 0) {
+		weir_worker_out(&w->svc, d ^ 1, m);   /* no class for it: it goes on unshaped */
 		return;
 	}
 	w->requeued++;
@@ -101,7 +103,7 @@ requeue_tree(struct weir_worker *w, int d, struct weir_cbq *old)
 	unsigned int n;
 
 	while ((n = weir_cbq_drain_next(old, &leaf, &qid, pkts, WEIR_BURST_MAX)) > 0) {
-		struct weir_flow *f = qid < w->unmanaged_qid ? weir_flow_by_slot(w->flows, qid) : NULL;
+		struct weir_flow *f = qid < w->unmanaged_qid ? weir_flow_by_slot(w->svc.flows, qid) : NULL;
 
 		for (unsigned int i = 0; i < n; i++)
 			requeue_one(w, d, qid > w->unmanaged_qid ? flow_of_frame(w, pkts[i]) : f, pkts[i]);
@@ -118,31 +120,31 @@ weir_worker_policy_take(struct weir_worker *w)
 	if (sw == NULL)
 		return 0;
 	/* Held ACKs first: they answer data queued in the old trees. */
-	if (w->pa != NULL)
-		weir_postack_for_each_holder(w->pa, flush_holder, w);
+	if (w->svc.pa != NULL)
+		weir_postack_for_each_holder(w->svc.pa, flush_holder, w);
 	/* Frames a marker holds left the old tree already: they go on (red,
 	 * in order) before anything of the new policy. */
 	weir_wk_markers_release(w);
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		old[d] = w->shaper[d];
-		old_ctr[d] = w->cls_ctr[d];
-		w->shaper[d] = sw->shaper[d];
-		w->cls_ctr[d] = sw->cls_ctr[d];
+		old[d] = w->svc.shaper[d];
+		old_ctr[d] = w->svc.cls_ctr[d];
+		w->svc.shaper[d] = sw->shaper[d];
+		w->svc.cls_ctr[d] = sw->cls_ctr[d];
 		w->next_tsc[d] = 0;
 	}
-	w->policy = sw->policy;
+	w->svc.policy = sw->policy;
 	w->epoch16 = weir_wk_epoch16(sw->policy->epoch);
 	/* Every flow's class_id is now of an older generation: re-classified
 	 * (and counted again) on its next packet, or right below if it has
 	 * packets waiting. */
-	if (w->gen8 == UINT8_MAX) {
+	if (w->svc.gen8 == UINT8_MAX) {
 		/* The generation wraps: a flow idle since generation 1 would look
 		 * current again. Once every 255 switches, forget every flow's. */
 		for (uint32_t s = 0; s < w->unmanaged_qid; s++)
-			weir_flow_by_slot(w->flows, s)->class_gen = 0;
-		w->gen8 = 1;
+			weir_flow_by_slot(w->svc.flows, s)->class_gen = 0;
+		w->svc.gen8 = 1;
 	} else {
-		w->gen8++;
+		w->svc.gen8++;
 	}
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
 		if (old[d] != NULL) {
@@ -174,14 +176,14 @@ weir_worker_cmds(struct weir_worker *w)
 	for (unsigned int i = 0; i < n; i++) {
 		struct weir_flow *f;
 
-		if (c[i].slot >= w->unmanaged_qid || c[i].epoch != w->policy->epoch ||
-		    c[i].target >= w->policy->n_targets ||
-		    (f = weir_flow_by_slot(w->flows, c[i].slot))->first_tsc != c[i].first_tsc ||
+		if (c[i].slot >= w->unmanaged_qid || c[i].epoch != w->svc.policy->epoch ||
+		    c[i].target >= w->svc.policy->n_targets ||
+		    (f = weir_flow_by_slot(w->svc.flows, c[i].slot))->first_tsc != c[i].first_tsc ||
 		    f->first_tsc == 0) {
 			w->cmds_stale++;
 			continue;
 		}
-		if (f->class_id != c[i].target || f->class_gen != w->gen8) {
+		if (f->class_id != c[i].target || f->class_gen != w->svc.gen8) {
 			weir_wk_flow_uncount(w, f);
 			f->shape &= (uint8_t)~WEIR_FSH_REFUSED;
 			weir_wk_admit_flow(w, f, c[i].target);  /* moves what it has queued, in order */
@@ -201,22 +203,22 @@ weir_worker_share_apply(struct weir_worker *w)
 
 	if (seq & 1)
 		return 0;       /* being written: next loop */
-	if (b->epoch != w->policy->epoch) {
+	if (b->epoch != w->svc.policy->epoch) {
 		/* For an older policy: stale, handled. For a later one, whose
 		 * switch this worker has not taken yet: not handled, so it is
 		 * applied once that policy runs. The rebalancer posts again only
 		 * when the split moves by 1/64 (weir_share_moved): marked handled
 		 * here, the worker kept its new trees' 1/n split indefinitely. */
-		if ((int32_t)(b->epoch - w->policy->epoch) < 0)
+		if ((int32_t)(b->epoch - w->svc.policy->epoch) < 0)
 			w->share_seq = seq;
 		return 0;
 	}
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		struct weir_cbq *sh = w->shaper[d];
+		struct weir_cbq *sh = w->svc.shaper[d];
 		uint16_t n = b->n_classes[d];
 		struct weir_cbq_stats st;
 
-		if (sh == NULL || n != weir_share_box_classes(w->policy->tree[d].n_classes))
+		if (sh == NULL || n != weir_share_box_classes(w->svc.policy->tree[d].n_classes))
 			continue;
 		for (uint16_t c = 0; c < n; c++) {
 			uint64_t rate = __atomic_load_n(&b->rate[d][c], __ATOMIC_RELAXED);
@@ -228,7 +230,7 @@ weir_worker_share_apply(struct weir_worker *w)
 			/* A torn pair (rate from one write, ceil from the next) is
 			 * refused; the seq check below has us come back for it. */
 			if (weir_cbq_set_rate(sh, c, rate, ceil) == 0) {
-				const struct weir_policy_tree *t = &w->policy->tree[d];
+				const struct weir_policy_tree *t = &w->svc.policy->tree[d];
 
 				changed++;
 				if (!t->classes[c].is_leaf)

@@ -48,10 +48,10 @@ weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p,
 	memset(out, 0, sizeof(*out));
 	if (!weir_worker_view_current(w, p))
 		return -EAGAIN;
-	if (w->shaper[dir] == NULL || cls >= p->tree[dir].n_classes ||
-	    weir_cbq_stats(w->shaper[dir], cls, &out->cbq) != 0)
+	if (w->svc.shaper[dir] == NULL || cls >= p->tree[dir].n_classes ||
+	    weir_cbq_stats(w->svc.shaper[dir], cls, &out->cbq) != 0)
 		return -ENOENT;
-	cc = &w->cls_ctr[dir][cls];
+	cc = &w->svc.cls_ctr[dir][cls];
 	out->flows = cc->flows;
 	/* A period rolls on the class's next packet: one that ended a whole
 	 * period ago with none since counts nobody (else flows that stopped
@@ -64,7 +64,7 @@ weir_worker_class_view(const struct weir_worker *w, const struct weir_policy *p,
 	out->admitted = cc->admitted;
 	out->refused = cc->refused;
 	out->diverted = cc->diverted;
-	out->has_qm = weir_cbq_qm_stats(w->shaper[dir], cls, &out->qm) == 0;
+	out->has_qm = weir_cbq_qm_stats(w->svc.shaper[dir], cls, &out->qm) == 0;
 	return 0;
 }
 
@@ -91,7 +91,7 @@ weir_worker_flow_view(const struct weir_worker *w, const struct weir_policy *p, 
 	/* class_id is of the worker's generation gen8 (stable while it runs
 	 * p); bounds checked against p since the entry is the caller's copy
 	 * of one the worker may have been rewriting. */
-	if (f->class_gen != 0 && f->class_gen == w->gen8 && f->class_id < p->n_targets &&
+	if (f->class_gen != 0 && f->class_gen == w->svc.gen8 && f->class_id < p->n_targets &&
 	    p->tree[dir].n_classes != 0) {
 		uint32_t leaf = p->targets[f->class_id].leaf[dir];
 
@@ -102,14 +102,14 @@ weir_worker_flow_view(const struct weir_worker *w, const struct weir_policy *p, 
 	}
 	if (slot >= w->unmanaged_qid)
 		return 0;
-	if (w->shaper[dir] != NULL) {
+	if (w->svc.shaper[dir] != NULL) {
 		out->shaped = true;
-		out->queued_pkts = weir_drr_qlen(weir_cbq_qtab(w->shaper[dir]), slot);
+		out->queued_pkts = weir_drr_qlen(weir_cbq_qtab(w->svc.shaper[dir]), slot);
 	}
-	if (w->pa != NULL) {
+	if (w->svc.pa != NULL) {
 		out->postack = true;
-		out->acks_held = weir_postack_held(w->pa, dir, slot);
-		out->rtt_ticks = weir_postack_measured_rtt(w->pa, dir, slot);
+		out->acks_held = weir_postack_held(w->svc.pa, dir, slot);
+		out->rtt_ticks = weir_postack_measured_rtt(w->svc.pa, dir, slot);
 	}
 	return 0;
 }
@@ -117,18 +117,18 @@ weir_worker_flow_view(const struct weir_worker *w, const struct weir_policy *p, 
 int
 weir_worker_postack_stats(const struct weir_worker *w, struct weir_postack_stats *out)
 {
-	if (w->pa == NULL) {
+	if (w->svc.pa == NULL) {
 		memset(out, 0, sizeof(*out));
 		return -ENOENT;
 	}
-	*out = *weir_postack_stats(w->pa);
+	*out = *weir_postack_stats(w->svc.pa);
 	return 0;
 }
 
 void
 weir_worker_port_counters(const struct weir_worker *w, struct weir_worker_counters *out)
 {
-	*out = w->ctr;
+	*out = w->svc.ctr;
 }
 
 void
@@ -136,10 +136,10 @@ weir_worker_info(const struct weir_worker *w, struct weir_worker_info *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->queue = w->conf.queue;
-	out->loops = w->ctr.loops;
-	out->idle_loops = w->ctr.idle_loops;
-	out->sleeps = w->ctr.sleeps;
-	out->busy_tsc = w->ctr.busy_tsc;
+	out->loops = w->svc.ctr.loops;
+	out->idle_loops = w->svc.ctr.idle_loops;
+	out->sleeps = w->svc.ctr.sleeps;
+	out->busy_tsc = w->svc.ctr.busy_tsc;
 	out->rate_updates = w->share_seq / 2;   /* a seqlock: two steps per update */
 	out->policy_acked = __atomic_load_n(&w->policy_acked, __ATOMIC_ACQUIRE);
 	out->policy_switches = w->policy_switches;
@@ -173,7 +173,7 @@ tcp_side(const struct weir_worker *w, const struct weir_tcpm_dir *s, uint32_t no
 	 struct weir_tcp_side_view *out)
 {
 	const uint64_t unit_ns_num = (uint64_t)1000000 << WEIR_TCPM_SHIFT;  /* us x 2^shift */
-	const uint64_t hz = w->tsc_hz;
+	const uint64_t hz = w->svc.tsc_hz;
 
 	out->samples = s->samples;
 	out->sample_age_us = UINT64_MAX;
@@ -225,4 +225,10 @@ weir_worker_tcp_totals(const struct weir_worker *w, struct weir_tcp_totals *out)
 	out->retrans_segs = w->tcpm_st.retrans_segs;
 	out->ooo = w->tcpm_st.ooo;
 	out->dupacks = w->tcpm_st.dupacks;
+}
+
+const struct weir_mode_svc *
+weir_worker_modes_view(const struct weir_worker *w)
+{
+	return &w->svc;
 }

@@ -137,10 +137,10 @@ int weir_worker_sa_view(const struct weir_worker *w, uint32_t slot, const struct
 /* The worker's PostACK counters (a copy): 0, or -ENOENT without PostACK. */
 int weir_worker_postack_stats(const struct weir_worker *w, struct weir_postack_stats *out);
 
-/* The worker's ipabr counters (a copy; zeros when no worker state;
- * lib/modes/ipabr.c). */
-struct weir_ipabr_stats;
-void weir_worker_ipabr_stats(const struct weir_worker *w, struct weir_ipabr_stats *out);
+/* The worker as its modes see it (lib/modes/mode_svc.h), for a mode's own
+ * copy functions (weir_ipabr_stats_copy, weir_pep_stats_copy): each copies
+ * its counters out, as the views here do. */
+const struct weir_mode_svc *weir_worker_modes_view(const struct weir_worker *w);
 
 /* The worker's port counters (a copy, for weir_counters_sum). */
 void weir_worker_port_counters(const struct weir_worker *w, struct weir_worker_counters *out);

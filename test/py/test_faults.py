@@ -3,7 +3,7 @@ peer that stops reading, 100 SIGHUPs in a second, and a mempool too small for th
 load (a full TX ring is tested on net_ring ports in test/unit/test_tx_stall.c).
 After each, weir still forwards (a byte-exact transfer), its counters add up once the
 queues are empty, and every weir stopped exits 0 (every mbuf back in the pool; the
-fixture checks each exit code, lib/worker/counters.h says how the counters add up)."""
+fixture checks each exit code, lib/net/counters.h says how the counters add up)."""
 import os
 import signal
 import sys

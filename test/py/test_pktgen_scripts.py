@@ -347,10 +347,10 @@ def load_scripts():
 
 def weir_counter_vocabulary():
     """Every key weir's stats file can hold (quoted names in stats.c, reasons in parse.c),
-    and its config settings (config.c: a header may name flows.timeouts.udp)."""
+    and its config settings (config_file.c: a header may name flows.timeouts.udp)."""
     words = set()
     for f in (REPO / "app" / "weir" / "stats.c", REPO / "lib" / "net" / "parse.c",
-              REPO / "app" / "weir" / "config.c"):
+              REPO / "app" / "weir" / "config_file.c"):
         words |= set(re.findall(r'"([a-z_][a-z0-9_]*)"', f.read_text()))
     return words
 

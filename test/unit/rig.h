@@ -291,7 +291,7 @@ qlen(struct rig *r, int d, uint32_t cls)
 {
 	struct weir_cbq_stats st;
 
-	weir_cbq_stats(r->w->shaper[d], cls, &st);
+	weir_cbq_stats(r->w->svc.shaper[d], cls, &st);
 	return st.qlen;
 }
 

@@ -174,7 +174,7 @@ test_worker_tap(void)
 	weir_worker_cap_counters(r.w, &cc);
 	CHECK(cc.copied == 4 + 15 && cc.lost_ring == 5 && cc.lost[2] == 5,
 	      "ring full: counted lost (%" PRIu64 ", %" PRIu64 ")", cc.copied, cc.lost_ring);
-	CHECK(r.w->ctr.port[WEIR_PORT_LAN].rx_pkts == 28, "every frame was taken in");
+	CHECK(r.w->svc.ctr.port[WEIR_PORT_LAN].rx_pkts == 28, "every frame was taken in");
 	/* The flow's queue holds 16: of the 20, 12 were queued and 8 dropped; the
 	 * ring took the first 15, so 3 of them carry the drop. */
 	{
@@ -186,9 +186,9 @@ test_worker_tap(void)
 			q += rec[i].verdict == WEIR_CAPV_QUEUED;
 			rte_pktmbuf_free(rec[i].m);
 		}
-		CHECK(n == 15 && q == 12 && drops == 3 && r.w->ctr.port[WEIR_PORT_LAN].dropped == 8,
+		CHECK(n == 15 && q == 12 && drops == 3 && r.w->svc.ctr.port[WEIR_PORT_LAN].dropped == 8,
 		      "verdicts of a full queue (%u, %u, %u, %" PRIu64 ")", n, q, drops,
-		      r.w->ctr.port[WEIR_PORT_LAN].dropped);
+		      r.w->svc.ctr.port[WEIR_PORT_LAN].dropped);
 	}
 	weir_worker_cap_post(r.w, NULL);
 	feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 9000, 100), 0, now);

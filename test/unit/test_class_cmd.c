@@ -52,8 +52,8 @@ test_class_cmds(void)
 	CHECK(weir_class_cmd_post(ring, &c) == 0, "posted");
 	CHECK(weir_worker_class_cmds(r.w) == 1, "taken");
 	weir_worker_class_cmd_stats(r.w, &st);
-	CHECK(st.applied == 1 && weir_cbq_rate(r.w->shaper[0], a) == 2 * MBIT &&
-	      weir_cbq_ceil(r.w->shaper[0], a) == 3 * MBIT, "in force");
+	CHECK(st.applied == 1 && weir_cbq_rate(r.w->svc.shaper[0], a) == 2 * MBIT &&
+	      weir_cbq_ceil(r.w->svc.shaper[0], a) == 3 * MBIT, "in force");
 	printf("  one change: %.2f us from request to in force\n",
 	       (double)st.lat_last * 1e6 / rte_get_tsc_hz());
 
@@ -63,7 +63,7 @@ test_class_cmds(void)
 	weir_class_cmd_post(ring, &c);
 	weir_worker_class_cmds(r.w);
 	weir_worker_class_cmd_stats(r.w, &st);
-	CHECK(st.stale == 1 && weir_cbq_rate(r.w->shaper[0], a) == 2 * MBIT, "stale: ignored");
+	CHECK(st.stale == 1 && weir_cbq_rate(r.w->svc.shaper[0], a) == 2 * MBIT, "stale: ignored");
 
 	/* A bad figure: refused by the tree, counted. */
 	c = (struct weir_class_cmd){ .op = WEIR_CLASS_SET, .dir = 0, .epoch = r.p->epoch, .cls = a,
@@ -71,20 +71,20 @@ test_class_cmds(void)
 	weir_class_cmd_post(ring, &c);
 	weir_worker_class_cmds(r.w);
 	weir_worker_class_cmd_stats(r.w, &st);
-	CHECK(st.failed == 1 && st.last_err == -EINVAL && weir_cbq_rate(r.w->shaper[0], a) == 2 * MBIT,
+	CHECK(st.failed == 1 && st.last_err == -EINVAL && weir_cbq_rate(r.w->svc.shaper[0], a) == 2 * MBIT,
 	      "ceil below rate: refused");
 
 	/* A leaf added under the root, then removed. */
-	fresh = weir_cbq_class_free_id(r.w->shaper[0]);
+	fresh = weir_cbq_class_free_id(r.w->svc.shaper[0]);
 	c = (struct weir_class_cmd){ .op = WEIR_CLASS_ADD, .dir = 0, .epoch = r.p->epoch, .cls = fresh,
 				     .conf = { .parent = 0, .rate = 1 * MBIT } };
 	weir_class_cmd_post(ring, &c);
 	weir_worker_class_cmds(r.w);
-	CHECK(fresh != WEIR_CBQ_NONE && weir_cbq_is_leaf(r.w->shaper[0], fresh), "added (%u)", fresh);
+	CHECK(fresh != WEIR_CBQ_NONE && weir_cbq_is_leaf(r.w->svc.shaper[0], fresh), "added (%u)", fresh);
 	c.op = WEIR_CLASS_REMOVE;
 	weir_class_cmd_post(ring, &c);
 	weir_worker_class_cmds(r.w);
-	CHECK(!weir_cbq_is_leaf(r.w->shaper[0], fresh), "removed");
+	CHECK(!weir_cbq_is_leaf(r.w->svc.shaper[0], fresh), "removed");
 
 	/* A batch of 10,000 changes: all in force, and how long it took. */
 	weir_worker_class_cmd_stats(r.w, &st);
@@ -103,7 +103,7 @@ test_class_cmds(void)
 
 		weir_worker_class_cmd_stats(r.w, &s2);
 		CHECK(s2.applied - st.applied == 10000 &&
-		      weir_cbq_rate(r.w->shaper[0], a) == (1 + 9999 % 8) * MBIT, "10,000 applied");
+		      weir_cbq_rate(r.w->svc.shaper[0], a) == (1 + 9999 % 8) * MBIT, "10,000 applied");
 		printf("  10,000 changes: %.2f ms posted and applied (%.0f cycles each), "
 		       "longest wait %.2f ms\n", (double)(t1 - t0) * 1e3 / rte_get_tsc_hz(),
 		       (double)(t1 - t0) / 10000, (double)s2.lat_max * 1e3 / rte_get_tsc_hz());

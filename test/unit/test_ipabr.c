@@ -164,7 +164,7 @@ avail_mbs(const struct weir_ipabr_class *cs)
 static struct weir_ipabr *
 ia_of(struct rig *r)
 {
-	return r->w->mode_state[WEIR_MODE_IPABR];
+	return r->w->svc.mode_state[WEIR_MODE_IPABR];
 }
 
 /* Eq. 4.7 alone: a lower sample pulls the average 3/4 of the way down, a
@@ -230,7 +230,7 @@ test_window(void)
 	CHECK(ck, "checksums valid after the rewrite");
 	CHECK(whole && alt, "whole segments, W and W + MSS (%" PRId64 " .. %" PRId64 ")", lo, hi);
 	CHECK(fabs(sum / n - opt) < 30, "mean window %.0f = Wnd_opt %.0f (credit carried)", sum / n, opt);
-	CHECK(ia_of(&r)->st.cut == (uint64_t)n && r.w->ctr.port[WEIR_PORT_WAN].win_clamped == (uint64_t)n,
+	CHECK(ia_of(&r)->st.cut == (uint64_t)n && r.w->svc.ctr.port[WEIR_PORT_WAN].win_clamped == (uint64_t)n,
 	      "every ACK cut and counted");
 	/* A receiver offering less than Wnd_opt keeps its own window. */
 	w = ack_win(&r, ack_of(4000, 200000, 100), t, &ck);
@@ -259,7 +259,7 @@ test_window_no_credit(void)
 		CHECK(0, "rig");
 		return;
 	}
-	r.w->conf.ipabr_no_sws_credit = true;
+	r.w->svc.conf.ipabr_no_sws_credit = true;
 	open_flow(&r, 4000, t0, 40);
 	send_data(&r, 4000, 1, 1000, t);
 	opt = 1e6 * (40.1e-3) * (double)((1000u << 16) / 1054) / 65536.0;
@@ -276,7 +276,7 @@ test_window_no_credit(void)
 	      "the octet window %.0f on every ACK (%" PRId64 " .. %" PRId64 ")", opt, lo, hi);
 	CHECK(credit0, "no credit carried");
 	/* shaping.ipabr.headroom_us: 2 ms more round trip, 2 kB more window. */
-	r.w->conf.ipabr_headroom_us = 2000;
+	r.w->svc.conf.ipabr_headroom_us = 2000;
 	w = ack_win(&r, ack_of(4000, 1001 + 20 * 2000, 65535), t + 40 * ms, &ck);
 	opt = 1e6 * (42.1e-3) * (double)((1000u << 16) / 1054) / 65536.0;
 	CHECK(ck && fabs((double)w - opt) < 130, "headroom 2 ms: window %" PRId64 " (want %.0f)", w, opt);
@@ -438,7 +438,7 @@ test_left_unseen(void)
 	}
 	open_flow(&r, 4000, t0, 40);
 	tf = &ia_of(&r)->f[0][0];
-	q = &r.w->pa->q[0][0];
+	q = &r.w->svc.pa->q[0][0];
 	send_data(&r, 4000, 1, 1000, t);
 	w = ack_win(&r, ack_of(4000, 1001, 65535), t + 40 * ms, NULL);
 	/* The receiver replies (data, its ACK offering 2000 x 128 bytes): the
@@ -467,16 +467,16 @@ test_left_unseen(void)
 	w = ack_win(&r, ack_of(4001, 1001, 65535), t + 40 * ms, NULL);
 	ack_win(&r, ack_of(4001, 2001, 65535), t + 41 * ms, NULL);
 	CHECK(tg->left_tsc == t + 41 * ms, "a sample runs");
-	edge = r.w->pa->q[0][1].re_max;
+	edge = r.w->svc.pa->q[0][1].re_max;
 	send_data(&r, 4001, edge, 1000, t + 42 * ms);
 	CHECK(tg->left_tsc == 0 && ia_of(&r)->st.left_unseen == 1 && ia_of(&r)->st.rtt_left == 1 &&
-	      r.w->pa->q[0][1].seen_max == edge + 1000,
+	      r.w->svc.pa->q[0][1].seen_max == edge + 1000,
 	      "data past every edge seen abandons it (unseen %" PRIu64 ")", ia_of(&r)->st.left_unseen);
 
 	/* The SYN+ACK's window (not scaled) is an edge the sender has seen. */
 	open_flow_win(&r, 4002, t, 40, 65000);
-	CHECK(r.w->pa->q[0][2].seen_max == 1 + 65000, "the SYN+ACK's edge (%u)",
-	      r.w->pa->q[0][2].seen_max);
+	CHECK(r.w->svc.pa->q[0][2].seen_max == 1 + 65000, "the SYN+ACK's edge (%u)",
+	      r.w->svc.pa->q[0][2].seen_max);
 	rig_free(&r);
 }
 
@@ -509,8 +509,8 @@ test_young(void)
 	for (uint16_t i = 0; i < 5; i++)
 		send_data(&r, (uint16_t)(4000 + i), 1, 1000, t + i * ms);
 	CHECK(ia_of(&r)->dir[0].cls[1].wsum == 5, "five active (%u)", ia_of(&r)->dir[0].cls[1].wsum);
-	f0 = weir_flow_by_slot(r.w->flows, 0);
-	c = &r.w->cls_ctr[0][r.w->policy->targets[f0->class_id].leaf[0]];
+	f0 = weir_flow_by_slot(r.w->svc.flows, 0);
+	c = &r.w->svc.cls_ctr[0][r.w->svc.policy->targets[f0->class_id].leaf[0]];
 	/* Data bytes of 1 MB/s and of a fifth of it over 40.1 ms. */
 	whole = 1e6 * 40.1e-3 * (double)((1000u << 16) / 1054) / 65536.0;
 	fifth = whole / 5;
@@ -711,12 +711,12 @@ test_available(void)
 	/* The link set to 800 kbit/s at run time (REST/Lua do it through the
 	 * share box's weir_cbq_set_rate): followed at the next looks, and
 	 * above the class's own rate (1 Mbit/s) nothing is available. */
-	weir_cbq_set_rate(r.w->shaper[0], 0, 800000, 800000);
+	weir_cbq_set_rate(r.w->svc.shaper[0], 0, 800000, 800000);
 	for (int i = 0; i < 12; i++)
 		ack_win(&r, ack_of(4000, 1001, 65535), t + (uint64_t)(500 + 250 * i) * ms, NULL);
 	mbs = avail_mbs(cs);
 	CHECK(mbs > 0.099 && mbs < 0.101, "the link rate changed at run time: 100 kB/s (%.3f)", mbs);
-	weir_cbq_set_rate(r.w->shaper[0], 0, 16000000, 16000000);
+	weir_cbq_set_rate(r.w->svc.shaper[0], 0, 16000000, 16000000);
 	ack_win(&r, ack_of(4000, 1001, 65535), t + 4000 * ms, NULL);
 	mbs = avail_mbs(cs);
 	CHECK(mbs > 0.99 && mbs < 1.01, "raised to 16 Mbit/s: the class's ceiling, 1 MB/s (%.3f)", mbs);
@@ -817,7 +817,7 @@ test_sub_mss(void)
 	w = ack_win(&r, ack_of(4000, 1001, 65535), t + 40 * ms, NULL);
 	CHECK(w >= 1000 && w < 1000 + 128, "one segment of window (%" PRId64 ")", w);
 	CHECK(ack_win(&r, ack_of(4000, 1101, 65535), t + 50 * ms, NULL) == -1 &&
-	      weir_postack_len(r.w->pa, 0, 0) == 1, "the next ACK waits");
+	      weir_postack_len(r.w->svc.pa, 0, 0) == 1, "the next ACK waits");
 	CHECK(ia_of(&r)->st.sub_mss == 2, "counted (%" PRIu64 ")", ia_of(&r)->st.sub_mss);
 	n = rig_watchdog(&r, t + 500 * ms);
 	CHECK(n == 0, "not before a segment's time at 1000 B/s");

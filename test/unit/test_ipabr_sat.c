@@ -32,7 +32,7 @@ static bool trace;
 static struct weir_ipabr *
 ia_of(struct sim *s)
 {
-	return s->r.w->mode_state[WEIR_MODE_IPABR];
+	return s->r.w->svc.mode_state[WEIR_MODE_IPABR];
 }
 
 /* Median over the started flows of the senders' smoothed RTT, ms. */
@@ -164,7 +164,7 @@ sws_run(bool credit)
 		CHECK(0, "sim");
 		return 0;
 	}
-	s->r.w->conf.ipabr_no_sws_credit = !credit;
+	s->r.w->svc.conf.ipabr_no_sws_credit = !credit;
 	for (unsigned int i = 0; i < 64; i++)
 		s->f[i].start = s->hz + (i / 8) * (s->hz / 2);
 	sim_run_until(s, s->hz + 20 * s->hz);

@@ -217,8 +217,8 @@ test_natt_worker(void)
 	went += feed(&r, udp4500_frame(0, 61000, NULL, 0), 0, now + 3);
 	went += feed(&r, udp4500_frame(0, 61000, three, sizeof(three)), 0, now + 4);
 	went += feed(&r, udp4500_frame(0, 61000, eight, sizeof(eight)), 0, now + 5);
-	lan = &r.w->ctr.port[WEIR_PORT_LAN];
-	wan = &r.w->ctr.port[WEIR_PORT_WAN];
+	lan = &r.w->svc.ctr.port[WEIR_PORT_LAN];
+	wan = &r.w->svc.ctr.port[WEIR_PORT_WAN];
 	CHECK(lan->malformed == 0 && wan->malformed == 0 && lan->ipsec == 0 && wan->ipsec == 0 &&
 	      lan->managed == 5 && wan->managed == 1,
 	      "IKE, keepalive, short: UDP (malformed %lu short %lu, ipsec %lu, managed %lu)",
@@ -319,7 +319,7 @@ test_worker_modes(uint8_t mode, const char *name)
 	}
 	for (unsigned int i = 0; i < RTE_DIM(seqs); i++)
 		rte_pktmbuf_free(copy[i]);
-	lan = &r.w->ctr.port[WEIR_PORT_LAN];
+	lan = &r.w->svc.ctr.port[WEIR_PORT_LAN];
 	/* 1 2 4(gap 3) 3(late) 7(gap 5,6) 8 8(dup) 20(gap 9..19). */
 	CHECK(lan->ipsec == RTE_DIM(seqs) && lan->ipsec_gaps == 1 + 2 + 11 && lan->ipsec_late == 1 &&
 	      lan->ipsec_dup == 1 && lan->managed == RTE_DIM(seqs),
@@ -340,7 +340,7 @@ test_worker_modes(uint8_t mode, const char *name)
 			rte_pktmbuf_free(m);
 		rte_pktmbuf_free(ref);
 	}
-	wan = &r.w->ctr.port[WEIR_PORT_WAN];
+	wan = &r.w->svc.ctr.port[WEIR_PORT_WAN];
 	CHECK(wan->ipsec == 4 && wan->ipsec_gaps == 0 && wan->win_clamped == 0 && r.n_emitted == 0,
 	      "%s: AH counted, never clamped or held", name);
 	rig_free(&r);
@@ -438,7 +438,7 @@ test_table_full_of_sas(void)
 			rte_pktmbuf_free(out[i]);
 	}
 	CHECK(went == CAP + 3, "every frame went on: %u", went);
-	lan = &r.w->ctr.port[WEIR_PORT_LAN];
+	lan = &r.w->svc.ctr.port[WEIR_PORT_LAN];
 	CHECK(lan->managed == CAP && lan->flow_full == 3 && lan->ipsec == CAP,
 	      "managed %lu full %lu ipsec %lu", (unsigned long)lan->managed,
 	      (unsigned long)lan->flow_full, (unsigned long)lan->ipsec);

@@ -180,9 +180,9 @@ download(uint8_t mode, bool lm, bool exempt, bool opt_out, uint16_t win, uint64_
 			rte_pktmbuf_free(one);
 		}
 	}
-	*held = r.w->pa->st.held;
-	*exempt_frames = r.w->ctr.port[WEIR_PORT_WAN].lm_exempt;
-	*clamped = r.w->ctr.port[WEIR_PORT_LAN].lm_clamped;
+	*held = r.w->svc.pa->st.held;
+	*exempt_frames = r.w->svc.ctr.port[WEIR_PORT_WAN].lm_exempt;
+	*clamped = r.w->svc.ctr.port[WEIR_PORT_LAN].lm_clamped;
 	while (rig_dequeue(&r, WEIR_PORT_WAN, now + rte_get_tsc_hz(), out, 64) > 0)
 		rte_pktmbuf_free(out[0]);
 	rig_free(&r);
@@ -309,8 +309,8 @@ lm_beside_postack(uint32_t lm_rate, uint32_t lm_rtt, uint64_t *lm_clamped, uint6
 			rte_pktmbuf_free_bulk(out, n);
 	rig_watchdog(&r, now + 10 * rte_get_tsc_hz());
 	max = max_ack_win(&r);
-	*lm_clamped = r.w->ctr.port[WEIR_PORT_LAN].lm_clamped;
-	*win_clamped = r.w->ctr.port[WEIR_PORT_LAN].win_clamped;
+	*lm_clamped = r.w->svc.ctr.port[WEIR_PORT_LAN].lm_clamped;
+	*win_clamped = r.w->svc.ctr.port[WEIR_PORT_LAN].win_clamped;
 	rig_free(&r);
 	return max;
 }

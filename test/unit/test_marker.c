@@ -788,8 +788,8 @@ test_worker(void)
 		CHECK(weir_worker_marker_view(r.w, r.p, WEIR_PORT_LAN, 1, &k) == 0 &&
 		      k.pkts[WEIR_GREEN] == greens + 1 && k.pkts[WEIR_RED] == reds,
 		      "the view's counters match the frames (and the SYN, green)");
-		CHECK(r.w->ctr.port[WEIR_PORT_LAN].forwarded == 41, "forwarded counted once each "
-		      "(%lu)", (unsigned long)r.w->ctr.port[WEIR_PORT_LAN].forwarded);
+		CHECK(r.w->svc.ctr.port[WEIR_PORT_LAN].forwarded == 41, "forwarded counted once each "
+		      "(%lu)", (unsigned long)r.w->svc.ctr.port[WEIR_PORT_LAN].forwarded);
 	}
 	rig_free(&r);
 }
@@ -929,10 +929,10 @@ test_worker_ipsec(void)
 	CHECK(marked == N, "the marker's code point written, ECN kept: %u of %u", marked, N);
 	CHECK(cks == N, "IPv4 checksums valid: %u of %u", cks, N);
 	CHECK(intact == N, "nothing an SA's ICV covers changed: %u of %u", intact, N);
-	CHECK(r.w->ctr.port[WEIR_PORT_LAN].ipsec == N && r.w->ctr.port[WEIR_PORT_LAN].ipsec_plain == N,
+	CHECK(r.w->svc.ctr.port[WEIR_PORT_LAN].ipsec == N && r.w->svc.ctr.port[WEIR_PORT_LAN].ipsec_plain == N,
 	      "SA frames shaped pfq in the postack leaf: %lu of %lu",
-	      (unsigned long)r.w->ctr.port[WEIR_PORT_LAN].ipsec_plain,
-	      (unsigned long)r.w->ctr.port[WEIR_PORT_LAN].ipsec);
+	      (unsigned long)r.w->svc.ctr.port[WEIR_PORT_LAN].ipsec_plain,
+	      (unsigned long)r.w->svc.ctr.port[WEIR_PORT_LAN].ipsec);
 	{
 		struct weir_marker_counters k;
 

@@ -114,7 +114,7 @@ test_postack_burst(void)
 	b[0] = BACK_DATA(5, 100);
 	b[1] = BACK(6);
 	rig_process(&r, b, 2, WEIR_PORT_WAN, now);
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 0, "not held behind its own direction's segment");
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 0, "not held behind its own direction's segment");
 	/* The outbound dequeues would release a held one directly. */
 	rig_dequeue(&r, WEIR_PORT_LAN, now, b, 2);
 	rte_pktmbuf_free_bulk(b, 2);
@@ -139,7 +139,7 @@ test_fifo_other_way(void)
 	feed(&r, UP(101, 100), 0, now);
 	feed(&r, BACK_DATA(5, 100), 1, now);    /* waits in the inbound fifo */
 	feed(&r, BACK(6), 1, now);
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 0, "not held while the flow's frame is in the fifo");
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 0, "not held while the flow's frame is in the fifo");
 	rig_dequeue(&r, WEIR_PORT_LAN, now, b, 2);
 	rte_pktmbuf_free_bulk(b, 2);
 	CHECK(lan_order(&r, now, (uint32_t[]){ 5, 6 }, 2), "fifo: the ACK stays behind the segment");

@@ -212,7 +212,7 @@ pep_now(const struct weir_worker *w)
 {
 	static struct weir_pep_stats s;
 
-	return weir_pep_stats_copy(w, &s) ? &s : NULL;
+	return weir_pep_stats_copy(&w->svc, &s) ? &s : NULL;
 }
 /* In the tests below, on their rig r. */
 #define ST pep_now(r.w)
@@ -343,19 +343,19 @@ test_pack_basic(int v6)
 	      "echoes S's TSval, carries R's latest (%u %u)", a[0].tsval, a[0].tsecr);
 	/* R's window: the SYN+ACK's 65535 unscaled; bounded by the buffer:
 	 * wm = 1 MB/s x 40 ms + 1/8 + 2 x 1460 = 47920, max 95840. */
-	wm = weir_pep_watermark(r.w, 0, 0);
+	wm = weir_pep_watermark(&r.w->svc, 0, 0);
 	CHECK(wm >= 47800 && wm <= 47920, "watermark: share x RTT beyond (%u)", wm);
 	CHECK(ISN_S + 1000 + a[0].win * 128u >= ISN_S + 1000 - 1000 &&
 	      a[0].win * 128u <= 65535u + 127, "window within R's own (%u)", a[0].win * 128u);
 	rig_emitted_free(&r);
-	CHECK(drain_up(&r, t0 + 51 * MS) == 1 && weir_pep_buffered(r.w, 0, 0) == 1000,
+	CHECK(drain_up(&r, t0 + 51 * MS) == 1 && weir_pep_buffered(&r.w->svc, 0, 0) == 1000,
 	      "the original goes on, the copy stays");
 	/* R's own ACK for it comes: dropped (S knows), the copy freed. */
 	CHECK(feed_seg(&r, &(struct seg){ .in = 1, .v6 = v6, .flags = ACK, .seq = ISN_R,
 					  .ack = ISN_S + 1000, .win = 500, .ts = 1, .tsval = 7040,
 					  .tsecr = 200 }, t0 + 92 * MS) == 0, "R's ACK dropped");
-	CHECK(weir_pep_buffered(r.w, 0, 0) == 0 && ST->real_dropped == 1 && ST->purged == 1 &&
-	      ST->copies == 0, "copy purged (%u buffered)", weir_pep_buffered(r.w, 0, 0));
+	CHECK(weir_pep_buffered(&r.w->svc, 0, 0) == 0 && ST->real_dropped == 1 && ST->purged == 1 &&
+	      ST->copies == 0, "copy purged (%u buffered)", weir_pep_buffered(&r.w->svc, 0, 0));
 	rig_free(&r);
 }
 
@@ -394,7 +394,7 @@ test_watermark_release(void)
 	for (unsigned int i = 1; i < n; i++)
 		if (a[i].ack <= a[i - 1].ack)
 			CHECK(0, "p-ACKs in order");
-	CHECK(weir_pep_buffered(r.w, 0, 0) == 59000, "59 copies held");
+	CHECK(weir_pep_buffered(&r.w->svc, 0, 0) == 59000, "59 copies held");
 	rig_emitted_free(&r);
 	/* R acknowledges 10 segments: dropped, 10 copies freed, and 10
 	 * withheld ones p-acked with one p-ACK (the real ACK is the clock). */
@@ -406,7 +406,7 @@ test_watermark_release(void)
 	n = packs(&r, a, 128);
 	CHECK(n == 1 && a[0].ack == ISN_S + 57000 && ST->packed == 57,
 	      "withheld p-ACKs released as space frees (%u, ack %u)", n, n ? a[0].ack - ISN_S : 0);
-	CHECK(weir_pep_buffered(r.w, 0, 0) == 49000, "49 copies left");
+	CHECK(weir_pep_buffered(&r.w->svc, 0, 0) == 49000, "49 copies left");
 	rig_emitted_free(&r);
 	/* R acknowledges everything: 60000 is past una (57000), so S must
 	 * hear it: R's ACK goes on, the buffer empties. */
@@ -415,7 +415,7 @@ test_watermark_release(void)
 
 		CHECK(feed_seg(&r, &s, t0 + 110 * MS) == 1, "an ACK past what was p-acked goes on");
 	}
-	CHECK(weir_pep_buffered(r.w, 0, 0) == 0 && ST->copies == 0, "buffer empty");
+	CHECK(weir_pep_buffered(&r.w->svc, 0, 0) == 0 && ST->copies == 0, "buffer empty");
 	rig_free(&r);
 }
 
@@ -462,9 +462,9 @@ test_local_recovery(void)
 		CHECK(feed_seg(&r, &s, t0 + 101 * MS) == 0, "duplicate with SACK dropped");
 	}
 	CHECK(retx_of(&r, 2000) == 1 && ST->fast_retx == 1, "the hole retransmitted from the copy");
-	CHECK(ST->sacked == 2 && weir_pep_buffered(r.w, 0, 0) == 6000,
+	CHECK(ST->sacked == 2 && weir_pep_buffered(&r.w->svc, 0, 0) == 6000,
 	      "SACKed copies freed (%" PRIu64 ", %u buffered)", ST->sacked,
-	      weir_pep_buffered(r.w, 0, 0));
+	      weir_pep_buffered(&r.w->svc, 0, 0));
 	for (unsigned int i = 0; i < r.n_emitted; i++)
 		if (r.emitted_to[i] == WEIR_PORT_WAN) {
 			struct seen s = look(r.emitted[i]);
@@ -493,7 +493,7 @@ test_local_recovery(void)
 
 		feed_seg(&r, &s, t0 + 150 * MS);
 	}
-	CHECK(weir_pep_buffered(r.w, 0, 0) == 4000, "up to 6000 purged");
+	CHECK(weir_pep_buffered(&r.w->svc, 0, 0) == 4000, "up to 6000 purged");
 	rig_free(&r);
 }
 
@@ -515,11 +515,11 @@ test_rto_give_up(void)
 	rig_emitted_free(&r);
 	/* R vanished. Nothing before the first timeout (>= 200 ms). */
 	wake = UINT64_MAX;
-	CHECK(weir_pep_poll(r.w, t0 + 150 * MS, &wake) == 0 && wake != UINT64_MAX,
+	CHECK(weir_pep_poll(&r.w->svc, t0 + 150 * MS, &wake) == 0 && wake != UINT64_MAX,
 	      "no retransmission before the timeout, but a wake-up asked");
 	for (now = t0 + 150 * MS; now < t0 + 30000 * MS && ST->give_ups == 0; now += 10 * MS) {
 		wake = UINT64_MAX;
-		weir_pep_poll(r.w, now, &wake);
+		weir_pep_poll(&r.w->svc, now, &wake);
 		weir_worker_tx(r.w);
 		rto += retx_of(&r, 0);
 		for (unsigned int i = 0; i < r.n_emitted; i++) {
@@ -568,7 +568,7 @@ test_rto_receiver_talks(void)
 			feed_seg(&r, &s, now);
 		}
 		wake = UINT64_MAX;
-		weir_pep_poll(r.w, now, &wake);
+		weir_pep_poll(&r.w->svc, now, &wake);
 		weir_worker_tx(r.w);
 		rig_emitted_free(&r);
 	}
@@ -578,7 +578,7 @@ test_rto_receiver_talks(void)
 	/* Then R falls silent: given up within three longest timeouts and a few. */
 	for (; now < t0 + 45000 * MS && ST->give_ups == 0; now += 10 * MS) {
 		wake = UINT64_MAX;
-		weir_pep_poll(r.w, now, &wake);
+		weir_pep_poll(&r.w->svc, now, &wake);
 		weir_worker_tx(r.w);
 		rig_emitted_free(&r);
 	}
@@ -791,7 +791,7 @@ test_rto_long_path(void)
 		drain_up(&r, at);
 		for (now = at; now < at + 478 * MS; now += 10 * MS) {
 			wake = UINT64_MAX;
-			weir_pep_poll(r.w, now, &wake);
+			weir_pep_poll(&r.w->svc, now, &wake);
 			weir_worker_tx(r.w);
 		}
 		{
@@ -963,7 +963,7 @@ test_packed_original_dropped(void)
 	/* Another flow's frame: the leaf evicts the pep flow's head (offset 0). */
 	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 77, 1000), 0, t0 + 51 * MS);
 	CHECK(ST->class_dropped == 0 && ST->copies == 8, "the p-acked copy kept");
-	weir_pep_poll(r.w, t0 + 52 * MS, &wake);
+	weir_pep_poll(&r.w->svc, t0 + 52 * MS, &wake);
 	weir_worker_tx(r.w);
 	CHECK(retx_of(&r, 0) == 1 && ST->lost_resent == 1 && ST->rto_retx == 0,
 	      "resent from the copy at the next poll (%u, %" PRIu64 ")", retx_of(&r, 0),
@@ -1280,9 +1280,9 @@ test_signed(void)
 		rte_pktmbuf_free(m);
 	rte_pktmbuf_free(ref);
 	CHECK(ST->real_dropped == 0 && ST->real_passed == 0, "pep never saw it");
-	CHECK(r.w->ctr.port[WEIR_PORT_LAN].tcp_signed > 0 && r.w->ctr.port[WEIR_PORT_WAN].tcp_signed > 0,
-	      "counted: %lu out, %lu in", (unsigned long)r.w->ctr.port[WEIR_PORT_LAN].tcp_signed,
-	      (unsigned long)r.w->ctr.port[WEIR_PORT_WAN].tcp_signed);
+	CHECK(r.w->svc.ctr.port[WEIR_PORT_LAN].tcp_signed > 0 && r.w->svc.ctr.port[WEIR_PORT_WAN].tcp_signed > 0,
+	      "counted: %lu out, %lu in", (unsigned long)r.w->svc.ctr.port[WEIR_PORT_LAN].tcp_signed,
+	      (unsigned long)r.w->svc.ctr.port[WEIR_PORT_WAN].tcp_signed);
 	sign_md5 = 0;
 	rig_emitted_free(&r);
 	drain_up(&r, t0 + 200 * MS);
@@ -1338,7 +1338,7 @@ test_partial_ack_holes(void)
 
 		feed_seg(&r, &s, t0 + 200 * MS);
 	}
-	CHECK(weir_pep_buffered(r.w, 0, 0) == 0 && ST->copies == 0, "all purged");
+	CHECK(weir_pep_buffered(&r.w->svc, 0, 0) == 0 && ST->copies == 0, "all purged");
 	rig_free(&r);
 }
 
@@ -1430,11 +1430,11 @@ test_watermark_measured(void)
 		rig_emitted_free(&r);
 		bw_path(&r, t, rate, ack_at, &out, &deliv);
 		if (t == t0 + 1450 * MS) {
-			bps_hi = weir_pep_delivery_bps(r.w, 0, 0);
-			wm_hi = weir_pep_watermark(r.w, 0, 0);
+			bps_hi = weir_pep_delivery_bps(&r.w->svc, 0, 0);
+			wm_hi = weir_pep_watermark(&r.w->svc, 0, 0);
 		}
 	}
-	bps_lo = weir_pep_delivery_bps(r.w, 0, 0);
+	bps_lo = weir_pep_delivery_bps(&r.w->svc, 0, 0);
 	printf("pep measured: %" PRIu64 " then %" PRIu64 " bit/s, watermark %u\n", bps_hi, bps_lo, wm_hi);
 	CHECK(bps_hi >= 1800000 && bps_hi <= 2300000, "2 Mbit/s measured (%" PRIu64 ")", bps_hi);
 	/* 2 Mbit/s and a quarter x 40 ms, an eighth and two segments: ~17 kB. */

@@ -180,7 +180,7 @@ test_classify_and_admit(void)
 		CHECK(0, "rig");
 		return;
 	}
-	cc = r.w->cls_ctr[0];
+	cc = r.w->svc.cls_ctr[0];
 	/* Three voice flows fit: 3 x 1 Mbit/s <= 3 Mbit/s. */
 	for (int i = 0; i < 3; i++)
 		feed(&r, tcp_frame(0, 1, (uint16_t)(1000 + i), 1, 5060, SYN, 0, 0), 0, now);
@@ -190,10 +190,10 @@ test_classify_and_admit(void)
 	feed(&r, tcp_frame(0, 1, 1003, 1, 5060, SYN, 0, 0), 0, now);
 	feed(&r, tcp_frame(0, 1, 1003, 1, 5060, SYN, 0, 0), 0, now + 1);
 	CHECK(qlen(&r, 0, VOICE) == 3 && cc[VOICE].refused == 1 &&
-	      r.w->ctr.port[WEIR_PORT_LAN].refused == 2, "fourth refused, both SYNs dropped");
+	      r.w->svc.ctr.port[WEIR_PORT_LAN].refused == 2, "fourth refused, both SYNs dropped");
 	/* Its packets the other way are dropped too (no half-admitted flow). */
 	CHECK(feed(&r, tcp_frame(1, 1, 1003, 1, 5060, SYN | ACK, 0, 0), 1, now + 2) == 0 &&
-	      r.w->ctr.port[WEIR_PORT_WAN].refused == 1, "refused flow's reply dropped");
+	      r.w->svc.ctr.port[WEIR_PORT_WAN].refused == 1, "refused flow's reply dropped");
 	/* One voice flow ends (RST): room again; the next SYN retry gets in. */
 	feed(&r, tcp_frame(1, 1, 1000, 1, 5060, RST, 0, 0), 1, now + 3);
 	CHECK(cc[VOICE].flows == 2, "RST releases the admission slot");
@@ -206,7 +206,7 @@ test_classify_and_admit(void)
 		feed(&r, tcp_frame(0, 2, (uint16_t)(2000 + i), 1, 8000, SYN, 0, 0), 0, now);
 	CHECK(cc[VIDEO].flows == 3 && cc[VIDEO].refused == 1 && cc[VIDEO].diverted == 1 &&
 	      cc[BULK].flows == 1 && qlen(&r, 0, BULK) == 1, "fourth video flow diverted to bulk");
-	CHECK(r.w->ctr.port[WEIR_PORT_LAN].refused == 2, "diverted flows are not dropped");
+	CHECK(r.w->svc.ctr.port[WEIR_PORT_LAN].refused == 2, "diverted flows are not dropped");
 
 	/* Unmatched TCP and non-IP go to the default class; ARP (L2 control)
 	 * goes on at once, ahead of shaping (issue 16.3). */
@@ -232,7 +232,7 @@ test_classify_and_admit(void)
 		weir_parse(rte_pktmbuf_mtod(m, uint8_t *), m->data_len, pk);
 		weir_flow_key_make(rte_pktmbuf_mtod(m, uint8_t *), pk, &k);
 		weir_flow_lookup_bulk(r.ft, &k, 1, now, f);
-		CHECK(f[0] != NULL && weir_cbq_qtab(r.w->shaper[0])->q[weir_flow_slot(r.ft, f[0])].weight == 3,
+		CHECK(f[0] != NULL && weir_cbq_qtab(r.w->svc.shaper[0])->q[weir_flow_slot(r.ft, f[0])].weight == 3,
 		      "rule weight applied to the flow's queue");
 		rte_pktmbuf_free(m);
 	}
@@ -272,14 +272,14 @@ test_reuse_moves_queue(void)
 	feed(&r, tcp_frame(0, 1, 4000, 1, 443, ACK, 101, 100), 0, now);
 	feed(&r, tcp_frame(0, 1, 4000, 1, 443, ACK, 201, 100), 0, now);
 	feed(&r, tcp_frame(1, 1, 4000, 1, 443, RST, 0, 0), 1, now);
-	CHECK(qlen(&r, 0, 1) == 3 && r.w->cls_ctr[0][1].flows == 0, "closed flow's data still queued in a");
+	CHECK(qlen(&r, 0, 1) == 3 && r.w->svc.cls_ctr[0][1].flows == 0, "closed flow's data still queued in a");
 	/* The WAN host opens the same 4-tuple: a new flow, class b. */
 	feed(&r, tcp_frame(1, 1, 4000, 1, 443, SYN, 900, 0), 1, now + 1);
 	feed(&r, tcp_frame(0, 1, 4000, 1, 443, SYN | ACK, 300, 0), 0, now + 1);
-	CHECK(qlen(&r, 0, 1) == 0 && qlen(&r, 0, 2) == 4 && r.w->cls_ctr[0][2].flows == 1,
+	CHECK(qlen(&r, 0, 1) == 0 && qlen(&r, 0, 2) == 4 && r.w->svc.cls_ctr[0][2].flows == 1,
 	      "reused 4-tuple re-classified into b, queue moved (a %u, b %u)", qlen(&r, 0, 1),
 	      qlen(&r, 0, 2));
-	while ((m = weir_cbq_dequeue(r.w->shaper[0], now + 100 * rte_get_tsc_hz(), &d)) != NULL) {
+	while ((m = weir_cbq_dequeue(r.w->svc.shaper[0], now + 100 * rte_get_tsc_hz(), &d)) != NULL) {
 		const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 
 		if (n < RTE_DIM(seqs))
@@ -316,9 +316,9 @@ test_fifo_leaf(void)
 	/* 24 packets, flows alternating 1,2,3; per-flow limit is 16, class 20. */
 	for (uint32_t i = 0; i < 24; i++)
 		feed(&r, tcp_frame(0, 1, (uint16_t)(1000 + i % 3), 1, 80, ACK, i, 10), 0, now);
-	CHECK(qlen(&r, 0, 1) == 20 && r.w->ctr.port[0].dropped == 4, "class limit 20 applies (%u)",
+	CHECK(qlen(&r, 0, 1) == 20 && r.w->svc.ctr.port[0].dropped == 4, "class limit 20 applies (%u)",
 	      qlen(&r, 0, 1));
-	while ((m = weir_cbq_dequeue(r.w->shaper[0], now + 1000 * rte_get_tsc_hz(), &d)) != NULL) {
+	while ((m = weir_cbq_dequeue(r.w->svc.shaper[0], now + 1000 * rte_get_tsc_hz(), &d)) != NULL) {
 		const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 
 		in_order += f[41] == n++;

@@ -333,7 +333,7 @@ test_release_rule(void)
 
 	if (upload_rig(&r, WEIR_MODE_POSTACK, "pa_rule", now) != 0)
 		return;
-	st = weir_postack_stats(r.w->pa);
+	st = weir_postack_stats(r.w->svc.pa);
 	/* No data queued: ACKs pass (the flow is not over its share). */
 	CHECK(feed(&r, BACK(1), 1, now) == 0 && qlen(&r, 1, 1) == 1 && st->held == 0,
 	      "ACK with no data queued goes on (to the inbound tree)");
@@ -351,7 +351,7 @@ test_release_rule(void)
 	CHECK(emitted_tags(&r, (uint32_t[]){ 11 }, 1), "qlen 1: first ACK released with the data");
 	pull1(&r, now);
 	CHECK(emitted_tags(&r, (uint32_t[]){ 11, 12 }, 2), "qlen 0: second released");
-	CHECK(st->released == 2 && weir_postack_len(r.w->pa, 0, 0) == 0, "counted");
+	CHECK(st->released == 2 && weir_postack_len(r.w->svc.pa, 0, 0) == 0, "counted");
 	rig_emitted_free(&r);
 
 	/* Held ACKs and an empty data queue: an arriving ACK releases the
@@ -361,7 +361,7 @@ test_release_rule(void)
 	feed(&r, BACK(22), 1, now);
 	pull1(&r, now);         /* qlen 0: 21 released */
 	feed(&r, BACK(23), 1, now);
-	CHECK(emitted_tags(&r, (uint32_t[]){ 21, 22 }, 2) && weir_postack_len(r.w->pa, 0, 0) == 1,
+	CHECK(emitted_tags(&r, (uint32_t[]){ 21, 22 }, 2) && weir_postack_len(r.w->svc.pa, 0, 0) == 1,
 	      "ACK on an empty data queue releases the oldest, holds itself");
 	rig_emitted_free(&r);
 
@@ -375,7 +375,7 @@ test_release_rule(void)
 	 * would overtake it). */
 	feed(&r, UP(401, 100), 0, now);
 	feed(&r, BACK(31), 1, now);
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 0 && qlen(&r, 1, 1) == 2,
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 0 && qlen(&r, 1, 1) == 2,
 	      "no holding behind a frame of the same direction");
 	{
 		struct rte_mbuf *m[2];
@@ -386,7 +386,7 @@ test_release_rule(void)
 	}
 	/* FIN from the sender: held ACKs of the flow go at once. */
 	feed(&r, BACK(41), 1, now);
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 1, "held again");
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 1, "held again");
 	feed(&r, tcp_frame(0, 1, 4000, 1, 80, FIN | ACK, 501, 0), 0, now);
 	CHECK(emitted_tags(&r, (uint32_t[]){ 41 }, 1), "FIN flushes");
 	rig_emitted_free(&r);
@@ -395,7 +395,7 @@ test_release_rule(void)
 	while (pull1(&r, now))
 		;
 	rig_emitted_free(&r);
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 0, "released by the dequeues");
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 0, "released by the dequeues");
 	feed(&r, UP(601, 100), 0, now);
 	feed(&r, BACK(61), 1, now);
 	feed(&r, BACK(62), 1, now);
@@ -449,9 +449,9 @@ test_handshake_rtt(void)
 	feed(&r, tcp_frame(1, 1, 4000, 1, 80, SYN | ACK, 0, 0), 1, now + 30 * ms);
 	feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 1, 0), 0, now + 31 * ms);
 	pull1(&r, now + 31 * ms);
-	q = r.w->pa->q[0];
-	CHECK(r.w->pa->q[1][0].rtt == 30 * ms && q[0].rtt == 1 * ms,
-	      "WAN side 30 ms away, LAN side 1 ms (%u, %u ticks)", r.w->pa->q[1][0].rtt, q[0].rtt);
+	q = r.w->svc.pa->q[0];
+	CHECK(r.w->svc.pa->q[1][0].rtt == 30 * ms && q[0].rtt == 1 * ms,
+	      "WAN side 30 ms away, LAN side 1 ms (%u, %u ticks)", r.w->svc.pa->q[1][0].rtt, q[0].rtt);
 	/* An upload: two ACKs held, the data stops. 20 ms + 2 x 1 ms later
 	 * the watchdog lets them go. */
 	feed(&r, UP(1, 100), 0, now + 40 * ms);
@@ -503,7 +503,7 @@ test_pfq_mode(void)
 	}
 	feed(&r, UP(1, 100), 0, now);
 	feed(&r, UP(101, 100), 0, now);
-	CHECK(feed(&r, BACK(1), 1, now) == 1 && weir_postack_stats(r.w->pa)->held == 0,
+	CHECK(feed(&r, BACK(1), 1, now) == 1 && weir_postack_stats(r.w->svc.pa)->held == 0,
 	      "pfq: the ACK is forwarded at once");
 	rig_free(&r);
 }
@@ -550,14 +550,14 @@ test_sack_own_drop(void)
 	/* The flow's queue holds 16: the 17th segment (seq 1601) is dropped. */
 	for (uint32_t k = 0; k < 17; k++)
 		feed(&r, UP(1 + 100 * k, 100), 0, now);
-	CHECK(r.w->ctr.port[WEIR_PORT_LAN].dropped == 1, "one dropped");
+	CHECK(r.w->svc.ctr.port[WEIR_PORT_LAN].dropped == 1, "one dropped");
 	feed(&r, BACK(11), 1, now);
-	CHECK(feed(&r, sack_ack_at(12, 1601), 1, now) == 0 && weir_postack_len(r.w->pa, 0, 0) == 2 &&
-	      r.n_emitted == 0 && r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 0,
+	CHECK(feed(&r, sack_ack_at(12, 1601), 1, now) == 0 && weir_postack_len(r.w->svc.pa, 0, 0) == 2 &&
+	      r.n_emitted == 0 && r.w->svc.ctr.port[WEIR_PORT_WAN].sack_passed == 0,
 	      "a SACK for the gateway's own drop is held like any ACK");
-	CHECK(feed(&r, sack_ack_at(13, 1701), 1, now) == 0 && weir_postack_len(r.w->pa, 0, 0) == 0 &&
+	CHECK(feed(&r, sack_ack_at(13, 1701), 1, now) == 0 && weir_postack_len(r.w->svc.pa, 0, 0) == 0 &&
 	      emitted_tags(&r, (uint32_t[]){ 11, 12 }, 2) &&
-	      r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 1,
+	      r.w->svc.ctr.port[WEIR_PORT_WAN].sack_passed == 1,
 	      "a hole past the drop (lost beyond the gateway) passes, after what was held");
 	rig_emitted_free(&r);
 	/* A D-SACK (its block below the cumulative ACK: data received twice)
@@ -565,8 +565,8 @@ test_sack_own_drop(void)
 	CHECK(pull_back(&r, now) == 13, "the passed SACK ACK left through the inbound tree");
 	feed(&r, BACK(14), 1, now);
 	/* sack_ack's block is 0x1000-0x2000: below an ACK of 0x2001. */
-	CHECK(feed(&r, sack_ack_at(15, 0x2001), 1, now) == 0 && weir_postack_len(r.w->pa, 0, 0) == 2 &&
-	      r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 1, "a D-SACK is held like any ACK");
+	CHECK(feed(&r, sack_ack_at(15, 0x2001), 1, now) == 0 && weir_postack_len(r.w->svc.pa, 0, 0) == 2 &&
+	      r.w->svc.ctr.port[WEIR_PORT_WAN].sack_passed == 1, "a D-SACK is held like any ACK");
 	rig_emitted_free(&r);
 	rig_free(&r);
 }
@@ -591,23 +591,23 @@ test_sack_passes(void)
 			feed(&r, UP(1 + 100 * k, 100), 0, now);
 		feed(&r, BACK(11), 1, now);
 		feed(&r, BACK(12), 1, now);
-		CHECK(weir_postack_len(r.w->pa, 0, 0) == 2 && r.n_emitted == 0,
+		CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 2 && r.n_emitted == 0,
 		      "%s: two ACKs held", weir_shape_mode_name(modes[i]));
 		CHECK(feed(&r, sack_ack(13), 1, now) == 0 &&
 		      emitted_tags(&r, (uint32_t[]){ 11, 12 }, 2) &&
-		      weir_postack_len(r.w->pa, 0, 0) == 0 && qlen(&r, 1, 1) == 1 &&
-		      r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 1,
+		      weir_postack_len(r.w->svc.pa, 0, 0) == 0 && qlen(&r, 1, 1) == 1 &&
+		      r.w->svc.ctr.port[WEIR_PORT_WAN].sack_passed == 1,
 		      "%s: the SACK ACK releases the held ones ahead of itself and goes on",
 		      weir_shape_mode_name(modes[i]));
 		rig_emitted_free(&r);
 		CHECK(pull_back(&r, now) == 13, "%s: it left after them",
 		      weir_shape_mode_name(modes[i]));
-		CHECK(feed(&r, sack_ack(14), 1, now) == 0 && weir_postack_len(r.w->pa, 0, 0) == 0 &&
+		CHECK(feed(&r, sack_ack(14), 1, now) == 0 && weir_postack_len(r.w->svc.pa, 0, 0) == 0 &&
 		      qlen(&r, 1, 1) == 1, "%s: the next SACK ACK passes too",
 		      weir_shape_mode_name(modes[i]));
 		pull_back(&r, now);
 		feed(&r, BACK(15), 1, now);
-		CHECK(weir_postack_len(r.w->pa, 0, 0) == 1,
+		CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 1,
 		      "%s: hole filled (no SACK): held again", weir_shape_mode_name(modes[i]));
 		rig_free(&r);
 	}
@@ -848,7 +848,7 @@ test_window_clamp(void)
 		return;
 	}
 	clamp_handshake(&r, t0);
-	c = &r.w->cls_ctr[0][r.w->policy->targets[weir_flow_by_slot(r.w->flows, 0)->class_id].leaf[0]];
+	c = &r.w->svc.cls_ctr[0][r.w->svc.policy->targets[weir_flow_by_slot(r.w->svc.flows, 0)->class_id].leaf[0]];
 	/* An ACK that goes on (no data queued) shows the sender 1000 + 100 x 128: under the clamp. */
 	CHECK(feed(&r, ack_frame(1, 1000, 100), 1, t0 + 7 * ms) == 1 && r.n_emitted == 0,
 	      "small passed ACK forwarded");
@@ -857,7 +857,7 @@ test_window_clamp(void)
 	for (uint32_t k = 0; k < 8; k++)
 		feed(&r, UP(1 + 1400 * k, 1400), 0, t0 + 8 * ms);
 	feed(&r, ack_frame(2, 2000, 65535), 1, t0 + 8 * ms);
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 1, "held behind the flow's queue");
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 1, "held behind the flow's queue");
 	/* One whose own window is already small is left alone. */
 	feed(&r, ack_frame(3, 3000, 20), 1, t0 + 8 * ms);
 	drain_ms(&r, t0 + 9 * ms, 30);
@@ -866,7 +866,7 @@ test_window_clamp(void)
 	      "held ACK's window clamped (%u, want %u), checksum valid; a small one untouched (%u)",
 	      r.n_emitted > 0 ? win_of(r.emitted[0]) : 0, units,
 	      r.n_emitted > 1 ? win_of(r.emitted[1]) : 0);
-	CHECK(r.w->ctr.port[WEIR_PORT_WAN].win_clamped == 1, "one clamp counted");
+	CHECK(r.w->svc.ctr.port[WEIR_PORT_WAN].win_clamped == 1, "one clamp counted");
 	rig_emitted_free(&r);
 	/* A passed ACK is cut the same way: the window a sender may use
 	 * beyond its share's BDP would wait here as held ACKs. */
@@ -912,11 +912,11 @@ clamp_first_win(struct rig *r, uint64_t t0)
 static void
 young_beside_grown(struct rig *r)
 {
-	const struct weir_flow *f0 = weir_flow_by_slot(r->w->flows, 0);
-	uint32_t lf = r->w->policy->targets[f0->class_id].leaf[0];
+	const struct weir_flow *f0 = weir_flow_by_slot(r->w->svc.flows, 0);
+	uint32_t lf = r->w->svc.policy->targets[f0->class_id].leaf[0];
 
-	r->w->cls_ctr[0][lf].active = 2;
-	r->w->cls_ctr[0][lf].young = 1;
+	r->w->svc.cls_ctr[0][lf].active = 2;
+	r->w->svc.cls_ctr[0][lf].young = 1;
 }
 
 /*
@@ -949,12 +949,12 @@ test_share_clamp(void)
 	CHECK(win_of(b) >= units - 2 && win_of(b) <= units + 2 && cksum4_ok(b),
 	      "a passed ACK's window cut to share x RTT + target: %u bytes (%u)", bytes, want);
 	rte_pktmbuf_free(b);
-	CHECK(r.w->ctr.port[WEIR_PORT_WAN].win_clamped == 1, "counted as clamped");
+	CHECK(r.w->svc.ctr.port[WEIR_PORT_WAN].win_clamped == 1, "counted as clamped");
 	/* A held ACK (data queued past half the BDP) is cut the same way. */
 	for (uint32_t k = 0; k < 8; k++)
 		feed(&r, UP(1 + 1400 * k, 1400), 0, t0 + 8 * ms);
 	feed(&r, ack_frame(2, 100000, 65535), 1, t0 + 8 * ms);
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 1, "held behind the flow's queue");
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 1, "held behind the flow's queue");
 	drain_ms(&r, t0 + 9 * ms, 20);
 	CHECK(r.n_emitted == 1 && win_of(r.emitted[0]) >= units - 2 && win_of(r.emitted[0]) <= units + 2 &&
 	      cksum4_ok(r.emitted[0]), "a held ACK cut to the same window (%u units, want %u)",
@@ -966,9 +966,9 @@ test_share_clamp(void)
 	rte_pktmbuf_mtod_offset(b, struct rte_tcp_hdr *, 34)->rx_win = rte_cpu_to_be_16(60000);
 	set_cksums4(b);
 	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 10 * ms) == 1 && win_of(b) == 60000 &&
-	      weir_postack_stats(r.w->pa)->clamp_unknown == 1,
+	      weir_postack_stats(r.w->svc.pa)->clamp_unknown == 1,
 	      "no handshake: left alone and counted (%" PRIu64 ")",
-	      weir_postack_stats(r.w->pa)->clamp_unknown);
+	      weir_postack_stats(r.w->svc.pa)->clamp_unknown);
 	rte_pktmbuf_free(b);
 	rig_free(&r);
 
@@ -1019,8 +1019,8 @@ test_share_clamp(void)
 	}
 	drain_ms(&r, t0 + 170 * ms, 200);
 	rig_emitted_free(&r);
-	CHECK(r.w->shaper[0] != NULL &&
-	      !weir_cbq_young(r.w->shaper[0], 0, 0, weir_flow_by_slot(r.w->flows, 0)->bytes[0]),
+	CHECK(r.w->svc.shaper[0] != NULL &&
+	      !weir_cbq_young(r.w->svc.shaper[0], 0, 0, weir_flow_by_slot(r.w->svc.flows, 0)->bytes[0]),
 	      "grown up");
 	b = ack_frame(2, 30000, 65535);
 	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 380 * ms) == 1, "goes on");
@@ -1167,15 +1167,15 @@ test_far_sender(void)
 
 	if (far_rig(&r, "pa_far", t0) != 0)
 		return;
-	CHECK(r.w->pa->q[1][0].rtt >= 40 * ms - ms / 100 && r.w->pa->q[1][0].rtt <= 40 * ms + ms / 100,
+	CHECK(r.w->svc.pa->q[1][0].rtt >= 40 * ms - ms / 100 && r.w->svc.pa->q[1][0].rtt <= 40 * ms + ms / 100,
 	      "the download's sender is 40 ms away");
 	for (uint32_t k = 0; k < 10; k++)
 		feed(&r, BACK_DATA(100 + k, 1400), 1, t0 + 50 * ms);
 	CHECK(feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 2, 0), 0, t0 + 50 * ms) == 1 &&
-	      weir_postack_len(r.w->pa, 1, 0) == 0, "10 queued (14600 bytes), within 1.5 BDPs: not held");
+	      weir_postack_len(r.w->svc.pa, 1, 0) == 0, "10 queued (14600 bytes), within 1.5 BDPs: not held");
 	feed(&r, BACK_DATA(110, 1400), 1, t0 + 50 * ms);
 	CHECK(feed(&r, tcp_frame(0, 1, 4000, 1, 80, ACK, 3, 0), 0, t0 + 50 * ms) == 0 &&
-	      weir_postack_len(r.w->pa, 1, 0) == 1, "11 queued, past it: held");
+	      weir_postack_len(r.w->svc.pa, 1, 0) == 1, "11 queued, past it: held");
 	rig_emitted_free(&r);
 	rig_free(&r);
 }
@@ -1199,40 +1199,40 @@ test_on_way(void)
 	/* 3 queued: 4380 bytes. The handshake's ACK set the mark (0); an ACK
 	 * not past it asks for nothing, each next one for 2896 bytes. */
 	CHECK(feed(&r, out_ack(10, 0), 0, t) == 1, "an ACK goes on");
-	CHECK(weir_postack_on_way(r.w->pa, 1, 0, t) == 0, "and asks for nothing");
+	CHECK(weir_postack_on_way(r.w->svc.pa, 1, 0, t) == 0, "and asks for nothing");
 	for (uint32_t k = 1; k <= 4; k++)
 		CHECK(feed(&r, out_ack(10 + k, 2896 * k), 0, t) == 1,
 		      "ACK %u goes on: 4380 queued + %u on its way", k, 2896 * (k - 1));
-	CHECK(weir_postack_on_way(r.w->pa, 1, 0, t) == 4 * 2896, "4 x 2896 on its way (%u)",
-	      weir_postack_on_way(r.w->pa, 1, 0, t));
+	CHECK(weir_postack_on_way(r.w->svc.pa, 1, 0, t) == 4 * 2896, "4 x 2896 on its way (%u)",
+	      weir_postack_on_way(r.w->svc.pa, 1, 0, t));
 	CHECK(feed(&r, out_ack(15, 2896 * 5), 0, t) == 0 &&
-	      weir_postack_len(r.w->pa, 1, 0) == 1, "4380 + 11584 > 15000: the fifth is held");
+	      weir_postack_len(r.w->svc.pa, 1, 0) == 1, "4380 + 11584 > 15000: the fifth is held");
 	CHECK(feed(&r, out_ack(16, 2896 * 5), 0, t) == 0 &&
-	      weir_postack_len(r.w->pa, 1, 0) == 2, "a duplicate is held behind it (order)");
+	      weir_postack_len(r.w->svc.pa, 1, 0) == 2, "a duplicate is held behind it (order)");
 	/* 60 ms on the asks are in the older bucket, counted for the part of
 	 * its round trip still inside the last one (the buckets started at
 	 * the handshake's ACK, 41 ms: 11 of 40 ms). The ACK arriving then lets
 	 * the fifth go (its 2896 count from now) and is held itself. */
 	t += 60 * ms;
-	way = weir_postack_on_way(r.w->pa, 1, 0, t);
+	way = weir_postack_on_way(r.w->svc.pa, 1, 0, t);
 	CHECK(way >= 4 * 2896 * 10 / 40 && way <= 4 * 2896 * 12 / 40,
 	      "a part of the round trip before counts (%u)", way);
 	rig_emitted_free(&r);
 	CHECK(feed(&r, out_ack(17, 2896 * 6), 0, t) == 0 && r.n_emitted == 1 &&
-	      tag_of(r.emitted[0]) == 15 && weir_postack_len(r.w->pa, 1, 0) == 2,
+	      tag_of(r.emitted[0]) == 15 && weir_postack_len(r.w->svc.pa, 1, 0) == 2,
 	      "not over: the oldest held ACK goes, the new one waits");
-	CHECK(weir_postack_on_way(r.w->pa, 1, 0, t) == way + 2896,
-	      "the released ACK's ask counts from its release (%u)", weir_postack_on_way(r.w->pa, 1, 0, t));
+	CHECK(weir_postack_on_way(r.w->svc.pa, 1, 0, t) == way + 2896,
+	      "the released ACK's ask counts from its release (%u)", weir_postack_on_way(r.w->svc.pa, 1, 0, t));
 	rig_emitted_free(&r);
 	/* Two round trips of nothing: all of it aged out, the queue alone
 	 * decides (3 queued: within the room), the rule lets a held one go
 	 * with the next dequeue (the duplicate: it asks for nothing). */
 	t += 90 * ms;
-	CHECK(weir_postack_on_way(r.w->pa, 1, 0, t) == 0, "aged out (%u)",
-	      weir_postack_on_way(r.w->pa, 1, 0, t));
+	CHECK(weir_postack_on_way(r.w->svc.pa, 1, 0, t) == 0, "aged out (%u)",
+	      weir_postack_on_way(r.w->svc.pa, 1, 0, t));
 	CHECK(pull_back(&r, t) == 100 && r.n_emitted == 1 && tag_of(r.emitted[0]) == 16,
 	      "a dequeue releases the next held ACK");
-	CHECK(weir_postack_on_way(r.w->pa, 1, 0, t) == 0, "a duplicate asks for nothing");
+	CHECK(weir_postack_on_way(r.w->svc.pa, 1, 0, t) == 0, "a duplicate asks for nothing");
 	rig_emitted_free(&r);
 	while (pull_back(&r, t + 1000 * ms) != UINT32_MAX)
 		;
@@ -1266,7 +1266,7 @@ test_tcr(void)
 	 * class, 1 MB/s. The first has its handshake seen: WAN 40 ms away, no
 	 * window scaling, MSS 1460. */
 	two_flows_wan_40ms(&r, t0);
-	CHECK(r.w->cls_ctr[0][1].flows == 2 && r.w->cls_ctr[0][1].active == 0,
+	CHECK(r.w->svc.cls_ctr[0][1].flows == 2 && r.w->svc.cls_ctr[0][1].active == 0,
 	      "two flows, none active");
 	/* A segment of flow 2 waits in the class: a backlog, so flow 1's ACKs
 	 * are paced (with none, they would pass: there is room). Flow 2 alone
@@ -1274,11 +1274,11 @@ test_tcr(void)
 	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1, 100), 0, t0 + 40 * ms);
 	/* One frame in a period takes no share (a DNS query, a router
 	 * solicitation): the second counts the flow. */
-	CHECK(r.w->cls_ctr[0][1].active == 0, "one frame: not active yet (%u)",
-	      r.w->cls_ctr[0][1].active);
+	CHECK(r.w->svc.cls_ctr[0][1].active == 0, "one frame: not active yet (%u)",
+	      r.w->svc.cls_ctr[0][1].active);
 	CHECK(feed(&r, ack_frame(1, 1000, 65535), 1, t0 + 41 * ms) == 1 && r.n_emitted == 0,
 	      "first ACK passes at once");
-	tf = &r.w->tcr->f[0][0];
+	tf = &r.w->svc.tcr->f[0][0];
 	CHECK(tf->srtt >= 40 * ms - ms / 100 && tf->srtt <= 40 * ms + ms / 100,
 	      "the receiver's side from the handshake (%.3f ms)", (double)tf->srtt / (double)ms);
 	/* Two more right behind it wait for the pacing clock: 1460 / 1 MB/s = 1.46 ms. */
@@ -1293,7 +1293,7 @@ test_tcr(void)
 	/* BDP = 1 MB/s x 40 ms = 40000, + 5000 + 2 x 1460 = 47920. */
 	CHECK(r.n_emitted == 2 && tag_of(r.emitted[0]) == 2 && tag_of(r.emitted[1]) == 3 &&
 	      win_of(r.emitted[0]) >= 47900 && win_of(r.emitted[0]) <= 47920 &&
-	      cksum4_ok(r.emitted[0]) && weir_postack_stats(r.w->pa)->paced == 2,
+	      cksum4_ok(r.emitted[0]) && weir_postack_stats(r.w->svc.pa)->paced == 2,
 	      "paced in order, window cut to the BDP and its margin (%u)",
 	      r.n_emitted ? win_of(r.emitted[0]) : 0);
 	edge = r.n_emitted > 1 ? 3000 + win_of(r.emitted[1]) : 0;
@@ -1306,7 +1306,7 @@ test_tcr(void)
 	feed(&r, UP(101, 100), 0, t0 + 50 * ms);
 	while (pull1(&r, t0 + 50 * ms))
 		;
-	CHECK(r.w->cls_ctr[0][1].active == 2, "two active flows (%u)", r.w->cls_ctr[0][1].active);
+	CHECK(r.w->svc.cls_ctr[0][1].active == 2, "two active flows (%u)", r.w->svc.cls_ctr[0][1].active);
 	b = ack_frame(4, 4000, 65535);
 	CHECK(rig_process(&r, &b, 1, WEIR_PORT_WAN, t0 + 51 * ms) == 1 &&
 	      4000u + win_of(b) >= edge && 4000u + win_of(b) <= edge + 1 && cksum4_ok(b),
@@ -1372,7 +1372,7 @@ test_light_flow_share(void)
 		return;
 	}
 	two_flows_wan_40ms(&r, t0);
-	c = &r.w->cls_ctr[0][1];
+	c = &r.w->svc.cls_ctr[0][1];
 	whole = c->share_bytes_per_tick;
 	two_senders(&r, t0, 41, 201, false, &s1, &s2);
 	CHECK(c->active == 2 && c->heavy == 2 && c->share_bytes_per_tick < whole * 6 / 10,
@@ -1411,7 +1411,7 @@ test_closed_flow_share(void)
 		return;
 	}
 	two_flows_wan_40ms(&r, t0);
-	c = &r.w->cls_ctr[0][1];
+	c = &r.w->svc.cls_ctr[0][1];
 	whole = c->share_bytes_per_tick;
 	for (int i = 0; i < 2; i++) {   /* two data frames each: both count */
 		feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1 + 100 * (uint32_t)i, 100), 0, t0 + 41 * ms);
@@ -1457,13 +1457,13 @@ test_tcr_tiny_share(void)
 	}
 	two_flows_wan_40ms(&r, t0);
 	feed(&r, tcp_frame(0, 2, 4001, 1, 80, ACK, 1, 100), 0, t0 + 40 * ms);  /* a backlog */
-	c = &r.w->cls_ctr[0][1];
+	c = &r.w->svc.cls_ctr[0][1];
 	c->share_bytes_per_tick = 0;    /* 1 bit/s: what 8 kbit/s among 8000 flows floors to */
 	c->share_ticks_per_byte = (8 * hz) << 16;
 	feed(&r, ack_frame(1, 1000, 65535), 1, t0 + 41 * ms);
 	feed(&r, ack_frame(2, 2000, 65535), 1, t0 + 41 * ms);
 	feed(&r, ack_frame(3, 3000, 65535), 1, t0 + 41 * ms);
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 2, "two held");
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 2, "two held");
 	CHECK(rig_watchdog(&r, t0 + 41 * ms + hz + ms) == 1, "one a second at most apart");
 	CHECK(rig_watchdog(&r, t0 + 41 * ms + 2 * hz + 2 * ms) == 1, "and the next (the clock did not wrap)");
 	rig_emitted_free(&r);
@@ -1505,8 +1505,8 @@ test_tcr_bytes(void)
 	feed(&r, ack_frame(1, 1000, 65535), 1, t1 - gap);       /* the clock: due at t1 */
 	for (uint32_t i = 1; i <= 6; i++)
 		feed(&r, ack_frame(1 + i, 1000 + 2920 * i, 65535), 1, t1 + gap / 10);
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 5, "the first passes, five held (%u)",
-	      weir_postack_len(r.w->pa, 0, 0));
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 5, "the first passes, five held (%u)",
+	      weir_postack_len(r.w->svc.pa, 0, 0));
 	/* The passed one asked for two segments: the next is due two gaps on. */
 	CHECK((k = rig_watchdog(&r, t1 + gap + gap / 2)) == 0, "not one gap on (%u)", k);
 	CHECK((k = rig_watchdog(&r, t1 + 2 * gap + gap / 10)) == 1, "two gaps on (%u)", k);
@@ -1535,8 +1535,8 @@ test_tcr_catchup(void)
 		return;
 	for (uint32_t i = 1; i <= 12; i++)
 		feed(&r, ack_frame(i, 1000 * i, 65535), 1, t1);
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 11, "the first passes, eleven held (%u)",
-	      weir_postack_len(r.w->pa, 0, 0));
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 11, "the first passes, eleven held (%u)",
+	      weir_postack_len(r.w->svc.pa, 0, 0));
 	/* The first look comes 2.1 gaps after the first one was due: three owed. */
 	CHECK((k = rig_watchdog(&r, t1 + 3 * gap + ms / 10)) == 3, "a late look: three (%u)", k);
 	CHECK((k = rig_watchdog(&r, t1 + 3 * gap + ms / 5)) == 0, "then none until due (%u)", k);
@@ -1578,17 +1578,17 @@ test_paced(void)
 	/* That ACK brought two data packets: out = 2. */
 	feed(&r, UP(1000, 1000), 0, t1 + 500 * us);
 	feed(&r, UP(2000, 1000), 0, t1 + 500 * us);
-	CHECK(r.w->tcr->f[0][0].out == 2, "data queued since the release counted (%u)",
-	      r.w->tcr->f[0][0].out);
+	CHECK(r.w->svc.tcr->f[0][0].out == 2, "data queued since the release counted (%u)",
+	      r.w->svc.tcr->f[0][0].out);
 	pull1(&r, t1 + 600 * us);       /* one stays queued: the class has a backlog */
 	rig_emitted_free(&r);
 	/* One flow holds ACKs: its tick is the class's, 1.46 ms. */
 	feed(&r, ack_frame(2, 2000, 65535), 1, t1 + 600 * us);
 	feed(&r, ack_frame(3, 3000, 65535), 1, t1 + 600 * us);
 	feed(&r, ack_frame(4, 4000, 65535), 1, t1 + 600 * us);
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 3, "ACKs before the flow's next tick are held");
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 3, "ACKs before the flow's next tick are held");
 	CHECK(rig_watchdog(&r, t1 + 1000 * us) == 0 &&
-	      rig_watchdog(&r, t1 + 1500 * us) == 0 && r.w->tcr->f[0][0].out == 1,
+	      rig_watchdog(&r, t1 + 1500 * us) == 0 && r.w->svc.tcr->f[0][0].out == 1,
 	      "the first tick is skipped: one extra data packet");
 	CHECK(rig_watchdog(&r, t1 + 3000 * us) == 1 &&
 	      rig_watchdog(&r, t1 + 3100 * us) == 0 &&
@@ -1596,7 +1596,7 @@ test_paced(void)
 	      rig_watchdog(&r, t1 + 5900 * us) == 1, "then one ACK a tick");
 	CHECK(r.n_emitted == 3 && tag_of(r.emitted[0]) == 2 && tag_of(r.emitted[1]) == 3 &&
 	      tag_of(r.emitted[2]) == 4 && win_of(r.emitted[0]) > 20000 && cksum4_ok(r.emitted[0]) &&
-	      weir_postack_stats(r.w->pa)->paced == 3,
+	      weir_postack_stats(r.w->svc.pa)->paced == 3,
 	      "paced in order, window not cut to a BDP (%u)", r.n_emitted ? win_of(r.emitted[0]) : 0);
 	rig_emitted_free(&r);
 	/* With the class's queue empty there is nothing to match: no tick is
@@ -1608,11 +1608,11 @@ test_paced(void)
 	feed(&r, ack_frame(5, 5000, 65535), 1, t1 + 6100 * us);
 	while (pull1(&r, t1 + 7300 * us))
 		;
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 1 && r.w->tcr->f[0][0].out == 2 &&
-	      weir_cbq_leaf_qlen(r.w->shaper[0], 1) == 0,
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 1 && r.w->svc.tcr->f[0][0].out == 2 &&
+	      weir_cbq_leaf_qlen(r.w->svc.shaper[0], 1) == 0,
 	      "one ACK held, two data packets for it, the class empty (held %u, out %u)",
-	      weir_postack_len(r.w->pa, 0, 0), r.w->tcr->f[0][0].out);
-	CHECK(rig_watchdog(&r, t1 + 7400 * us) == 1 && r.w->tcr->f[0][0].out == 0,
+	      weir_postack_len(r.w->svc.pa, 0, 0), r.w->svc.tcr->f[0][0].out);
+	CHECK(rig_watchdog(&r, t1 + 7400 * us) == 1 && r.w->svc.tcr->f[0][0].out == 0,
 	      "an empty class skips no tick");
 	rig_emitted_free(&r);
 	rig_free(&r);
@@ -1640,17 +1640,17 @@ test_paced_far_sender(void)
 	for (k = 1; k <= 3; k++)
 		CHECK(feed(&r, out_ack(10 + k, 2896 * k), 0, t) == 1,
 		      "ACK %u goes on: %u on its way", k, 2896 * (k - 1));
-	CHECK(weir_postack_stats(r.w->pa)->caught_up == 3 && weir_postack_len(r.w->pa, 1, 0) == 0,
-	      "three off the clocks (%" PRIu64 ")", weir_postack_stats(r.w->pa)->caught_up);
+	CHECK(weir_postack_stats(r.w->svc.pa)->caught_up == 3 && weir_postack_len(r.w->svc.pa, 1, 0) == 0,
+	      "three off the clocks (%" PRIu64 ")", weir_postack_stats(r.w->svc.pa)->caught_up);
 	/* 8688 on its way and 2920 queued: past its BDP, the clocks decide
 	 * (at most one tick is due at once). */
 	for (k = 4; k <= 6; k++)
 		feed(&r, out_ack(10 + k, 2896 * k), 0, t);
-	CHECK(weir_postack_stats(r.w->pa)->caught_up == 3 && weir_postack_len(r.w->pa, 1, 0) >= 2,
-	      "enough on its way: paced, held (%u)", weir_postack_len(r.w->pa, 1, 0));
+	CHECK(weir_postack_stats(r.w->svc.pa)->caught_up == 3 && weir_postack_len(r.w->svc.pa, 1, 0) >= 2,
+	      "enough on its way: paced, held (%u)", weir_postack_len(r.w->svc.pa, 1, 0));
 	/* Two round trips later the asks have aged out (nothing came): the
 	 * watchdog lets a held one go off the clocks. */
-	CHECK(rig_watchdog(&r, t + 90 * ms) >= 1 && weir_postack_stats(r.w->pa)->caught_up >= 4,
+	CHECK(rig_watchdog(&r, t + 90 * ms) >= 1 && weir_postack_stats(r.w->svc.pa)->caught_up >= 4,
 	      "its share would run dry: released");
 	rig_emitted_free(&r);
 	while (pull_back(&r, t + 1000 * ms) != UINT32_MAX)
@@ -1690,17 +1690,17 @@ test_flush_held(void)
 	rig_emitted_free(&r);
 	for (uint32_t i = 0; i < 3; i++)
 		feed(&r, ack_frame(2 + i, 2000 + 1000 * i, 65535), 1, t1 + 600 * us);
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 3 && weir_postack_stats(r.w->pa)->mbufs == 2,
-	      "three ACKs held, two of them as mbufs (%u, %u)", weir_postack_len(r.w->pa, 0, 0),
-	      weir_postack_stats(r.w->pa)->mbufs);
-	dropped = r.w->ctr.port[WEIR_PORT_WAN].dropped;
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 3 && weir_postack_stats(r.w->svc.pa)->mbufs == 2,
+	      "three ACKs held, two of them as mbufs (%u, %u)", weir_postack_len(r.w->svc.pa, 0, 0),
+	      weir_postack_stats(r.w->svc.pa)->mbufs);
+	dropped = r.w->svc.ctr.port[WEIR_PORT_WAN].dropped;
 	n = weir_worker_flush_queues(r.w);
 	rig_emitted_free(&r);
-	CHECK(rte_mempool_in_use_count(mp) == 0 && weir_postack_len(r.w->pa, 0, 0) == 0,
+	CHECK(rte_mempool_in_use_count(mp) == 0 && weir_postack_len(r.w->svc.pa, 0, 0) == 0,
 	      "the flush gives held ACKs back (%u mbufs in use)", rte_mempool_in_use_count(mp));
-	CHECK(r.w->ctr.port[WEIR_PORT_WAN].dropped - dropped == 3 && n >= 3,
+	CHECK(r.w->svc.ctr.port[WEIR_PORT_WAN].dropped - dropped == 3 && n >= 3,
 	      "counted dropped on the port they came in through (%" PRIu64 ", %u)",
-	      r.w->ctr.port[WEIR_PORT_WAN].dropped - dropped, n);
+	      r.w->svc.ctr.port[WEIR_PORT_WAN].dropped - dropped, n);
 	rig_free(&r);
 }
 
@@ -1727,8 +1727,8 @@ test_dsack_second_form(void)
 	f[46] = 0xa0;                   /* data offset 10: the 20 bytes are options */
 	memcpy(f + 54, opt, sizeof(opt));
 	f[44] = 0x08;                   /* cumulative ACK 0x800, below both blocks */
-	CHECK(feed(&r, m, 1, now) == 0 && weir_postack_len(r.w->pa, 0, 0) == 2 &&
-	      r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 0,
+	CHECK(feed(&r, m, 1, now) == 0 && weir_postack_len(r.w->svc.pa, 0, 0) == 2 &&
+	      r.w->svc.ctr.port[WEIR_PORT_WAN].sack_passed == 0,
 	      "a D-SACK inside the second block is held, not rushed as a hole");
 	rig_emitted_free(&r);
 	rig_free(&r);
@@ -1748,11 +1748,11 @@ test_own_drop_cleared(void)
 		return;
 	for (uint32_t k = 0; k < 17; k++)
 		feed(&r, UP(1 + 100 * k, 100), 0, now);
-	CHECK(r.w->ctr.port[WEIR_PORT_LAN].dropped == 1, "segment 1601 dropped");
+	CHECK(r.w->svc.ctr.port[WEIR_PORT_LAN].dropped == 1, "segment 1601 dropped");
 	feed(&r, ack_frame(11, 1701, 100), 1, now);     /* the retransmission got through */
 	feed(&r, BACK(12), 1, now);
 	CHECK(feed(&r, sack_ack_at(13, 0x90000000u), 1, now) == 0 &&
-	      r.w->ctr.port[WEIR_PORT_WAN].sack_passed == 1,
+	      r.w->svc.ctr.port[WEIR_PORT_WAN].sack_passed == 1,
 	      "a hole 2.25 GiB past a repaired drop is news, not the gateway's own");
 	rig_emitted_free(&r);
 	rig_free(&r);
@@ -1785,7 +1785,7 @@ test_cut_through(void)
 		CHECK(0, "rig");
 		return;
 	}
-	st = weir_postack_stats(r.w->pa);
+	st = weir_postack_stats(r.w->svc.pa);
 	CHECK(feed(&r, tcp_frame(0, 1, 4000, 1, 80, SYN, 0, 0), 0, now) == 1 && qlen(&r, 0, 1) == 0,
 	      "a SYN into an empty tree with tokens is sent at once, not queued");
 	/* 54 of 1518 bytes spent: three 654-byte frames still find tokens
@@ -1818,7 +1818,7 @@ test_cut_through(void)
 	if (n)
 		rte_pktmbuf_free(m);
 	rig_emitted_free(&r);   /* qlen 0: the rule released 12 with it */
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 0 && st->released == 2, "both ACKs released");
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 0 && st->released == 2, "both ACKs released");
 	/* An ACK left held with the tree empty again (two held, the queued
 	 * segment's dequeue releases one), then data that cuts through
 	 * releases it by the rule, as a dequeue would. */
@@ -1834,11 +1834,11 @@ test_cut_through(void)
 	r.w->next_tsc[WEIR_PORT_LAN] = 0;
 	CHECK(pull1(&r, now) == 1, "the queued one leaves");
 	rig_emitted_free(&r);
-	CHECK(weir_postack_len(r.w->pa, 0, 0) == 1 && qlen(&r, 0, 1) == 0,
+	CHECK(weir_postack_len(r.w->svc.pa, 0, 0) == 1 && qlen(&r, 0, 1) == 0,
 	      "one ACK still held with the tree empty");
 	now += 10 * hz;
 	CHECK(feed(&r, UP(6001, 600), 0, now) == 1 && emitted_tags(&r, (uint32_t[]){ 22 }, 1) &&
-	      weir_postack_len(r.w->pa, 0, 0) == 0,
+	      weir_postack_len(r.w->svc.pa, 0, 0) == 0,
 	      "a segment that cuts through releases the held ACK by the rule");
 	rig_emitted_free(&r);
 	rig_free(&r);

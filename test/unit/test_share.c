@@ -335,7 +335,7 @@ test_worker_applies(void)
 	box->seq++;
 	CHECK(weir_worker_share_apply(r.w) == 3 && r.w->share_seq == box->seq,
 	      "applied: link, a and b changed");
-	CHECK(weir_cbq_stats(r.w->shaper[0], a, &st) == 0 && st.rate_bps == weir_share_rate(s[0], 1, a) &&
+	CHECK(weir_cbq_stats(r.w->svc.shaper[0], a, &st) == 0 && st.rate_bps == weir_share_rate(s[0], 1, a) &&
 	      st.ceil_bps == weir_share_ceil(s[0], 1, a), "a's rate on this worker is its share (%lu)",
 	      st.rate_bps);
 	CHECK(weir_worker_share_apply(r.w) == 0, "nothing new: nothing changed");
@@ -418,15 +418,15 @@ test_late_switch(void)
 	__atomic_store_n(&r.w->pending, NULL, __ATOMIC_RELAXED);
 	weir_share_publish(box, np->epoch, s, 1);
 	worker_loop_once(r.w);
-	CHECK(r.w->policy == r.p, "still on the old policy");
+	CHECK(r.w->svc.policy == r.p, "still on the old policy");
 	__atomic_store_n(&r.w->pending, &sw, __ATOMIC_RELEASE);
 	/* Now it takes the switch; the split has not moved, so nothing new is
 	 * posted (weir_share_moved: false). */
 	CHECK(!weir_share_moved(box, np->epoch, s, 1), "the rebalancer has nothing new to post");
 	for (int k = 0; k < 3; k++)
 		worker_loop_once(r.w);
-	CHECK(r.w->policy == np, "switch taken");
-	CHECK(weir_cbq_stats(r.w->shaper[0], a, &st) == 0 && st.rate_bps == weir_share_rate(s[0], 1, a) &&
+	CHECK(r.w->svc.policy == np, "switch taken");
+	CHECK(weir_cbq_stats(r.w->svc.shaper[0], a, &st) == 0 && st.rate_bps == weir_share_rate(s[0], 1, a) &&
 	      st.ceil_bps == weir_share_ceil(s[0], 1, a),
 	      "a runs this worker's split for the policy it runs: rate %lu (split %lu, 1/n %lu)",
 	      st.rate_bps, weir_share_rate(s[0], 1, a), (unsigned long)(6 * MBIT / NW));

@@ -110,8 +110,8 @@ test_switch_moves_queues(void)
 	CHECK(in_queue == 48, "48 packets queued under the old policy (%u)", in_queue);
 	/* One ACK held against flow 1 (rest is postack, its data is queued). */
 	feed(&r, tcp_frame(1, 1, 5001, 1, 81, ACK, 777, 0), 1, now);
-	CHECK(r.w->pa != NULL && weir_postack_len(r.w->pa, 0, 1) + weir_postack_len(r.w->pa, 0, 0) +
-	      weir_postack_len(r.w->pa, 0, 2) + weir_postack_len(r.w->pa, 0, 3) == 1, "an ACK held");
+	CHECK(r.w->svc.pa != NULL && weir_postack_len(r.w->svc.pa, 0, 1) + weir_postack_len(r.w->svc.pa, 0, 0) +
+	      weir_postack_len(r.w->svc.pa, 0, 2) + weir_postack_len(r.w->svc.pa, 0, 3) == 1, "an ACK held");
 
 	np = weir_policy_build(&nc, 2, &e);
 	CHECK(np != NULL, "new policy builds");
@@ -126,7 +126,7 @@ test_switch_moves_queues(void)
 	}
 	CHECK(weir_worker_policy_post(r.w, &sw) == 0, "posted");
 	CHECK(weir_worker_policy_post(r.w, &sw) == -EBUSY, "a second post waits for the first");
-	CHECK(weir_worker_policy_take(r.w) == 1 && r.w->policy == np && r.w->policy_acked == 2,
+	CHECK(weir_worker_policy_take(r.w) == 1 && r.w->svc.policy == np && r.w->policy_acked == 2,
 	      "taken and acknowledged");
 	weir_worker_tx(r.w);
 	CHECK(r.n_emitted == 1 && tag_of(r.emitted[0]) == 777, "the held ACK went first");
@@ -136,7 +136,7 @@ test_switch_moves_queues(void)
 	CHECK(qlen(&r, 0, (uint16_t)video) == 24 && qlen(&r, 0, (uint16_t)bulk) == 24,
 	      "port 80 now in video (fifo), the rest in bulk (%u, %u)",
 	      qlen(&r, 0, (uint16_t)video), qlen(&r, 0, (uint16_t)bulk));
-	CHECK(r.w->cls_ctr[0][video].flows == 2 && r.w->cls_ctr[0][bulk].flows == 2,
+	CHECK(r.w->svc.cls_ctr[0][video].flows == 2 && r.w->svc.cls_ctr[0][bulk].flows == 2,
 	      "flows counted in their new classes");
 	weir_policy_free(r.p);  /* the old policy: the caller's once acked */
 	r.p = np;
@@ -226,7 +226,7 @@ test_flow_events_and_moves(void)
 	CHECK(qlen(&r, 0, (uint16_t)web) == 0 && qlen(&r, 0, (uint16_t)rest) == 4,
 	      "the flow moved to rest with its 3 packets (%u, %u)", qlen(&r, 0, (uint16_t)web),
 	      qlen(&r, 0, (uint16_t)rest));
-	CHECK(r.w->cls_ctr[0][web].flows == 0 && r.w->cls_ctr[0][rest].flows == 2,
+	CHECK(r.w->svc.cls_ctr[0][web].flows == 0 && r.w->svc.cls_ctr[0][rest].flows == 2,
 	      "class flow counts follow");
 	rte_ring_sc_dequeue_elem(ev, &e, sizeof(e));
 	/* A new policy re-classifies flows by its rules: the hooks are asked
@@ -331,13 +331,13 @@ test_refused_move_keeps_queue(void)
 
 		rte_ring_sp_enqueue_elem(cmd, &c, sizeof(c));
 	}
-	CHECK(weir_worker_cmds(r.w) == 1 && r.w->cls_ctr[0][voip].refused == 1,
-	      "moved into voip, which refuses it (%u)", (unsigned int)r.w->cls_ctr[0][voip].refused);
+	CHECK(weir_worker_cmds(r.w) == 1 && r.w->svc.cls_ctr[0][voip].refused == 1,
+	      "moved into voip, which refuses it (%u)", (unsigned int)r.w->svc.cls_ctr[0][voip].refused);
 	CHECK(feed(&r, tcp_frame(0, 7, 4321, 9, 80, ACK, 2, 100), 0, now) == 0 &&
 	      qlen(&r, 0, (uint16_t)voip) == 0, "refused: its packet is dropped");
 	/* The rebalancer (or a reload) gives voip room for one more flow. */
 	for (int d = 0; d < WEIR_PORT__COUNT; d++)
-		CHECK(weir_cbq_set_rate(r.w->shaper[d], (uint16_t)voip, 4 * MBIT, 4 * MBIT) == 0,
+		CHECK(weir_cbq_set_rate(r.w->svc.shaper[d], (uint16_t)voip, 4 * MBIT, 4 * MBIT) == 0,
 		      "set_rate");
 	for (uint32_t seq = 3; seq <= 5; seq++)
 		feed(&r, tcp_frame(0, 7, 4321, 9, 80, ACK, seq, 100), 0, now);
@@ -394,8 +394,8 @@ test_generation_wrap(void)
 	}
 	rest = weir_policy_class_find(r.p, 0, "rest");
 	feed(&r, tcp_frame(0, 1, 5000, 1, 443, ACK, 101, 100), 0, now);
-	CHECK(r.w->cls_ctr[0][rest].flows == 1,
-	      "the idle flow counted once after 255 switches (%u)", r.w->cls_ctr[0][rest].flows);
+	CHECK(r.w->svc.cls_ctr[0][rest].flows == 1,
+	      "the idle flow counted once after 255 switches (%u)", r.w->svc.cls_ctr[0][rest].flows);
 	rig_free(&r);
 }
 

@@ -7,7 +7,7 @@
  *   counted tx_full, nothing is held forever, the other direction keeps
  *   flowing meanwhile, and once the peer reads again every frame goes
  *   through, in order. The counters add up by kind and by fate
- *   (lib/worker/counters.h) and every mbuf comes back.
+ *   (lib/net/counters.h) and every mbuf comes back.
  * - A mempool that runs dry while PostACK holds an ACK as bytes: the
  *   release finds no mbuf, counts nombuf and keeps the ACK; once mbufs are
  *   back the same ACK goes, byte for byte.
@@ -93,7 +93,7 @@ kinds(const struct weir_port_counters *c)
 static int
 settle(const struct weir_worker *w, int port, uint64_t rx)
 {
-	const volatile struct weir_port_counters *c = &w->ctr.port[port];
+	const volatile struct weir_port_counters *c = &w->svc.ctr.port[port];
 
 	for (int i = 0; i < 5000; i++) {
 		if (c->rx_pkts == rx && fates((const struct weir_port_counters *)c) == rx)
@@ -128,7 +128,7 @@ static void
 feed_ring(struct weir_worker *w, int port, struct rte_ring *r, int in, uint32_t first, uint32_t n,
 	  struct rte_ring *drain_to, uint32_t *seen, uint32_t *last_tag, unsigned int *misordered)
 {
-	uint64_t rx0 = w->ctr.port[port].rx_pkts;
+	uint64_t rx0 = w->svc.ctr.port[port].rx_pkts;
 
 	for (uint32_t i = 0; i < n; i += 8) {
 		uint32_t k;
@@ -203,8 +203,8 @@ test_tx_stall(const char *name, bool shaped, unsigned int lcore)
 	w->conf.port_id[WEIR_PORT_WAN] = wan.port;
 	w->conf.queue = 0;
 	w->conf.idle_sleep_us = 50;
-	cl = &w->ctr.port[WEIR_PORT_LAN];
-	cw = &w->ctr.port[WEIR_PORT_WAN];
+	cl = &w->svc.ctr.port[WEIR_PORT_LAN];
+	cw = &w->svc.ctr.port[WEIR_PORT_WAN];
 	rte_eal_remote_launch(weir_worker_main, w, lcore);
 
 	/* 1. The WAN peer reads nothing: its ring fills with 63 frames. Data
@@ -225,10 +225,10 @@ test_tx_stall(const char *name, bool shaped, unsigned int lcore)
 	drain_check(lan.tx, &seen_back, last_tag, &misordered);
 	CHECK(seen_back == 200 && cw->tx_full == 0, "%s: %u of 200 went the other way while the "
 	      "WAN ring was full (tx_full %lu)", name, seen_back, (unsigned long)cw->tx_full);
-	loops = w->ctr.loops;
-	for (int i = 0; i < 2000 && *(volatile uint64_t *)&w->ctr.loops == loops; i++)
+	loops = w->svc.ctr.loops;
+	for (int i = 0; i < 2000 && *(volatile uint64_t *)&w->svc.ctr.loops == loops; i++)
 		usleep(1000);
-	CHECK(w->ctr.loops > loops, "%s: the worker still polls", name);
+	CHECK(w->svc.ctr.loops > loops, "%s: the worker still polls", name);
 
 	/* 2. The peer reads again: every frame goes through, in order. */
 	drain_free(wan.tx);
@@ -248,7 +248,7 @@ test_tx_stall(const char *name, bool shaped, unsigned int lcore)
 	rte_eal_wait_lcore(lcore);
 	weir_worker_flush_queues(w);
 	for (int p = 0; p < WEIR_PORT__COUNT; p++) {
-		const struct weir_port_counters *c = &w->ctr.port[p];
+		const struct weir_port_counters *c = &w->svc.ctr.port[p];
 
 		CHECK(kinds(c) == c->rx_pkts && fates(c) == c->rx_pkts, "%s: port %d rx %lu kinds %lu "
 		      "fates %lu", name, p, (unsigned long)c->rx_pkts, (unsigned long)kinds(c),

@@ -155,7 +155,7 @@ test_l2_control_ahead(void)
 		CHECK(0, "rig");
 		return;
 	}
-	lan = &r.w->ctr.port[WEIR_PORT_LAN];
+	lan = &r.w->svc.ctr.port[WEIR_PORT_LAN];
 	leaf = r.p->tree[0].default_leaf;
 	for (int i = 0; i < 40; i++)
 		feed(&r, l2_frame(NULL, 0x88b5, 0), 0, now);
@@ -178,7 +178,7 @@ test_l2_control_ahead(void)
 	      lan->dropped == 25, "01:80:c2:00:00:10 is not reserved: non-IP, queued (dropped)");
 	/* Inbound is unshaped: ARP goes on as everything does. */
 	CHECK(feed(&r, l2_frame(NULL, 0x0806, 0), 1, now) == 1 &&
-	      r.w->ctr.port[WEIR_PORT_WAN].l2_control == 1, "unshaped direction: counted too");
+	      r.w->svc.ctr.port[WEIR_PORT_WAN].l2_control == 1, "unshaped direction: counted too");
 	CHECK(lan->rx_pkts == lan->managed + lan->flow_full + lan->non_ip + lan->l2_control +
 	      lan->fragments + lan->malformed, "kinds add up to rx");
 	CHECK(lan->rx_pkts == lan->forwarded + lan->tx_full + lan->dropped + lan->refused +
@@ -222,7 +222,7 @@ test_fragments_per_host_pair(void)
 		CHECK(0, "rig");
 		return;
 	}
-	lan = &r.w->ctr.port[WEIR_PORT_LAN];
+	lan = &r.w->svc.ctr.port[WEIR_PORT_LAN];
 	/* Host 1 floods 40 UDP fragments (ids 1..40); host 3's three come after. */
 	for (uint16_t i = 1; i <= 40; i++)
 		feed(&r, frag4(1, 1, IPPROTO_UDP, i, 0, 1), 0, now);
@@ -242,7 +242,7 @@ test_fragments_per_host_pair(void)
 	CHECK(f1 != NULL && f3 != NULL && f1->pkts[0] == 40 && f3->pkts[0] == 3 &&
 	      f1->state == WEIR_FS_NONE,
 	      "pseudo-flows count packets (%u, %u)", f1 ? f1->pkts[0] : 0, f3 ? f3->pkts[0] : 0);
-	CHECK(f3 != NULL && weir_drr_qlen(weir_cbq_qtab(r.w->shaper[0]), weir_flow_slot(r.ft, f3)) == 3 &&
+	CHECK(f3 != NULL && weir_drr_qlen(weir_cbq_qtab(r.w->svc.shaper[0]), weir_flow_slot(r.ft, f3)) == 3 &&
 	      qlen(&r, 0, BULK) == 19 && qlen(&r, 0, VOICE) == 0,
 	      "host 3's fragments all queued, in bulk: the port rule does not match them (%u)",
 	      qlen(&r, 0, BULK));
@@ -312,7 +312,7 @@ test_malformed_rate(void)
 			CHECK(0, "rig");
 			return;
 		}
-		lan = &r.w->ctr.port[WEIR_PORT_LAN];
+		lan = &r.w->svc.ctr.port[WEIR_PORT_LAN];
 		leaf = r.p->tree[0].default_leaf;
 		for (int i = 0; i < 14; i++) {
 			struct rte_mbuf *m = frag4(1, 1, IPPROTO_UDP, 1, 0, 0);
@@ -337,7 +337,7 @@ test_malformed_rate(void)
 			n = 0;
 			for (int i = 0; i < 20; i++)
 				n += feed(&r, raw_frame(8), 1, now + hz / 2);
-			CHECK(n == 20 && r.w->ctr.port[WEIR_PORT_WAN].malformed_dropped == 0,
+			CHECK(n == 20 && r.w->svc.ctr.port[WEIR_PORT_WAN].malformed_dropped == 0,
 			      "an unshaped direction passes every malformed frame (%u)", n);
 		} else {
 			CHECK(lan->malformed == 14 && lan->malformed_dropped == 0 && qlen(&r, 0, leaf) == 14,
@@ -458,7 +458,7 @@ test_l3_control(void)
 		CHECK(0, "rig");
 		return;
 	}
-	lan = &r.w->ctr.port[WEIR_PORT_LAN];
+	lan = &r.w->svc.ctr.port[WEIR_PORT_LAN];
 	leaf = r.p->tree[0].default_leaf;
 	for (int i = 0; i < 20; i++)
 		feed(&r, l2_frame(NULL, 0x88b5, 0), 0, now);
@@ -501,8 +501,8 @@ test_l3_control(void)
 	went = 0;
 	for (int i = 0; i < 20; i++)
 		went += feed(&r, ip4_ttl(89, 1, 0, 0), 1, now);
-	CHECK(went == 20 && r.w->ctr.port[WEIR_PORT_WAN].l3_control == 20 &&
-	      r.w->ctr.port[WEIR_PORT_WAN].l3_control_dropped == 0, "unshaped direction: no budget");
+	CHECK(went == 20 && r.w->svc.ctr.port[WEIR_PORT_WAN].l3_control == 20 &&
+	      r.w->svc.ctr.port[WEIR_PORT_WAN].l3_control_dropped == 0, "unshaped direction: no budget");
 	CHECK(lan->rx_pkts == lan->managed + lan->flow_full + lan->non_ip + lan->l2_control +
 	      lan->l3_control + lan->fragments + lan->malformed, "kinds add up to rx");
 	rig_free(&r);
@@ -512,7 +512,7 @@ test_l3_control(void)
 		CHECK(0, "rig");
 		return;
 	}
-	lan = &r.w->ctr.port[WEIR_PORT_LAN];
+	lan = &r.w->svc.ctr.port[WEIR_PORT_LAN];
 	went = feed(&r, ip4_ttl(89, 1, 0, 0), 0, now) + feed(&r, ip4_ttl(6, 1, 40000, 179), 0, now) +
 	       feed(&r, l2_frame(isis, 0x05dc, 0), 0, now);
 	CHECK(went == 0 && lan->l3_control == 0 && lan->managed == 2 && lan->non_ip == 1,

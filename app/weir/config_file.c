@@ -1,4 +1,11 @@
-/* SPDX-License-Identifier: BSD-3-Clause */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * weir: the config file's top level (weir_config_load and the API of
+ * config.h): which sections load in which order, and the sections of its
+ * own (lcores, ports, sizes, flows, stats, management), the mbuf budget
+ * and the @include checks. The other sections load in
+ * config_eal.c, config_policy.c and config_export.c, with the getters of
+ * config_loader.h; all of them fill struct weir_config (config.h).
+ */
 #include <errno.h>
 #include <libgen.h>
 #include <regex.h>
