@@ -430,6 +430,26 @@ reload_reply(struct weir_app *a, int rc, bool dry_run, const char *err, const ch
 
 /* A rate field of the body: bit/s as an integer or "20mbit". 0, or -1 with
  * the reply made (400: wrong type or not a rate, 422: a value weir refuses). */
+bool
+rest_rate_value(const json_t *v, struct weir_value *val)
+{
+	if (json_is_integer(v)) {
+		val->type = WEIR_VALUE_INT;
+		val->i = json_integer_value(v);
+	} else if (json_is_real(v) && json_real_value(v) >= 0 && json_real_value(v) <= 1e12 &&
+		   json_real_value(v) == (double)(json_int_t)json_real_value(v)) {
+		/* 20000000.0 is the integer 20000000 to JSON Schema too. */
+		val->type = WEIR_VALUE_INT;
+		val->i = (json_int_t)json_real_value(v);
+	} else if (json_is_string(v)) {
+		val->type = WEIR_VALUE_STR;
+		val->s = json_string_value(v);
+	} else {
+		return false;
+	}
+	return true;
+}
+
 int
 class_rate(const char *key, const json_t *v, uint64_t *out, struct rest_reply *r)
 {
@@ -437,18 +457,7 @@ class_rate(const char *key, const json_t *v, uint64_t *out, struct rest_reply *r
 	char err[256];
 	int m;
 
-	if (json_is_integer(v)) {
-		val.type = WEIR_VALUE_INT;
-		val.i = json_integer_value(v);
-	} else if (json_is_real(v) && json_real_value(v) >= 0 && json_real_value(v) <= 1e12 &&
-		   json_real_value(v) == (double)(json_int_t)json_real_value(v)) {
-		/* 20000000.0 is the integer 20000000 to JSON Schema too. */
-		val.type = WEIR_VALUE_INT;
-		val.i = (json_int_t)json_real_value(v);
-	} else if (json_is_string(v)) {
-		val.type = WEIR_VALUE_STR;
-		val.s = json_string_value(v);
-	} else {
+	if (!rest_rate_value(v, &val)) {
 		rest_reply_error(r, MHD_HTTP_BAD_REQUEST, "'%s' must be a rate: bit/s as an integer "
 			    "or a string such as \"20mbit\"", key);
 		return -1;

@@ -176,10 +176,17 @@ void rest_h_metrics(struct weir_app *a, struct MHD_Connection *c, struct rest_re
 int rest_body_object(struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r, json_t **out);
 json_t *stats_since_reset(struct weir_app *a);
 int class_rate(const char *key, const json_t *v, uint64_t *out, struct rest_reply *r);
+/* A JSON rate (bit/s as an integer, an integral number, or "20mbit") as a
+ * policy value for weir_value_rate; false: not a rate's type at all. */
+bool rest_rate_value(const json_t *v, struct weir_value *val);
 
 /* rest_subs.c: GET subscribers (paged, sorted), GET and PATCH one. */
 void h_subs(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
 void h_sub_get(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq, struct rest_reply *r);
+/* Subscriber i's prefixes and MACs as two new JSON arrays of strings. */
+void rest_sub_devices(const struct weir_subs *s, uint32_t i, json_t **pfx, json_t **macs);
+/* What a change of the subscriber set changed (weir_subs_diff) as JSON. */
+json_t *rest_sub_diff_json(const struct weir_sub_diff *d);
 /* One subscriber's JSON (plan in force, figures from stats); problems as lines. */
 json_t *rest_sub_json(struct weir_app *a, const struct weir_policy *p, uint32_t i,
 		      const json_t *stats);

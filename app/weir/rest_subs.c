@@ -51,6 +51,36 @@ sub_dir_json(const struct weir_policy *p, int d, uint32_t i, const json_t *sd)
 #undef F
 }
 
+void
+rest_sub_devices(const struct weir_subs *s, uint32_t i, json_t **pfx, json_t **macs)
+{
+	const struct weir_sub *u = weir_subs_get(s, i);
+	char txt[64];
+
+	*pfx = json_array();
+	*macs = json_array();
+	for (uint32_t k = 0; k < u->n_prefixes; k++) {
+		weir_sub_prefix_text(&weir_subs_prefixes(s)[u->first_prefix + k], txt, sizeof(txt));
+		json_array_append_new(*pfx, json_string(txt));
+	}
+	for (uint32_t k = 0; k < u->n_macs; k++) {
+		const uint8_t *m = weir_subs_macs(s)[u->first_mac + k].addr;
+
+		snprintf(txt, sizeof(txt), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3],
+			 m[4], m[5]);
+		json_array_append_new(*macs, json_string(txt));
+	}
+}
+
+json_t *
+rest_sub_diff_json(const struct weir_sub_diff *d)
+{
+	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:b}", "added", d->n[WEIR_SUB_ADDED],
+			 "removed", d->n[WEIR_SUB_REMOVED], "rates", d->n[WEIR_SUB_RATES],
+			 "changed", d->n[WEIR_SUB_CHANGED], "unchanged", d->unchanged,
+			 "nodes_changed", d->nodes_changed);
+}
+
 json_t *
 rest_sub_json(struct weir_app *a, const struct weir_policy *p, uint32_t i,
 	      const json_t *stats)
@@ -58,20 +88,9 @@ rest_sub_json(struct weir_app *a, const struct weir_policy *p, uint32_t i,
 	const struct weir_subs *s = p->subs;
 	const struct weir_sub *u = weir_subs_get(s, i);
 	const json_t *sh = json_object_get(stats, "shaping");
-	json_t *pfx = json_array(), *macs = json_array(), *o;
-	char txt[64];
+	json_t *pfx, *macs, *o;
 
-	for (uint32_t k = 0; k < u->n_prefixes; k++) {
-		weir_sub_prefix_text(&weir_subs_prefixes(s)[u->first_prefix + k], txt, sizeof(txt));
-		json_array_append_new(pfx, json_string(txt));
-	}
-	for (uint32_t k = 0; k < u->n_macs; k++) {
-		const uint8_t *m = weir_subs_macs(s)[u->first_mac + k].addr;
-
-		snprintf(txt, sizeof(txt), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3],
-			 m[4], m[5]);
-		json_array_append_new(macs, json_string(txt));
-	}
+	rest_sub_devices(s, i, &pfx, &macs);
 	o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:b, s:i}", "id", u->id, "name", u->name,
 		"parent", u->node == WEIR_SUB_NONE ? json_null()
 			: json_string(weir_subs_node(s, u->node)->name),
@@ -372,10 +391,7 @@ h_subs_reload(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
 		return;
 	}
 	weir_subs_diff(p->subs, s, &d, NULL, NULL);
-	diff = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b}", "added", d.n[WEIR_SUB_ADDED],
-			 "removed", d.n[WEIR_SUB_REMOVED], "rates", d.n[WEIR_SUB_RATES],
-			 "changed", d.n[WEIR_SUB_CHANGED], "unchanged", d.unchanged,
-			 "nodes_changed", d.nodes_changed);
+	diff = rest_sub_diff_json(&d);
 	if (!subs_diff_any(&d)) {
 		weir_subs_free(s);
 		rest_reply_json(r, json_pack("{s:b, s:I, s:o}", "switched", 0,

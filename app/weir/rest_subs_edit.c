@@ -69,21 +69,9 @@ item_rate(struct sub_item *it, int j, const json_t *v)
 	char err[256];
 	int m;
 
-	if (json_is_integer(v)) {
-		val.type = WEIR_VALUE_INT;
-		val.i = json_integer_value(v);
-	} else if (json_is_real(v) && json_real_value(v) >= 0 && json_real_value(v) <= 1e12 &&
-		   json_real_value(v) == (double)(json_int_t)json_real_value(v)) {
-		/* 20000000.0 is the integer 20000000 to JSON Schema too. */
-		val.type = WEIR_VALUE_INT;
-		val.i = (json_int_t)json_real_value(v);
-	} else if (json_is_string(v)) {
-		val.type = WEIR_VALUE_STR;
-		val.s = json_string_value(v);
-	} else {
+	if (!rest_rate_value(v, &val))
 		return item_fail(it, MHD_HTTP_BAD_REQUEST, "'%s' must be a rate: bit/s as an "
 				 "integer or a string such as \"20mbit\"", rate_key[j]);
-	}
 	m = weir_value_rate(rate_key[j], &val, out, err, sizeof(err));
 	if (m != 0)
 		return item_fail(it, m == -1 ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_UNPROCESSABLE_CONTENT,
@@ -506,20 +494,9 @@ static json_t *
 sub_as_item(const struct weir_subs *s, uint32_t i)
 {
 	const struct weir_sub *u = weir_subs_get(s, i);
-	json_t *pfx = json_array(), *macs = json_array();
-	char txt[64];
+	json_t *pfx, *macs;
 
-	for (uint32_t k = 0; k < u->n_prefixes; k++) {
-		weir_sub_prefix_text(&weir_subs_prefixes(s)[u->first_prefix + k], txt, sizeof(txt));
-		json_array_append_new(pfx, json_string(txt));
-	}
-	for (uint32_t k = 0; k < u->n_macs; k++) {
-		const uint8_t *m = weir_subs_macs(s)[u->first_mac + k].addr;
-
-		snprintf(txt, sizeof(txt), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3],
-			 m[4], m[5]);
-		json_array_append_new(macs, json_string(txt));
-	}
+	rest_sub_devices(s, i, &pfx, &macs);
 	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:b, s:i, s:o, s:o}", "id", u->id,
 			 "name", u->name, "parent", u->node == WEIR_SUB_NONE ? ""
 			 : weir_subs_node(s, u->node)->name,
@@ -662,14 +639,10 @@ h_subs_batch(struct weir_app *a, struct MHD_Connection *c, struct rest_req *rq,
 	if (bad || (next = next_set(a, it, n)) == NULL)
 		reply_items(a, r, it, n, true);
 	else if ((rc = apply(a, next, &d, r)) >= 0)
-		rest_reply_json(r, json_pack("{s:I, s:b, s:i, s:{s:i, s:i, s:i, s:i, s:i}}", "epoch",
+		rest_reply_json(r, json_pack("{s:I, s:b, s:i, s:o}", "epoch",
 					     (json_int_t)a->cfg.policy->epoch, "in_place",
-					     rc == WEIR_SUBS_IN_PLACE,
-					     "items", (int)n,
-					     "diff", "added", d.n[WEIR_SUB_ADDED], "removed",
-					     d.n[WEIR_SUB_REMOVED], "rates", d.n[WEIR_SUB_RATES],
-					     "changed", d.n[WEIR_SUB_CHANGED], "unchanged",
-					     d.unchanged));
+					     rc == WEIR_SUBS_IN_PLACE, "items", (int)n,
+					     "diff", rest_sub_diff_json(&d)));
 	free(it);
 	json_decref(items);
 }

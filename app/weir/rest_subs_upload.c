@@ -98,10 +98,7 @@ upload(struct weir_app *a, struct rest_req *rq, struct rest_reply *r, bool csv, 
 		return;
 	}
 	weir_subs_diff(p->subs, s, &d, NULL, NULL);
-	diff = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b}", "added", d.n[WEIR_SUB_ADDED],
-			 "removed", d.n[WEIR_SUB_REMOVED], "rates", d.n[WEIR_SUB_RATES],
-			 "changed", d.n[WEIR_SUB_CHANGED], "unchanged", d.unchanged,
-			 "nodes_changed", d.nodes_changed);
+	diff = rest_sub_diff_json(&d);
 	if (dry) {
 		unlink(tmp);
 		weir_subs_free(s);
