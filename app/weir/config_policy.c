@@ -575,9 +575,8 @@ load_postack(struct loader *ld, const config_setting_t *g, struct weir_config *c
 	if (cfg_int(ld, p, "idle_ms", 20, 1, 10000, &v) < 0)
 		return -1;
 	cfg->postack_idle_ms = (uint32_t)v;
-	/* The share clamp (docs/postack.md): off by default, because it cost
-	 * one flow 9 % of its goodput under 1 % random WAN loss, and still
-	 * 4 % (every run of three) with a margin of 0.5 or 1
+	/* The share clamp (docs/postack.md): off by default, because it costs
+	 * a flow goodput under random WAN loss, whatever the margin
 	 * (docs/results/postack-clamp). */
 	if (cfg_bool(ld, p, "clamp", false, &cfg->postack_clamp) < 0)
 		return -1;
@@ -585,9 +584,8 @@ load_postack(struct loader *ld, const config_setting_t *g, struct weir_config *c
 		return -1;
 	cfg->postack_clamp_target_ms = (uint32_t)v;
 	/* The margin over share x RTT, a fraction of it: (1 + m) x beta >= 1
-	 * keeps a window cut by a loss at the BDP (cubic 0.7). 0.5: under 1 %
-	 * loss as good as 1, at half its added queue (the satellite case's
-	 * srtt 2.0 s, not 2.5 s). */
+	 * keeps a window cut by a loss at the BDP (cubic's beta 0.7). 0.5: as
+	 * good as 1 under loss at half its added queue (docs/results/postack-clamp). */
 	if (cfg_float(ld, p, "clamp_margin", 0.5, 0.0, 4.0, &cfg->postack_clamp_margin) < 0)
 		return -1;
 	/* -1: an eighth of the mempool, shared among the workers (main.c). */

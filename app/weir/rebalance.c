@@ -43,12 +43,11 @@ weir_rebalance_init(struct weir_app *a)
  * A leaf's demand on a worker: its flows held back there (backlogged).
  * A mode that sizes its flows' windows to the worker's part of the class
  * (tcr, ipabr) keeps their queues short by design, so its flows also count
- * while they send (active): else a TCR flow alone on a worker sized its
- * window to that worker's small part, queued nothing, and kept the part
- * small (1.13 of its 2.5 Mbit/s beside 3 flows on the other worker). Not
- * for postack's modes, whose flows queue: there an iperf3 control
- * connection counted active on the other worker held part of the class
- * idle (a new flow beside another on one worker: 6.3 of its 10 Mbit/s).
+ * while they send (active): else a TCR flow alone on a worker sizes its
+ * window to that worker's small part, queues nothing, and keeps the part
+ * small. Not for postack's modes, whose flows queue: there an idle
+ * connection counted active on the other worker holds part of the class
+ * idle.
  * In tcr and ipabr an idle or light connection counted so is weighed by
  * what it used of its share (weir_share_sample_use, lib/worker/share.h).
  */

@@ -665,8 +665,7 @@ recover(struct weir_mode_svc *w, struct pep *st, struct pep_flow *pf, bool sack,
 			break;          /* still queued here (or resent from the poll): R cannot lack it yet */
 		/* A resend R still lacks a round trip later was lost too (R's
 		 * duplicates still name it): again now, not at the backed-off
-		 * timeout (3 % loss beyond lost one resend in 33, and each
-		 * stalled the flow for seconds). */
+		 * timeout, which stalls the flow for seconds on a long path. */
 		if (r->m == NULL ||
 		    ((r->fl & R_RETX) && now - r->sent < pf->srtt + pf->rttvar))
 			continue;

@@ -145,8 +145,7 @@ pep_send_pack(struct weir_mode_svc *w, struct pep *st, const struct weir_flow *f
  * the originals still queued here and on the path: a TSval newer than
  * theirs would move TS.Recent past them once it filled the hole, and PAWS
  * (RFC 7323 sec. 5) would discard every one of them, each then a hole
- * recovered one a round trip (seen: 600 ms path, 3 % loss, 20 MB at one
- * segment a round trip). Below TS.Recent (S resent something itself with
+ * recovered one a round trip. Below TS.Recent (S resent something itself with
  * a newer TSval) the copy itself would be discarded. The TCP checksum is
  * computed whole: rare, and the option may sit at any alignment.
  */

@@ -96,8 +96,7 @@ weir_pep_poll(struct weir_mode_svc *w, uint64_t now, uint64_t *wake)
 		 * since the first of these timeouts. One that still sends
 		 * (duplicates: its path is congested, the copies are being
 		 * lost again) is retried at the longest timeout for as long
-		 * as it answers (a flow reset while R talked was seen with
-		 * cubic over a 0.5 Mbit/s trough). */
+		 * as it answers: a receiver still talking is not gone. */
 		if (pf->retries >= WEIR_PEP_RETRIES && pf->heard < pf->first_to) {
 			if (pf->packed_bytes > 0) {
 				pep_give_up(w, st, f, pf, &st->st.give_ups);

@@ -79,9 +79,8 @@ weir_postack_mode_clamp(struct weir_mode_svc *w, const struct weir_flow *f, stru
  * same Eq. 4.6 arithmetic as ipabr (lib/modes/tcpwin.h), at most the hold window
  * (postack_hold_window). A young flow gets the larger of that and the young
  * budget divided among the class's active flows (weir_postack_young_window):
- * a lone short transfer keeps its head start, 32 flows starting together
- * in a 1.5 Mbit/s class do not each get 256 KiB of window (43 s of their
- * share). A flow whose round trip or window scale is unknown is left
+ * a lone short transfer keeps its head start, and many flows starting
+ * together in a small class do not each get the whole budget of window. A flow whose round trip or window scale is unknown is left
  * alone, counted. Returns true when it applied: the ACK's edge is then
  * noted (a later note from its unrewritten window would undo the cut).
  */

@@ -57,9 +57,8 @@
 #define WEIR_DRR_YOUNG_MAX (1u << 30)   /* young budget cap: a deficit stays in int32 */
 /* Quanta the new-flows list may send between two packets of waiting old
  * flows (shaping.new_quanta): new flows together get at most n / (n + 1) of
- * the leaf while old ones wait. 3: a 100 KB reply beside 4 bulk flows on a
- * 10 ms, 20 Mbit/s path takes 1.17x its idle time (1.32x at 1);
- * old flows keep a quarter under a scan. */
+ * the leaf while old ones wait. 3 keeps a short reply close to its idle
+ * time beside bulk flows while old flows keep a quarter under a scan. */
 #define WEIR_DRR_NEW_QUANTA_DEFAULT 3u
 #define WEIR_DRR_NEW_QUANTA_MAX 16u
 #define WEIR_DRR_YOUNG_DEFAULT 262144u  /* shaping.young_bytes when not set */
@@ -262,9 +261,9 @@ int weir_drr_enqueue_young(struct weir_drr *d, uint32_t qid, struct rte_mbuf *m,
  * if it waits on the new list with a young budget, that budget goes and at
  * most one quantum is left, so it joins the old flows after its next turn.
  * The budget was granted when it was listed and a backlogged queue is not
- * listed again: 64 bulk flows that started together kept theirs on the new
- * list, past the time bound, for the 6.7 s they took to send 64 x 256 KiB,
- * and a 100 KB reply waited among them (2-3 s against 80 ms).
+ * listed again: without this, bulk flows that start together keep the new
+ * list past the time bound for as long as their budgets last, and a short
+ * reply waits among them.
  */
 void weir_drr_youth_end(struct weir_drr *d, uint32_t qid);
 
@@ -333,10 +332,9 @@ uint32_t weir_drr_move(struct weir_drr *from, struct weir_drr *to, uint32_t qid,
 
 /*
  * Per-flow limits that follow the flow's round trip. A fixed `limit` below
- * a path's bandwidth-delay product caps a lone flow below its class: a
- * cubic download at 150 ms in a 20 Mbit/s class has a BDP of ~250 frames,
- * and with 128 its slow start ended in ~170 tail drops and a window cut
- * to 0.6 of the pipe. So a queue whose flow's round trip is known (its
+ * a path's bandwidth-delay product caps a lone flow below its class: its
+ * slow start ends in a burst of tail drops and a window cut below the
+ * pipe. So a queue whose flow's round trip is known (its
  * handshake was timed: TCP) may hold up to WEIR_DRR_BDP_QUEUE x that round
  * trip x the leaf's rate, at most `max` (the leaf's limit or its part of
  * the pool); one with none (UDP, a flood) keeps `limit`. Two BDPs because

@@ -24,9 +24,9 @@
  *    evenly (water-filling). So an idle or light connection counted on one
  *    worker does not hold half the class away from a bulk flow on another,
  *    and a flow held to a small part is still heavy: it uses all of it.
- *    (Measured by the management lcore every 10 ms instead, the use of a
- *    flow paced to a small part read zero between its bursts, and the
- *    worker's part stayed at the floor: 0.05 of a 2.5 Mbit/s share, CI.)
+ *    (The use is sampled by the worker, not by the management lcore every
+ *    10 ms: a flow paced to a small part reads zero between its bursts
+ *    there, and its worker's part would stay at the floor.)
  *  - an inner class (and the link) gives each worker what its active
  *    children there were given, and splits the rest of its rate (what idle
  *    children leave, and any excess over the children's sum) by the demand
@@ -118,8 +118,9 @@ struct weir_share_box {
 /* Classes of a tree of n the box carries: the first WEIR_CBQ_MAX_CLASSES
  * (the config's own classes and the first nodes). The others (a large
  * subscriber set's leaves) keep the even split their trees were built
- * with: re-dividing 100,000 leaves every 10 ms is what subscriber affinity
- * (all of one subscriber's flows on one worker) is meant to make needless. */
+ * with: re-dividing every subscriber's leaf every 10 ms is what subscriber
+ * affinity (all of one subscriber's flows on one worker) is meant to make
+ * needless. */
 static inline uint16_t
 weir_share_box_classes(uint16_t n)
 {
