@@ -37,16 +37,17 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from statistics import median
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
+from weirtb.experiment import median_range, repo_commit, write_csv  # noqa: E402
 from weirtb.traffic import iperf_flows  # noqa: E402
 
 MODES = ["none", "pfq", "postack", "tcr", "pep"]
+COMMIT = repo_commit()   # written into every row: the code the results come from
 CCS = ["paper", "cubic", "bbr"]
 # name: (one-way bottleneck delay d in ms, sched= or None for a constant 1 Mbit/s, k)
 SCENARIOS = {
@@ -141,6 +142,7 @@ def run_row(tb, cfg_dir, name, cc, mode, rep, run_s, follow):
     r, pep = run_one(tb, cfg_dir, mode, cc, run_s, follow=follow and sched is not None)
     ivs = [b / 1e6 for b in r.interval_bps]
     row = {"scenario": name, "d_ms": d, "k": k, "cc": cc, "mode": mode, "rep": rep,
+           "commit": COMMIT,
            "secs": run_s, "goodput_mbit": round(r.goodput_bps / 1e6, 3),
            "first_s_mbit": round(sum(ivs[:SLOW_START_S]) / max(1, len(ivs[:SLOW_START_S])), 3),
            "retransmits": r.retransmits, "packed": pep.get("packed", 0),
@@ -216,15 +218,14 @@ def main():
 
 
 def write(out, rows, modes):
-    with open(out / "pep.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out / "pep.csv", rows)
     keys = sorted({(r["scenario"], r["cc"]) for r in rows}, key=lambda x: (list(SCENARIOS).index(x[0]), x[1]))
     runs = {}
     for r in rows:
         runs.setdefault((r["scenario"], r["cc"], r["mode"]), []).append(r)
-    lines = ["Median of the runs (lowest-highest, number of runs).", "",
+    commits = sorted({r.get("commit") or "unknown" for r in rows})
+    lines = [f"Median of the runs (lowest-highest, number of runs); weir at {', '.join(commits)}.",
+             "",
              "| scenario | sender | " + " | ".join(modes) + " | pep / none |",
              "|---|---|" + "---|" * (len(modes) + 1)]
     for what, col in (("mean goodput, Mbit/s", "goodput_mbit"),
@@ -234,10 +235,11 @@ def write(out, rows, modes):
             cells = []
             for m in modes:
                 v = [float(x[col]) for x in runs.get((s, cc, m), [])]
-                cells.append(f"{median(v):.3f} ({min(v):.3f}-{max(v):.3f}, {len(v)})" if v else "-")
-            p = [float(x[col]) for x in runs.get((s, cc, "pep"), [])]
-            n = [float(x[col]) for x in runs.get((s, cc, "none"), [])]
-            ratio = f"{median(p) / median(n):.2f}x" if p and n and median(n) else "-"
+                med, lo, hi = median_range(v)
+                cells.append(f"{med:.3f} ({lo:.3f}-{hi:.3f}, {len(v)})" if v else "-")
+            p = median_range([float(x[col]) for x in runs.get((s, cc, "pep"), [])])[0]
+            n = median_range([float(x[col]) for x in runs.get((s, cc, "none"), [])])[0]
+            ratio = f"{p / n:.2f}x" if p == p and n == n and n else "-"
             lines.append(f"| {s} | {cc} | " + " | ".join(cells) + f" | {ratio} |")
     (out / "pep.md").write_text("\n".join(lines) + "\n")
     try:
