@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from weirtb import fleet as fl  # noqa: E402
+from weirtb.experiment import write_csv  # noqa: E402
 from weirtb.failprobe import failover_ms  # noqa: E402
 
 PY = "/usr/bin/python3"
@@ -141,10 +142,7 @@ def failover(a):
             "b_forwarded", "active_before", "active_after",
             "back_s", "restore_lost"]
     name = "failover-nohook.csv" if a.no_hook else "failover.csv"
-    with open(out / name, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out / name, rows, keys)
     fo = [r["failover_ms"] for r in rows if r["failover_ms"] is not None]
     print(f"\nfailover over {len(rows)} kills ({'BFD only' if a.no_hook else 'with the hook'}): "
           f"median {statistics.median(fo):.0f} ms, range {min(fo):.0f}-{max(fo):.0f} ms; "
@@ -208,10 +206,7 @@ def plans(a):
                      "class_a_over_plan": round(wire_a[h] / plan, 4),
                      "class_b_over_plan": round(wire_b[h] / plan, 4),
                      "intervals": " ".join(f"{x / 1e6:.2f}" for x in iv)})
-    with open(out / "plans.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out / "plans.csv", rows)
     for r in rows:
         print(f"{r['subscriber']}: plan {r['plan_bps'] / 1e6:g} Mbit/s, goodput on A "
               f"{r['on_a_bps'] / 1e6:.2f}, on B {r['on_b_bps'] / 1e6:.2f} (B/A {r['b_over_a']:.4f});"

@@ -56,6 +56,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
+from weirtb.experiment import repo_commit, write_csv  # noqa: E402
 
 # (name, lan host, wan host, flows in the thesis, contract Mbit/s, one-way delay ms,
 #  TBQ queue in the thesis, packets of 500 B)
@@ -185,19 +186,6 @@ def rate_between(samples, name, key, t0, t1):
     if len(pts) < 2:
         return float("nan")
     return (pts[-1][name][key] - pts[0][name][key]) * 8 / (pts[-1]["up"] - pts[0]["up"])
-
-
-def commit_of_tree():
-    """The commit the results come from, '+dirty' when the tree differs from it."""
-    import subprocess
-    try:
-        c = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],
-                           capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--",
-                                "lib", "app", "scripts"], capture_output=True, text=True).stdout
-        return c + ("+dirty" if dirty.strip() else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def spread_iperf(tb, a, n, secs, spread, port, rng, groups=5):
@@ -339,14 +327,8 @@ def write_outputs(out, rows, series, extra, args):
             args.pareto = "with Pareto" in head
             args.rio = head.split("core RIO ")[1].rstrip(".") if "core RIO " in head else RIO
         extra = json.loads((out / "core.json").read_text()) + extra
-    with open(out / "summary.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(rows)
-    with open(out / "runs.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(series[0].keys()))
-        w.writeheader()
-        w.writerows(series)
+    write_csv(out / "summary.csv", rows)
+    write_csv(out / "runs.csv", series)
     (out / "core.json").write_text(json.dumps(extra, indent=1))
     lines = [f"Runs of {args.seconds} s, means from {args.warm} s; flows per aggregate "
              f"x{args.flow_scale} of the thesis' 20/30/25; {getattr(args, 'cc', 'reno').capitalize()}+SACK; "
@@ -497,7 +479,7 @@ def main():
             tb.down()
     write_outputs(Path(args.out), rows, series, extra, args)
     with open(Path(args.out) / "table.md", "a") as f:
-        f.write(f"\nweir at {commit_of_tree()}; flows' starts spread over 0-{args.spread:g} s.\n")
+        f.write(f"\nweir at {repo_commit()}; flows' starts spread over 0-{args.spread:g} s.\n")
 
 
 # Every result of docs/results/markers, by one command: `marker_experiments.py all [--dry-run]`.

@@ -39,6 +39,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import marker_experiments as mx  # noqa: E402
 import weirtb  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
+from weirtb.experiment import repo_commit, write_csv  # noqa: E402
 
 DELAY_MS = 20           # the middle of the thesis' 15-25 ms
 FLOWS = 30
@@ -96,10 +97,7 @@ def fmt(vals):
 
 def write(out, rows, args, quiet=False):
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "sweep.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out / "sweep.csv", rows)
     n_runs = max(len(v) for v in cells(rows).values())
     lines = [f"Runs of {args.seconds} s, means from {args.warm} s; two aggregates of "
              f"{max(1, round(FLOWS * args.flow_scale))} {args.cc.capitalize()}+SACK flows, "
@@ -172,7 +170,7 @@ def main():
         args.contracts, args.markers, args.seconds, args.warm = "2", "tb,tbq", 12, 4
         args.flow_scale = 3 / FLOWS
         args.runs, args.spread = 1, 2
-    args.commit = mx.commit_of_tree()
+    args.commit = repo_commit()
     # marker_experiments' run machinery reads these.
     args.pareto, args.stop = False, {}
     mx.weir_config = weir_config

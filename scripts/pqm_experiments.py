@@ -45,6 +45,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import weirtb  # noqa: E402
 from weirtb import PathSpec  # noqa: E402
+from weirtb.experiment import repo_commit, write_csv as write_rows  # noqa: E402
 
 THESIS_LINK = 64
 GATEWAYS = ["fifo", "red", "choke", "pqm", "pqm-pb", "pfq", "postack", "pfq-l94", "postack-l94",
@@ -191,16 +192,7 @@ COUNTERS = ("drops_qm", "drops_aqm", "drops_class", "drops_penalty", "drops_chok
 
 
 def write_csv(path, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow(r)
-
-
-def marker_commit():
-    from marker_experiments import commit_of_tree
-    return commit_of_tree()
+    write_rows(path, rows, FIELDS)
 
 
 def qm_snapshot(tb):
@@ -373,10 +365,7 @@ def main():
                 by[(r["gateway"], r["exp"], r["udp_flows"])] = r
         rows = sorted(by.values(), key=lambda r: (GATEWAYS.index(r["gateway"]), r["exp"],
                                                   r["udp_flows"]))
-        with open(out / "pqm.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-            w.writeheader()
-            w.writerows(rows)
+        write_rows(out / "pqm.csv", rows)
         md = table(rows, rows[0]["link_mbit"])
         (out / "pqm.md").write_text(md)
         plot(rows, out, rows[0]["link_mbit"])
@@ -398,7 +387,7 @@ def main():
         sys.exit("testbed unavailable: " + "; ".join(why))
     rows = []
     name = "pqm-quick" if args.quick else "pqm"
-    commit = marker_commit()
+    commit = repo_commit()
     try:
         tb.claim().up()
         for h in tb.lan_hosts:
