@@ -9,7 +9,7 @@
 #include "ipabr.h"
 #include "mbuf_meta.h"
 #include "mode.h"
-#include "postack_store.h"
+#include "ackstore_int.h"
 #include "tcpwin.h"
 #include "mode_svc.h"
 
@@ -387,7 +387,7 @@ ipabr_ack(struct weir_mode_svc *w, struct weir_flow *f, struct rte_mbuf *m, cons
 	    2 * w->cls_ctr[d][leaf].young <= w->cls_ctr[d][leaf].active)
 		tf->flags |= WEIR_IPABR_LATE;
 	tf->flags |= WEIR_IPABR_ACK_SEEN;
-	/* The handshake's halves (lib/modes/postack_store.c) start the averages. */
+	/* The handshake's halves (lib/modes/ackstore.c) start the averages. */
 	if (tf->rtt_right == 0)
 		tf->rtt_right = w->pa->q[a][slot].rtt;
 	if (tf->rtt_left == 0)

@@ -46,10 +46,10 @@
  * per-flow queueing). The worker reaches a mode only through these hooks
  * and the table below; it includes no mode's header.
  *
- * Services modes use, none of them a mode: the ACK store (lib/modes/postack.h,
- * its layout lib/modes/postack_store.h: holds, orders and releases ACKs, times
+ * Services modes use, none of them a mode: the ACK store (lib/modes/ackstore.h,
+ * its layout lib/modes/ackstore_int.h: holds, orders and releases ACKs, times
  * the handshake, keeps the window edges), the pacing state and its clocks
- * (lib/modes/tcr_state.h, lib/modes/pace.h), and the worker as a mode sees it,
+ * (lib/modes/pace_state.h, lib/modes/pace.h), and the worker as a mode sees it,
  * lib/modes/mode_svc.h: struct weir_mode_svc (flows, trees, policy, class
  * counters, clock, counters) and the worker's functions (weir_worker_out in
  * lib/worker/worker.c; release, hold, young and data_qlen in
@@ -84,7 +84,7 @@
 #include "flow.h"
 #include "policy.h"
 #include "mode_svc.h"
-#include "postack.h"
+#include "ackstore.h"
 
 
 /* Mode properties the worker needs without calling anything. */

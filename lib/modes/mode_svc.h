@@ -26,10 +26,10 @@
 #include "counters.h"
 #include "flow.h"
 #include "policy.h"
-#include "postack.h"
+#include "ackstore.h"
 
 struct weir_cbq;
-struct weir_tcr;        /* the pacing state, lib/modes/tcr_state.h */
+struct weir_tcr;        /* the pacing state, lib/modes/pace_state.h */
 
 /* Per class of one direction's tree, on one worker (single writer). Frames
  * without a flow (non-IP other than L2 control, malformed, new flows with

@@ -2,8 +2,8 @@
  * weir: the ACK pacing clocks (lib/modes/pace.h).
  */
 #include "pace.h"
-#include "postack_store.h"
-#include "tcr_state.h"
+#include "ackstore_int.h"
+#include "pace_state.h"
 #include "mode_svc.h"
 
 uint64_t

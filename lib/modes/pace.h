@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: ACK pacing clocks, one per flow and data direction, over the
- * pacing state (lib/modes/tcr_state.h): one MSS at the flow's fair share of its
+ * pacing state (lib/modes/pace_state.h): one MSS at the flow's fair share of its
  * class a step. The modes that let held ACKs go on a clock use them: tcr
  * (every ACK), postack (a starving flow's), postack-paced. The per-class
  * figures are the worker's (w->cls_ctr[d][leaf]), never computed per

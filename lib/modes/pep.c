@@ -31,7 +31,7 @@
 #include "mbuf_meta.h"
 #include "mode.h"
 #include "pep_int.h"
-#include "postack_store.h"
+#include "ackstore_int.h"
 
 /* ---- state ---- */
 

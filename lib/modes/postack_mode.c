@@ -7,10 +7,10 @@
 #include "mbuf_meta.h"
 #include "mode.h"
 #include "postack_mode.h"
-#include "postack_store.h"
+#include "ackstore_int.h"
 #include "tcpwin.h"
 #include "pace.h"
-#include "tcr_state.h"
+#include "pace_state.h"
 #include "mode_svc.h"
 
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <rte_mbuf.h>
 
-#include "postack_store.h"
+#include "ackstore_int.h"
 #include "mode_svc.h"
 
 /* PostACK's window clamp with the share clamp off: ACK m cut to the hold

@@ -7,7 +7,7 @@
  * with BW_i = the class's rate / its active flows (the fair share) and
  * D_w the flow's round trip, and the ACKs are clocked out one every
  * MSS / BW_i. The ACKs wait in the same compact store PostACK uses
- * (lib/modes/postack.h); the watchdog paces them from its round-robin over the
+ * (lib/modes/ackstore.h); the watchdog paces them from its round-robin over the
  * flows holding ACKs, so there is no timer per flow. D_w is the sum of two
  * halves the gateway sees: to the data's sender and back (the handshake)
  * and to its receiver and back (`srtt`: the handshake's, smoothed with
@@ -17,7 +17,7 @@
  *
  * tcr.c is the mode (lib/modes/mode.h). The per-flow pacing state is a service
  * it shares with PostACK's pacing of starving flows and postack-paced
- * (lib/modes/tcr_state.h), and so are the clocks over it (lib/modes/pace.h); the per-class
+ * (lib/modes/pace_state.h), and so are the clocks over it (lib/modes/pace.h); the per-class
  * figures (bytes per tick and ticks per byte of the fair share, fixed
  * point) are the worker's, recomputed when a class's flow count or rate
  * changes, never per packet.
@@ -27,9 +27,9 @@
 #include "mbuf_meta.h"
 #include "mode.h"
 #include "pace.h"
-#include "postack_store.h"
+#include "ackstore_int.h"
 #include "tcpwin.h"
-#include "tcr_state.h"
+#include "pace_state.h"
 #include "mode_svc.h"
 
 /*

@@ -12,7 +12,7 @@
 #include "l3ctl.h"
 #include "mbuf_meta.h"
 #include "mode.h"
-#include "postack_store.h"
+#include "ackstore_int.h"
 #include "worker.h"
 #include "worker_int.h"
 

@@ -25,11 +25,11 @@
 #include "flow.h"
 #include "mode_svc.h"
 #include "policy.h"
-#include "postack.h"
+#include "ackstore.h"
 #include "sa_seq.h"
 #include "share.h"
 
-struct weir_tcr;        /* the pacing state, lib/modes/tcr_state.h */
+struct weir_tcr;        /* the pacing state, lib/modes/pace_state.h */
 
 #define WEIR_BURST_MAX 64
 /* Frames one port's out-array holds before it is sent early: a loop's

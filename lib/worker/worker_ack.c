@@ -13,7 +13,7 @@
 #include "lastmile.h"
 #include "mbuf_meta.h"
 #include "mode.h"
-#include "postack_store.h"
+#include "ackstore_int.h"
 #include "tcpwin.h"
 #include "worker.h"
 #include "worker_int.h"
@@ -185,7 +185,7 @@ weir_mode_young(const struct weir_mode_svc *s, const struct weir_flow *f, int d,
 	       c->active > c->young;
 }
 
-/* A handshake packet: time both sides (lib/modes/postack_store.c); once both are
+/* A handshake packet: time both sides (lib/modes/ackstore.c); once both are
  * known, each direction's CoDel follows the flow's round trip. */
 static void
 handshake(struct weir_worker *w, const struct weir_flow *f, const struct weir_pkt *p, int a,

@@ -8,8 +8,8 @@
 #include <rte_common.h>
 
 #include "cbq.h"
-#include "postack_store.h"
-#include "tcr_state.h"
+#include "ackstore_int.h"
+#include "pace_state.h"
 #include "worker.h"
 #include "worker_int.h"
 

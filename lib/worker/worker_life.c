@@ -11,8 +11,8 @@
 #include <rte_malloc.h>
 
 #include "mode.h"
-#include "postack_store.h"
-#include "tcr_state.h"
+#include "ackstore_int.h"
+#include "pace_state.h"
 #include "worker_int.h"
 
 /* Everything create allocated, and with `handed` the parts handed in too

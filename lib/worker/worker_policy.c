@@ -10,8 +10,8 @@
 
 #include "mbuf_meta.h"
 #include "mode.h"
-#include "postack_store.h"
-#include "tcr_state.h"
+#include "ackstore_int.h"
+#include "pace_state.h"
 #include "worker_int.h"
 
 /* ---- policy switches (rare: between bursts, not per packet) ---- */

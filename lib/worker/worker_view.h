@@ -31,7 +31,7 @@
 #include "counters.h"
 #include "flow.h"
 #include "policy.h"
-#include "postack.h"
+#include "ackstore.h"
 #include "sa_seq.h"
 
 struct weir_worker;

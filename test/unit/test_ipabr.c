@@ -22,7 +22,7 @@
 #include "unit.h"
 #include "rig.h"
 #include "ipabr.h"
-#include "postack_store.h"
+#include "ackstore_int.h"
 
 static void
 set_cksums4(struct rte_mbuf *m)

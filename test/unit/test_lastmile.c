@@ -10,7 +10,7 @@
 #include "unit.h"
 #include "rig.h"
 #include "lastmile.h"
-#include "postack_store.h"
+#include "ackstore_int.h"
 
 #define LM_RATE 56000ull
 #define LM_RTT 350

@@ -14,8 +14,8 @@
 
 #include "unit.h"
 #include "rig.h"
-#include "postack_store.h"
-#include "tcr_state.h"
+#include "ackstore_int.h"
+#include "pace_state.h"
 #include "worker_view.h"
 
 

@@ -22,8 +22,8 @@
 #include "unit.h"
 #include "worker.h"
 #include "rig.h"
-#include "postack_store.h"
-#include "tcr_state.h"
+#include "ackstore_int.h"
+#include "pace_state.h"
 
 /* ---------------- policy build ---------------- */
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Unit tests for PostACK: the ACK store alone (lib/modes/postack_store.c: compact
+ * Unit tests for PostACK: the ACK store alone (lib/modes/ackstore.c: compact
  * records round-trip bit-exactly, pool and per-flow limits, the idle
  * watchdog on a fake clock), then the worker's rule with synthetic TCP
  * exchanges (lib/worker/worker.c): what is held, when the dequeue of the flow's
@@ -17,12 +17,12 @@
 #include <rte_tcp.h>
 
 #include "cksum.h"
-#include "postack.h"
+#include "ackstore.h"
 #include "unit.h"
 #include "rig.h"
-#include "postack_store.h"
+#include "ackstore_int.h"
 #include "pace.h"
-#include "tcr_state.h"
+#include "pace_state.h"
 
 /* ---------------- the store ---------------- */
 

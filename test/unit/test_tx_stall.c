@@ -21,7 +21,7 @@
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
-#include "postack.h"
+#include "ackstore.h"
 #include "rig.h"
 #include "unit.h"
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: the per-flow pacing state's memory (lib/modes/tcr_state.h).
+ * weir: the per-flow pacing state's memory (lib/modes/pace_state.h).
  */
 #include <rte_malloc.h>
 
-#include "tcr_state.h"
+#include "pace_state.h"
 
 struct weir_tcr *
 weir_tcr_create(uint32_t n_flows, int socket_id)

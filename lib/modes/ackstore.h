@@ -15,7 +15,7 @@
  * This module holds the ACK queues of one worker, for both data
  * directions: queue [d][slot] holds ACKs travelling opposite to data
  * direction d of flow-table slot `slot`. It is a service, not a mode
- * (lib/modes/postack_store.c): it stores, orders and releases, times the
+ * (lib/modes/ackstore.c): it stores, orders and releases, times the
  * handshake and keeps the window edges; the modes built on it decide what
  * to hold and when it goes: postack (lib/modes/postack_mode.c), postack-paced
  * (lib/modes/postack_paced.c), tcr, ipabr and pep.
@@ -43,8 +43,8 @@
  * order, a bounded number per call, O(1) each. Flow end, eviction and
  * policy changes flush explicitly.
  */
-#ifndef WEIR_POSTACK_H
-#define WEIR_POSTACK_H
+#ifndef WEIR_ACKSTORE_H
+#define WEIR_ACKSTORE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -101,7 +101,7 @@ struct weir_postack_stats {
 	uint32_t mbufs;         /* held ACKs in mbufs now (kept or as_mbuf) */
 };
 
-/* Opaque outside the data plane: its layout is lib/modes/postack_store.h's, which
+/* Opaque outside the data plane: its layout is lib/modes/ackstore_int.h's, which
  * only the worker and the modes include. */
 struct weir_postack;
 
@@ -191,7 +191,7 @@ void weir_postack_note_seen(struct weir_postack *pa, const struct weir_flow *f,
 
 /* Cut ACK m's window to `limit` bytes past its cumulative ACK, never left
  * of an edge already shown, never above the window on the frame (an
- * earlier cut's); see postack_store.c. True when rewritten. */
+ * earlier cut's); see ackstore.c. True when rewritten. */
 bool weir_postack_cut_window(struct weir_postack *pa, const struct weir_flow *f,
 			     struct rte_mbuf *m, const struct weir_pkt *p, int a, uint32_t slot,
 			     uint32_t limit);
@@ -232,8 +232,8 @@ size_t weir_postack_bytes_per_ack(void);
 
 /* Held ACKs of (d, slot) and the round trip the handshake measured to
  * data direction d's sender (ticks, 0 = not seen): for views and tests.
- * The data plane's inline forms are in postack_store.h. */
+ * The data plane's inline forms are in ackstore_int.h. */
 uint32_t weir_postack_held(const struct weir_postack *pa, int d, uint32_t slot);
 uint32_t weir_postack_measured_rtt(const struct weir_postack *pa, int d, uint32_t slot);
 
-#endif /* WEIR_POSTACK_H */
+#endif /* WEIR_ACKSTORE_H */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: the ACK store (lib/modes/postack.h): a service of the worker that the
+ * weir: the ACK store (lib/modes/ackstore.h): a service of the worker that the
  * modes holding or cutting ACKs use (postack, postack-paced, tcr, ipabr,
  * pep, last miles). It keeps no mode's rule and knows no worker: modes
  * decide, the store holds, orders, releases and keeps the window edges.
@@ -10,7 +10,7 @@
 #include <rte_malloc.h>
 
 #include "mbuf_meta.h"
-#include "postack_store.h"
+#include "ackstore_int.h"
 #include "tcpwin.h"
 
 /* One held ACK: 128 bytes, two to a cache line pair. `len` 0 marks an

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: the ACK store's layout and inline accessors (lib/modes/postack.h). For
+ * weir: the ACK store's layout and inline accessors (lib/modes/ackstore.h). For
  * the data plane only (the worker, the modes, white-box tests): the
  * management side sees the store through lib/worker/worker_view.h.
  */
-#ifndef WEIR_POSTACK_STORE_H
-#define WEIR_POSTACK_STORE_H
+#ifndef WEIR_ACKSTORE_INT_H
+#define WEIR_ACKSTORE_INT_H
 
-#include "postack.h"
+#include "ackstore.h"
 
 /* ---- layout (single writer: the owning worker) ---- */
 
@@ -186,4 +186,4 @@ weir_postack_on_way(struct weir_postack *pa, int d, uint32_t slot, uint64_t now)
 				 (uint64_t)UINT32_MAX);
 }
 
-#endif /* WEIR_POSTACK_STORE_H */
+#endif /* WEIR_ACKSTORE_INT_H */

@@ -5,8 +5,8 @@
  * postack and postack-paced; their clocks over it are lib/modes/pace.h's. For
  * the data plane only: the worker, the modes, white-box tests.
  */
-#ifndef WEIR_TCR_STATE_H
-#define WEIR_TCR_STATE_H
+#ifndef WEIR_PACE_STATE_H
+#define WEIR_PACE_STATE_H
 
 #include <stdint.h>
 #include <rte_common.h>
@@ -76,4 +76,4 @@ weir_tcr_on_ack(struct weir_tcr *t, int d, uint32_t slot, uint32_t ack, uint64_t
 	t->samples++;
 }
 
-#endif /* WEIR_TCR_STATE_H */
+#endif /* WEIR_PACE_STATE_H */
