@@ -10,6 +10,11 @@ lib/ is layered by folder, lowest first (LIB_LAYERS): a block may include
 its own folder and the folders below it; an arrow from a folder to one
 above it is a back-arrow. app/ directories are checked for circles only.
 
+Each directory is also counted by family, as the stop check counts it: x.c, x.h
+and every x_*.* one module, and an include of any y_*.h (from any directory) an
+arrow to family y when the directory has one. Files named after a mode but holding
+a shared service then show up as circles: name a service for itself.
+
 Usage: scripts/include_graph.py [REPO]   (exit status 1 if any circle or back-arrow)
 """
 import re
@@ -45,6 +50,23 @@ def graph(mods):
                 stem = Path(inc).stem
                 if stem in mods and owner(stem, mods) != owner(m, mods):
                     g[owner(m, mods)].add(owner(stem, mods))
+    return g
+
+
+def family(stem):
+    return stem.split("_")[0]
+
+
+def family_graph(mods):
+    """{family: set of families it includes}: x.c, x.h, x_*.* one module."""
+    fams = {family(m) for m in mods}
+    g = {f: set() for f in fams}
+    for m, paths in mods.items():
+        for p in paths:
+            for inc in INCLUDE.findall(p.read_text(errors="replace")):
+                b = family(Path(inc).stem)
+                if b in fams and b != family(m):
+                    g[family(m)].add(b)
     return g
 
 
@@ -112,6 +134,11 @@ def main():
         for c in cs:
             print("  circle: " + " ".join(c))
         bad += len(cs)
+        fcs = circles(family_graph(mods))
+        print("  by family (x_*.* one module): %d circle(s)" % len(fcs))
+        for c in fcs:
+            print("  family circle: " + " ".join(c))
+        bad += len(fcs)
         if root == lib:
             backs = back_arrows(mods, g, lib)
             print("  %d back-arrow(s) between folders (%s, lowest first)" % (len(backs),

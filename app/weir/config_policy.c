@@ -19,7 +19,7 @@
 #include "policy_limits.h"
 #include "policy_lua.h"
 #include "policy_values.h"
-#include "subs_lqos.h"
+#include "lqos.h"
 #include "policy_subs.h"
 
 static const char *const dir_key[WEIR_PORT__COUNT] = { "outbound", "inbound" };

@@ -30,7 +30,7 @@
 #include "hooks.h"
 #include "ipfix_export.h"
 #include "policy_lua.h"
-#include "policy_switch.h"
+#include "switchover.h"
 #include "text.h"
 #include "worker_view.h"
 

@@ -3,7 +3,7 @@
  * below it (REST, reload, rebalance, hooks, stats, telemetry), which do
  * not import one another in a circle: they read the snapshot (stats.h)
  * and the workers (worker_view.h), and are called from here. A reload and
- * a hook's set_class both end in a switch (policy_switch.h), which calls
+ * a hook's set_class both end in a switch (switchover.h), which calls
  * neither.
  */
 #include <rte_cycles.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * weir: policy reload. The compile job reads and checks the file, runs its
  * script and compiles the new policy before anything changes; the
- * management lcore then switches the workers to it (policy_switch.c).
+ * management lcore then switches the workers to it (switchover.c).
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "app.h"
-#include "policy_switch.h"
+#include "switchover.h"
 
 /* How a reload ended, on the management lcore: rc as weir_mgmt_reload. */
 typedef void weir_reload_done_fn(struct weir_app *app, int rc, void *arg);

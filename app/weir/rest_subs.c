@@ -15,11 +15,11 @@
 #include <rte_cycles.h>
 #include <rte_log.h>
 
-#include "policy_switch.h"
+#include "switchover.h"
 #include "measure.h"
 #include "rest_int.h"
 #include "subs_apply.h"
-#include "subs_lqos.h"
+#include "lqos.h"
 #include "policy_subs.h"
 
 #define SUBS_PAGE_MAX 1000

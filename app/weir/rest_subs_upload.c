@@ -19,7 +19,7 @@
 
 #include "rest_int.h"
 #include "subs_apply.h"
-#include "subs_lqos.h"
+#include "lqos.h"
 
 /* Problems of a file read from tmp, named by the configured path. */
 static json_t *

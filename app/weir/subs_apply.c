@@ -15,7 +15,7 @@
 
 #include "app.h"
 #include "policy_subs.h"
-#include "policy_switch.h"
+#include "switchover.h"
 #include "subs_apply.h"
 #include "subs_live.h"
 

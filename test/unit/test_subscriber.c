@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Subscribers (lib/classify/subscriber.h, app/weir/subs_lqos.h, lib/classify/subscriber_lpm.h):
+ * Subscribers (lib/classify/subscriber.h, app/weir/lqos.h, lib/classify/subscriber_lpm.h):
  * LibreQoS's files as they are, every kind of bad row reported as FILE:LINE
  * with nothing of the file kept, 100,000 subscribers loaded and diffed, and
  * longest-prefix match over 1,000,000 IPv4 and IPv6 prefixes.
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "subs_lqos.h"
+#include "lqos.h"
 #include "subscriber.h"
 #include "subscriber_lpm.h"
 #include "unit.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: switching the workers to a new policy (policy_switch.h). The
+ * weir: switching the workers to a new policy (switchover.h). The
  * management lcore builds each worker a fresh class tree from it and posts
  * it; each worker takes it between two bursts (lib/worker/worker.h: struct
  * weir_policy_switch), moving what it has queued. The old policy is freed
@@ -22,7 +22,7 @@
 #include <rte_malloc.h>
 #include <rte_pause.h>
 
-#include "policy_switch.h"
+#include "switchover.h"
 #include "policy_subs.h"
 #include "rebalance.h"
 #include "worker_view.h"

@@ -3,8 +3,8 @@
  * (management lcore): what a reload (reload.c) and a hook's set_class
  * (hooks.c) both end with.
  */
-#ifndef WEIR_POLICY_SWITCH_H
-#define WEIR_POLICY_SWITCH_H
+#ifndef WEIR_SWITCHOVER_H
+#define WEIR_SWITCHOVER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -46,4 +46,4 @@ int weir_policy_apply_built(struct weir_app *a, struct weir_policy *np,
 			    const struct weir_config *src, uint64_t build_us, char *err,
 			    size_t errlen);
 
-#endif /* WEIR_POLICY_SWITCH_H */
+#endif /* WEIR_SWITCHOVER_H */

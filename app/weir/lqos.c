@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * weir: LibreQoS's ShapedDevices.csv and network.json (subs_lqos.h).
+ * weir: LibreQoS's ShapedDevices.csv and network.json (lqos.h).
  *
  * The CSV is RFC 4180 with a header row naming the columns; the columns are
  * found by name, so v1.4's file (no Anchor Node ID) and v2.2's (with it,
@@ -18,7 +18,7 @@
 
 #include <jansson.h>
 
-#include "subs_lqos.h"
+#include "lqos.h"
 
 #define MAX_CELLS 64
 

@@ -6,8 +6,8 @@
  * Every bad row is reported as FILE:LINE: why; the caller applies nothing
  * of a set with problems.
  */
-#ifndef WEIR_SUBS_LQOS_H
-#define WEIR_SUBS_LQOS_H
+#ifndef WEIR_LQOS_H
+#define WEIR_LQOS_H
 
 #include "subscriber.h"
 
@@ -26,4 +26,4 @@ uint32_t weir_subs_read_shaped_devices(struct weir_subs *s, const char *path, ui
 struct weir_subs *weir_subs_load_lqos(const char *shaped_devices, const char *network,
 				      uint16_t box, struct weir_sub_errs *e);
 
-#endif /* WEIR_SUBS_LQOS_H */
+#endif /* WEIR_LQOS_H */
