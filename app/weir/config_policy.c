@@ -373,29 +373,17 @@ load_subs(struct loader *ld, const config_setting_t *root, struct weir_config *c
 	cfg->subs_box = (uint16_t)box;
 	cfg->subs_max = (uint32_t)max;
 	for (int d = 0; d < WEIR_PORT__COUNT; d++) {
-		struct weir_policy_tree_conf *tc = &pc->tree[d];
-		struct weir_policy_class_conf dflt = { .name = "default" }, *cls;
+		struct weir_policy_class_conf *cls;
 
-		if (tc->rate == 0)
-			continue;
-		/* A tree without classes gets its "default" as a class beside them. */
-		if (tc->n_classes == 0) {
-			dflt.rate = tc->rate / 100 + 1;
-			dflt.mode = tc->mode;
-			snprintf(tc->default_class, sizeof(tc->default_class), "default");
-		}
-		cls = weir_subs_classes(s, d, tc->rate, parent,
-					tc->n_classes ? tc->classes : &dflt,
-					tc->n_classes ? tc->n_classes : 1, tc->mode, err, sizeof(err));
-		if (cls == NULL) {
+		if (weir_subs_tree(s, d, &pc->tree[d], parent, &pc->subs_base[d], &cls, err,
+				   sizeof(err)) < 0) {
 			weir_subs_free(s);
 			return cfg_fail(ld, g, "subscribers: %s", err);
 		}
-		pc->subs_base[d] = tc->n_classes ? tc->n_classes : 1;
-		tc->n_classes = (uint16_t)(pc->subs_base[d] + weir_subs_class_count(s));
-		free(src->classes[d]);
-		src->classes[d] = cls;
-		tc->classes = cls;
+		if (cls != NULL) {
+			free(src->classes[d]);
+			src->classes[d] = cls;
+		}
 	}
 	pc->subs = s;
 	*out = s;

@@ -81,30 +81,13 @@ with_subs(struct weir_lua *x, struct weir_policy_conf *pc,
 		weir_sub_errs_free(&se);
 		return -1;
 	}
-	for (int d = 0; d < WEIR_POLICY_DIRS; d++) {
-		struct weir_policy_tree_conf *tc = &pc->tree[d];
-		struct weir_policy_class_conf dflt = { .name = "default" };
-
-		if (tc->rate == 0)
-			continue;
-		/* A tree without classes gets its "default" as a class beside them. */
-		if (tc->n_classes == 0) {
-			dflt.rate = tc->rate / 100 + 1;
-			dflt.mode = tc->mode;
-			snprintf(tc->default_class, sizeof(tc->default_class), "default");
-		}
-		cls[d] = weir_subs_classes(x->subs, d, tc->rate, "", tc->n_classes ? tc->classes
-					   : &dflt, tc->n_classes ? tc->n_classes : 1, tc->mode,
-					   err, errlen);
-		if (cls[d] == NULL) {
+	for (int d = 0; d < WEIR_POLICY_DIRS; d++)
+		if (weir_subs_tree(x->subs, d, &pc->tree[d], "", &pc->subs_base[d], &cls[d], err,
+				   errlen) < 0) {
 			free(cls[0]);
 			cls[0] = NULL;
 			return -1;
 		}
-		pc->subs_base[d] = tc->n_classes ? tc->n_classes : 1;
-		tc->n_classes = (uint16_t)(pc->subs_base[d] + weir_subs_class_count(x->subs));
-		tc->classes = cls[d];
-	}
 	pc->subs = x->subs;
 	return 0;
 }

@@ -157,3 +157,28 @@ weir_policy_subs_accelerate(struct weir_policy *p, int socket_id, char *err, siz
 	p->sub_lpm = weir_sub_lpm_build(p->subs, socket_id, err, errlen);
 	return p->sub_lpm != NULL ? 0 : -1;
 }
+
+int
+weir_subs_tree(const struct weir_subs *s, int pdir, struct weir_policy_tree_conf *tc,
+	       const char *under, uint16_t *base, struct weir_policy_class_conf **out,
+	       char *err, size_t errlen)
+{
+	struct weir_policy_class_conf dflt = { .name = "default" };
+
+	*out = NULL;
+	if (tc->rate == 0)
+		return 0;
+	if (tc->n_classes == 0) {
+		dflt.rate = tc->rate / 100 + 1;
+		dflt.mode = tc->mode;
+		snprintf(tc->default_class, sizeof(tc->default_class), "default");
+	}
+	*out = weir_subs_classes(s, pdir, tc->rate, under, tc->n_classes ? tc->classes : &dflt,
+				 tc->n_classes ? tc->n_classes : 1, tc->mode, err, errlen);
+	if (*out == NULL)
+		return -1;
+	*base = tc->n_classes ? tc->n_classes : 1;
+	tc->n_classes = (uint16_t)(*base + weir_subs_class_count(s));
+	tc->classes = *out;
+	return 0;
+}

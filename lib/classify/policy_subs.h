@@ -52,6 +52,17 @@ struct weir_policy_class_conf *weir_subs_classes(const struct weir_subs *s, int 
 						 uint16_t n_base, uint8_t mode, char *err,
 						 size_t errlen);
 
+/*
+ * Tree tc (policy direction pdir) with the set's classes added after its own;
+ * a tree without classes first gets its "default" (1 % of the link) beside
+ * them. tc->classes becomes *out (the caller frees it), tc->n_classes counts
+ * all, *base the classes before the set's. A tree without a rate is left as
+ * it is (*out NULL). 0, or -1 with err when the tree cannot hold them.
+ */
+int weir_subs_tree(const struct weir_subs *s, int pdir, struct weir_policy_tree_conf *tc,
+		   const char *under, uint16_t *base, struct weir_policy_class_conf **out,
+		   char *err, size_t errlen);
+
 /* Attach the prefix lookup to a built policy with subscribers (needs EAL;
  * before workers see it). 0, or -1 with err. */
 int weir_policy_subs_accelerate(struct weir_policy *p, int socket_id, char *err, size_t errlen);
